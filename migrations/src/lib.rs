@@ -1,0 +1,56 @@
+//! Database schema of the provisioner, shared by the service (which migrates at start-up) and the `migrations`
+//! binary. Every migration is a list of statements per backend, so the PostgreSQL schema file in
+//! `assets/database/provisioner.sql` is generated from exactly what the migrations execute.
+
+use sea_orm_migration::prelude::*;
+use sea_orm_migration::sea_orm::DbBackend;
+
+mod m20261129_000001_create_runtime_and_operation;
+
+pub use sea_orm_migration::MigratorTrait;
+
+pub struct Migrator;
+
+/// A migration described as plain SQL statements for a backend, so they can both be executed and printed.
+pub(crate) trait SchemaStatements {
+    fn statements(&self, backend: DbBackend) -> Vec<String>;
+}
+
+#[async_trait::async_trait]
+impl MigratorTrait for Migrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![Box::new(
+            m20261129_000001_create_runtime_and_operation::Migration,
+        )]
+    }
+}
+
+/// Runs the statements of one migration inside the migration's transaction.
+pub(crate) async fn execute_all(
+    manager: &SchemaManager<'_>,
+    statements: Vec<String>,
+) -> Result<(), DbErr> {
+    let connection = manager.get_connection();
+    for statement in statements {
+        connection.execute_unprepared(&statement).await?;
+    }
+    Ok(())
+}
+
+/// The PostgreSQL schema produced by all migrations, as written to `assets/database/provisioner.sql`.
+pub fn postgres_schema_sql() -> String {
+    let mut sql = String::from(
+        "-- Generated from the migrations crate by `make generate`; do not edit by hand.\n\
+         -- The service applies these migrations itself at start-up (or run `cargo run -p migrations -- up`).\n",
+    );
+    let migrations: Vec<&dyn SchemaStatements> =
+        vec![&m20261129_000001_create_runtime_and_operation::Migration];
+    for migration in migrations {
+        for statement in migration.statements(DbBackend::Postgres) {
+            sql.push('\n');
+            sql.push_str(&statement);
+            sql.push_str(";\n");
+        }
+    }
+    sql
+}

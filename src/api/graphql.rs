@@ -1,0 +1,273 @@
+//! GraphQL adapter in the style of the Kyma Runtime Provisioner. Resolvers only translate between GraphQL and
+//! the service; every service error becomes a GraphQL error with `extensions` in [`graphql_error`].
+
+use async_graphql::connection::{Connection, Edge, EmptyFields};
+use async_graphql::{Context, EmptySubscription, ErrorExtensions, Object, Schema, SimpleObject};
+use chrono::{DateTime, Utc};
+
+use crate::domain::{
+    ClusterConfig, Labels, LastError, Operation, OperationState, OperationType, ProvisionRequest,
+};
+use crate::service::{self, Conflict, Service};
+
+pub type ProvisionerSchema = Schema<Query, Mutation, EmptySubscription>;
+
+pub fn schema(service: Service) -> ProvisionerSchema {
+    Schema::build(Query, Mutation, EmptySubscription)
+        .data(service)
+        .finish()
+}
+
+/// The schema in SDL, as `gqlgen.sh` writes it to `schema.graphql`.
+pub fn schema_sdl() -> String {
+    Schema::build(Query, Mutation, EmptySubscription)
+        .finish()
+        .sdl()
+}
+
+/// The one place where service errors get their GraphQL form: a message plus `extensions` with `code`
+/// (a GraphQL-style name), the Kyma-style `error_code`, `error_reason` and `error_component`, and `field`.
+pub fn graphql_error(error: service::Error) -> async_graphql::Error {
+    let (code, status, reason, component, field) = match &error {
+        service::Error::Invalid(invalid) => (
+            "BAD_REQUEST",
+            400,
+            "invalid_input",
+            "provisioner",
+            Some(invalid.field.clone()),
+        ),
+        service::Error::NotFound { .. } => ("NOT_FOUND", 404, "not_found", "provisioner", None),
+        service::Error::Conflict { conflict, .. } => {
+            ("CONFLICT", 409, conflict.code(), "provisioner", None)
+        }
+        service::Error::IdempotencyKeyReused => (
+            "BAD_REQUEST",
+            422,
+            "idempotency_key_reused",
+            "provisioner",
+            Some("Idempotency-Key".to_owned()),
+        ),
+        service::Error::Unavailable { component, .. } => {
+            ("UNAVAILABLE", 503, "unavailable", *component, None)
+        }
+        service::Error::Store(_) => ("INTERNAL", 500, "internal", "database", None),
+    };
+    let message = match &error {
+        // Internal details stay in the log, not in the answer.
+        service::Error::Store(store_error) => {
+            tracing::error!(error = %store_error, "store failure while answering a GraphQL request");
+            "internal error".to_owned()
+        }
+        other => other.to_string(),
+    };
+    async_graphql::Error::new(message).extend_with(|_, extensions| {
+        extensions.set("code", code);
+        extensions.set("error_code", status);
+        extensions.set("error_reason", reason);
+        extensions.set("error_component", component);
+        if let Some(field) = &field {
+            extensions.set("field", field.as_str());
+        }
+    })
+}
+
+type GraphQLResult<T> = async_graphql::Result<T>;
+
+fn service<'a>(context: &Context<'a>) -> &'a Service {
+    context.data_unchecked::<Service>()
+}
+
+/// The status of one operation, as Kyma's `OperationStatus`.
+#[derive(SimpleObject)]
+pub struct OperationStatus {
+    id: String,
+    operation: OperationType,
+    state: OperationState,
+    message: String,
+    #[graphql(name = "runtimeID")]
+    runtime_id: String,
+    /// The step the operation is at (for example `Queued`).
+    stage: String,
+    last_error: Option<LastError>,
+}
+
+impl From<Operation> for OperationStatus {
+    fn from(operation: Operation) -> Self {
+        OperationStatus {
+            id: operation.id.to_string(),
+            operation: operation.operation_type,
+            state: operation.state,
+            message: operation.message,
+            runtime_id: operation.runtime_id.to_string(),
+            stage: operation.stage,
+            last_error: operation.last_error,
+        }
+    }
+}
+
+pub struct RuntimeStatus {
+    status: service::RuntimeStatus,
+}
+
+#[Object]
+impl RuntimeStatus {
+    async fn last_operation_status(&self) -> OperationStatus {
+        self.status.last_operation.clone().into()
+    }
+
+    async fn runtime_configuration(&self) -> RuntimeConfig {
+        RuntimeConfig {
+            runtime_id: self.status.runtime.id.to_string(),
+            cluster_config: self.status.runtime.cluster_config.clone(),
+        }
+    }
+}
+
+pub struct RuntimeConfig {
+    runtime_id: String,
+    cluster_config: ClusterConfig,
+}
+
+#[Object]
+impl RuntimeConfig {
+    async fn cluster_config(&self) -> &ClusterConfig {
+        &self.cluster_config
+    }
+
+    /// Read from the cluster's outputs Secret on each request; null until the provisioning has succeeded.
+    async fn kubeconfig(&self, context: &Context<'_>) -> GraphQLResult<Option<String>> {
+        match service(context).kubeconfig(&self.runtime_id).await {
+            Ok(kubeconfig) => Ok(Some(kubeconfig)),
+            Err(service::Error::Conflict {
+                conflict: Conflict::NotReady,
+                ..
+            }) => Ok(None),
+            Err(error) => Err(graphql_error(error)),
+        }
+    }
+}
+
+/// A runtime in the `runtimes` list.
+pub struct RuntimeNode {
+    status: service::RuntimeStatus,
+}
+
+#[Object(name = "Runtime")]
+impl RuntimeNode {
+    async fn id(&self) -> String {
+        self.status.runtime.id.to_string()
+    }
+
+    async fn name(&self) -> &str {
+        &self.status.runtime.name
+    }
+
+    async fn description(&self) -> Option<&str> {
+        self.status.runtime.description.as_deref()
+    }
+
+    async fn labels(&self) -> &Labels {
+        &self.status.runtime.labels
+    }
+
+    async fn created_at(&self) -> DateTime<Utc> {
+        self.status.runtime.created_at
+    }
+
+    async fn status(&self) -> RuntimeStatus {
+        RuntimeStatus {
+            status: self.status.clone(),
+        }
+    }
+}
+
+pub struct Query;
+
+#[Object]
+impl Query {
+    async fn runtime_status(
+        &self,
+        context: &Context<'_>,
+        id: String,
+    ) -> GraphQLResult<RuntimeStatus> {
+        let status = service(context)
+            .runtime_status(&id)
+            .await
+            .map_err(graphql_error)?;
+        Ok(RuntimeStatus { status })
+    }
+
+    async fn runtime_operation_status(
+        &self,
+        context: &Context<'_>,
+        id: String,
+    ) -> GraphQLResult<OperationStatus> {
+        Ok(service(context)
+            .operation_status(&id)
+            .await
+            .map_err(graphql_error)?
+            .into())
+    }
+
+    /// Runtimes in creation order; `after` is the cursor of the last runtime of the previous page.
+    async fn runtimes(
+        &self,
+        context: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+        state: Option<OperationState>,
+    ) -> GraphQLResult<Connection<String, RuntimeNode, EmptyFields, EmptyFields>> {
+        let page = service(context)
+            .runtimes(state, after.as_deref(), first)
+            .await
+            .map_err(graphql_error)?;
+        let mut connection = Connection::new(after.is_some(), page.has_next_page);
+        for (runtime, last_operation) in page.runtimes {
+            let Some(last_operation) = last_operation else {
+                continue;
+            };
+            let cursor = runtime.id.to_string();
+            connection.edges.push(Edge::new(
+                cursor,
+                RuntimeNode {
+                    status: service::RuntimeStatus {
+                        runtime,
+                        last_operation,
+                    },
+                },
+            ));
+        }
+        Ok(connection)
+    }
+}
+
+pub struct Mutation;
+
+#[Object]
+impl Mutation {
+    async fn provision_runtime(
+        &self,
+        context: &Context<'_>,
+        config: ProvisionRequest,
+    ) -> GraphQLResult<OperationStatus> {
+        let accepted = service(context)
+            .provision_runtime(config, None)
+            .await
+            .map_err(graphql_error)?;
+        Ok(accepted.operation.into())
+    }
+
+    /// Returns the id of the deprovisioning operation.
+    async fn deprovision_runtime(
+        &self,
+        context: &Context<'_>,
+        id: String,
+    ) -> GraphQLResult<String> {
+        Ok(service(context)
+            .deprovision_runtime(&id)
+            .await
+            .map_err(graphql_error)?
+            .id
+            .to_string())
+    }
+}

@@ -1,0 +1,424 @@
+//! REST adapter with the cluster-provisioner's paths. Handlers only translate HTTP to service calls and back;
+//! [`ApiError`] is the one place where errors get their HTTP status and JSON body.
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use utoipa::{OpenApi, ToSchema};
+
+use super::AppState;
+use crate::domain::{LastError, Operation, OperationState, OperationType, ProvisionRequest};
+use crate::service::{self, RuntimeStatus};
+
+/// The seed's words for an operation's state, one to one with [`OperationState`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ProvisionStatus {
+    Queued,
+    Running,
+    Succeeded,
+    Failed,
+}
+
+impl From<OperationState> for ProvisionStatus {
+    fn from(state: OperationState) -> Self {
+        match state {
+            OperationState::Pending => ProvisionStatus::Queued,
+            OperationState::InProgress => ProvisionStatus::Running,
+            OperationState::Succeeded => ProvisionStatus::Succeeded,
+            OperationState::Failed => ProvisionStatus::Failed,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OperationKind {
+    Provision,
+    Deprovision,
+}
+
+impl From<OperationType> for OperationKind {
+    fn from(operation_type: OperationType) -> Self {
+        match operation_type {
+            OperationType::Provision => OperationKind::Provision,
+            OperationType::Deprovision => OperationKind::Deprovision,
+        }
+    }
+}
+
+/// The answer to an accepted POST or DELETE: the runtime id and the queued operation.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Accepted {
+    /// The runtime id, used in every other path.
+    id: String,
+    operation_id: String,
+    status: ProvisionStatus,
+}
+
+impl From<&Operation> for Accepted {
+    fn from(operation: &Operation) -> Self {
+        Accepted {
+            id: operation.runtime_id.to_string(),
+            operation_id: operation.id.to_string(),
+            status: operation.state.into(),
+        }
+    }
+}
+
+/// The status of a runtime's last operation.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProvisionStatusResponse {
+    id: String,
+    name: String,
+    operation_id: String,
+    operation: OperationKind,
+    status: ProvisionStatus,
+    stage: String,
+    message: String,
+    last_error: Option<LastError>,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+impl From<RuntimeStatus> for ProvisionStatusResponse {
+    fn from(status: RuntimeStatus) -> Self {
+        let operation = status.last_operation;
+        ProvisionStatusResponse {
+            id: status.runtime.id.to_string(),
+            name: status.runtime.name,
+            operation_id: operation.id.to_string(),
+            operation: operation.operation_type.into(),
+            status: operation.state.into(),
+            stage: operation.stage,
+            message: operation.message,
+            last_error: operation.last_error,
+            created_at: operation.created_at,
+            updated_at: operation.updated_at,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    error: ErrorDetail,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// A stable machine-readable code, for example `invalid_input` or `operation_in_progress`.
+    code: String,
+    message: String,
+    /// The offending field, as a path into the request body (or a header name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    field: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Health {
+    status: String,
+    database: String,
+}
+
+/// Every REST error, with its status and JSON body decided in [`IntoResponse`] below.
+#[derive(Debug)]
+pub enum ApiError {
+    Service(service::Error),
+    UnsupportedMediaType,
+    PayloadTooLarge {
+        limit: usize,
+    },
+    /// The body is not the JSON the path expects; `field` is the path serde stopped at.
+    MalformedBody {
+        field: Option<String>,
+        message: String,
+    },
+}
+
+impl From<service::Error> for ApiError {
+    fn from(error: service::Error) -> Self {
+        ApiError::Service(error)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code, message, field) = match self {
+            ApiError::UnsupportedMediaType => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type".to_owned(),
+                "the body must be JSON sent with Content-Type: application/json".to_owned(),
+                Some("Content-Type".to_owned()),
+            ),
+            ApiError::PayloadTooLarge { limit } => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large".to_owned(),
+                format!("the body is larger than {limit} bytes"),
+                None,
+            ),
+            ApiError::MalformedBody { field, message } => (
+                StatusCode::BAD_REQUEST,
+                "invalid_input".to_owned(),
+                message,
+                field,
+            ),
+            ApiError::Service(error) => service_error_parts(error),
+        };
+        (
+            status,
+            Json(ErrorBody {
+                error: ErrorDetail {
+                    code,
+                    message,
+                    field,
+                },
+            }),
+        )
+            .into_response()
+    }
+}
+
+fn service_error_parts(error: service::Error) -> (StatusCode, String, String, Option<String>) {
+    let message = error.to_string();
+    match error {
+        service::Error::Invalid(invalid) => (
+            StatusCode::BAD_REQUEST,
+            "invalid_input".into(),
+            message,
+            Some(invalid.field),
+        ),
+        service::Error::NotFound { .. } => {
+            (StatusCode::NOT_FOUND, "not_found".into(), message, None)
+        }
+        service::Error::Conflict { conflict, .. } => {
+            (StatusCode::CONFLICT, conflict.code().into(), message, None)
+        }
+        service::Error::IdempotencyKeyReused => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "idempotency_key_reused".into(),
+            message,
+            Some("Idempotency-Key".into()),
+        ),
+        service::Error::Unavailable { .. } => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable".into(),
+            message,
+            None,
+        ),
+        service::Error::Store(store_error) => {
+            // Internal details stay in the log, not in the answer.
+            tracing::error!(error = %store_error, "store failure while answering a REST request");
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal".into(),
+                "internal error".into(),
+                None,
+            )
+        }
+    }
+}
+
+type ApiResult<T> = Result<T, ApiError>;
+
+/// Reads a JSON body within the size limit, refusing other content types with 415.
+async fn json_body<T: serde::de::DeserializeOwned>(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+) -> ApiResult<T> {
+    let is_json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .is_some_and(|media_type| media_type.trim().eq_ignore_ascii_case("application/json"));
+    if !is_json {
+        return Err(ApiError::UnsupportedMediaType);
+    }
+    let bytes = axum::body::to_bytes(body, limit)
+        .await
+        .map_err(|_| ApiError::PayloadTooLarge { limit })?;
+    let deserializer = &mut serde_json::Deserializer::from_slice(&bytes);
+    serde_path_to_error::deserialize(deserializer).map_err(|error| {
+        let path = error.path().to_string();
+        ApiError::MalformedBody {
+            field: (path != ".").then_some(path),
+            message: format!("invalid request body: {}", error.inner()),
+        }
+    })
+}
+
+#[utoipa::path(
+    post,
+    path = "/api/v1/provisions",
+    request_body = ProvisionRequest,
+    params(("Idempotency-Key" = Option<String>, Header, description = "Retries with the same key get the first answer")),
+    responses(
+        (status = 202, description = "Provisioning queued", body = Accepted),
+        (status = 400, description = "Invalid input; `field` names it", body = ErrorBody),
+        (status = 409, description = "The name is taken", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
+        (status = 422, description = "Idempotency-Key reused for a different request", body = ErrorBody),
+    )
+)]
+pub async fn create_provision(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    let request: ProvisionRequest = json_body(&headers, body, state.max_body_bytes).await?;
+    let idempotency_key = match headers.get("idempotency-key") {
+        Some(value) => Some(value.to_str().map_err(|_| {
+            service::Error::Invalid(service::Invalid {
+                field: "Idempotency-Key".into(),
+                message: "must be visible ASCII".into(),
+            })
+        })?),
+        None => None,
+    };
+    let accepted = state
+        .service
+        .provision_runtime(request, idempotency_key)
+        .await?;
+    let location = format!("/api/v1/provisions/{}", accepted.operation.runtime_id);
+    Ok((
+        StatusCode::ACCEPTED,
+        [(header::LOCATION, location)],
+        Json(Accepted::from(&accepted.operation)),
+    )
+        .into_response())
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/provisions/{id}",
+    params(("id" = String, Path, description = "Runtime id")),
+    responses(
+        (status = 200, description = "Status of the runtime's last operation", body = ProvisionStatusResponse),
+        (status = 400, description = "The id is not a UUID", body = ErrorBody),
+        (status = 404, description = "Unknown runtime", body = ErrorBody),
+    )
+)]
+pub async fn get_provision(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<ProvisionStatusResponse>> {
+    Ok(Json(state.service.runtime_status(&id).await?.into()))
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/provisions/{id}/logs",
+    params(("id" = String, Path, description = "Runtime id")),
+    responses(
+        (status = 200, description = "Logs of the runner pod", body = String, content_type = "text/plain"),
+        (status = 404, description = "Unknown runtime", body = ErrorBody),
+        (status = 409, description = "No runner pod exists yet", body = ErrorBody),
+    )
+)]
+pub async fn get_logs(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    let logs = state.service.logs(&id).await?;
+    Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], logs).into_response())
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/provisions/{id}/kubeconfig",
+    params(("id" = String, Path, description = "Runtime id")),
+    responses(
+        (status = 200, description = "The kubeconfig", body = String, content_type = "application/yaml"),
+        (status = 404, description = "Unknown runtime", body = ErrorBody),
+        (status = 409, description = "The provisioning has not succeeded", body = ErrorBody),
+    )
+)]
+pub async fn get_kubeconfig(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    let kubeconfig = state.service.kubeconfig(&id).await?;
+    Ok(([(header::CONTENT_TYPE, "application/yaml")], kubeconfig).into_response())
+}
+
+#[utoipa::path(
+    delete,
+    path = "/api/v1/provisions/{id}",
+    params(("id" = String, Path, description = "Runtime id")),
+    responses(
+        (status = 202, description = "Deprovisioning queued", body = Accepted),
+        (status = 404, description = "Unknown runtime", body = ErrorBody),
+        (status = 409, description = "An operation is active or the runtime is already deprovisioned", body = ErrorBody),
+    )
+)]
+pub async fn delete_provision(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    let operation = state.service.deprovision_runtime(&id).await?;
+    Ok((StatusCode::ACCEPTED, Json(Accepted::from(&operation))).into_response())
+}
+
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    responses(
+        (status = 200, description = "Healthy", body = Health),
+        (status = 503, description = "The database is unreachable", body = Health),
+    )
+)]
+pub async fn healthz(State(state): State<AppState>) -> Response {
+    match state.service.database_health().await {
+        Ok(()) => Json(Health {
+            status: "ok".into(),
+            database: "ok".into(),
+        })
+        .into_response(),
+        Err(error) => {
+            tracing::warn!(%error, "health check failed");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Json(Health {
+                    status: "unavailable".into(),
+                    database: error.to_string(),
+                }),
+            )
+                .into_response()
+        }
+    }
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "cluster-provisioner",
+        description = "Provisions and deprovisions Kubernetes clusters."
+    ),
+    paths(
+        create_provision,
+        get_provision,
+        get_logs,
+        get_kubeconfig,
+        delete_provision,
+        healthz
+    )
+)]
+pub struct ApiDoc;
+
+/// The OpenAPI document served at `/api/v1/openapi.json` and kept in `assets/openapi.json`.
+pub fn openapi_json() -> String {
+    ApiDoc::openapi()
+        .to_pretty_json()
+        .expect("the OpenAPI document serializes")
+}
+
+pub async fn openapi() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], openapi_json()).into_response()
+}

@@ -1,0 +1,18 @@
+//! The cluster provisioner: turns "create a cluster" requests into Kubernetes clusters and tears them down.
+//!
+//! Layers: [`api`] (GraphQL and REST adapters) calls [`service`] (use cases, validation), which works on
+//! [`domain`] types and the [`store`] adapter. [`startup`] wires them; `main.rs` only calls it.
+
+pub mod api;
+pub mod domain;
+pub mod service;
+pub mod settings;
+pub mod startup;
+pub mod store;
+pub mod telemetry;
+
+/// Installs the one TLS crypto provider of the process (ring); call once before any TLS client is built.
+pub fn install_crypto_provider() {
+    // Err means a provider is already installed, which is what we want.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}

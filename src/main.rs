@@ -1,0 +1,57 @@
+use std::process::ExitCode;
+
+use provisioner::settings::Settings;
+use provisioner::startup::{self, App, Listeners};
+use provisioner::{install_crypto_provider, telemetry};
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let settings = match Settings::load() {
+        Ok(settings) => settings,
+        Err(error) => {
+            eprintln!("configuration error: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    install_crypto_provider();
+    telemetry::init_tracing(&settings.log.level, settings.log.format);
+
+    let result = async {
+        let app = App::build(&settings).await?;
+        let listeners = Listeners::bind(&settings).await?;
+        let address = listeners.api.local_addr().map_err(startup::Error::Serve)?;
+        tracing::info!(
+            database = %settings.database.describe(),
+            metrics = %settings.server.metrics_address,
+            "GraphQL playground at http://{address}{}", settings.server.playground_endpoint
+        );
+        startup::serve(app, listeners, shutdown_signal()).await
+    }
+    .await;
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            tracing::error!(%error, "provisioner stopped");
+            eprintln!("provisioner: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = interrupt => {},
+        _ = terminate => {},
+    }
+    tracing::info!("shutting down");
+}

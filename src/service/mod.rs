@@ -1,0 +1,343 @@
+//! Use cases of the provisioner. Both APIs (GraphQL and REST) call these functions and nothing below them, so
+//! validation, conflicts and errors are the same whichever door a request comes through.
+
+pub mod validation;
+
+use sha2::{Digest, Sha256};
+use tracing::instrument;
+use uuid::Uuid;
+
+use crate::domain::{
+    Operation, OperationState, OperationType, ProvisionRequest, Runtime, RuntimePage,
+};
+use crate::store::{self, IdempotencyRecord, OperationCount, Store};
+pub use validation::{Invalid, KubernetesVersion, ValidationPolicy};
+
+/// Why a request conflicts with the state of a runtime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Conflict {
+    /// Only one asynchronous operation per runtime at a time.
+    OperationInProgress,
+    NameTaken,
+    /// The provisioning has not succeeded (yet), so there is no kubeconfig.
+    NotReady,
+    AlreadyDeprovisioned,
+    /// No runner pod exists yet, so there are no logs.
+    NoRunnerPod,
+}
+
+impl Conflict {
+    pub fn code(self) -> &'static str {
+        match self {
+            Conflict::OperationInProgress => "operation_in_progress",
+            Conflict::NameTaken => "name_taken",
+            Conflict::NotReady => "not_ready",
+            Conflict::AlreadyDeprovisioned => "already_deprovisioned",
+            Conflict::NoRunnerPod => "no_runner_pod",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("invalid {}: {}", .0.field, .0.message)]
+    Invalid(Invalid),
+    #[error("{what} {id} not found")]
+    NotFound { what: &'static str, id: String },
+    #[error("{message}")]
+    Conflict { conflict: Conflict, message: String },
+    #[error("the Idempotency-Key was already used for a different request")]
+    IdempotencyKeyReused,
+    #[error("{component} is unavailable: {message}")]
+    Unavailable {
+        component: &'static str,
+        message: String,
+    },
+    #[error(transparent)]
+    Store(#[from] store::Error),
+}
+
+impl From<Invalid> for Error {
+    fn from(invalid: Invalid) -> Self {
+        Error::Invalid(invalid)
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The answer to an accepted provisioning request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProvisionAccepted {
+    pub operation: Operation,
+    /// True when an `Idempotency-Key` matched an earlier request and nothing new was recorded.
+    pub replayed: bool,
+}
+
+/// A runtime with its last operation (every runtime has one: it is created with its provisioning).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuntimeStatus {
+    pub runtime: Runtime,
+    pub last_operation: Operation,
+}
+
+/// Largest page of `runtimes`.
+pub const MAX_PAGE_SIZE: i32 = 100;
+
+#[derive(Clone)]
+pub struct Service {
+    store: Store,
+    policy: ValidationPolicy,
+}
+
+impl Service {
+    pub fn new(store: Store, policy: ValidationPolicy) -> Self {
+        Service { store, policy }
+    }
+
+    /// Validates and records a new runtime with a queued provisioning operation. With an idempotency key, a
+    /// repeated identical request returns the operation recorded the first time instead of a new one.
+    #[instrument(skip_all, fields(runtime_name = %request.runtime_input.name))]
+    pub async fn provision_runtime(
+        &self,
+        request: ProvisionRequest,
+        idempotency_key: Option<&str>,
+    ) -> Result<ProvisionAccepted> {
+        self.policy.validate(&request)?;
+        let fingerprint = request_fingerprint(&request);
+        if let Some(key) = idempotency_key {
+            check_idempotency_key(key)?;
+            if let Some(record) = self.store.find_idempotency_record(key).await? {
+                return self.replay(record, &fingerprint).await;
+            }
+        }
+
+        let now = store::now();
+        let runtime_id = Uuid::now_v7();
+        let operation = Operation::queued(runtime_id, OperationType::Provision, now);
+        let runtime = Runtime {
+            id: runtime_id,
+            name: request.runtime_input.name,
+            description: request.runtime_input.description,
+            labels: request.runtime_input.labels.unwrap_or_default(),
+            cluster_config: request.cluster_config,
+            last_operation_id: Some(operation.id),
+            created_at: now,
+            updated_at: now,
+            deleted_at: None,
+        };
+        let record = idempotency_key.map(|key| IdempotencyRecord {
+            key: key.to_owned(),
+            request_fingerprint: fingerprint.clone(),
+            runtime_id,
+            operation_id: operation.id,
+        });
+        match self
+            .store
+            .insert_runtime(&runtime, &operation, record.as_ref())
+            .await
+        {
+            Ok(()) => {
+                tracing::info!(runtime_id = %runtime_id, operation_id = %operation.id, "provisioning queued");
+                Ok(ProvisionAccepted {
+                    operation,
+                    replayed: false,
+                })
+            }
+            Err(store::Error::NameTaken) => Err(Error::Conflict {
+                conflict: Conflict::NameTaken,
+                message: format!("a runtime named {:?} already exists", runtime.name),
+            }),
+            // A concurrent request with the same key won the race: answer as it did.
+            Err(store::Error::IdempotencyKeyTaken) => {
+                let key = idempotency_key.unwrap_or_default();
+                let record = self
+                    .store
+                    .find_idempotency_record(key)
+                    .await?
+                    .ok_or(Error::IdempotencyKeyReused)?;
+                self.replay(record, &fingerprint).await
+            }
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    async fn replay(
+        &self,
+        record: IdempotencyRecord,
+        fingerprint: &str,
+    ) -> Result<ProvisionAccepted> {
+        if record.request_fingerprint != fingerprint {
+            return Err(Error::IdempotencyKeyReused);
+        }
+        let operation = self
+            .store
+            .find_operation(record.operation_id)
+            .await?
+            .ok_or_else(|| Error::NotFound {
+                what: "operation",
+                id: record.operation_id.to_string(),
+            })?;
+        Ok(ProvisionAccepted {
+            operation,
+            replayed: true,
+        })
+    }
+
+    /// Queues the teardown of a runtime. Refused while another operation on it is active.
+    #[instrument(skip_all, fields(runtime_id = %runtime_id))]
+    pub async fn deprovision_runtime(&self, runtime_id: &str) -> Result<Operation> {
+        let status = self.runtime_status(runtime_id).await?;
+        if status.runtime.deleted_at.is_some() {
+            return Err(Error::Conflict {
+                conflict: Conflict::AlreadyDeprovisioned,
+                message: format!("runtime {} is already deprovisioned", status.runtime.id),
+            });
+        }
+        if status.last_operation.state.is_active() {
+            return Err(operation_in_progress(&status.last_operation));
+        }
+        let operation =
+            Operation::queued(status.runtime.id, OperationType::Deprovision, store::now());
+        match self.store.insert_operation(&operation).await {
+            Ok(()) => {
+                tracing::info!(operation_id = %operation.id, "deprovisioning queued");
+                Ok(operation)
+            }
+            // Another request queued an operation since we read the status: report that one.
+            Err(store::Error::ActiveOperationExists) => Err(operation_in_progress(
+                &self.runtime_status(runtime_id).await?.last_operation,
+            )),
+            Err(store::Error::RuntimeNotFound(id)) => Err(Error::Conflict {
+                conflict: Conflict::AlreadyDeprovisioned,
+                message: format!("runtime {id} is already deprovisioned"),
+            }),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    pub async fn operation_status(&self, operation_id: &str) -> Result<Operation> {
+        let id = validation::parse_id("id", operation_id)?;
+        self.store
+            .find_operation(id)
+            .await?
+            .ok_or_else(|| Error::NotFound {
+                what: "operation",
+                id: id.to_string(),
+            })
+    }
+
+    pub async fn runtime_status(&self, runtime_id: &str) -> Result<RuntimeStatus> {
+        let id = validation::parse_id("id", runtime_id)?;
+        let not_found = || Error::NotFound {
+            what: "runtime",
+            id: id.to_string(),
+        };
+        let runtime = self.store.find_runtime(id).await?.ok_or_else(not_found)?;
+        let operation_id = runtime.last_operation_id.ok_or_else(not_found)?;
+        let last_operation = self
+            .store
+            .find_operation(operation_id)
+            .await?
+            .ok_or_else(not_found)?;
+        Ok(RuntimeStatus {
+            runtime,
+            last_operation,
+        })
+    }
+
+    /// The kubeconfig of a runtime whose provisioning succeeded; 409 before then.
+    pub async fn kubeconfig(&self, runtime_id: &str) -> Result<String> {
+        let status = self.runtime_status(runtime_id).await?;
+        let operation = &status.last_operation;
+        if operation.operation_type != OperationType::Provision
+            || operation.state != OperationState::Succeeded
+        {
+            return Err(Error::Conflict {
+                conflict: Conflict::NotReady,
+                message: format!(
+                    "no kubeconfig: the last operation of runtime {} is {:?} {:?}, not a succeeded provisioning",
+                    status.runtime.id, operation.operation_type, operation.state
+                ),
+            });
+        }
+        Err(Error::Unavailable {
+            component: "kubernetes",
+            message: "no Kubernetes executor is configured to read the outputs Secret".to_owned(),
+        })
+    }
+
+    /// The runner logs of a runtime's last operation; 409 until its Job has a pod.
+    pub async fn logs(&self, runtime_id: &str) -> Result<String> {
+        let status = self.runtime_status(runtime_id).await?;
+        Err(Error::Conflict {
+            conflict: Conflict::NoRunnerPod,
+            message: format!(
+                "no runner pod exists for operation {} yet (stage {})",
+                status.last_operation.id, status.last_operation.stage
+            ),
+        })
+    }
+
+    /// One page of runtimes in creation order, optionally only those whose last operation is in `state`.
+    pub async fn runtimes(
+        &self,
+        state: Option<OperationState>,
+        after: Option<&str>,
+        first: Option<i32>,
+    ) -> Result<RuntimePage> {
+        let first = first.unwrap_or(20);
+        if !(1..=MAX_PAGE_SIZE).contains(&first) {
+            return Err(Invalid {
+                field: "first".into(),
+                message: format!("must be 1 to {MAX_PAGE_SIZE}"),
+            }
+            .into());
+        }
+        let after = after
+            .map(|cursor| validation::parse_id("after", cursor))
+            .transpose()?;
+        Ok(self.store.list_runtimes(state, after, first as u64).await?)
+    }
+
+    pub async fn database_health(&self) -> Result<()> {
+        self.store.ping().await.map_err(|error| Error::Unavailable {
+            component: "database",
+            message: error.to_string(),
+        })
+    }
+
+    pub async fn operation_counts(&self) -> Result<Vec<OperationCount>> {
+        Ok(self.store.operation_counts().await?)
+    }
+}
+
+fn operation_in_progress(operation: &Operation) -> Error {
+    Error::Conflict {
+        conflict: Conflict::OperationInProgress,
+        message: format!(
+            "runtime {} already has an active {:?} operation {} ({:?}); only one operation per runtime runs at a time",
+            operation.runtime_id, operation.operation_type, operation.id, operation.state
+        ),
+    }
+}
+
+fn check_idempotency_key(key: &str) -> Result<(), Invalid> {
+    let valid =
+        !key.is_empty() && key.len() <= 255 && key.bytes().all(|byte| byte.is_ascii_graphic());
+    if !valid {
+        return Err(Invalid {
+            field: "Idempotency-Key".into(),
+            message: "must be 1 to 255 visible ASCII characters".into(),
+        });
+    }
+    Ok(())
+}
+
+/// A digest of the validated request, to tell a retry from a different request under the same key.
+fn request_fingerprint(request: &ProvisionRequest) -> String {
+    let canonical = serde_json::to_vec(request).unwrap_or_default();
+    Sha256::digest(canonical)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}

@@ -1,0 +1,5 @@
+//! sea-orm entities, one per table of the migrations crate.
+
+pub mod idempotency_key;
+pub mod operation;
+pub mod runtime;

@@ -1,0 +1,28 @@
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, DeriveEntityModel)]
+#[sea_orm(table_name = "operation")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: Uuid,
+    pub runtime_id: Uuid,
+    pub operation_type: String,
+    pub state: String,
+    pub stage: String,
+    pub message: String,
+    pub last_error_message: Option<String>,
+    pub last_error_reason: Option<String>,
+    pub last_error_component: Option<String>,
+    pub attempts: i32,
+    pub owner: Option<String>,
+    pub lease_expires_at: Option<DateTimeUtc>,
+    pub created_at: DateTimeUtc,
+    pub started_at: Option<DateTimeUtc>,
+    pub updated_at: DateTimeUtc,
+    pub finished_at: Option<DateTimeUtc>,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

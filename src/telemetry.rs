@@ -1,0 +1,141 @@
+//! Logs (tracing, JSON or text) and Prometheus metrics.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use tracing_subscriber::EnvFilter;
+
+use crate::store::OperationCount;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Json,
+    Text,
+}
+
+/// Installs the global subscriber. `level` is an env-filter directive such as `info` or `provisioner=debug`.
+pub fn init_tracing(level: &str, format: LogFormat) {
+    let filter = EnvFilter::try_new(level).unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(true);
+    // A second initialisation (tests start several apps in one process) keeps the first subscriber.
+    let _ = match format {
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HttpLabels {
+    method: String,
+    route: String,
+    status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OperationLabels {
+    r#type: String,
+    state: String,
+}
+
+/// The service's metrics; cheap to clone (shared registry).
+#[derive(Clone)]
+pub struct Metrics {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    registry: Registry,
+    http_requests: Family<HttpLabels, Counter>,
+    http_duration: Family<HttpLabels, Histogram>,
+    operations: Family<OperationLabels, Gauge>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub const CONTENT_TYPE: &'static str =
+        "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("provisioner");
+        let http_requests = Family::<HttpLabels, Counter>::default();
+        // Counters get the `_total` suffix from the encoder.
+        registry.register(
+            "http_requests",
+            "HTTP requests by route and status",
+            http_requests.clone(),
+        );
+        let http_duration = Family::<HttpLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.0005, 2.0, 16))
+        });
+        registry.register(
+            "http_request_duration_seconds",
+            "HTTP request durations",
+            http_duration.clone(),
+        );
+        let operations = Family::<OperationLabels, Gauge>::default();
+        registry.register(
+            "operations",
+            "Stored operations by type and state",
+            operations.clone(),
+        );
+        Metrics {
+            inner: Arc::new(Inner {
+                registry,
+                http_requests,
+                http_duration,
+                operations,
+            }),
+        }
+    }
+
+    pub fn observe_http(&self, method: &str, route: &str, status: u16, duration: Duration) {
+        let labels = HttpLabels {
+            method: method.to_owned(),
+            route: route.to_owned(),
+            status,
+        };
+        self.inner.http_requests.get_or_create(&labels).inc();
+        self.inner
+            .http_duration
+            .get_or_create(&labels)
+            .observe(duration.as_secs_f64());
+    }
+
+    pub fn set_operation_counts(&self, counts: &[OperationCount]) {
+        self.inner.operations.clear();
+        for count in counts {
+            let labels = OperationLabels {
+                r#type: format!("{:?}", count.operation_type),
+                state: format!("{:?}", count.state),
+            };
+            self.inner
+                .operations
+                .get_or_create(&labels)
+                .set(count.count as i64);
+        }
+    }
+
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.inner.registry)
+            .expect("writing to a String cannot fail");
+        text
+    }
+}

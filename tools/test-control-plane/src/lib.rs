@@ -1,0 +1,358 @@
+//! A real Kubernetes control plane for integration tests and local development: etcd,
+//! kube-apiserver and kube-controller-manager (Job, garbage-collector, namespace, service-account
+//! and TTL-after-finished controllers), built from the Go module proxy by
+//! `tools/build-control-plane.sh`. There is no scheduler and no kubelet: Pods stay Pending until a
+//! test finishes them with [`ControlPlane::terminate_pod`], as Kubernetes' own Job integration
+//! tests do.
+//!
+//! Tests share one instance per test binary through [`shared`]; each test takes its own namespace
+//! from [`ControlPlane::new_namespace`].
+
+mod kubelet;
+mod pki;
+mod process;
+
+use std::fs::OpenOptions;
+use std::io::Write as _;
+use std::net::{Ipv4Addr, TcpListener};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use kube::api::{ObjectMeta, PostParams};
+use kube::config::AuthInfo;
+use kube::{Api, Client, Config};
+use tokio::sync::OnceCell;
+
+use pki::Pki;
+use process::Processes;
+
+pub type Error = Box<dyn std::error::Error + Send + Sync>;
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The folder holding `etcd`, `kube-apiserver` and `kube-controller-manager`.
+pub const BIN_DIR_ENV: &str = "TEST_CONTROL_PLANE_BIN_DIR";
+
+const START_TIMEOUT: Duration = Duration::from_secs(120);
+const WAIT_TIMEOUT: Duration = Duration::from_secs(60);
+const POLL_INTERVAL: Duration = Duration::from_millis(200);
+const CONTROLLERS: &str = "job-controller,garbage-collector-controller,namespace-controller,\
+                           serviceaccount-controller,ttl-after-finished-controller";
+
+/// The control plane shared by all tests of this test binary, started on first use.
+///
+/// Only data (URL, certificates, child handles) is kept, never a [`Client`]: a client is bound to
+/// the tokio runtime that built it, and every `#[tokio::test]` has its own runtime. The servers are
+/// stopped and their files removed when the test binary exits, however it exits.
+///
+/// # Panics
+/// If [`BIN_DIR_ENV`] is unset or the control plane fails to start (with the servers' log tails).
+pub async fn shared() -> &'static ControlPlane {
+    static SHARED: OnceCell<Result<ControlPlane, String>> = OnceCell::const_new();
+    SHARED
+        .get_or_init(|| async {
+            ControlPlane::start()
+                .await
+                .map_err(|error| error.to_string())
+        })
+        .await
+        .as_ref()
+        .unwrap_or_else(|error| panic!("the test control plane did not start: {error}"))
+}
+
+pub struct ControlPlane {
+    server_url: String,
+    pki: Pki,
+    processes: Processes,
+}
+
+impl ControlPlane {
+    /// Starts etcd, kube-apiserver and kube-controller-manager from [`BIN_DIR_ENV`] and waits until
+    /// they serve. Dropping the value stops them and removes their files.
+    pub async fn start() -> Result<Self> {
+        let bin_dir = bin_dir()?;
+        let mut processes = Processes::new()?;
+        let pki = Pki::generate()?;
+        let dir = processes.dir().to_path_buf();
+        let file = |name: &str, contents: &str| -> Result<String> {
+            let path = dir.join(name);
+            write_private(&path, contents)?;
+            Ok(path.display().to_string())
+        };
+        let ca = file("ca.crt", &pki.ca_pem)?;
+        let serving_cert = file("apiserver.crt", &pki.serving.cert_pem)?;
+        let serving_key = file("apiserver.key", &pki.serving.key_pem)?;
+        let service_account_key = file("service-account.key", &pki.service_account_key_pem)?;
+        let [etcd_port, etcd_peer_port, apiserver_port] = free_ports()?;
+        let etcd_url = format!("http://127.0.0.1:{etcd_port}");
+        let etcd_peer_url = format!("http://127.0.0.1:{etcd_peer_port}");
+
+        processes.spawn(
+            "etcd",
+            &bin_dir.join("etcd"),
+            &[
+                format!("--data-dir={}", dir.join("etcd").display()),
+                format!("--listen-client-urls={etcd_url}"),
+                format!("--advertise-client-urls={etcd_url}"),
+                format!("--listen-peer-urls={etcd_peer_url}"),
+                format!("--initial-advertise-peer-urls={etcd_peer_url}"),
+                format!("--initial-cluster=default={etcd_peer_url}"),
+                "--unsafe-no-fsync=true".into(),
+            ],
+        )?;
+        processes.spawn(
+            "kube-apiserver",
+            &bin_dir.join("kube-apiserver"),
+            &[
+                format!("--etcd-servers={etcd_url}"),
+                format!("--secure-port={apiserver_port}"),
+                "--bind-address=127.0.0.1".into(),
+                // Without a default route the API server cannot pick an address by itself.
+                "--advertise-address=127.0.0.1".into(),
+                format!("--tls-cert-file={serving_cert}"),
+                format!("--tls-private-key-file={serving_key}"),
+                format!("--client-ca-file={ca}"),
+                "--authorization-mode=RBAC".into(),
+                "--service-cluster-ip-range=10.0.0.0/24".into(),
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local".into(),
+                format!("--service-account-key-file={service_account_key}"),
+                format!("--service-account-signing-key-file={service_account_key}"),
+                "--allow-privileged=true".into(),
+            ],
+        )?;
+
+        let mut control_plane = Self {
+            server_url: format!("https://127.0.0.1:{apiserver_port}"),
+            pki,
+            processes,
+        };
+        let admin = control_plane.admin_client()?;
+        control_plane
+            .wait_until("kube-apiserver to be ready", START_TIMEOUT, async || {
+                let request = http::Request::get("/readyz").body(Vec::new()).ok()?;
+                (admin.request_text(request).await.ok()? == "ok").then_some(())
+            })
+            .await?;
+
+        let kubeconfig = dir.join("admin.kubeconfig");
+        control_plane.write_kubeconfig(&kubeconfig)?;
+        control_plane.processes.spawn(
+            "kube-controller-manager",
+            &bin_dir.join("kube-controller-manager"),
+            &[
+                format!("--kubeconfig={}", kubeconfig.display()),
+                format!("--controllers={CONTROLLERS}"),
+                "--leader-elect=false".into(),
+                // Nothing scrapes its metrics or health endpoints.
+                "--secure-port=0".into(),
+            ],
+        )?;
+        // The service-account controller creating `default` proves the controller manager works.
+        control_plane
+            .wait_for_service_account("default", "default", &admin)
+            .await?;
+        Ok(control_plane)
+    }
+
+    /// The API server's URL, `https://127.0.0.1:<port>`.
+    pub fn server_url(&self) -> &str {
+        &self.server_url
+    }
+
+    /// The PEM certificate of the CA that signed the API server's certificate.
+    pub fn ca_pem(&self) -> &str {
+        &self.pki.ca_pem
+    }
+
+    /// A client authenticated as `admin` in group `system:masters` (everything allowed).
+    pub fn admin_client(&self) -> Result<Client> {
+        self.client(AuthInfo {
+            client_certificate_data: Some(BASE64.encode(&self.pki.admin.cert_pem)),
+            client_key_data: Some(BASE64.encode(&self.pki.admin.key_pem).into()),
+            ..AuthInfo::default()
+        })
+    }
+
+    /// A client authenticated as exactly the ServiceAccount `namespace/name`, by a bound token
+    /// for the API server's default audience.
+    pub async fn client_for_service_account(&self, namespace: &str, name: &str) -> Result<Client> {
+        let token = self.service_account_token(namespace, name, &[]).await?;
+        self.client_with_token(token)
+    }
+
+    /// A client sending `token` as its bearer token.
+    pub fn client_with_token(&self, token: impl Into<String>) -> Result<Client> {
+        self.client(AuthInfo {
+            token: Some(token.into().into()),
+            ..AuthInfo::default()
+        })
+    }
+
+    /// Mints a token for the ServiceAccount `namespace/name` by TokenRequest; no `audiences`
+    /// means the API server's default audience.
+    pub async fn service_account_token(
+        &self,
+        namespace: &str,
+        name: &str,
+        audiences: &[&str],
+    ) -> Result<String> {
+        let request = TokenRequest {
+            spec: Some(TokenRequestSpec {
+                audiences: Some(audiences.iter().map(ToString::to_string).collect()),
+                ..TokenRequestSpec::default()
+            }),
+            ..TokenRequest::default()
+        };
+        let response = Api::<ServiceAccount>::namespaced(self.admin_client()?, namespace)
+            .create_token_request(name, &PostParams::default(), &request)
+            .await?;
+        let token = response.status.and_then(|status| status.token);
+        Ok(token.ok_or("the TokenRequest response has no token")?)
+    }
+
+    /// Creates a namespace with a unique name starting with `prefix` and waits for its `default`
+    /// ServiceAccount, without which the ServiceAccount admission plugin rejects Pods.
+    pub async fn new_namespace(&self, prefix: &str) -> Result<String> {
+        static COUNT: AtomicUsize = AtomicUsize::new(0);
+        let name = format!("{prefix}-{}", COUNT.fetch_add(1, Ordering::Relaxed));
+        let admin = self.admin_client()?;
+        let namespace = Namespace {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                ..ObjectMeta::default()
+            },
+            ..Namespace::default()
+        };
+        Api::<Namespace>::all(admin.clone())
+            .create(&PostParams::default(), &namespace)
+            .await?;
+        self.wait_for_service_account(&name, "default", &admin)
+            .await?;
+        Ok(name)
+    }
+
+    /// Writes a kubeconfig for the admin identity (JSON, which every YAML reader accepts),
+    /// readable by the owner only.
+    pub fn write_kubeconfig(&self, path: &Path) -> Result<()> {
+        let kubeconfig = serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "test-control-plane", "cluster": {
+                "server": self.server_url,
+                "certificate-authority-data": BASE64.encode(&self.pki.ca_pem),
+            }}],
+            "users": [{"name": "admin", "user": {
+                "client-certificate-data": BASE64.encode(&self.pki.admin.cert_pem),
+                "client-key-data": BASE64.encode(&self.pki.admin.key_pem),
+            }}],
+            "contexts": [{"name": "test-control-plane", "context": {
+                "cluster": "test-control-plane",
+                "user": "admin",
+            }}],
+            "current-context": "test-control-plane",
+        });
+        write_private(path, &serde_json::to_string_pretty(&kubeconfig)?)
+    }
+
+    /// The last lines of each server's log.
+    pub fn log_tail(&self) -> String {
+        self.processes.log_tail()
+    }
+
+    /// Prints [`Self::log_tail`] to stderr, e.g. when a test fails for unclear reasons.
+    pub fn dump_logs(&self) {
+        eprintln!("{}", self.log_tail());
+    }
+
+    fn client(&self, auth_info: AuthInfo) -> Result<Client> {
+        let mut config = Config::new(self.server_url.parse()?);
+        config.root_cert = Some(vec![self.pki.ca_der.clone()]);
+        config.auth_info = auth_info;
+        Ok(Client::try_from(config)?)
+    }
+
+    async fn wait_for_service_account(
+        &self,
+        namespace: &str,
+        name: &str,
+        admin: &Client,
+    ) -> Result<()> {
+        let accounts = Api::<ServiceAccount>::namespaced(admin.clone(), namespace);
+        let what = format!("ServiceAccount {namespace}/{name}");
+        let found = async || accounts.get_opt(name).await.ok()?.map(drop);
+        self.wait_until(&what, WAIT_TIMEOUT, found).await
+    }
+
+    /// Polls `ready` until it returns `Some`, failing with the logs if a server exits or on timeout.
+    async fn wait_until<T>(
+        &self,
+        what: &str,
+        timeout: Duration,
+        mut ready: impl AsyncFnMut() -> Option<T>,
+    ) -> Result<T> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if let Some(value) = ready().await {
+                return Ok(value);
+            }
+            self.processes.check_running()?;
+            if tokio::time::Instant::now() > deadline {
+                return Err(format!(
+                    "timed out after {timeout:?} waiting for {what}\n{}",
+                    self.log_tail()
+                )
+                .into());
+            }
+            tokio::time::sleep(POLL_INTERVAL).await;
+        }
+    }
+}
+
+fn bin_dir() -> Result<PathBuf> {
+    let dir = std::env::var_os(BIN_DIR_ENV).ok_or_else(|| {
+        format!(
+            "{BIN_DIR_ENV} is not set: run `make control-plane`, or \
+             `export {BIN_DIR_ENV}=$(tools/build-control-plane.sh | tail -n1)`"
+        )
+    })?;
+    let dir = PathBuf::from(dir);
+    for binary in ["etcd", "kube-apiserver", "kube-controller-manager"] {
+        if !dir.join(binary).is_file() {
+            return Err(format!(
+                "{BIN_DIR_ENV}={} has no {binary}: run `make control-plane`",
+                dir.display()
+            )
+            .into());
+        }
+    }
+    Ok(dir)
+}
+
+/// Distinct free loopback ports, all held open until every one is chosen.
+fn free_ports<const N: usize>() -> Result<[u16; N]> {
+    let listeners = (0..N)
+        .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut ports = [0; N];
+    for (port, listener) in ports.iter_mut().zip(&listeners) {
+        *port = listener.local_addr()?.port();
+    }
+    Ok(ports)
+}
+
+/// Writes a file readable by the owner only: it may hold a private key.
+fn write_private(path: &Path, contents: &str) -> Result<()> {
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(contents.as_bytes())?;
+    Ok(())
+}
