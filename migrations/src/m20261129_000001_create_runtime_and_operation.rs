@@ -25,6 +25,8 @@ enum Runtime {
     DeletedAt,
 }
 
+// The column is `operation_type`, so the variant has to repeat the table's name.
+#[allow(clippy::enum_variant_names)]
 #[derive(DeriveIden)]
 enum Operation {
     Table,

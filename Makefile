@@ -1,0 +1,52 @@
+# The provisioner's commands. `make run` and `make test-really-local` do all set-up on a fresh machine.
+
+TEST_DATABASE_URL ?= postgres://postgres:postgres@127.0.0.1:5432/postgres
+export TEST_DATABASE_URL
+
+.PHONY: run test-really-local test postgres control-plane dev-cluster gqlgen generate migrate fmt lint
+
+## Starts the server on the embedded SQLite default (./data/provisioner.db); playground at http://127.0.0.1:3000/graphql
+run:
+	APP_LOG_FORMAT=$${APP_LOG_FORMAT:-text} cargo run --bin provisioner
+
+## Installs and starts what the tests need (PostgreSQL, the test control plane), then runs every test.
+test-really-local: postgres control-plane
+	TEST_CONTROL_PLANE_BIN_DIR="$$(tools/build-control-plane.sh | tail -n1)" $(MAKE) --no-print-directory test
+
+## Runs the tests against an already running PostgreSQL and an already built control plane.
+test:
+	@# Databases left by earlier test runs (each test creates its own).
+	@psql "$(TEST_DATABASE_URL)" -qtA -c "SELECT format('DROP DATABASE %I WITH (FORCE);', datname) FROM pg_database WHERE datname LIKE 'provisioner\_test\_%'" \
+		| psql "$(TEST_DATABASE_URL)" -q >/dev/null
+	cargo test --workspace --locked
+
+postgres:
+	tools/postgres.sh
+
+## Builds etcd, kube-apiserver and kube-controller-manager from the Go module proxy into ~/.cache (once).
+control-plane:
+	tools/build-control-plane.sh
+
+## Runs the same control plane in the foreground for local development and writes a kubeconfig.
+dev-cluster: control-plane
+	TEST_CONTROL_PLANE_BIN_DIR="$$(tools/build-control-plane.sh | tail -n1)" cargo run -p test-control-plane --bin dev-cluster
+
+## Writes schema.graphql from the code.
+gqlgen:
+	./gqlgen.sh
+
+## Writes every generated file: schema.graphql, assets/openapi.json, assets/database/provisioner.sql.
+generate: gqlgen
+	cargo run --quiet --bin generate -- openapi > assets/openapi.json
+	cargo run --quiet --bin generate -- sql > assets/database/provisioner.sql
+
+## Applies the migrations to DATABASE_URL (the server also does this at start-up).
+migrate:
+	cargo run -p migrations -- up
+
+fmt:
+	cargo fmt --all
+
+lint:
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets --locked -- -D warnings

@@ -1,0 +1,16 @@
+-- Generated from the migrations crate by `make generate`; do not edit by hand.
+-- The service applies these migrations itself at start-up (or run `cargo run -p migrations -- up`).
+
+CREATE TABLE "runtime" ( "id" uuid NOT NULL PRIMARY KEY, "name" varchar(63) NOT NULL, "description" text, "labels" jsonb NOT NULL, "topology" varchar(32) NOT NULL, "cloud" varchar(16) NOT NULL, "region" varchar(64) NOT NULL, "environment" varchar(63) NOT NULL, "credential_id" varchar(255) NOT NULL, "cluster_config" jsonb NOT NULL, "last_operation_id" uuid, "created_at" timestamp with time zone NOT NULL, "updated_at" timestamp with time zone NOT NULL, "deleted_at" timestamp with time zone );
+
+CREATE TABLE "operation" ( "id" uuid NOT NULL PRIMARY KEY, "runtime_id" uuid NOT NULL, "operation_type" varchar(16) NOT NULL, "state" varchar(16) NOT NULL, "stage" varchar(64) NOT NULL, "message" text NOT NULL, "last_error_message" text, "last_error_reason" varchar(64), "last_error_component" varchar(64), "attempts" integer NOT NULL DEFAULT 0, "owner" varchar(255), "lease_expires_at" timestamp with time zone, "created_at" timestamp with time zone NOT NULL, "started_at" timestamp with time zone, "updated_at" timestamp with time zone NOT NULL, "finished_at" timestamp with time zone, CONSTRAINT "operation_runtime_id_fkey" FOREIGN KEY ("runtime_id") REFERENCES "runtime" ("id") ON DELETE RESTRICT );
+
+CREATE TABLE "idempotency_key" ( "key" varchar(255) NOT NULL PRIMARY KEY, "request_fingerprint" varchar(64) NOT NULL, "runtime_id" uuid NOT NULL, "operation_id" uuid NOT NULL, "created_at" timestamp with time zone NOT NULL, CONSTRAINT "idempotency_key_runtime_id_fkey" FOREIGN KEY ("runtime_id") REFERENCES "runtime" ("id") ON DELETE CASCADE );
+
+CREATE INDEX "operation_runtime_id_created_at_idx" ON "operation" ("runtime_id", "created_at");
+
+CREATE INDEX "operation_state_created_at_idx" ON "operation" ("state", "created_at");
+
+CREATE UNIQUE INDEX "operation_one_active_per_runtime_idx" ON "operation" ("runtime_id") WHERE "state" IN ('Pending', 'InProgress');
+
+CREATE UNIQUE INDEX "runtime_live_name_idx" ON "runtime" ("name") WHERE "deleted_at" IS NULL;

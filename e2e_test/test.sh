@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# End-to-end test against a running provisioner and a real cloud account: provisions a cluster through the
+# GraphQL API, polls runtimeOperationStatus until it ends, checks the kubeconfig over REST, then deprovisions.
+# It creates real (billable) cloud resources, so it never runs in CI. The variables it needs are listed below;
+# it says which ones are missing.
+set -euo pipefail
+
+required=(PROVISIONER_URL CREDENTIAL_ID TOPOLOGY REGION ZONES)
+missing=()
+for variable in "${required[@]}"; do [ -n "${!variable:-}" ] || missing+=("$variable"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  cat >&2 <<USAGE
+missing: ${missing[*]}
+  PROVISIONER_URL  base URL of the service, for example http://127.0.0.1:3000
+  CREDENTIAL_ID    auth-service credential to build with
+  TOPOLOGY         VANILLA_KUBEADM, EKS or GKE
+  REGION           for example eu-central-1 or europe-west3
+  ZONES            comma-separated zones, for example eu-central-1a,eu-central-1b
+optional: GCP_PROJECT_ID (GKE), KUBERNETES_VERSION (1.34), MACHINE_TYPE, NAME, TIMEOUT_MINUTES (60)
+USAGE
+  exit 2
+fi
+
+name="${NAME:-e2e-$(date +%s | tail -c 7)}"
+timeout_minutes="${TIMEOUT_MINUTES:-60}"
+
+graphql() { # query, variables (JSON) -> response JSON
+  python3 -c 'import json,sys; print(json.dumps({"query": sys.argv[1], "variables": json.loads(sys.argv[2])}))' "$1" "$2" \
+    | curl -sS -X POST -H 'Content-Type: application/json' --data-binary @- "$PROVISIONER_URL/graphql"
+}
+field() { python3 -c 'import json,sys; d=json.load(sys.stdin)
+for k in sys.argv[1].split("."): d=d[k] if d is not None else None
+print("" if d is None else d)' "$1"; }
+
+input=$(python3 - <<PY
+import json, os
+zones = os.environ["ZONES"].split(",")
+topology = os.environ["TOPOLOGY"]
+machine = os.environ.get("MACHINE_TYPE") or ("e2-standard-4" if topology == "GKE" else "t3.large")
+config = {
+    "topology": topology, "credentialId": os.environ["CREDENTIAL_ID"], "region": os.environ["REGION"],
+    "kubernetesVersion": os.environ.get("KUBERNETES_VERSION", "1.34"), "environment": "e2e",
+    "workerPool": {"machineType": machine, "minSize": 1, "maxSize": 2, "diskSizeGb": 50},
+}
+if topology == "GKE":
+    config["gcp"] = {"projectId": os.environ["GCP_PROJECT_ID"], "zones": zones}
+else:
+    config["aws"] = {"zones": zones}
+if topology == "VANILLA_KUBEADM":
+    config["controlPlane"] = {"count": 1, "machineType": machine}
+print(json.dumps({"config": {"runtimeInput": {"name": "$name"}, "clusterConfig": config}}))
+PY
+)
+
+wait_for() { # operation id
+  local deadline=$((SECONDS + timeout_minutes * 60)) state
+  while [ $SECONDS -lt $deadline ]; do
+    status=$(graphql 'query($id: String!) { runtimeOperationStatus(id: $id) { state message lastError { errMessage reason } } }' "{\"id\": \"$1\"}")
+    state=$(echo "$status" | field data.runtimeOperationStatus.state)
+    echo "$(date +%T) $state: $(echo "$status" | field data.runtimeOperationStatus.message)"
+    case "$state" in
+      Succeeded) return 0 ;;
+      Failed) echo "$status" >&2; return 1 ;;
+    esac
+    sleep 30
+  done
+  echo "timed out after ${timeout_minutes} minutes" >&2
+  return 1
+}
+
+response=$(graphql 'mutation($config: ProvisionRuntimeInput!) { provisionRuntime(config: $config) { id runtimeID } }' "$input")
+operation=$(echo "$response" | field data.provisionRuntime.id)
+runtime=$(echo "$response" | field data.provisionRuntime.runtimeID)
+[ -n "$operation" ] || { echo "provisioning refused: $response" >&2; exit 1; }
+echo "provisioning runtime $runtime (operation $operation)"
+wait_for "$operation"
+
+kubeconfig=$(mktemp)
+trap 'rm -f "$kubeconfig"' EXIT
+curl -sSf "$PROVISIONER_URL/api/v1/provisions/$runtime/kubeconfig" -o "$kubeconfig"
+if command -v kubectl >/dev/null; then KUBECONFIG="$kubeconfig" kubectl get nodes; fi
+
+operation=$(graphql 'mutation($id: String!) { deprovisionRuntime(id: $id) }' "{\"id\": \"$runtime\"}" | field data.deprovisionRuntime)
+echo "deprovisioning runtime $runtime (operation $operation)"
+wait_for "$operation"
+echo "e2e passed"

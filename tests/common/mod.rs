@@ -1,0 +1,282 @@
+//! Test helpers: a fresh database per test (SQLite file or PostgreSQL database), the app driven in-process, and
+//! builders for requests.
+#![allow(dead_code)] // Each test binary uses its own subset of these helpers.
+
+use std::collections::HashMap;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use provisioner::settings::Settings;
+use provisioner::startup::App;
+use sea_orm::{ConnectionTrait, Database};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Runs an async test body once per backend, as two test functions.
+#[macro_export]
+macro_rules! on_both_databases {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                use super::*;
+
+                #[tokio::test]
+                async fn sqlite() {
+                    super::$name(common::Backend::Sqlite).await
+                }
+
+                #[tokio::test]
+                async fn postgres() {
+                    super::$name(common::Backend::Postgres).await
+                }
+            }
+        )*
+    };
+}
+
+/// A database that exists for one test only.
+pub struct TestDatabase {
+    pub url: String,
+    admin_url: Option<String>,
+    name: String,
+    _folder: Option<tempfile::TempDir>,
+}
+
+/// The PostgreSQL server the tests use; `make test-really-local` starts one and sets this.
+pub fn postgres_admin_url() -> String {
+    std::env::var("TEST_DATABASE_URL").expect(
+        "TEST_DATABASE_URL is not set: run `make test-really-local`, which starts PostgreSQL and sets it \
+         (for example postgres://postgres:postgres@127.0.0.1:5432/postgres)",
+    )
+}
+
+impl TestDatabase {
+    pub async fn create(backend: Backend) -> Self {
+        let name = format!("provisioner_test_{}", uuid::Uuid::new_v4().simple());
+        match backend {
+            Backend::Sqlite => {
+                let folder = tempfile::tempdir().expect("temporary folder");
+                let url = format!(
+                    "sqlite://{}?mode=rwc",
+                    folder.path().join("provisioner.db").display()
+                );
+                TestDatabase {
+                    url,
+                    admin_url: None,
+                    name,
+                    _folder: Some(folder),
+                }
+            }
+            Backend::Postgres => {
+                let admin_url = postgres_admin_url();
+                let admin = Database::connect(&admin_url)
+                    .await
+                    .expect("connect to TEST_DATABASE_URL");
+                admin
+                    .execute_unprepared(&format!("CREATE DATABASE \"{name}\""))
+                    .await
+                    .expect("create test database");
+                let (base, _) = admin_url
+                    .rsplit_once('/')
+                    .expect("TEST_DATABASE_URL ends with a database name");
+                TestDatabase {
+                    url: format!("{base}/{name}"),
+                    admin_url: Some(admin_url),
+                    name,
+                    _folder: None,
+                }
+            }
+        }
+    }
+
+    /// Drops a PostgreSQL test database, ending its connections (used to simulate an outage, and to clean up).
+    pub async fn drop_database(&self) {
+        if let Some(admin_url) = &self.admin_url {
+            let admin = Database::connect(admin_url)
+                .await
+                .expect("connect to TEST_DATABASE_URL");
+            admin
+                .execute_unprepared(&format!(
+                    "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",
+                    self.name
+                ))
+                .await
+                .expect("drop test database");
+        }
+    }
+}
+
+pub fn settings_for(database_url: &str) -> Settings {
+    let environment: HashMap<String, String> = [
+        ("DATABASE_URL", database_url),
+        ("APP_ADDRESS", "127.0.0.1:0"),
+        ("APP_METRICS_ADDRESS", "127.0.0.1:0"),
+        ("APP_DATABASE_MAX_CONNECTIONS", "4"),
+    ]
+    .into_iter()
+    .map(|(key, value)| (key.to_owned(), value.to_owned()))
+    .collect();
+    Settings::from_environment(environment).expect("test settings")
+}
+
+/// The application over a fresh database, driven in-process through its router.
+pub struct TestApp {
+    pub app: App,
+    pub database: TestDatabase,
+    pub settings: Settings,
+}
+
+/// What an HTTP call answered.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: StatusCode,
+    pub headers: axum::http::HeaderMap,
+    pub text: String,
+}
+
+impl Answer {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.text)
+            .unwrap_or_else(|error| panic!("not JSON ({error}): {}", self.text))
+    }
+}
+
+pub async fn spawn_app(backend: Backend) -> TestApp {
+    provisioner::install_crypto_provider();
+    let database = TestDatabase::create(backend).await;
+    let settings = settings_for(&database.url);
+    let app = App::build(&settings).await.expect("app starts");
+    TestApp {
+        app,
+        database,
+        settings,
+    }
+}
+
+pub async fn call(router: &Router, request: Request<Body>) -> Answer {
+    let response = router
+        .clone()
+        .oneshot(request)
+        .await
+        .expect("router answers");
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    Answer {
+        status,
+        headers,
+        text: String::from_utf8_lossy(&bytes).into_owned(),
+    }
+}
+
+impl TestApp {
+    /// A new process over the same database: everything in memory is gone, the store is reopened.
+    pub async fn restart(self) -> TestApp {
+        let TestApp {
+            app,
+            database,
+            settings,
+        } = self;
+        drop(app);
+        let app = App::build(&settings).await.expect("app restarts");
+        TestApp {
+            app,
+            database,
+            settings,
+        }
+    }
+
+    pub async fn request(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+        headers: &[(&str, &str)],
+    ) -> Answer {
+        let mut builder = Request::builder().method(method).uri(path);
+        if body.is_some() {
+            builder = builder.header("content-type", "application/json");
+        }
+        for (name, value) in headers {
+            builder = builder.header(*name, *value);
+        }
+        let body = body
+            .map(|body| Body::from(body.to_string()))
+            .unwrap_or_else(Body::empty);
+        call(&self.app.router, builder.body(body).unwrap()).await
+    }
+
+    pub async fn post_provision(&self, body: &Value) -> Answer {
+        self.request("POST", "/api/v1/provisions", Some(body), &[])
+            .await
+    }
+
+    pub async fn get(&self, path: &str) -> Answer {
+        self.request("GET", path, None, &[]).await
+    }
+
+    pub async fn delete(&self, path: &str) -> Answer {
+        self.request("DELETE", path, None, &[]).await
+    }
+
+    /// Runs a GraphQL document and returns the whole response (`data` and `errors`).
+    pub async fn graphql(&self, query: &str, variables: Value) -> Value {
+        let body = json!({ "query": query, "variables": variables });
+        let answer = self.request("POST", "/graphql", Some(&body), &[]).await;
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
+        answer.json()
+    }
+
+    pub async fn metrics(&self) -> String {
+        let request = Request::builder()
+            .uri("/metrics")
+            .body(Body::empty())
+            .unwrap();
+        call(&self.app.metrics_router, request).await.text
+    }
+}
+
+/// A valid provisioning request in the REST spelling; tests change single fields of it.
+pub fn provision_body(name: &str) -> Value {
+    json!({
+        "runtimeInput": {
+            "name": name,
+            "description": "a test cluster",
+            "labels": { "team": "platform" }
+        },
+        "clusterConfig": {
+            "topology": "vanilla_kubeadm",
+            "credentialId": "cred-aws-1",
+            "region": "eu-central-1",
+            "kubernetesVersion": "1.34",
+            "environment": "dev",
+            "controlPlane": { "count": 3, "machineType": "t3.large" },
+            "workerPool": { "machineType": "t3.large", "minSize": 1, "maxSize": 3, "diskSizeGb": 50 },
+            "network": { "vpcCidr": "10.0.0.0/16", "podCidr": "192.168.0.0/16", "serviceCidr": "10.96.0.0/12" },
+            "aws": { "zones": ["eu-central-1a", "eu-central-1b"] }
+        }
+    })
+}
+
+/// The same request as GraphQL input: enum values are spelled the GraphQL way.
+pub fn provision_input(name: &str) -> Value {
+    let mut input = provision_body(name);
+    input["clusterConfig"]["topology"] = json!("VANILLA_KUBEADM");
+    input
+}
+
+pub const OPERATION_STATUS_FIELDS: &str =
+    "id operation state message runtimeID stage lastError { errMessage reason component }";

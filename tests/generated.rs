@@ -1,0 +1,72 @@
+//! The generated files in the repository match what the code generates today. When one fails, run
+//! `make generate` and commit the result.
+
+fn assert_current(path: &str, generated: &str) {
+    let stored = std::fs::read_to_string(path).unwrap_or_else(|error| panic!("{path}: {error}"));
+    let generated = if generated.ends_with('\n') {
+        generated.to_owned()
+    } else {
+        format!("{generated}\n")
+    };
+    assert!(
+        stored == generated,
+        "{path} is stale: run `make generate` and commit it"
+    );
+}
+
+#[test]
+fn schema_graphql_is_current() {
+    assert_current("schema.graphql", &provisioner::api::graphql::schema_sdl());
+}
+
+#[test]
+fn openapi_document_is_current() {
+    assert_current(
+        "assets/openapi.json",
+        &provisioner::api::rest::openapi_json(),
+    );
+}
+
+#[test]
+fn postgres_schema_is_current() {
+    assert_current(
+        "assets/database/provisioner.sql",
+        &migrations::postgres_schema_sql(),
+    );
+}
+
+#[test]
+fn graphql_enums_are_spelled_for_kyma_clients() {
+    let sdl = provisioner::api::graphql::schema_sdl();
+    for expected in [
+        "enum OperationState {\n\tPending\n\tInProgress\n\tSucceeded\n\tFailed\n}",
+        "enum OperationType {\n\tProvision\n\tDeprovision\n}",
+        "enum Topology {",
+        "VANILLA_KUBEADM",
+        "provisionRuntime(config: ProvisionRuntimeInput!): OperationStatus!",
+        "deprovisionRuntime(id: String!): String!",
+        "runtimeID: String!",
+    ] {
+        assert!(sdl.contains(expected), "missing {expected:?} in\n{sdl}");
+    }
+}
+
+#[test]
+fn the_openapi_document_is_served_and_names_every_path() {
+    let document: serde_json::Value =
+        serde_json::from_str(&provisioner::api::rest::openapi_json()).unwrap();
+    let paths = document["paths"].as_object().unwrap();
+    for path in [
+        "/api/v1/provisions",
+        "/api/v1/provisions/{id}",
+        "/api/v1/provisions/{id}/logs",
+        "/api/v1/provisions/{id}/kubeconfig",
+        "/healthz",
+    ] {
+        assert!(
+            paths.contains_key(path),
+            "{path} missing from the OpenAPI document"
+        );
+    }
+    assert!(document["components"]["schemas"]["ProvisionRequest"].is_object());
+}
