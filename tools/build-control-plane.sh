@@ -29,6 +29,8 @@ if complete; then
 fi
 
 # Build into a temporary folder and rename it at the end, so an interrupted build leaves no half-filled cache.
+# Holding the lock, any other temporary folder is a killed build's leftover.
+rm -rf "$root"/.building.*
 tmp=$(mktemp -d "$root/.building.XXXXXX")
 chmod 755 "$tmp"
 trap 'rm -rf "$tmp"' EXIT

@@ -6,7 +6,12 @@
 //! tests do.
 //!
 //! Tests share one instance per test binary through [`shared`]; each test takes its own namespace
-//! from [`ControlPlane::new_namespace`].
+//! from [`ControlPlane::new_namespace`]. The binaries come from the folder named by
+//! [`BIN_DIR_ENV`], which `tools/build-control-plane.sh` prints as its last line.
+//!
+//! The ServiceAccount admission plugin stays enabled, as in production: the controller manager
+//! runs the service-account controller, which creates every namespace's `default` account that
+//! Pods (and so Jobs) need.
 
 mod kubelet;
 mod pki;
@@ -87,7 +92,8 @@ impl ControlPlane {
         let ca = file("ca.crt", &pki.ca_pem)?;
         let serving_cert = file("apiserver.crt", &pki.serving.cert_pem)?;
         let serving_key = file("apiserver.key", &pki.serving.key_pem)?;
-        let service_account_key = file("service-account.key", &pki.service_account_key_pem)?;
+        let service_account_key = file("service-account.key", &pki.service_account.private)?;
+        let service_account_pub = file("service-account.pub", &pki.service_account.public)?;
         let [etcd_port, etcd_peer_port, apiserver_port] = free_ports()?;
         let etcd_url = format!("http://127.0.0.1:{etcd_port}");
         let etcd_peer_url = format!("http://127.0.0.1:{etcd_peer_port}");
@@ -103,6 +109,7 @@ impl ControlPlane {
                 format!("--initial-advertise-peer-urls={etcd_peer_url}"),
                 format!("--initial-cluster=default={etcd_peer_url}"),
                 "--unsafe-no-fsync=true".into(),
+                "--log-level=warn".into(),
             ],
         )?;
         processes.spawn(
@@ -120,7 +127,7 @@ impl ControlPlane {
                 "--authorization-mode=RBAC".into(),
                 "--service-cluster-ip-range=10.0.0.0/24".into(),
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local".into(),
-                format!("--service-account-key-file={service_account_key}"),
+                format!("--service-account-key-file={service_account_pub}"),
                 format!("--service-account-signing-key-file={service_account_key}"),
                 "--allow-privileged=true".into(),
             ],
@@ -316,8 +323,8 @@ impl ControlPlane {
 fn bin_dir() -> Result<PathBuf> {
     let dir = std::env::var_os(BIN_DIR_ENV).ok_or_else(|| {
         format!(
-            "{BIN_DIR_ENV} is not set: run `make control-plane`, or \
-             `export {BIN_DIR_ENV}=$(tools/build-control-plane.sh | tail -n1)`"
+            "{BIN_DIR_ENV} is not set: run the tests through make (its control-plane target builds \
+             the binaries), or `export {BIN_DIR_ENV}=$(tools/build-control-plane.sh | tail -n1)`"
         )
     })?;
     let dir = PathBuf::from(dir);

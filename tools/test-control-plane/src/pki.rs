@@ -12,13 +12,18 @@ pub(crate) struct CertifiedKey {
     pub key_pem: String,
 }
 
+pub(crate) struct KeyPem {
+    pub private: String,
+    pub public: String,
+}
+
 pub(crate) struct Pki {
     pub ca_pem: String,
     pub ca_der: Vec<u8>,
     pub serving: CertifiedKey,
     pub admin: CertifiedKey,
-    /// Signs service-account tokens; the API server accepts the private key as the verification key too.
-    pub service_account_key_pem: String,
+    /// Signs service-account tokens.
+    pub service_account: KeyPem,
 }
 
 impl Pki {
@@ -58,6 +63,7 @@ impl Pki {
             })
         };
 
+        let service_account = KeyPair::generate()?;
         Ok(Self {
             ca_pem: ca_cert.pem(),
             ca_der: ca_cert.der().to_vec(),
@@ -74,7 +80,10 @@ impl Pki {
                 Some("system:masters"),
                 ExtendedKeyUsagePurpose::ClientAuth,
             )?,
-            service_account_key_pem: KeyPair::generate()?.serialize_pem(),
+            service_account: KeyPem {
+                private: service_account.serialize_pem(),
+                public: service_account.public_key_pem(),
+            },
         })
     }
 }

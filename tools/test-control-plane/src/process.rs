@@ -23,7 +23,7 @@ const JANITOR: &str = r#"pids=$(cat)
 [ -z "$pids" ] || kill -KILL $pids 2>/dev/null
 rm -rf "$1" 2>/dev/null || { sleep 1; rm -rf "$1"; }"#;
 
-const LOG_TAIL_LINES: usize = 40;
+const LOG_TAIL_LINES: usize = 20;
 
 struct Server {
     name: &'static str,

@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
-use kube::{Api, Client};
+use kube::{Api, Client, Config};
 use test_control_plane::{ControlPlane, Result, shared};
 
 const ACCOUNT: &str = "provisioner";
@@ -293,5 +293,25 @@ async fn token_for_another_audience_is_rejected() -> Result<()> {
         .await
         .expect_err("the API server accepts only its own audience");
     assert_eq!(api_error_code(&error), Some(401), "{error}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn written_kubeconfig_authenticates_as_admin() -> Result<()> {
+    let cp = shared().await;
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("kubeconfig");
+    cp.write_kubeconfig(&path)?;
+    let kubeconfig = kube::config::Kubeconfig::read_from(&path)?;
+    let config = Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+    let namespaces = Api::<Namespace>::all(Client::try_from(config)?)
+        .list(&ListParams::default())
+        .await?;
+    assert!(
+        namespaces
+            .items
+            .iter()
+            .any(|ns| ns.metadata.name.as_deref() == Some("default"))
+    );
     Ok(())
 }
