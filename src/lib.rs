@@ -4,12 +4,16 @@
 //! [`domain`] types and the [`store`] adapter. [`startup`] wires them; `main.rs` only calls it.
 
 pub mod api;
+pub mod auth;
 pub mod domain;
+pub mod executor;
+pub mod render;
 pub mod service;
 pub mod settings;
 pub mod startup;
 pub mod store;
 pub mod telemetry;
+pub mod worker;
 
 /// Installs the one TLS crypto provider of the process (ring); call once before any TLS client is built.
 pub fn install_crypto_provider() {

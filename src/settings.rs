@@ -47,6 +47,12 @@ struct RawSettings {
     job_namespace: Option<String>,
     terraform_runner_image: Option<String>,
     modules_repo_url: Option<String>,
+    modules_repo_ref: Option<String>,
+    app_runner_service_account: Option<String>,
+    app_worker_concurrency: Option<String>,
+    app_worker_lease: Option<String>,
+    app_worker_poll_interval: Option<String>,
+    app_auth_timeout: Option<String>,
     auth_service_base_url: Option<String>,
     app_auth_oauth_path: Option<String>,
     app_address: Option<String>,
@@ -105,13 +111,17 @@ impl DatabaseSettings {
 pub struct KubernetesSettings {
     pub job_namespace: String,
     pub terraform_runner_image: String,
+    pub runner_service_account: String,
     pub modules_repo_url: Option<String>,
+    pub modules_repo_ref: String,
 }
 
 #[derive(Debug, Clone)]
 pub struct AuthSettings {
     pub service_base_url: Url,
     pub oauth_client_file: PathBuf,
+    /// Time limit of one call to auth-service or its token endpoint.
+    pub timeout: Duration,
 }
 
 #[derive(Debug, Clone)]
@@ -134,6 +144,9 @@ pub struct OperationSettings {
     pub provisioning_timeout: Duration,
     pub deprovisioning_timeout: Duration,
     pub enqueue_in_progress: bool,
+    pub worker_concurrency: usize,
+    pub worker_lease: Duration,
+    pub worker_poll_interval: Duration,
 }
 
 impl Settings {
@@ -296,6 +309,11 @@ impl RawSettings {
                 format!("invalid namespace {job_namespace:?}: expected a DNS-1123 label"),
             ));
         }
+        let worker_concurrency: usize =
+            parse("APP_WORKER_CONCURRENCY", self.app_worker_concurrency.clone(), 4, "a number of parallel runs")?;
+        if !(1..=256).contains(&worker_concurrency) {
+            return Err(invalid("APP_WORKER_CONCURRENCY", "must be between 1 and 256"));
+        }
         let max_request_body_bytes = parse(
             "APP_MAX_REQUEST_BODY_BYTES",
             self.app_max_request_body_bytes,
@@ -315,7 +333,12 @@ impl RawSettings {
                 terraform_runner_image: self
                     .terraform_runner_image
                     .unwrap_or_else(|| "kubeopera/terraform-runner:0.1.0".to_owned()),
+                runner_service_account: self
+                    .app_runner_service_account
+                    .filter(|value| !value.is_empty())
+                    .unwrap_or_else(|| "terraform-runner".to_owned()),
                 modules_repo_url: self.modules_repo_url.filter(|value| !value.is_empty()),
+                modules_repo_ref: self.modules_repo_ref.filter(|value| !value.is_empty()).unwrap_or_else(|| "v1.0.0".to_owned()),
             },
             auth: AuthSettings {
                 service_base_url: url(
@@ -328,6 +351,7 @@ impl RawSettings {
                     self.app_auth_oauth_path
                         .unwrap_or_else(|| "./dev/auth-oauth.yaml".to_owned()),
                 ),
+                timeout: duration("APP_AUTH_TIMEOUT", self.app_auth_timeout, "10s")?,
             },
             server: ServerSettings {
                 address: parse(
@@ -362,6 +386,9 @@ impl RawSettings {
                     "60m",
                 )?,
                 enqueue_in_progress,
+                worker_concurrency,
+                worker_lease: duration("APP_WORKER_LEASE", self.app_worker_lease, "30s")?,
+                worker_poll_interval: duration("APP_WORKER_POLL_INTERVAL", self.app_worker_poll_interval, "2s")?,
             },
             validation: ValidationPolicy {
                 min_kubernetes_version: min_version,
@@ -586,6 +613,8 @@ mod tests {
             ("JOB_NAMESPACE", "Jobs_Here"),
             ("APP_KUBERNETES_VERSION_MIN", "1.40"),
             ("APP_MAX_REQUEST_BODY_BYTES", "lots"),
+            ("APP_WORKER_CONCURRENCY", "0"),
+            ("APP_WORKER_LEASE", "forever"),
         ];
         for (variable, value) in cases {
             let error = load(&[(variable, value)]).expect_err(variable);

@@ -11,6 +11,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use tracing_subscriber::EnvFilter;
 
+use crate::domain::{OperationState, OperationType};
 use crate::store::OperationCount;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +50,23 @@ struct OperationLabels {
     state: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TypeLabels {
+    r#type: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FinishedLabels {
+    r#type: String,
+    state: String,
+    reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StageLabels {
+    stage: String,
+}
+
 /// The service's metrics; cheap to clone (shared registry).
 #[derive(Clone)]
 pub struct Metrics {
@@ -60,6 +78,11 @@ struct Inner {
     http_requests: Family<HttpLabels, Counter>,
     http_duration: Family<HttpLabels, Histogram>,
     operations: Family<OperationLabels, Gauge>,
+    runs_started: Family<TypeLabels, Counter>,
+    runs_finished: Family<FinishedLabels, Counter>,
+    runs_in_flight: Gauge,
+    queued: Gauge,
+    step_duration: Family<StageLabels, Histogram>,
 }
 
 impl Default for Metrics {
@@ -90,17 +113,29 @@ impl Metrics {
             http_duration.clone(),
         );
         let operations = Family::<OperationLabels, Gauge>::default();
-        registry.register(
-            "operations",
-            "Stored operations by type and state",
-            operations.clone(),
-        );
+        registry.register("operations", "Stored operations by type and state", operations.clone());
+        let runs_started = Family::<TypeLabels, Counter>::default();
+        registry.register("operations_started", "Runs started by the worker, by type", runs_started.clone());
+        let runs_finished = Family::<FinishedLabels, Counter>::default();
+        registry.register("operations_finished", "Runs finished, by type, state and reason", runs_finished.clone());
+        let runs_in_flight = Gauge::default();
+        registry.register("operations_in_flight", "Runs this process is driving now", runs_in_flight.clone());
+        let queued = Gauge::default();
+        registry.register("operations_queued", "Operations waiting for a worker", queued.clone());
+        let step_duration =
+            Family::<StageLabels, Histogram>::new_with_constructor(|| Histogram::new(exponential_buckets(0.01, 3.0, 12)));
+        registry.register("operation_step_duration_seconds", "Duration of each run step", step_duration.clone());
         Metrics {
             inner: Arc::new(Inner {
                 registry,
                 http_requests,
                 http_duration,
                 operations,
+                runs_started,
+                runs_finished,
+                runs_in_flight,
+                queued,
+                step_duration,
             }),
         }
     }
@@ -118,7 +153,10 @@ impl Metrics {
             .observe(duration.as_secs_f64());
     }
 
+    /// Refreshes the stored-operation gauges, including the queue depth (the Pending ones).
     pub fn set_operation_counts(&self, counts: &[OperationCount]) {
+        let queued: u64 = counts.iter().filter(|count| count.state == OperationState::Pending).map(|count| count.count).sum();
+        self.inner.queued.set(i64::try_from(queued).unwrap_or(i64::MAX));
         self.inner.operations.clear();
         for count in counts {
             let labels = OperationLabels {
@@ -130,6 +168,25 @@ impl Metrics {
                 .get_or_create(&labels)
                 .set(count.count as i64);
         }
+    }
+
+    pub fn run_started(&self, operation_type: OperationType) {
+        self.inner.runs_started.get_or_create(&TypeLabels { r#type: format!("{operation_type:?}") }).inc();
+        self.inner.runs_in_flight.inc();
+    }
+
+    /// `finished` is the end state and reason, or `None` when the run stopped early and will be resumed.
+    pub fn run_ended(&self, operation_type: OperationType, finished: Option<(OperationState, &str)>) {
+        self.inner.runs_in_flight.dec();
+        if let Some((state, reason)) = finished {
+            let labels =
+                FinishedLabels { r#type: format!("{operation_type:?}"), state: format!("{state:?}"), reason: reason.to_owned() };
+            self.inner.runs_finished.get_or_create(&labels).inc();
+        }
+    }
+
+    pub fn observe_step(&self, stage: &str, duration: Duration) {
+        self.inner.step_duration.get_or_create(&StageLabels { stage: stage.to_owned() }).observe(duration.as_secs_f64());
     }
 
     pub fn encode(&self) -> String {

@@ -479,7 +479,37 @@ async fn health_and_metrics(backend: Backend) {
     }
 }
 
+async fn missing_credentials_fail_fast_and_record_nothing(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let mut body = provision_body("mu");
+    body["clusterConfig"]["credentialId"] = json!("cred-unknown");
+    let answer = app.post_provision(&body).await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.text);
+    let error = &answer.json()["error"];
+    assert_eq!(error["field"], "clusterConfig.credentialId");
+    assert!(error["message"].as_str().unwrap().contains("does not exist"), "{error}");
+
+    let mut body = provision_body("mu");
+    body["clusterConfig"]["credentialId"] = json!("cred-gcp-1");
+    let answer = app.post_provision(&body).await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.text);
+    assert!(answer.json()["error"]["message"].as_str().unwrap().contains("gcp_service_account"), "{}", answer.text);
+
+    app.auth.set_unavailable(true);
+    let requests_before = app.auth.credential_requests();
+    let answer = app.post_provision(&provision_body("mu")).await;
+    assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE, "{}", answer.text);
+    assert!(answer.json()["error"]["message"].as_str().unwrap().contains("auth-service"), "{}", answer.text);
+    // Retried a bounded number of times before answering.
+    assert!(app.auth.credential_requests() - requests_before >= 1);
+
+    assert_eq!(app.app.service.runtimes(None, None, Some(100)).await.unwrap().runtimes.len(), 0);
+    app.auth.set_unavailable(false);
+    assert_eq!(app.post_provision(&provision_body("mu")).await.status, StatusCode::ACCEPTED);
+}
+
 on_both_databases!(
+    missing_credentials_fail_fast_and_record_nothing,
     rest_provisioning_is_queued_and_both_apis_agree,
     graphql_provisioning_is_visible_over_rest,
     invalid_input_names_the_field_in_both_apis,

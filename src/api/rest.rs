@@ -3,7 +3,7 @@
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
@@ -12,7 +12,7 @@ use utoipa::{OpenApi, ToSchema};
 
 use super::AppState;
 use crate::domain::{LastError, Operation, OperationState, OperationType, ProvisionRequest};
-use crate::service::{self, RuntimeStatus};
+use crate::service::{self, ExecutorHealth, RuntimeStatus};
 
 /// The seed's words for an operation's state, one to one with [`OperationState`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
@@ -122,8 +122,12 @@ pub struct ErrorDetail {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Health {
+    /// `ok`, or `unavailable` when the database cannot be reached (then the answer is 503).
     status: String,
     database: String,
+    /// `ok`, `syncing` (the Job cache has not listed yet) or `unavailable` (no cluster configured: operations
+    /// wait in the queue).
+    kubernetes: String,
 }
 
 /// Every REST error, with its status and JSON body decided in [`IntoResponse`] below.
@@ -315,9 +319,12 @@ pub async fn get_provision(
 #[utoipa::path(
     get,
     path = "/api/v1/provisions/{id}/logs",
-    params(("id" = String, Path, description = "Runtime id")),
+    params(
+        ("id" = String, Path, description = "Runtime id"),
+        ("tailLines" = Option<i64>, Query, description = "Only the last lines of each container"),
+    ),
     responses(
-        (status = 200, description = "Logs of the runner pod", body = String, content_type = "text/plain"),
+        (status = 200, description = "Logs of the `init` and `terraform-runner` containers of the run's pod", body = String, content_type = "text/plain"),
         (status = 404, description = "Unknown runtime", body = ErrorBody),
         (status = 409, description = "No runner pod exists yet", body = ErrorBody),
     )
@@ -325,9 +332,18 @@ pub async fn get_provision(
 pub async fn get_logs(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    Query(query): Query<LogsQuery>,
 ) -> ApiResult<Response> {
-    let logs = state.service.logs(&id).await?;
-    Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], logs).into_response())
+    let logs = state.service.logs(&id, query.tail_lines).await?;
+    let text: String =
+        logs.iter().map(|container| format!("==> {} <==\n{}\n", container.container, container.log.trim_end())).collect();
+    Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LogsQuery {
+    tail_lines: Option<i64>,
 }
 
 #[utoipa::path(
@@ -375,22 +391,18 @@ pub async fn delete_provision(
     )
 )]
 pub async fn healthz(State(state): State<AppState>) -> Response {
+    let kubernetes = match state.service.executor_health().await {
+        ExecutorHealth::Ready => "ok",
+        ExecutorHealth::Syncing => "syncing",
+        ExecutorHealth::NotConfigured => "unavailable",
+    }
+    .to_owned();
     match state.service.database_health().await {
-        Ok(()) => Json(Health {
-            status: "ok".into(),
-            database: "ok".into(),
-        })
-        .into_response(),
+        Ok(()) => Json(Health { status: "ok".into(), database: "ok".into(), kubernetes }).into_response(),
         Err(error) => {
             tracing::warn!(%error, "health check failed");
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                Json(Health {
-                    status: "unavailable".into(),
-                    database: error.to_string(),
-                }),
-            )
-                .into_response()
+            let health = Health { status: "unavailable".into(), database: error.to_string(), kubernetes };
+            (StatusCode::SERVICE_UNAVAILABLE, Json(health)).into_response()
         }
     }
 }

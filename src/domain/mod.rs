@@ -11,8 +11,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-/// The stage an operation is in before the worker has picked it up.
-pub const QUEUED_STAGE: &str = "Queued";
+pub mod run;
+
+use run::Stage;
 
 /// The kind of cluster to build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Enum, ToSchema)]
@@ -226,7 +227,7 @@ impl Operation {
             runtime_id,
             operation_type,
             state: OperationState::Pending,
-            stage: QUEUED_STAGE.to_owned(),
+            stage: Stage::Queued.as_str().to_owned(),
             message: format!("Operation queued: waiting for a worker to start {verb}"),
             last_error: None,
             attempts: 0,
@@ -278,7 +279,7 @@ mod tests {
         let runtime_id = Uuid::now_v7();
         let operation = Operation::queued(runtime_id, OperationType::Deprovision, Utc::now());
         assert_eq!(operation.state, OperationState::Pending);
-        assert_eq!(operation.stage, QUEUED_STAGE);
+        assert_eq!(operation.stage, Stage::Queued.as_str());
         assert_eq!(operation.runtime_id, runtime_id);
         assert!(operation.message.contains("deprovisioning"));
         assert!(operation.last_error.is_none());

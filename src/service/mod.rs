@@ -7,9 +7,12 @@ use sha2::{Digest, Sha256};
 use tracing::instrument;
 use uuid::Uuid;
 
+use crate::auth::{self, AuthClient};
+use crate::domain::run::{JobState, RunNames, Stage};
 use crate::domain::{
-    Operation, OperationState, OperationType, ProvisionRequest, Runtime, RuntimePage,
+    ClusterConfig, LastError, Operation, OperationState, OperationType, ProvisionRequest, Runtime, RuntimePage,
 };
+use crate::executor::{self, Executor};
 use crate::store::{self, IdempotencyRecord, OperationCount, Store};
 pub use validation::{Invalid, KubernetesVersion, ValidationPolicy};
 
@@ -83,15 +86,27 @@ pub struct RuntimeStatus {
 /// Largest page of `runtimes`.
 pub const MAX_PAGE_SIZE: i32 = 100;
 
+/// Whether the Kubernetes side can be reached, for `/healthz`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExecutorHealth {
+    Ready,
+    /// Configured, but the Job cache has not synced with the API server (yet).
+    Syncing,
+    /// No cluster configured: the API works, operations wait in the queue.
+    NotConfigured,
+}
+
 #[derive(Clone)]
 pub struct Service {
     store: Store,
     policy: ValidationPolicy,
+    auth: AuthClient,
+    executor: Option<Executor>,
 }
 
 impl Service {
-    pub fn new(store: Store, policy: ValidationPolicy) -> Self {
-        Service { store, policy }
+    pub fn new(store: Store, policy: ValidationPolicy, auth: AuthClient, executor: Option<Executor>) -> Self {
+        Service { store, policy, auth, executor }
     }
 
     /// Validates and records a new runtime with a queued provisioning operation. With an idempotency key, a
@@ -110,6 +125,9 @@ impl Service {
                 return self.replay(record, &fingerprint).await;
             }
         }
+
+        // Fail fast: nothing is recorded for a credential that does not exist or does not fit the topology.
+        self.check_credential(&request.cluster_config).await?;
 
         let now = store::now();
         let runtime_id = Uuid::now_v7();
@@ -158,6 +176,31 @@ impl Service {
                 self.replay(record, &fingerprint).await
             }
             Err(error) => Err(error.into()),
+        }
+    }
+
+    async fn check_credential(&self, config: &ClusterConfig) -> Result<()> {
+        let field = "clusterConfig.credentialId";
+        match self.auth.credential(&config.credential_id).await {
+            Ok(credential) if credential.cloud() == config.topology.cloud() => Ok(()),
+            Ok(credential) => Err(Invalid {
+                field: field.into(),
+                message: format!(
+                    "credential {:?} is a {} credential, but topology {} runs on {}",
+                    config.credential_id,
+                    credential.kind(),
+                    config.topology.as_str(),
+                    config.topology.cloud().as_str()
+                ),
+            }
+            .into()),
+            Err(auth::Error::NotFound { id }) => {
+                Err(Invalid { field: field.into(), message: format!("credential {id:?} does not exist in auth-service") }.into())
+            }
+            Err(error) => {
+                tracing::warn!(%error, "could not resolve the credential at request time");
+                Err(Error::Unavailable { component: "auth-service", message: error.to_string() })
+            }
         }
     }
 
@@ -217,13 +260,32 @@ impl Service {
 
     pub async fn operation_status(&self, operation_id: &str) -> Result<Operation> {
         let id = validation::parse_id("id", operation_id)?;
-        self.store
-            .find_operation(id)
-            .await?
-            .ok_or_else(|| Error::NotFound {
-                what: "operation",
-                id: id.to_string(),
-            })
+        let operation =
+            self.store.find_operation(id).await?.ok_or_else(|| Error::NotFound { what: "operation", id: id.to_string() })?;
+        Ok(self.with_live_job_state(operation))
+    }
+
+    /// An active operation as its Job shows it right now (from the watch-backed cache, no API request): a Job
+    /// that failed a second ago reads as failed before the worker has handled it.
+    fn with_live_job_state(&self, mut operation: Operation) -> Operation {
+        let Some(executor) = &self.executor else { return operation };
+        if !operation.state.is_active() {
+            return operation;
+        }
+        let names = RunNames::new(operation.operation_type, operation.runtime_id);
+        match executor.cached_job_state(&names, operation.id) {
+            JobState::Failed { reason, message } => {
+                operation.state = OperationState::Failed;
+                operation.message = message.clone();
+                operation.last_error =
+                    Some(LastError { err_message: message, reason, component: "terraform-runner".to_owned() });
+            }
+            JobState::Succeeded if operation.stage == Stage::WaitForJob.as_str() => {
+                operation.message = format!("Job {} completed; finishing the operation", names.job);
+            }
+            JobState::Succeeded | JobState::Running | JobState::Missing => {}
+        }
+        operation
     }
 
     pub async fn runtime_status(&self, runtime_id: &str) -> Result<RuntimeStatus> {
@@ -239,10 +301,7 @@ impl Service {
             .find_operation(operation_id)
             .await?
             .ok_or_else(not_found)?;
-        Ok(RuntimeStatus {
-            runtime,
-            last_operation,
-        })
+        Ok(RuntimeStatus { runtime, last_operation: self.with_live_job_state(last_operation) })
     }
 
     /// The kubeconfig of a runtime whose provisioning succeeded; 409 before then.
@@ -260,22 +319,61 @@ impl Service {
                 ),
             });
         }
-        Err(Error::Unavailable {
+        let names = RunNames::new(OperationType::Provision, status.runtime.id);
+        match self.executor()?.kubeconfig(&names).await {
+            Ok(Some(kubeconfig)) => Ok(kubeconfig),
+            Ok(None) => Err(Error::Conflict {
+                conflict: Conflict::NotReady,
+                message: format!("Secret {} with the kubeconfig does not exist", names.outputs_secret),
+            }),
+            Err(error) => Err(executor_error(error)),
+        }
+    }
+
+    /// The runner logs of a runtime's last operation (the last `tail_lines` of each container); 409 until its
+    /// Job has a pod.
+    pub async fn logs(&self, runtime_id: &str, tail_lines: Option<i64>) -> Result<Vec<executor::ContainerLog>> {
+        if tail_lines.is_some_and(|lines| lines < 1) {
+            return Err(Invalid { field: "tailLines".into(), message: "must be at least 1".into() }.into());
+        }
+        let status = self.runtime_status(runtime_id).await?;
+        let operation = &status.last_operation;
+        let names = RunNames::new(operation.operation_type, operation.runtime_id);
+        // Before the Job is created there is no pod to ask about.
+        if Stage::parse(&operation.stage).is_some_and(|stage| stage < Stage::CreateJob) {
+            return Err(Error::Conflict {
+                conflict: Conflict::NoRunnerPod,
+                message: format!(
+                    "no runner pod exists yet: operation {} is at stage {}",
+                    operation.id, operation.stage
+                ),
+            });
+        }
+        match self.executor()?.logs(&names, tail_lines).await {
+            Ok(logs) => Ok(logs),
+            Err(executor::Error::NoPod(job)) => Err(Error::Conflict {
+                conflict: Conflict::NoRunnerPod,
+                message: format!("no runner pod exists for Job {job} of operation {} (stage {})", operation.id, operation.stage),
+            }),
+            Err(error) => Err(executor_error(error)),
+        }
+    }
+
+    fn executor(&self) -> Result<&Executor> {
+        self.executor.as_ref().ok_or_else(|| Error::Unavailable {
             component: "kubernetes",
-            message: "no Kubernetes executor is configured to read the outputs Secret".to_owned(),
+            message: "no Kubernetes cluster is configured (set KUBECONFIG, for example from `make dev-cluster`)".to_owned(),
         })
     }
 
-    /// The runner logs of a runtime's last operation; 409 until its Job has a pod.
-    pub async fn logs(&self, runtime_id: &str) -> Result<String> {
-        let status = self.runtime_status(runtime_id).await?;
-        Err(Error::Conflict {
-            conflict: Conflict::NoRunnerPod,
-            message: format!(
-                "no runner pod exists for operation {} yet (stage {})",
-                status.last_operation.id, status.last_operation.stage
-            ),
-        })
+    pub async fn executor_health(&self) -> ExecutorHealth {
+        match &self.executor {
+            None => ExecutorHealth::NotConfigured,
+            Some(executor) => {
+                let ready = tokio::time::timeout(std::time::Duration::from_millis(50), executor.wait_until_cache_ready()).await;
+                if matches!(ready, Ok(true)) { ExecutorHealth::Ready } else { ExecutorHealth::Syncing }
+            }
+        }
     }
 
     /// One page of runtimes in creation order, optionally only those whose last operation is in `state`.
@@ -309,6 +407,11 @@ impl Service {
     pub async fn operation_counts(&self) -> Result<Vec<OperationCount>> {
         Ok(self.store.operation_counts().await?)
     }
+}
+
+fn executor_error(error: executor::Error) -> Error {
+    tracing::warn!(%error, "Kubernetes request failed");
+    Error::Unavailable { component: "kubernetes", message: error.to_string() }
 }
 
 fn operation_in_progress(operation: &Operation) -> Error {

@@ -99,11 +99,7 @@ impl ValidationPolicy {
                 "must not be empty",
             ));
         }
-        check_dns_label(
-            "clusterConfig.environment",
-            &config.environment,
-            MAX_ENVIRONMENT_LEN,
-        )?;
+        check_environment(&config.environment)?;
         self.check_kubernetes_version(&config.kubernetes_version)?;
         check_region(config.topology, &config.region)?;
         check_topology_sections(config)?;
@@ -281,6 +277,22 @@ fn check_dns_label(field: &str, value: &str, max_len: usize) -> Check {
             field,
             "must be a DNS-1123 label: lowercase letters, digits and '-', starting with a letter and ending with a \
              letter or digit",
+        ));
+    }
+    Ok(())
+}
+
+/// Letters and digits only: the state bucket joins environment and name with `-`, so a hyphen in the
+/// environment could make two clusters share a bucket (`dev-a` + `b` and `dev` + `a-b`).
+fn check_environment(value: &str) -> Check {
+    let valid = !value.is_empty()
+        && value.len() <= MAX_ENVIRONMENT_LEN
+        && value.as_bytes()[0].is_ascii_lowercase()
+        && value.bytes().all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit());
+    if !valid {
+        return Err(Invalid::new(
+            "clusterConfig.environment",
+            format!("must be 1 to {MAX_ENVIRONMENT_LEN} lowercase letters and digits, starting with a letter"),
         ));
     }
     Ok(())
@@ -623,6 +635,18 @@ mod tests {
         }
         let mut request = vanilla();
         request.runtime_input.name = "a23456789012345678901234".into();
+        assert_eq!(policy().validate(&request), Ok(()));
+    }
+
+    #[test]
+    fn environments_are_short_and_without_hyphens() {
+        for bad in ["", "dev-a", "Dev", "1dev", "development12", "dev_a"] {
+            let mut request = vanilla();
+            request.cluster_config.environment = bad.into();
+            assert_eq!(rejected_field(&request), "clusterConfig.environment", "{bad:?}");
+        }
+        let mut request = vanilla();
+        request.cluster_config.environment = "prod2".into();
         assert_eq!(policy().validate(&request), Ok(()));
     }
 

@@ -10,7 +10,7 @@ use migrations::{Migrator, MigratorTrait};
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectOptions, Database, DatabaseConnection, DbErr,
-    EntityTrait, IntoActiveModel, JoinType, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
+    EntityTrait, IntoActiveModel, JoinType, DbBackend, Statement, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
     RelationDef, SqlErr, TransactionTrait,
 };
 use uuid::Uuid;
@@ -224,6 +224,135 @@ impl Store {
     /// Number of stored runtimes; used by tests and the benchmarks to check seeding.
     pub async fn count_runtimes(&self) -> Result<u64> {
         Ok(runtime::Entity::find().count(&self.db).await?)
+    }
+}
+
+/// A worker's claim on an operation: who holds it and until when, unless the heartbeat extends it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    pub owner: String,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// How an owned operation moves on; each write is fenced by the lease owner, so a worker that lost its lease
+/// can no longer change the operation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Progress {
+    /// Now at `stage`, with this status message.
+    Stage { stage: String, message: String },
+    /// The run failed; the remaining steps only clean up.
+    Failing { stage: String, message: String, error: LastError },
+    /// The run ended. For a successful deprovisioning, the runtime is marked deleted in the same transaction.
+    Finished { state: OperationState, stage: String, message: String },
+}
+
+impl Store {
+    /// Claims the oldest Pending operation, or (with `resume_expired`) an InProgress one whose lease expired,
+    /// marking it InProgress under `lease` in the same statement. On PostgreSQL the row lock with SKIP LOCKED
+    /// makes concurrent claims from several processes skip each other's rows; SQLite serialises writers.
+    pub async fn claim_operation(&self, lease: &Lease, now: DateTime<Utc>, resume_expired: bool) -> Result<Option<Operation>> {
+        let backend = self.db.get_database_backend();
+        let lock = match backend {
+            DbBackend::Postgres => "FOR UPDATE SKIP LOCKED",
+            _ => "",
+        };
+        let (p1, p2, p3, p4) = match backend {
+            DbBackend::Postgres => ("$1", "$2", "$3", "$4"),
+            _ => ("?", "?", "?", "?"),
+        };
+        let sql = format!(
+            "UPDATE operation SET state = 'InProgress', owner = {p1}, lease_expires_at = {p2}, \
+             started_at = COALESCE(started_at, {p3}), updated_at = {p3}, attempts = attempts + 1 \
+             WHERE id = (SELECT id FROM operation \
+                         WHERE state = 'Pending' OR (state = 'InProgress' AND {p4} AND lease_expires_at < {p3}) \
+                         ORDER BY created_at, id LIMIT 1 {lock}) \
+             RETURNING *"
+        );
+        let values: Vec<sea_orm::Value> = match backend {
+            DbBackend::Postgres => vec![lease.owner.clone().into(), lease.expires_at.into(), now.into(), resume_expired.into()],
+            // Positional `?` parameters are bound in order of appearance.
+            _ => vec![lease.owner.clone().into(), lease.expires_at.into(), now.into(), now.into(), resume_expired.into(), now.into()],
+        };
+        let claimed = operation::Entity::find()
+            .from_raw_sql(Statement::from_sql_and_values(backend, sql, values))
+            .one(&self.db)
+            .await?;
+        claimed.map(operation_from_model).transpose()
+    }
+
+    /// Extends a lease; false when the operation is no longer ours (another worker took over, or it ended).
+    pub async fn extend_lease(&self, operation_id: Uuid, lease: &Lease) -> Result<bool> {
+        let updated = operation::Entity::update_many()
+            .col_expr(operation::Column::LeaseExpiresAt, Expr::value(lease.expires_at))
+            .filter(operation::Column::Id.eq(operation_id))
+            .filter(operation::Column::Owner.eq(lease.owner.clone()))
+            .filter(operation::Column::State.eq(state_to_str(OperationState::InProgress)))
+            .exec(&self.db)
+            .await?;
+        Ok(updated.rows_affected == 1)
+    }
+
+    /// Records progress of an owned operation; false when the lease was lost (the caller must stop).
+    pub async fn record_progress(&self, operation: &Operation, owner: &str, progress: Progress) -> Result<bool> {
+        let now = now();
+        let mut update = operation::Entity::update_many()
+            .col_expr(operation::Column::UpdatedAt, Expr::value(now))
+            .filter(operation::Column::Id.eq(operation.id))
+            .filter(operation::Column::Owner.eq(owner))
+            .filter(operation::Column::State.eq(state_to_str(OperationState::InProgress)));
+        let mut runtime_deleted = false;
+        match progress {
+            Progress::Stage { stage, message } => {
+                update = update
+                    .col_expr(operation::Column::Stage, Expr::value(stage))
+                    .col_expr(operation::Column::Message, Expr::value(message));
+            }
+            Progress::Failing { stage, message, error } => {
+                update = update
+                    .col_expr(operation::Column::Stage, Expr::value(stage))
+                    .col_expr(operation::Column::Message, Expr::value(message))
+                    .col_expr(operation::Column::LastErrorMessage, Expr::value(error.err_message))
+                    .col_expr(operation::Column::LastErrorReason, Expr::value(error.reason))
+                    .col_expr(operation::Column::LastErrorComponent, Expr::value(error.component));
+            }
+            Progress::Finished { state, stage, message } => {
+                runtime_deleted =
+                    state == OperationState::Succeeded && operation.operation_type == OperationType::Deprovision;
+                update = update
+                    .col_expr(operation::Column::State, Expr::value(state_to_str(state)))
+                    .col_expr(operation::Column::Stage, Expr::value(stage))
+                    .col_expr(operation::Column::Message, Expr::value(message))
+                    .col_expr(operation::Column::FinishedAt, Expr::value(now))
+                    .col_expr(operation::Column::Owner, Expr::value(Option::<String>::None))
+                    .col_expr(operation::Column::LeaseExpiresAt, Expr::value(Option::<DateTime<Utc>>::None));
+            }
+        }
+        let txn = self.db.begin().await?;
+        if update.exec(&txn).await?.rows_affected != 1 {
+            return Ok(false);
+        }
+        if runtime_deleted {
+            runtime::Entity::update_many()
+                .col_expr(runtime::Column::DeletedAt, Expr::value(now))
+                .col_expr(runtime::Column::UpdatedAt, Expr::value(now))
+                .filter(runtime::Column::Id.eq(operation.runtime_id))
+                .exec(&txn)
+                .await?;
+        }
+        txn.commit().await?;
+        Ok(true)
+    }
+
+    /// Gives an operation back on shutdown: it stays InProgress with an expired lease, so the next process
+    /// resumes it at once instead of waiting for the lease to run out.
+    pub async fn release(&self, operation_id: Uuid, owner: &str) -> Result<()> {
+        operation::Entity::update_many()
+            .col_expr(operation::Column::LeaseExpiresAt, Expr::value(now()))
+            .filter(operation::Column::Id.eq(operation_id))
+            .filter(operation::Column::Owner.eq(owner))
+            .exec(&self.db)
+            .await?;
+        Ok(())
     }
 }
 

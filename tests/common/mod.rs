@@ -2,8 +2,11 @@
 //! builders for requests.
 #![allow(dead_code)] // Each test binary uses its own subset of these helpers.
 
+pub mod auth_service;
+
 use std::collections::HashMap;
 
+use auth_service::FakeAuthService;
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
@@ -64,35 +67,15 @@ impl TestDatabase {
         match backend {
             Backend::Sqlite => {
                 let folder = tempfile::tempdir().expect("temporary folder");
-                let url = format!(
-                    "sqlite://{}?mode=rwc",
-                    folder.path().join("provisioner.db").display()
-                );
-                TestDatabase {
-                    url,
-                    admin_url: None,
-                    name,
-                    _folder: Some(folder),
-                }
+                let url = format!("sqlite://{}?mode=rwc", folder.path().join("provisioner.db").display());
+                TestDatabase { url, admin_url: None, name, _folder: Some(folder) }
             }
             Backend::Postgres => {
                 let admin_url = postgres_admin_url();
-                let admin = Database::connect(&admin_url)
-                    .await
-                    .expect("connect to TEST_DATABASE_URL");
-                admin
-                    .execute_unprepared(&format!("CREATE DATABASE \"{name}\""))
-                    .await
-                    .expect("create test database");
-                let (base, _) = admin_url
-                    .rsplit_once('/')
-                    .expect("TEST_DATABASE_URL ends with a database name");
-                TestDatabase {
-                    url: format!("{base}/{name}"),
-                    admin_url: Some(admin_url),
-                    name,
-                    _folder: None,
-                }
+                let admin = Database::connect(&admin_url).await.expect("connect to TEST_DATABASE_URL");
+                admin.execute_unprepared(&format!("CREATE DATABASE \"{name}\"")).await.expect("create test database");
+                let (base, _) = admin_url.rsplit_once('/').expect("TEST_DATABASE_URL ends with a database name");
+                TestDatabase { url: format!("{base}/{name}"), admin_url: Some(admin_url), name, _folder: None }
             }
         }
     }
@@ -100,30 +83,31 @@ impl TestDatabase {
     /// Drops a PostgreSQL test database, ending its connections (used to simulate an outage, and to clean up).
     pub async fn drop_database(&self) {
         if let Some(admin_url) = &self.admin_url {
-            let admin = Database::connect(admin_url)
-                .await
-                .expect("connect to TEST_DATABASE_URL");
+            let admin = Database::connect(admin_url).await.expect("connect to TEST_DATABASE_URL");
             admin
-                .execute_unprepared(&format!(
-                    "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",
-                    self.name
-                ))
+                .execute_unprepared(&format!("DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)", self.name))
                 .await
                 .expect("drop test database");
         }
     }
 }
 
-pub fn settings_for(database_url: &str) -> Settings {
-    let environment: HashMap<String, String> = [
+/// Test settings: the database, the fake auth-service, and any extra variables (which win).
+pub fn settings_for(database_url: &str, auth: &FakeAuthService, extra: &[(&str, &str)]) -> Settings {
+    let client_file = auth.client_file.display().to_string();
+    let mut environment: HashMap<String, String> = [
         ("DATABASE_URL", database_url),
         ("APP_ADDRESS", "127.0.0.1:0"),
         ("APP_METRICS_ADDRESS", "127.0.0.1:0"),
         ("APP_DATABASE_MAX_CONNECTIONS", "4"),
+        ("AUTH_SERVICE_BASE_URL", auth.base_url.as_str()),
+        ("APP_AUTH_OAUTH_PATH", client_file.as_str()),
+        ("APP_AUTH_TIMEOUT", "2s"),
     ]
     .into_iter()
     .map(|(key, value)| (key.to_owned(), value.to_owned()))
     .collect();
+    environment.extend(extra.iter().map(|(key, value)| (key.to_string(), value.to_string())));
     Settings::from_environment(environment).expect("test settings")
 }
 
@@ -132,6 +116,8 @@ pub struct TestApp {
     pub app: App,
     pub database: TestDatabase,
     pub settings: Settings,
+    pub auth: FakeAuthService,
+    _folder: tempfile::TempDir,
 }
 
 /// What an HTTP call answered.
@@ -144,68 +130,39 @@ pub struct Answer {
 
 impl Answer {
     pub fn json(&self) -> Value {
-        serde_json::from_str(&self.text)
-            .unwrap_or_else(|error| panic!("not JSON ({error}): {}", self.text))
+        serde_json::from_str(&self.text).unwrap_or_else(|error| panic!("not JSON ({error}): {}", self.text))
     }
 }
 
+/// The app over a fresh database with a fake auth-service and no Kubernetes cluster (operations stay queued).
 pub async fn spawn_app(backend: Backend) -> TestApp {
     provisioner::install_crypto_provider();
+    let folder = tempfile::tempdir().expect("temporary folder");
+    let auth = FakeAuthService::start(folder.path()).await;
     let database = TestDatabase::create(backend).await;
-    let settings = settings_for(&database.url);
-    let app = App::build(&settings).await.expect("app starts");
-    TestApp {
-        app,
-        database,
-        settings,
-    }
+    let settings = settings_for(&database.url, &auth, &[]);
+    let app = App::build_with(&settings, None).await.expect("app starts");
+    TestApp { app, database, settings, auth, _folder: folder }
 }
 
 pub async fn call(router: &Router, request: Request<Body>) -> Answer {
-    let response = router
-        .clone()
-        .oneshot(request)
-        .await
-        .expect("router answers");
+    let response = router.clone().oneshot(request).await.expect("router answers");
     let status = response.status();
     let headers = response.headers().clone();
-    let bytes = response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes();
-    Answer {
-        status,
-        headers,
-        text: String::from_utf8_lossy(&bytes).into_owned(),
-    }
+    let bytes = response.into_body().collect().await.expect("body").to_bytes();
+    Answer { status, headers, text: String::from_utf8_lossy(&bytes).into_owned() }
 }
 
 impl TestApp {
     /// A new process over the same database: everything in memory is gone, the store is reopened.
     pub async fn restart(self) -> TestApp {
-        let TestApp {
-            app,
-            database,
-            settings,
-        } = self;
+        let TestApp { app, database, settings, auth, _folder } = self;
         drop(app);
-        let app = App::build(&settings).await.expect("app restarts");
-        TestApp {
-            app,
-            database,
-            settings,
-        }
+        let app = App::build_with(&settings, None).await.expect("app restarts");
+        TestApp { app, database, settings, auth, _folder }
     }
 
-    pub async fn request(
-        &self,
-        method: &str,
-        path: &str,
-        body: Option<&Value>,
-        headers: &[(&str, &str)],
-    ) -> Answer {
+    pub async fn request(&self, method: &str, path: &str, body: Option<&Value>, headers: &[(&str, &str)]) -> Answer {
         let mut builder = Request::builder().method(method).uri(path);
         if body.is_some() {
             builder = builder.header("content-type", "application/json");
@@ -213,15 +170,12 @@ impl TestApp {
         for (name, value) in headers {
             builder = builder.header(*name, *value);
         }
-        let body = body
-            .map(|body| Body::from(body.to_string()))
-            .unwrap_or_else(Body::empty);
+        let body = body.map(|body| Body::from(body.to_string())).unwrap_or_else(Body::empty);
         call(&self.app.router, builder.body(body).unwrap()).await
     }
 
     pub async fn post_provision(&self, body: &Value) -> Answer {
-        self.request("POST", "/api/v1/provisions", Some(body), &[])
-            .await
+        self.request("POST", "/api/v1/provisions", Some(body), &[]).await
     }
 
     pub async fn get(&self, path: &str) -> Answer {
@@ -241,10 +195,7 @@ impl TestApp {
     }
 
     pub async fn metrics(&self) -> String {
-        let request = Request::builder()
-            .uri("/metrics")
-            .body(Body::empty())
-            .unwrap();
+        let request = Request::builder().uri("/metrics").body(Body::empty()).unwrap();
         call(&self.app.metrics_router, request).await.text
     }
 }

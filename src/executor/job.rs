@@ -1,0 +1,210 @@
+//! The Job that runs terraform for one run, and how to read its outcome.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::api::batch::v1::{Job, JobSpec};
+use k8s_openapi::api::core::v1::{
+    ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar, EnvVarSource, ObjectFieldSelector,
+    PodSecurityContext, PodSpec, PodTemplateSpec, SecretVolumeSource, SecurityContext, Capabilities, Volume,
+    VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::domain::OperationType;
+use crate::domain::run::RunNames;
+
+pub const INIT_CONTAINER: &str = "init";
+pub const RUNNER_CONTAINER: &str = "terraform-runner";
+const MODULES_DIR: &str = "/workspace/modules";
+const CONFIG_DIR: &str = "/etc/provisioner/config";
+const CREDENTIALS_DIR: &str = "/var/run/secrets/provisioner/credentials";
+/// Finished Jobs (and their pods, with the logs) stay a week for inspection, then the TTL controller removes them.
+const FINISHED_JOB_TTL_SECONDS: i32 = 7 * 24 * 3600;
+
+/// What every run's Job needs from the configuration.
+#[derive(Debug, Clone)]
+pub struct JobSettings {
+    pub namespace: String,
+    pub runner_image: String,
+    pub runner_service_account: String,
+    pub modules_repo_url: String,
+    pub modules_ref: String,
+}
+
+/// The Job of one run: `init` clones the modules at the pinned ref, `terraform-runner` applies or destroys with
+/// the rendered configuration and the credentials mounted as files (never in the spec or the environment).
+pub fn build(
+    settings: &JobSettings,
+    operation_type: OperationType,
+    names: &RunNames,
+    labels: &BTreeMap<String, String>,
+    active_deadline: Duration,
+) -> Job {
+    let action = match operation_type {
+        OperationType::Provision => "apply",
+        OperationType::Deprovision => "destroy",
+    };
+    let mount = |name: &str, path: &str, read_only: bool| VolumeMount {
+        name: name.to_owned(),
+        mount_path: path.to_owned(),
+        read_only: Some(read_only),
+        ..VolumeMount::default()
+    };
+    let env = |name: &str, value: &str| EnvVar { name: name.to_owned(), value: Some(value.to_owned()), ..EnvVar::default() };
+    let restricted = SecurityContext {
+        allow_privilege_escalation: Some(false),
+        read_only_root_filesystem: Some(true),
+        capabilities: Some(Capabilities { drop: Some(vec!["ALL".to_owned()]), ..Capabilities::default() }),
+        ..SecurityContext::default()
+    };
+
+    let init = Container {
+        name: INIT_CONTAINER.to_owned(),
+        image: Some(settings.runner_image.clone()),
+        command: Some(vec![
+            "git".to_owned(),
+            "clone".to_owned(),
+            "--depth=1".to_owned(),
+            "--branch".to_owned(),
+            settings.modules_ref.clone(),
+            settings.modules_repo_url.clone(),
+            MODULES_DIR.to_owned(),
+        ]),
+        volume_mounts: Some(vec![mount("workspace", "/workspace", false)]),
+        security_context: Some(restricted.clone()),
+        termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
+        ..Container::default()
+    };
+    let runner = Container {
+        name: RUNNER_CONTAINER.to_owned(),
+        image: Some(settings.runner_image.clone()),
+        args: Some(vec![RUNNER_CONTAINER.to_owned(), "--action".to_owned(), action.to_owned()]),
+        env: Some(vec![
+            env("RUNNER_CONFIG_DIR", CONFIG_DIR),
+            env("RUNNER_CREDENTIALS_DIR", CREDENTIALS_DIR),
+            env("RUNNER_MODULES_DIR", MODULES_DIR),
+            env("RUNNER_OUTPUTS_SECRET", &names.outputs_secret),
+            EnvVar {
+                name: "POD_NAMESPACE".to_owned(),
+                value_from: Some(EnvVarSource {
+                    field_ref: Some(ObjectFieldSelector { field_path: "metadata.namespace".to_owned(), ..ObjectFieldSelector::default() }),
+                    ..EnvVarSource::default()
+                }),
+                ..EnvVar::default()
+            },
+        ]),
+        volume_mounts: Some(vec![
+            mount("workspace", "/workspace", false),
+            mount("config", CONFIG_DIR, true),
+            mount("credentials", CREDENTIALS_DIR, true),
+        ]),
+        security_context: Some(restricted),
+        termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
+        ..Container::default()
+    };
+    let volumes = vec![
+        Volume { name: "workspace".to_owned(), empty_dir: Some(EmptyDirVolumeSource::default()), ..Volume::default() },
+        Volume {
+            name: "config".to_owned(),
+            config_map: Some(ConfigMapVolumeSource { name: names.config_map.clone(), ..ConfigMapVolumeSource::default() }),
+            ..Volume::default()
+        },
+        Volume {
+            name: "credentials".to_owned(),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(names.credentials_secret.clone()),
+                default_mode: Some(0o400),
+                ..SecretVolumeSource::default()
+            }),
+            ..Volume::default()
+        },
+    ];
+
+    Job {
+        metadata: ObjectMeta { name: Some(names.job.clone()), labels: Some(labels.clone()), ..ObjectMeta::default() },
+        spec: Some(JobSpec {
+            // terraform must never run twice at once for one state: no retries by the Job controller.
+            backoff_limit: Some(0),
+            active_deadline_seconds: Some(active_deadline.as_secs().max(1) as i64),
+            ttl_seconds_after_finished: Some(FINISHED_JOB_TTL_SECONDS),
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta { labels: Some(labels.clone()), ..ObjectMeta::default() }),
+                spec: Some(PodSpec {
+                    restart_policy: Some("Never".to_owned()),
+                    service_account_name: Some(settings.runner_service_account.clone()),
+                    security_context: Some(PodSecurityContext {
+                        run_as_non_root: Some(true),
+                        run_as_user: Some(65532),
+                        fs_group: Some(65532),
+                        ..PodSecurityContext::default()
+                    }),
+                    init_containers: Some(vec![init]),
+                    containers: vec![runner],
+                    volumes: Some(volumes),
+                    ..PodSpec::default()
+                }),
+            },
+            ..JobSpec::default()
+        }),
+        ..Job::default()
+    }
+}
+
+/// `Some(true)` once the Job completed, `Some(false)` once it failed, `None` while it runs.
+pub fn finished(job: &Job) -> Option<bool> {
+    let conditions = job.status.as_ref()?.conditions.as_ref()?;
+    conditions.iter().filter(|condition| condition.status == "True").find_map(|condition| match condition.type_.as_str() {
+        "Complete" => Some(true),
+        "Failed" => Some(false),
+        _ => None,
+    })
+}
+
+/// The reason of a failed Job (`timeout` when it hit its deadline) and the Job's own message.
+pub fn failure(job: &Job) -> (String, String) {
+    let condition = job
+        .status
+        .as_ref()
+        .and_then(|status| status.conditions.as_ref())
+        .and_then(|conditions| conditions.iter().find(|condition| condition.type_ == "Failed" && condition.status == "True"));
+    let job_reason = condition.and_then(|condition| condition.reason.clone()).unwrap_or_default();
+    let message = condition.and_then(|condition| condition.message.clone()).unwrap_or_else(|| "the Job failed".to_owned());
+    let reason = if job_reason == "DeadlineExceeded" { "timeout" } else { "job_failed" };
+    (reason.to_owned(), message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use uuid::Uuid;
+
+    fn settings() -> JobSettings {
+        JobSettings {
+            namespace: "jobs".into(),
+            runner_image: "runner:1".into(),
+            runner_service_account: "terraform-runner".into(),
+            modules_repo_url: "https://git.example.com/modules.git".into(),
+            modules_ref: "v1.0.0".into(),
+        }
+    }
+
+    #[test]
+    fn the_job_never_retries_and_mounts_credentials_as_files() {
+        let names = RunNames::new(OperationType::Deprovision, Uuid::now_v7());
+        let job = build(&settings(), OperationType::Deprovision, &names, &BTreeMap::new(), Duration::from_secs(600));
+        let spec = job.spec.unwrap();
+        assert_eq!(spec.backoff_limit, Some(0));
+        assert_eq!(spec.active_deadline_seconds, Some(600));
+        let pod = spec.template.spec.unwrap();
+        assert_eq!(pod.service_account_name.as_deref(), Some("terraform-runner"));
+        let runner = &pod.containers[0];
+        assert_eq!(runner.args.as_ref().unwrap(), &["terraform-runner", "--action", "destroy"]);
+        assert!(runner.env.as_ref().unwrap().iter().all(|variable| variable.value_from.is_none() || variable.name == "POD_NAMESPACE"));
+        let volumes = pod.volumes.unwrap();
+        let credentials = volumes.iter().find(|volume| volume.name == "credentials").unwrap();
+        assert_eq!(credentials.secret.as_ref().unwrap().secret_name.as_deref(), Some(names.credentials_secret.as_str()));
+        let init = &pod.init_containers.unwrap()[0];
+        assert!(init.command.as_ref().unwrap().contains(&"v1.0.0".to_owned()));
+    }
+}

@@ -1,0 +1,436 @@
+//! The Kubernetes side of a run: the credentials Secret, the config ConfigMap and the terraform Job, created
+//! idempotently under deterministic names (AlreadyExists means: read it, check it is ours by its labels, reuse
+//! it), followed through a watch, and read back for status, logs and the kubeconfig.
+
+mod job;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::api::{DeleteParams, ListParams, LogParams, PostParams, PropagationPolicy};
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, Resource, ResourceExt};
+use secrecy::{ExposeSecret, SecretString};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use uuid::Uuid;
+
+use crate::domain::OperationType;
+use crate::domain::run::{JobState, RunNames};
+pub use job::{JobSettings, RUNNER_CONTAINER};
+
+/// Labels on every object this service creates; the operation label says which run an object belongs to.
+pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+pub const MANAGED_BY: &str = "cluster-provisioner";
+pub const RUNTIME_LABEL: &str = "kubeopera.io/runtime-id";
+pub const OPERATION_LABEL: &str = "kubeopera.io/operation-id";
+/// The key of the kubeconfig in the outputs Secret that terraform-runner publishes.
+pub const KUBECONFIG_KEY: &str = "kubeconfig";
+/// Longest termination message kept as an operation's last error.
+const MAX_FAILURE_MESSAGE: usize = 1024;
+const DELETION_TIMEOUT: Duration = Duration::from_secs(60);
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("Kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("{kind} {name} exists but was not created by {MANAGED_BY}")]
+    NotOurs { kind: &'static str, name: String },
+    #[error("{kind} {name} was still being deleted after {DELETION_TIMEOUT:?}")]
+    StillDeleting { kind: &'static str, name: String },
+    #[error("watching Job {0} ended before it finished")]
+    WatchEnded(String),
+    #[error("Secret {0} has no {KUBECONFIG_KEY} key")]
+    NoKubeconfig(String),
+    #[error("no runner pod exists for Job {0}")]
+    NoPod(String),
+}
+
+impl Error {
+    /// Whether trying again later may succeed: API server outages, conflicts, throttling, broken watches.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Kube(kube::Error::Api(status)) => status.code >= 500 || status.code == 409 || status.code == 429,
+            Error::Kube(_) | Error::StillDeleting { .. } | Error::WatchEnded(_) => true,
+            Error::NotOurs { .. } | Error::NoKubeconfig(_) | Error::NoPod(_) => false,
+        }
+    }
+
+    fn is_not_found(&self) -> bool {
+        matches!(self, Error::Kube(kube::Error::Api(status)) if status.code == 404)
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Logs of one container of a run's pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerLog {
+    pub container: String,
+    pub log: String,
+}
+
+/// Creates and follows the Kubernetes objects of runs in the job namespace.
+#[derive(Clone)]
+pub struct Executor {
+    client: Client,
+    settings: JobSettings,
+    jobs: reflector::Store<Job>,
+}
+
+impl Executor {
+    /// The executor and the future that keeps its Job cache in sync (a watch on this service's Jobs only);
+    /// the caller runs that future for as long as the executor is used.
+    pub fn new(client: Client, settings: JobSettings) -> (Self, impl std::future::Future<Output = ()> + Send + 'static) {
+        let api: Api<Job> = Api::namespaced(client.clone(), &settings.namespace);
+        let (jobs, writer) = reflector::store();
+        let config = watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY}"));
+        let stream = reflector::reflector(writer, watcher(api, config).default_backoff()).applied_objects();
+        let sync = async move {
+            futures::pin_mut!(stream);
+            while let Some(event) = stream.next().await {
+                if let Err(error) = event {
+                    tracing::warn!(%error, "Job watch interrupted; retrying");
+                }
+            }
+        };
+        (Executor { client, settings, jobs }, sync)
+    }
+
+    pub fn namespace(&self) -> &str {
+        &self.settings.namespace
+    }
+
+    /// Waits until the Job cache has its first full list (so status reads do not miss existing Jobs).
+    pub async fn wait_until_cache_ready(&self) -> bool {
+        self.jobs.wait_until_ready().await.is_ok()
+    }
+
+    fn api<K: Resource<Scope = k8s_openapi::NamespaceResourceScope>>(&self) -> Api<K>
+    where
+        K::DynamicType: Default,
+    {
+        Api::namespaced(self.client.clone(), &self.settings.namespace)
+    }
+
+    /// Whether this run's credentials Secret already exists for this operation (so it need not be resolved again).
+    pub async fn credentials_exist(&self, names: &RunNames, operation_id: Uuid) -> Result<bool> {
+        match self.api::<Secret>().get_opt(&names.credentials_secret).await? {
+            Some(secret) => Ok(belongs_to(secret.meta(), operation_id)),
+            None => Ok(false),
+        }
+    }
+
+    /// The secret values of a run's credentials Secret, so failure messages can be redacted after a restart.
+    pub async fn credential_values(&self, names: &RunNames) -> Result<Vec<String>> {
+        let secret = self.api::<Secret>().get_opt(&names.credentials_secret).await?;
+        Ok(secret
+            .and_then(|secret| secret.data)
+            .map(|data| data.values().map(|bytes| String::from_utf8_lossy(&bytes.0).into_owned()).collect())
+            .unwrap_or_default())
+    }
+
+    pub async fn ensure_credentials(
+        &self,
+        names: &RunNames,
+        labels: &BTreeMap<String, String>,
+        files: &BTreeMap<String, SecretString>,
+    ) -> Result<()> {
+        let data = files
+            .iter()
+            .map(|(name, value)| (name.clone(), ByteString(value.expose_secret().as_bytes().to_vec())))
+            .collect();
+        let secret = Secret {
+            metadata: metadata(&names.credentials_secret, labels),
+            data: Some(data),
+            type_: Some("Opaque".to_owned()),
+            ..Secret::default()
+        };
+        self.ensure(secret, operation_of(labels)).await.map(drop)
+    }
+
+    pub async fn ensure_config(
+        &self,
+        names: &RunNames,
+        labels: &BTreeMap<String, String>,
+        files: BTreeMap<String, String>,
+    ) -> Result<()> {
+        let config_map = ConfigMap { metadata: metadata(&names.config_map, labels), data: Some(files), ..ConfigMap::default() };
+        self.ensure(config_map, operation_of(labels)).await.map(drop)
+    }
+
+    /// Creates the run's Job (or reuses it) and hands its ConfigMap and credentials Secret to it as owner, so
+    /// the garbage collector removes them with the Job.
+    pub async fn ensure_job(
+        &self,
+        operation_type: OperationType,
+        names: &RunNames,
+        labels: &BTreeMap<String, String>,
+        active_deadline: Duration,
+    ) -> Result<()> {
+        let job = job::build(&self.settings, operation_type, names, labels, active_deadline);
+        let job = self.ensure(job, operation_of(labels)).await?;
+        let owner = OwnerReference {
+            api_version: "batch/v1".to_owned(),
+            kind: "Job".to_owned(),
+            name: job.name_any(),
+            uid: job.uid().unwrap_or_default(),
+            controller: Some(true),
+            block_owner_deletion: None,
+        };
+        self.set_owner::<ConfigMap>(&names.config_map, &owner).await?;
+        self.set_owner::<Secret>(&names.credentials_secret, &owner).await
+    }
+
+    /// Creates `object`; when it already exists, reuses it if it belongs to this operation, and replaces it if
+    /// an earlier operation of ours left it behind.
+    async fn ensure<K>(&self, object: K, operation_id: Uuid) -> Result<K>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope> + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
+        K::DynamicType: Default,
+    {
+        let api = self.api::<K>();
+        let name = object.name_any();
+        let kind = K::kind(&K::DynamicType::default()).to_string();
+        match api.create(&PostParams::default(), &object).await {
+            Ok(created) => return Ok(created),
+            Err(kube::Error::Api(status)) if status.code == 409 => {}
+            Err(error) => return Err(error.into()),
+        }
+        let existing = api.get(&name).await?;
+        if belongs_to(existing.meta(), operation_id) {
+            tracing::debug!(%kind, %name, "reusing the object an earlier attempt created");
+            return Ok(existing);
+        }
+        if !managed_by_us(existing.meta()) {
+            return Err(Error::NotOurs { kind: kind_name(&kind), name });
+        }
+        tracing::info!(%kind, %name, "replacing an object left by an earlier operation");
+        self.delete_and_wait::<K>(&name).await?;
+        Ok(api.create(&PostParams::default(), &object).await?)
+    }
+
+    async fn delete_and_wait<K>(&self, name: &str) -> Result<()>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope> + Clone + DeserializeOwned + std::fmt::Debug,
+        K::DynamicType: Default,
+    {
+        let api = self.api::<K>();
+        // Background propagation: a Job's pods go with it instead of being orphaned.
+        let params = DeleteParams { propagation_policy: Some(PropagationPolicy::Background), ..DeleteParams::default() };
+        match api.delete(name, &params).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 404 => return Ok(()),
+            Err(error) => return Err(error.into()),
+        }
+        let deadline = tokio::time::Instant::now() + DELETION_TIMEOUT;
+        while tokio::time::Instant::now() < deadline {
+            if api.get_opt(name).await?.is_none() {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        Err(Error::StillDeleting { kind: kind_name(&K::kind(&K::DynamicType::default())), name: name.to_owned() })
+    }
+
+    async fn set_owner<K>(&self, name: &str, owner: &OwnerReference) -> Result<()>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope> + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
+        K::DynamicType: Default,
+    {
+        let api = self.api::<K>();
+        let Some(mut object) = api.get_opt(name).await? else { return Ok(()) };
+        let owners = object.meta_mut().owner_references.get_or_insert_with(Vec::new);
+        if owners.iter().any(|existing| existing.uid == owner.uid) {
+            return Ok(());
+        }
+        owners.push(owner.clone());
+        // `update`, not `patch`: the seed's Role grants update on Secrets and ConfigMaps, not patch.
+        api.replace(name, &PostParams::default(), &object).await?;
+        Ok(())
+    }
+
+    /// Follows the Job through a watch until it completes or fails, or `timeout` passes (then `Running`).
+    pub async fn wait_for_job(&self, names: &RunNames, timeout: Duration, redact: &[String]) -> Result<JobState> {
+        let condition = |job: Option<&Job>| job.is_some_and(|job| job::finished(job).is_some());
+        let api = self.api::<Job>();
+        match tokio::time::timeout(timeout, kube::runtime::wait::await_condition(api, &names.job, condition)).await {
+            Err(_elapsed) => Ok(JobState::Running),
+            Ok(Err(error)) => {
+                tracing::warn!(%error, job = %names.job, "Job watch failed");
+                Err(Error::WatchEnded(names.job.clone()))
+            }
+            Ok(Ok(None)) => Ok(JobState::Missing),
+            Ok(Ok(Some(job))) => self.outcome(&job, redact).await,
+        }
+    }
+
+    /// The state of a run's Job from the watch-backed cache (no API request), for live status reads.
+    pub fn cached_job_state(&self, names: &RunNames, operation_id: Uuid) -> JobState {
+        let reference = ObjectRef::new(&names.job).within(&self.settings.namespace);
+        match self.jobs.get(&reference) {
+            Some(job) if belongs_to(job.meta(), operation_id) => match job::finished(&job) {
+                Some(true) => JobState::Succeeded,
+                Some(false) => {
+                    let (reason, message) = job::failure(&job);
+                    JobState::Failed { reason, message }
+                }
+                None => JobState::Running,
+            },
+            _ => JobState::Missing,
+        }
+    }
+
+    async fn outcome(&self, job: &Job, redact: &[String]) -> Result<JobState> {
+        match job::finished(job) {
+            None => Ok(JobState::Running),
+            Some(true) => Ok(JobState::Succeeded),
+            Some(false) => {
+                let (reason, job_message) = job::failure(job);
+                let runner_message = self.termination_message(&job.name_any()).await?;
+                let message = runner_message.unwrap_or(job_message);
+                Ok(JobState::Failed { reason, message: bounded_and_redacted(&message, redact) })
+            }
+        }
+    }
+
+    /// The termination message of the runner (or of the init container when that one failed).
+    async fn termination_message(&self, job_name: &str) -> Result<Option<String>> {
+        let Some(pod) = self.newest_pod(job_name).await? else { return Ok(None) };
+        let status = pod.status.unwrap_or_default();
+        let statuses = status.init_container_statuses.unwrap_or_default().into_iter().chain(status.container_statuses.unwrap_or_default());
+        Ok(statuses
+            .filter_map(|container| container.state.and_then(|state| state.terminated))
+            .filter(|terminated| terminated.exit_code != 0)
+            .find_map(|terminated| terminated.message.filter(|message| !message.trim().is_empty())))
+    }
+
+    async fn newest_pod(&self, job_name: &str) -> Result<Option<Pod>> {
+        let pods = self.api::<Pod>().list(&ListParams::default().labels(&format!("batch.kubernetes.io/job-name={job_name}"))).await?;
+        Ok(pods.items.into_iter().max_by_key(|pod| pod.metadata.creation_timestamp.clone()))
+    }
+
+    /// Logs of the `init` and `terraform-runner` containers of the run's pod.
+    pub async fn logs(&self, names: &RunNames, tail_lines: Option<i64>) -> Result<Vec<ContainerLog>> {
+        let pod = self.newest_pod(&names.job).await?.ok_or_else(|| Error::NoPod(names.job.clone()))?;
+        let pod_name = pod.name_any();
+        let mut logs = Vec::new();
+        for container in [job::INIT_CONTAINER, RUNNER_CONTAINER] {
+            let params = LogParams { container: Some(container.to_owned()), tail_lines, ..LogParams::default() };
+            let log = match self.api::<Pod>().logs(&pod_name, &params).await {
+                Ok(log) => log,
+                // A container that has not started (or a pod without a node yet) has no logs to show.
+                Err(kube::Error::Api(status)) if status.code == 400 => format!("(no logs yet: {})", status.message),
+                Err(error) => return Err(error.into()),
+            };
+            logs.push(ContainerLog { container: container.to_owned(), log });
+        }
+        Ok(logs)
+    }
+
+    /// The kubeconfig terraform-runner published; `None` while the outputs Secret does not exist.
+    pub async fn kubeconfig(&self, names: &RunNames) -> Result<Option<String>> {
+        let Some(secret) = self.api::<Secret>().get_opt(&names.outputs_secret).await? else { return Ok(None) };
+        let kubeconfig = secret
+            .data
+            .and_then(|mut data| data.remove(KUBECONFIG_KEY))
+            .ok_or_else(|| Error::NoKubeconfig(names.outputs_secret.clone()))?;
+        Ok(Some(String::from_utf8_lossy(&kubeconfig.0).into_owned()))
+    }
+
+    pub async fn delete_secret(&self, name: &str) -> Result<()> {
+        match self.api::<Secret>().delete(name, &DeleteParams::default()).await {
+            Ok(_) => Ok(()),
+            Err(error) => {
+                let error = Error::from(error);
+                if error.is_not_found() { Ok(()) } else { Err(error) }
+            }
+        }
+    }
+}
+
+/// The labels of one run's objects.
+pub fn run_labels(runtime_id: Uuid, operation_id: Uuid) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (MANAGED_BY_LABEL.to_owned(), MANAGED_BY.to_owned()),
+        (RUNTIME_LABEL.to_owned(), runtime_id.to_string()),
+        (OPERATION_LABEL.to_owned(), operation_id.to_string()),
+    ])
+}
+
+fn operation_of(labels: &BTreeMap<String, String>) -> Uuid {
+    labels.get(OPERATION_LABEL).and_then(|id| Uuid::parse_str(id).ok()).unwrap_or_default()
+}
+
+fn metadata(name: &str, labels: &BTreeMap<String, String>) -> ObjectMeta {
+    ObjectMeta { name: Some(name.to_owned()), labels: Some(labels.clone()), ..ObjectMeta::default() }
+}
+
+fn managed_by_us(meta: &ObjectMeta) -> bool {
+    meta.labels.as_ref().and_then(|labels| labels.get(MANAGED_BY_LABEL)).is_some_and(|value| value == MANAGED_BY)
+}
+
+fn belongs_to(meta: &ObjectMeta, operation_id: Uuid) -> bool {
+    managed_by_us(meta)
+        && meta.labels.as_ref().and_then(|labels| labels.get(OPERATION_LABEL)).is_some_and(|id| *id == operation_id.to_string())
+}
+
+fn kind_name(kind: &str) -> &'static str {
+    match kind {
+        "Job" => "Job",
+        "Secret" => "Secret",
+        "ConfigMap" => "ConfigMap",
+        _ => "object",
+    }
+}
+
+/// Keeps a failure message short and free of credential values.
+pub fn bounded_and_redacted(message: &str, redact: &[String]) -> String {
+    let mut message = message.trim().to_owned();
+    for secret in redact.iter().filter(|secret| secret.len() >= 4) {
+        message = message.replace(secret.as_str(), "[REDACTED]");
+    }
+    if message.len() > MAX_FAILURE_MESSAGE {
+        let mut end = MAX_FAILURE_MESSAGE;
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        message.truncate(end);
+        message.push('…');
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failure_messages_are_redacted_and_bounded() {
+        let secrets = vec!["AKIASECRET123".to_owned(), "x".to_owned()];
+        let message = bounded_and_redacted("auth failed for AKIASECRET123 at x", &secrets);
+        assert_eq!(message, "auth failed for [REDACTED] at x");
+        let long = "é".repeat(2000);
+        let bounded = bounded_and_redacted(&long, &[]);
+        assert!(bounded.len() <= MAX_FAILURE_MESSAGE + '…'.len_utf8());
+        assert!(bounded.ends_with('…'));
+    }
+
+    #[test]
+    fn objects_belong_to_the_operation_in_their_labels() {
+        let runtime_id = Uuid::now_v7();
+        let operation_id = Uuid::now_v7();
+        let meta = metadata("provision-x", &run_labels(runtime_id, operation_id));
+        assert!(belongs_to(&meta, operation_id));
+        assert!(!belongs_to(&meta, Uuid::now_v7()));
+        assert!(managed_by_us(&meta));
+        assert!(!managed_by_us(&ObjectMeta::default()));
+        assert_eq!(operation_of(&run_labels(runtime_id, operation_id)), operation_id);
+    }
+}

@@ -1,0 +1,464 @@
+//! Renders the Terraform root configuration of a runtime: one `main.tf` per topology that calls the shared
+//! modules (cloned by the Job's init container to `/workspace/modules`), plus a small `runner.json` telling
+//! terraform-runner what to do. The files go into a ConfigMap; no credential is ever part of them.
+//!
+//! Request values are validated before they get here, but the renderer does not rely on it: every value passes
+//! through an HCL string escaper, and the templates only place values between quotes (numbers and flags are
+//! typed as such in the template data).
+
+mod bucket;
+mod escape;
+
+use std::collections::BTreeMap;
+
+use handlebars::Handlebars;
+use serde::Serialize;
+use uuid::Uuid;
+
+use crate::domain::{Runtime, Topology};
+pub use bucket::state_bucket_name;
+use escape::escape_hcl_string;
+
+/// Well under the 1 MiB a ConfigMap can hold, leaving room for its metadata.
+const MAX_RENDERED_BYTES: usize = 512 * 1024;
+
+const DEFAULT_VPC_CIDR: &str = "10.0.0.0/16";
+const DEFAULT_POD_CIDR: &str = "192.168.0.0/16";
+const DEFAULT_SERVICE_CIDR: &str = "10.96.0.0/12";
+
+const TEMPLATES: [(Topology, &str); 3] = [
+    (Topology::VanillaKubeadm, include_str!("../../assets/terraform/vanilla_kubeadm/main.tf.hbs")),
+    (Topology::Eks, include_str!("../../assets/terraform/eks/main.tf.hbs")),
+    (Topology::Gke, include_str!("../../assets/terraform/gke/main.tf.hbs")),
+];
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("the Terraform template for {topology} does not compile: {source}")]
+    Template { topology: &'static str, source: Box<handlebars::TemplateError> },
+    #[error("rendering the Terraform configuration for {topology} failed: {source}")]
+    Render { topology: &'static str, source: handlebars::RenderError },
+    #[error("topology {topology} needs the {section} section, which runtime {runtime_id} does not have")]
+    MissingSection { topology: &'static str, section: &'static str, runtime_id: Uuid },
+    #[error("the rendered configuration is {size} bytes, more than the {limit} bytes allowed in its ConfigMap")]
+    TooLarge { size: usize, limit: usize },
+    #[error("serializing runner.json failed: {0}")]
+    RunnerManifest(#[from] serde_json::Error),
+}
+
+/// What the Job does with the configuration; the configuration itself is the same for both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunAction {
+    Apply,
+    Destroy,
+}
+
+/// The files of a rendered configuration: file name (a valid ConfigMap key) to content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RenderedConfig {
+    pub files: BTreeMap<String, String>,
+}
+
+/// Renders configurations from templates compiled into the binary; build it once and share it.
+#[derive(Debug)]
+pub struct Renderer {
+    registry: Handlebars<'static>,
+}
+
+impl Renderer {
+    pub fn new() -> Result<Self> {
+        let mut registry = Handlebars::new();
+        // A misspelt or missing value fails the render instead of silently becoming an empty string.
+        registry.set_strict_mode(true);
+        registry.register_escape_fn(escape_hcl_string);
+        for (topology, source) in TEMPLATES {
+            registry
+                .register_template_string(topology.as_str(), source)
+                .map_err(|source| Error::Template { topology: topology.as_str(), source: Box::new(source) })?;
+        }
+        Ok(Renderer { registry })
+    }
+
+    pub fn render(&self, runtime: &Runtime, action: RunAction) -> Result<RenderedConfig> {
+        let config = &runtime.cluster_config;
+        let topology = config.topology;
+        let state_bucket = state_bucket_name(&config.environment, &runtime.name);
+        let data = TemplateData::new(runtime, &state_bucket)?;
+        let main_tf = self
+            .registry
+            .render(topology.as_str(), &data)
+            .map_err(|source| Error::Render { topology: topology.as_str(), source })?;
+
+        let manifest = RunnerManifest {
+            action,
+            topology,
+            cloud: topology.cloud().as_str(),
+            region: &config.region,
+            state_bucket: &state_bucket,
+            runtime_id: runtime.id,
+            runtime_name: &runtime.name,
+            gcp_project: data.project_id,
+        };
+        let mut runner_json = serde_json::to_string_pretty(&manifest)?;
+        runner_json.push('\n');
+
+        let files = BTreeMap::from([("main.tf".to_owned(), main_tf), ("runner.json".to_owned(), runner_json)]);
+        let size = files.iter().map(|(name, content)| name.len() + content.len()).sum();
+        if size > MAX_RENDERED_BYTES {
+            return Err(Error::TooLarge { size, limit: MAX_RENDERED_BYTES });
+        }
+        Ok(RenderedConfig { files })
+    }
+}
+
+/// `runner.json`: what terraform-runner needs before it can run Terraform (the state bucket to ensure, the
+/// action). Identifiers only, no secrets.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RunnerManifest<'a> {
+    action: RunAction,
+    topology: Topology,
+    cloud: &'static str,
+    region: &'a str,
+    state_bucket: &'a str,
+    runtime_id: Uuid,
+    runtime_name: &'a str,
+    /// GCS buckets belong to a project, so the runner needs it to create the state bucket.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gcp_project: Option<&'a str>,
+}
+
+/// What the templates see. Strings are only ever placed between quotes (and escaped there); everything a
+/// template writes unquoted is a number or a boolean here, so it cannot carry HCL syntax. Sections a topology
+/// does not have are left out, so strict mode fails a template that uses them.
+#[derive(Serialize)]
+struct TemplateData<'a> {
+    name: &'a str,
+    description: &'a str,
+    region: &'a str,
+    kubernetes_version: &'a str,
+    state_bucket: &'a str,
+    zones: &'a [String],
+    network: NetworkData<'a>,
+    workers: WorkerData<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    control_plane: Option<ControlPlaneData<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ssm_parameter_prefix: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    project_id: Option<&'a str>,
+    /// AWS resource tags.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tags: Option<Vec<MapEntry>>,
+    /// GCP resource labels.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    labels: Option<Vec<MapEntry>>,
+}
+
+/// One entry of an HCL map, with the spaces after its key that align the `=` signs the way `terraform fmt` does.
+#[derive(Serialize)]
+struct MapEntry {
+    key: String,
+    value: String,
+    padding: String,
+}
+
+impl MapEntry {
+    fn aligned(map: BTreeMap<String, String>) -> Vec<MapEntry> {
+        // Width as written, after escaping; counting chars is exact for the ASCII that valid labels are made of.
+        let width = |key: &str| escape_hcl_string(key).chars().count();
+        let widest = map.keys().map(|key| width(key)).max().unwrap_or_default();
+        map.into_iter().map(|(key, value)| MapEntry { padding: " ".repeat(widest - width(&key)), key, value }).collect()
+    }
+}
+
+#[derive(Serialize)]
+struct NetworkData<'a> {
+    vpc_cidr: &'a str,
+    pod_cidr: &'a str,
+    service_cidr: &'a str,
+}
+
+#[derive(Serialize)]
+struct WorkerData<'a> {
+    machine_type: &'a str,
+    min_size: i32,
+    max_size: i32,
+    disk_size_gb: i32,
+}
+
+#[derive(Serialize)]
+struct ControlPlaneData<'a> {
+    count: i32,
+    machine_type: &'a str,
+    load_balancer: bool,
+}
+
+impl<'a> TemplateData<'a> {
+    fn new(runtime: &'a Runtime, state_bucket: &'a str) -> Result<Self> {
+        let config = &runtime.cluster_config;
+        let topology = config.topology;
+        let missing = |section| Error::MissingSection { topology: topology.as_str(), section, runtime_id: runtime.id };
+        let network = match &config.network {
+            Some(network) => NetworkData {
+                vpc_cidr: &network.vpc_cidr,
+                pod_cidr: &network.pod_cidr,
+                service_cidr: &network.service_cidr,
+            },
+            None => NetworkData {
+                vpc_cidr: DEFAULT_VPC_CIDR,
+                pod_cidr: DEFAULT_POD_CIDR,
+                service_cidr: DEFAULT_SERVICE_CIDR,
+            },
+        };
+        let workers = &config.worker_pool;
+
+        let mut data = TemplateData {
+            name: &runtime.name,
+            description: runtime.description.as_deref().unwrap_or_default(),
+            region: &config.region,
+            kubernetes_version: &config.kubernetes_version,
+            state_bucket,
+            zones: &[],
+            network,
+            workers: WorkerData {
+                machine_type: &workers.machine_type,
+                min_size: workers.min_size,
+                max_size: workers.max_size,
+                disk_size_gb: workers.disk_size_gb,
+            },
+            control_plane: None,
+            ssm_parameter_prefix: None,
+            project_id: None,
+            tags: None,
+            labels: None,
+        };
+        match topology {
+            Topology::VanillaKubeadm | Topology::Eks => {
+                data.zones = &config.aws.as_ref().ok_or_else(|| missing("aws"))?.zones;
+                data.tags = Some(MapEntry::aligned(aws_tags(runtime)));
+            }
+            Topology::Gke => {
+                let gcp = config.gcp.as_ref().ok_or_else(|| missing("gcp"))?;
+                data.zones = &gcp.zones;
+                data.project_id = Some(&gcp.project_id);
+                data.labels = Some(MapEntry::aligned(gcp_labels(runtime)));
+            }
+        }
+        if topology == Topology::VanillaKubeadm {
+            let control_plane = config.control_plane.as_ref().ok_or_else(|| missing("controlPlane"))?;
+            data.control_plane = Some(ControlPlaneData {
+                count: control_plane.count,
+                machine_type: &control_plane.machine_type,
+                load_balancer: control_plane.count > 1,
+            });
+            data.ssm_parameter_prefix = Some(format!("/kubeopera/{}/", runtime.id));
+        }
+        Ok(data)
+    }
+}
+
+/// The user's labels plus the runtime's identity. The identity goes in last so that a user label cannot pass
+/// itself off as another runtime's.
+fn aws_tags(runtime: &Runtime) -> BTreeMap<String, String> {
+    let mut tags = runtime.labels.0.clone();
+    tags.insert("kubeopera.io/runtime-id".to_owned(), runtime.id.to_string());
+    tags.insert("kubeopera.io/runtime-name".to_owned(), runtime.name.clone());
+    tags
+}
+
+/// Like [`aws_tags`], mapped onto GCP's label rules, which reject most Kubernetes label keys
+/// (`app.kubernetes.io/name`) and capital letters: at most 63 lowercase letters, digits, `_` and `-`, and keys
+/// start with a letter.
+fn gcp_labels(runtime: &Runtime) -> BTreeMap<String, String> {
+    let mut labels: BTreeMap<String, String> =
+        runtime.labels.0.iter().map(|(key, value)| (gcp_label_key(key), gcp_label_text(value))).collect();
+    labels.insert("kubeopera-runtime-id".to_owned(), runtime.id.to_string());
+    labels.insert("kubeopera-runtime-name".to_owned(), gcp_label_text(&runtime.name));
+    labels
+}
+
+fn gcp_label_text(value: &str) -> String {
+    value
+        .chars()
+        .map(|character| match character.to_ascii_lowercase() {
+            allowed @ ('a'..='z' | '0'..='9' | '_' | '-') => allowed,
+            _ => '_',
+        })
+        .take(63)
+        .collect()
+}
+
+fn gcp_label_key(key: &str) -> String {
+    let key = gcp_label_text(key);
+    if key.starts_with(|character: char| character.is_ascii_lowercase()) {
+        key
+    } else {
+        gcp_label_text(&format!("k_{key}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{TimeZone, Utc};
+
+    use super::*;
+    use crate::domain::{AwsConfig, ClusterConfig, ControlPlane, GcpConfig, Labels, Network, WorkerPool};
+
+    fn runtime(topology: Topology) -> Runtime {
+        let created = Utc.with_ymd_and_hms(2025, 1, 2, 3, 4, 5).unwrap();
+        let (region, zone) = match topology.cloud() {
+            crate::domain::Cloud::Aws => ("eu-central-1", "eu-central-1a"),
+            crate::domain::Cloud::Gcp => ("europe-west3", "europe-west3-a"),
+        };
+        Runtime {
+            id: Uuid::from_u128(0x0190_0000_0000_7000_8000_0000_0000_0001),
+            name: "team-a".into(),
+            description: Some("first cluster".into()),
+            labels: Labels([("owner".to_owned(), "team-a".to_owned())].into()),
+            cluster_config: ClusterConfig {
+                topology,
+                credential_id: "cred-1".into(),
+                region: region.into(),
+                kubernetes_version: "1.34".into(),
+                environment: "dev".into(),
+                control_plane: (topology == Topology::VanillaKubeadm)
+                    .then(|| ControlPlane { count: 3, machine_type: "t3.large".into() }),
+                worker_pool: WorkerPool { machine_type: "t3.large".into(), min_size: 1, max_size: 3, disk_size_gb: 50 },
+                network: None,
+                aws: (topology.cloud() == crate::domain::Cloud::Aws).then(|| AwsConfig { zones: vec![zone.into()] }),
+                gcp: (topology == Topology::Gke)
+                    .then(|| GcpConfig { project_id: "my-project-1".into(), zones: vec![zone.into()] }),
+            },
+            last_operation_id: None,
+            created_at: created,
+            updated_at: created,
+            deleted_at: None,
+        }
+    }
+
+    fn render(runtime: &Runtime, action: RunAction) -> RenderedConfig {
+        Renderer::new().expect("templates compile").render(runtime, action).expect("renders")
+    }
+
+    #[test]
+    fn every_topology_renders_main_tf_that_parses_and_runner_json() {
+        for topology in [Topology::VanillaKubeadm, Topology::Eks, Topology::Gke] {
+            let rendered = render(&runtime(topology), RunAction::Apply);
+            let names: Vec<&str> = rendered.files.keys().map(String::as_str).collect();
+            assert_eq!(names, ["main.tf", "runner.json"]);
+            hcl::parse(&rendered.files["main.tf"])
+                .unwrap_or_else(|error| panic!("{topology:?} does not parse: {error}"));
+        }
+    }
+
+    #[test]
+    fn runner_json_names_the_action_and_where_the_state_lives() {
+        let rendered = render(&runtime(Topology::Gke), RunAction::Destroy);
+        let manifest: serde_json::Value = serde_json::from_str(&rendered.files["runner.json"]).unwrap();
+        assert_eq!(
+            manifest,
+            serde_json::json!({
+                "action": "destroy",
+                "topology": "gke",
+                "cloud": "gcp",
+                "region": "europe-west3",
+                "stateBucket": "kubeopera-terraform-state-dev-team-a",
+                "runtimeId": "01900000-0000-7000-8000-000000000001",
+                "runtimeName": "team-a",
+                "gcpProject": "my-project-1",
+            })
+        );
+
+        let rendered = render(&runtime(Topology::Eks), RunAction::Apply);
+        let manifest: serde_json::Value = serde_json::from_str(&rendered.files["runner.json"]).unwrap();
+        assert_eq!(manifest["action"], "apply");
+        assert_eq!(manifest["cloud"], "aws");
+        assert!(manifest.get("gcpProject").is_none());
+    }
+
+    #[test]
+    fn the_configuration_does_not_depend_on_the_action() {
+        let runtime = runtime(Topology::VanillaKubeadm);
+        assert_eq!(
+            render(&runtime, RunAction::Apply).files["main.tf"],
+            render(&runtime, RunAction::Destroy).files["main.tf"]
+        );
+    }
+
+    #[test]
+    fn the_load_balancer_comes_with_more_than_one_control_plane_node() {
+        let mut runtime = runtime(Topology::VanillaKubeadm);
+        assert!(render(&runtime, RunAction::Apply).files["main.tf"].contains("create_api_load_balancer = true"));
+        runtime.cluster_config.control_plane.as_mut().unwrap().count = 1;
+        assert!(render(&runtime, RunAction::Apply).files["main.tf"].contains("create_api_load_balancer = false"));
+    }
+
+    #[test]
+    fn network_defaults_apply_when_no_network_is_given() {
+        let mut runtime = runtime(Topology::Gke);
+        let main_tf = &render(&runtime, RunAction::Apply).files["main.tf"];
+        for cidr in [DEFAULT_VPC_CIDR, DEFAULT_POD_CIDR, DEFAULT_SERVICE_CIDR] {
+            assert!(main_tf.contains(&format!("\"{cidr}\"")), "{cidr}");
+        }
+        runtime.cluster_config.network = Some(Network {
+            vpc_cidr: "10.10.0.0/16".into(),
+            pod_cidr: "10.20.0.0/16".into(),
+            service_cidr: "10.30.0.0/16".into(),
+        });
+        let main_tf = &render(&runtime, RunAction::Apply).files["main.tf"];
+        assert!(main_tf.contains("\"10.20.0.0/16\""));
+        assert!(!main_tf.contains(DEFAULT_POD_CIDR));
+    }
+
+    #[test]
+    fn a_missing_topology_section_is_an_error_not_a_panic() {
+        let renderer = Renderer::new().unwrap();
+        let mut vanilla = runtime(Topology::VanillaKubeadm);
+        vanilla.cluster_config.control_plane = None;
+        let error = renderer.render(&vanilla, RunAction::Apply).unwrap_err();
+        assert!(matches!(error, Error::MissingSection { section: "controlPlane", .. }), "{error}");
+
+        let mut gke = runtime(Topology::Gke);
+        gke.cluster_config.gcp = None;
+        let error = renderer.render(&gke, RunAction::Apply).unwrap_err();
+        assert!(matches!(error, Error::MissingSection { section: "gcp", .. }));
+    }
+
+    #[test]
+    fn an_oversized_configuration_is_refused() {
+        let mut runtime = runtime(Topology::Eks);
+        runtime.description = Some("x".repeat(MAX_RENDERED_BYTES));
+        let error = Renderer::new().unwrap().render(&runtime, RunAction::Apply).unwrap_err();
+        assert!(matches!(error, Error::TooLarge { .. }), "{error}");
+    }
+
+    #[test]
+    fn no_template_bypasses_the_escaper() {
+        for (topology, source) in TEMPLATES {
+            assert!(!source.contains("{{{"), "{topology:?} uses triple braces");
+            assert!(!source.contains("{{&"), "{topology:?} uses an unescaped output");
+        }
+    }
+
+    #[test]
+    fn user_labels_cannot_override_the_runtime_identity() {
+        let mut runtime = runtime(Topology::Eks);
+        runtime.labels.0.insert("kubeopera.io/runtime-id".to_owned(), "someone-else".to_owned());
+        assert_eq!(aws_tags(&runtime)["kubeopera.io/runtime-id"], runtime.id.to_string());
+    }
+
+    #[test]
+    fn kubernetes_labels_are_mapped_onto_gcp_label_rules() {
+        assert_eq!(gcp_label_key("app.kubernetes.io/name"), "app_kubernetes_io_name");
+        assert_eq!(gcp_label_key("Team"), "team");
+        assert_eq!(gcp_label_key("1st"), "k_1st");
+        assert_eq!(gcp_label_text("Web.Frontend"), "web_frontend");
+        assert_eq!(gcp_label_text(""), "");
+        assert_eq!(gcp_label_key(&"a".repeat(100)).len(), 63);
+        assert_eq!(gcp_label_key(&"1".repeat(100)).len(), 63);
+    }
+}

@@ -1,0 +1,61 @@
+//! Exponential backoff with jitter for retrying transient failures.
+
+use std::hash::{BuildHasher, Hasher};
+use std::time::Duration;
+
+const INITIAL: Duration = Duration::from_millis(500);
+const MAX: Duration = Duration::from_secs(30);
+
+/// Delays that double from 0.5 s up to 30 s; each is drawn uniformly from its upper half, so that workers
+/// retrying after the same outage spread out instead of hitting the recovered service together.
+#[derive(Debug, Default)]
+pub struct Backoff {
+    attempts: u32,
+}
+
+impl Backoff {
+    pub fn new() -> Self {
+        Backoff::default()
+    }
+
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    pub fn next_delay(&mut self) -> Duration {
+        let ceiling = INITIAL.saturating_mul(1 << self.attempts.min(16)).min(MAX);
+        self.attempts += 1;
+        let half = ceiling / 2;
+        half + half.mul_f64(random_fraction())
+    }
+}
+
+/// A uniformly distributed fraction in [0, 1) from the standard library's randomly seeded hasher; good enough
+/// for jitter, and it saves a dependency.
+fn random_fraction() -> f64 {
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
+    (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delays_grow_exponentially_within_jittered_bounds_and_cap() {
+        let mut backoff = Backoff::new();
+        for attempt in 0..12u32 {
+            let ceiling = INITIAL.saturating_mul(1 << attempt).min(MAX);
+            let delay = backoff.next_delay();
+            assert!(delay >= ceiling / 2 && delay <= ceiling, "attempt {attempt}: {delay:?} outside {ceiling:?}");
+        }
+        assert_eq!(backoff.attempts(), 12);
+    }
+
+    #[test]
+    fn jitter_spreads_delays() {
+        let delays: std::collections::HashSet<_> = (0..20).map(|_| Backoff { attempts: 5 }.next_delay()).collect();
+        assert!(delays.len() > 10, "{delays:?}");
+    }
+}
