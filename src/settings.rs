@@ -17,10 +17,7 @@ use crate::telemetry::LogFormat;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("{variable}: {message}")]
-    Invalid {
-        variable: &'static str,
-        message: String,
-    },
+    Invalid { variable: &'static str, message: String },
     #[error("APP_CONFIG_FILE: {0}")]
     Source(#[from] config::ConfigError),
 }
@@ -158,53 +155,32 @@ impl Settings {
     /// Reads the given variables (and the file they name) instead of the process environment.
     pub fn from_environment(environment: HashMap<String, String>) -> Result<Self> {
         let mut builder = config::Config::builder();
-        if let Some(path) = environment
-            .get("APP_CONFIG_FILE")
-            .filter(|path| !path.is_empty())
-        {
+        if let Some(path) = environment.get("APP_CONFIG_FILE").filter(|path| !path.is_empty()) {
             builder = builder.add_source(config::File::with_name(path).required(true));
         }
-        let raw: RawSettings = builder
-            .add_source(config::Environment::default().source(Some(environment)))
-            .build()?
-            .try_deserialize()?;
+        let raw: RawSettings =
+            builder.add_source(config::Environment::default().source(Some(environment))).build()?.try_deserialize()?;
         raw.into_settings()
     }
 }
 
 fn invalid(variable: &'static str, message: impl Into<String>) -> Error {
-    Error::Invalid {
-        variable,
-        message: message.into(),
-    }
+    Error::Invalid { variable, message: message.into() }
 }
 
-fn parse<T: std::str::FromStr>(
-    variable: &'static str,
-    value: Option<String>,
-    default: T,
-    expected: &str,
-) -> Result<T> {
+fn parse<T: std::str::FromStr>(variable: &'static str, value: Option<String>, default: T, expected: &str) -> Result<T> {
     match value.filter(|value| !value.trim().is_empty()) {
         None => Ok(default),
-        Some(value) => value.trim().parse().map_err(|_| {
-            invalid(
-                variable,
-                format!("invalid value {value:?}: expected {expected}"),
-            )
-        }),
+        Some(value) => {
+            value.trim().parse().map_err(|_| invalid(variable, format!("invalid value {value:?}: expected {expected}")))
+        }
     }
 }
 
 fn duration(variable: &'static str, value: Option<String>, default: &str) -> Result<Duration> {
-    let value = value
-        .filter(|value| !value.trim().is_empty())
-        .unwrap_or_else(|| default.to_owned());
+    let value = value.filter(|value| !value.trim().is_empty()).unwrap_or_else(|| default.to_owned());
     let parsed = humantime::parse_duration(value.trim()).map_err(|error| {
-        invalid(
-            variable,
-            format!("invalid duration {value:?} ({error}); use for example 90m or 1h30m"),
-        )
+        invalid(variable, format!("invalid duration {value:?} ({error}); use for example 90m or 1h30m"))
     })?;
     if parsed.is_zero() {
         return Err(invalid(variable, "must be longer than zero"));
@@ -214,26 +190,16 @@ fn duration(variable: &'static str, value: Option<String>, default: &str) -> Res
 
 fn endpoint(variable: &'static str, value: Option<String>) -> Result<String> {
     let value = value.unwrap_or_else(|| "/graphql".to_owned());
-    if !value.starts_with('/')
-        || value.contains(char::is_whitespace)
-        || value.contains(['{', '}', '*'])
-    {
-        return Err(invalid(
-            variable,
-            format!("invalid path {value:?}: expected an absolute path such as /graphql"),
-        ));
+    if !value.starts_with('/') || value.contains(char::is_whitespace) || value.contains(['{', '}', '*']) {
+        return Err(invalid(variable, format!("invalid path {value:?}: expected an absolute path such as /graphql")));
     }
     Ok(value)
 }
 
 fn url(variable: &'static str, value: &str) -> Result<Url> {
-    let parsed = Url::parse(value)
-        .map_err(|error| invalid(variable, format!("invalid URL {value:?}: {error}")))?;
+    let parsed = Url::parse(value).map_err(|error| invalid(variable, format!("invalid URL {value:?}: {error}")))?;
     if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(invalid(
-            variable,
-            format!("invalid URL {value:?}: expected http or https"),
-        ));
+        return Err(invalid(variable, format!("invalid URL {value:?}: expected http or https")));
     }
     Ok(parsed)
 }
@@ -245,10 +211,7 @@ impl RawSettings {
             None | Some("") | Some("json") => LogFormat::Json,
             Some("text") => LogFormat::Text,
             Some(other) => {
-                return Err(invalid(
-                    "APP_LOG_FORMAT",
-                    format!("invalid value {other:?}: expected json or text"),
-                ));
+                return Err(invalid("APP_LOG_FORMAT", format!("invalid value {other:?}: expected json or text")));
             }
         };
         let level = self.app_log_level.unwrap_or_else(|| "info".to_owned());
@@ -258,11 +221,7 @@ impl RawSettings {
                 format!("invalid filter {level:?}: expected for example info or debug"),
             ));
         }
-        let enqueue_in_progress = match self
-            .app_enqueue_in_progress_operations
-            .as_deref()
-            .map(str::trim)
-        {
+        let enqueue_in_progress = match self.app_enqueue_in_progress_operations.as_deref().map(str::trim) {
             None | Some("") => true,
             Some(value) => value.parse().map_err(|_| {
                 invalid(
@@ -274,19 +233,13 @@ impl RawSettings {
         let min_version = parse(
             "APP_KUBERNETES_VERSION_MIN",
             self.app_kubernetes_version_min,
-            KubernetesVersion {
-                major: 1,
-                minor: 32,
-            },
+            KubernetesVersion { major: 1, minor: 32 },
             "MAJOR.MINOR such as 1.32",
         )?;
         let max_version = parse(
             "APP_KUBERNETES_VERSION_MAX",
             self.app_kubernetes_version_max,
-            KubernetesVersion {
-                major: 1,
-                minor: 37,
-            },
+            KubernetesVersion { major: 1, minor: 37 },
             "MAJOR.MINOR such as 1.37",
         )?;
         if min_version > max_version {
@@ -295,14 +248,10 @@ impl RawSettings {
                 format!("{min_version} is above APP_KUBERNETES_VERSION_MAX {max_version}"),
             ));
         }
-        let job_namespace = self
-            .job_namespace
-            .unwrap_or_else(|| "kubeopera-provisioning".to_owned());
+        let job_namespace = self.job_namespace.unwrap_or_else(|| "kubeopera-provisioning".to_owned());
         if job_namespace.is_empty()
             || job_namespace.len() > 63
-            || !job_namespace
-                .bytes()
-                .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
+            || !job_namespace.bytes().all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
         {
             return Err(invalid(
                 "JOB_NAMESPACE",
@@ -314,17 +263,10 @@ impl RawSettings {
         if !(1..=256).contains(&worker_concurrency) {
             return Err(invalid("APP_WORKER_CONCURRENCY", "must be between 1 and 256"));
         }
-        let max_request_body_bytes = parse(
-            "APP_MAX_REQUEST_BODY_BYTES",
-            self.app_max_request_body_bytes,
-            64 * 1024,
-            "a number of bytes",
-        )?;
+        let max_request_body_bytes =
+            parse("APP_MAX_REQUEST_BODY_BYTES", self.app_max_request_body_bytes, 64 * 1024, "a number of bytes")?;
         if max_request_body_bytes < 1024 {
-            return Err(invalid(
-                "APP_MAX_REQUEST_BODY_BYTES",
-                "must be at least 1024",
-            ));
+            return Err(invalid("APP_MAX_REQUEST_BODY_BYTES", "must be at least 1024"));
         }
         Ok(Settings {
             database,
@@ -338,18 +280,18 @@ impl RawSettings {
                     .filter(|value| !value.is_empty())
                     .unwrap_or_else(|| "terraform-runner".to_owned()),
                 modules_repo_url: self.modules_repo_url.filter(|value| !value.is_empty()),
-                modules_repo_ref: self.modules_repo_ref.filter(|value| !value.is_empty()).unwrap_or_else(|| "v1.0.0".to_owned()),
+                modules_repo_ref: self
+                    .modules_repo_ref
+                    .filter(|value| !value.is_empty())
+                    .unwrap_or_else(|| "v1.0.0".to_owned()),
             },
             auth: AuthSettings {
                 service_base_url: url(
                     "AUTH_SERVICE_BASE_URL",
-                    self.auth_service_base_url
-                        .as_deref()
-                        .unwrap_or("http://authapi:8081"),
+                    self.auth_service_base_url.as_deref().unwrap_or("http://authapi:8081"),
                 )?,
                 oauth_client_file: PathBuf::from(
-                    self.app_auth_oauth_path
-                        .unwrap_or_else(|| "./dev/auth-oauth.yaml".to_owned()),
+                    self.app_auth_oauth_path.unwrap_or_else(|| "./dev/auth-oauth.yaml".to_owned()),
                 ),
                 timeout: duration("APP_AUTH_TIMEOUT", self.app_auth_timeout, "10s")?,
             },
@@ -361,10 +303,7 @@ impl RawSettings {
                     "HOST:PORT such as 127.0.0.1:3000",
                 )?,
                 api_endpoint: endpoint("APP_API_ENDPOINT", self.app_api_endpoint)?,
-                playground_endpoint: endpoint(
-                    "APP_PLAYGROUND_API_ENDPOINT",
-                    self.app_playground_api_endpoint,
-                )?,
+                playground_endpoint: endpoint("APP_PLAYGROUND_API_ENDPOINT", self.app_playground_api_endpoint)?,
                 metrics_address: parse(
                     "APP_METRICS_ADDRESS",
                     self.app_metrics_address,
@@ -375,25 +314,14 @@ impl RawSettings {
             },
             log: LogSettings { level, format },
             operations: OperationSettings {
-                provisioning_timeout: duration(
-                    "APP_PROVISIONING_TIMEOUT",
-                    self.app_provisioning_timeout,
-                    "90m",
-                )?,
-                deprovisioning_timeout: duration(
-                    "APP_DEPROVISIONING_TIMEOUT",
-                    self.app_deprovisioning_timeout,
-                    "60m",
-                )?,
+                provisioning_timeout: duration("APP_PROVISIONING_TIMEOUT", self.app_provisioning_timeout, "90m")?,
+                deprovisioning_timeout: duration("APP_DEPROVISIONING_TIMEOUT", self.app_deprovisioning_timeout, "60m")?,
                 enqueue_in_progress,
                 worker_concurrency,
                 worker_lease: duration("APP_WORKER_LEASE", self.app_worker_lease, "30s")?,
                 worker_poll_interval: duration("APP_WORKER_POLL_INTERVAL", self.app_worker_poll_interval, "2s")?,
             },
-            validation: ValidationPolicy {
-                min_kubernetes_version: min_version,
-                max_kubernetes_version: max_version,
-            },
+            validation: ValidationPolicy { min_kubernetes_version: min_version, max_kubernetes_version: max_version },
         })
     }
 
@@ -407,81 +335,42 @@ impl RawSettings {
             "a number of connections",
         )?;
         if max_connections == 0 {
-            return Err(invalid(
-                "APP_DATABASE_MAX_CONNECTIONS",
-                "must be at least 1",
-            ));
+            return Err(invalid("APP_DATABASE_MAX_CONNECTIONS", "must be at least 1"));
         }
         if let Some(database_url) = self.database_url.as_ref().filter(|value| !value.is_empty()) {
             let scheme = database_url.split_once("://").map(|(scheme, _)| scheme);
             if !matches!(scheme, Some("postgres" | "postgresql" | "sqlite")) {
                 // Never echo the value: it may hold a password.
-                return Err(invalid(
-                    "DATABASE_URL",
-                    "expected a postgres://, postgresql:// or sqlite:// URL",
-                ));
+                return Err(invalid("DATABASE_URL", "expected a postgres://, postgresql:// or sqlite:// URL"));
             }
-            return Ok(DatabaseSettings {
-                url: SecretString::from(database_url.clone()),
-                max_connections,
-            });
+            return Ok(DatabaseSettings { url: SecretString::from(database_url.clone()), max_connections });
         }
-        if let Some(host) = self
-            .app_database_host
-            .as_ref()
-            .filter(|value| !value.is_empty())
-        {
-            return Ok(DatabaseSettings {
-                url: SecretString::from(self.postgres_url(host)?),
-                max_connections,
-            });
+        if let Some(host) = self.app_database_host.as_ref().filter(|value| !value.is_empty()) {
+            return Ok(DatabaseSettings { url: SecretString::from(self.postgres_url(host)?), max_connections });
         }
         let path = self
             .app_sqlite_path
             .clone()
             .filter(|value| !value.is_empty())
             .unwrap_or_else(|| DEFAULT_SQLITE_PATH.to_owned());
-        Ok(DatabaseSettings {
-            url: SecretString::from(format!("sqlite://{path}?mode=rwc")),
-            max_connections,
-        })
+        Ok(DatabaseSettings { url: SecretString::from(format!("sqlite://{path}?mode=rwc")), max_connections })
     }
 
     fn postgres_url(&self, host: &str) -> Result<String> {
-        let port: u16 = parse(
-            "APP_DATABASE_PORT",
-            self.app_database_port.clone(),
-            5432,
-            "a port number",
-        )?;
-        let mut url = Url::parse("postgres://localhost")
-            .map_err(|error| invalid("APP_DATABASE_HOST", error.to_string()))?;
-        url.set_host(Some(host)).map_err(|error| {
-            invalid(
-                "APP_DATABASE_HOST",
-                format!("invalid host {host:?}: {error}"),
-            )
-        })?;
-        url.set_port(Some(port))
-            .map_err(|()| invalid("APP_DATABASE_PORT", "cannot be set for this host"))?;
+        let port: u16 = parse("APP_DATABASE_PORT", self.app_database_port.clone(), 5432, "a port number")?;
+        let mut url =
+            Url::parse("postgres://localhost").map_err(|error| invalid("APP_DATABASE_HOST", error.to_string()))?;
+        url.set_host(Some(host))
+            .map_err(|error| invalid("APP_DATABASE_HOST", format!("invalid host {host:?}: {error}")))?;
+        url.set_port(Some(port)).map_err(|()| invalid("APP_DATABASE_PORT", "cannot be set for this host"))?;
         let user = self.app_database_user.as_deref().unwrap_or("postgres");
-        url.set_username(user)
-            .map_err(|()| invalid("APP_DATABASE_USER", "cannot be set for this host"))?;
+        url.set_username(user).map_err(|()| invalid("APP_DATABASE_USER", "cannot be set for this host"))?;
         let password = self.app_database_password.as_deref().unwrap_or("password");
         url.set_password(Some(password))
             .map_err(|()| invalid("APP_DATABASE_PASSWORD", "cannot be set for this host"))?;
         url.set_path(self.app_database_name.as_deref().unwrap_or("provisioner"));
         let ssl_mode = self.app_database_ssl_mode.as_deref().unwrap_or("disable");
-        if ![
-            "disable",
-            "allow",
-            "prefer",
-            "require",
-            "verify-ca",
-            "verify-full",
-        ]
-        .contains(&ssl_mode)
-        {
+        if !["disable", "allow", "prefer", "require", "verify-ca", "verify-full"].contains(&ssl_mode) {
             return Err(invalid(
                 "APP_DATABASE_SSL_MODE",
                 format!(
@@ -490,11 +379,7 @@ impl RawSettings {
             ));
         }
         url.query_pairs_mut().append_pair("sslmode", ssl_mode);
-        if let Some(root_cert) = self
-            .app_database_ssl_root_cert
-            .as_deref()
-            .filter(|value| !value.is_empty())
-        {
+        if let Some(root_cert) = self.app_database_ssl_root_cert.as_deref().filter(|value| !value.is_empty()) {
             url.query_pairs_mut().append_pair("sslrootcert", root_cert);
         }
         Ok(url.to_string())
@@ -506,42 +391,22 @@ mod tests {
     use super::*;
 
     fn load(variables: &[(&str, &str)]) -> Result<Settings> {
-        Settings::from_environment(
-            variables
-                .iter()
-                .map(|(key, value)| (key.to_string(), value.to_string()))
-                .collect(),
-        )
+        Settings::from_environment(variables.iter().map(|(key, value)| (key.to_string(), value.to_string())).collect())
     }
 
     #[test]
     fn defaults_need_no_configuration() {
         let settings = load(&[]).unwrap();
         assert_eq!(settings.server.address.to_string(), "127.0.0.1:3000");
-        assert_eq!(
-            settings.server.metrics_address.to_string(),
-            "127.0.0.1:9000"
-        );
+        assert_eq!(settings.server.metrics_address.to_string(), "127.0.0.1:9000");
         assert_eq!(settings.server.api_endpoint, "/graphql");
         assert_eq!(settings.kubernetes.job_namespace, "kubeopera-provisioning");
-        assert_eq!(
-            settings.auth.service_base_url.as_str(),
-            "http://authapi:8081/"
-        );
-        assert_eq!(
-            settings.database.url.expose_secret(),
-            "sqlite://./data/provisioner.db?mode=rwc"
-        );
+        assert_eq!(settings.auth.service_base_url.as_str(), "http://authapi:8081/");
+        assert_eq!(settings.database.url.expose_secret(), "sqlite://./data/provisioner.db?mode=rwc");
         assert_eq!(settings.log.format, LogFormat::Json);
         assert!(settings.operations.enqueue_in_progress);
-        assert_eq!(
-            settings.operations.provisioning_timeout,
-            Duration::from_secs(90 * 60)
-        );
-        assert_eq!(
-            settings.validation.min_kubernetes_version.to_string(),
-            "1.32"
-        );
+        assert_eq!(settings.operations.provisioning_timeout, Duration::from_secs(90 * 60));
+        assert_eq!(settings.validation.min_kubernetes_version.to_string(), "1.32");
     }
 
     #[test]
@@ -557,16 +422,10 @@ mod tests {
         .unwrap();
         assert_eq!(settings.server.address.to_string(), "0.0.0.0:8080");
         assert_eq!(settings.log.format, LogFormat::Text);
-        assert_eq!(
-            settings.operations.provisioning_timeout,
-            Duration::from_secs(7200)
-        );
+        assert_eq!(settings.operations.provisioning_timeout, Duration::from_secs(7200));
         assert!(!settings.operations.enqueue_in_progress);
         assert_eq!(settings.kubernetes.job_namespace, "jobs");
-        assert_eq!(
-            settings.validation.max_kubernetes_version.to_string(),
-            "1.36"
-        );
+        assert_eq!(settings.validation.max_kubernetes_version.to_string(), "1.36");
     }
 
     #[test]
@@ -583,19 +442,12 @@ mod tests {
             settings.database.url.expose_secret(),
             "postgres://prov:p%40ss%2Fword@db.internal:5433/provisioner?sslmode=require"
         );
-        assert_eq!(
-            settings.database.describe(),
-            "postgres db.internal:5433/provisioner"
-        );
+        assert_eq!(settings.database.describe(), "postgres db.internal:5433/provisioner");
     }
 
     #[test]
     fn database_url_wins_over_parts() {
-        let settings = load(&[
-            ("DATABASE_URL", "postgres://a:b@h/db"),
-            ("APP_DATABASE_HOST", "other"),
-        ])
-        .unwrap();
+        let settings = load(&[("DATABASE_URL", "postgres://a:b@h/db"), ("APP_DATABASE_HOST", "other")]).unwrap();
         assert_eq!(settings.database.url.expose_secret(), "postgres://a:b@h/db");
     }
 
@@ -618,17 +470,10 @@ mod tests {
         ];
         for (variable, value) in cases {
             let error = load(&[(variable, value)]).expect_err(variable);
-            assert!(
-                error.to_string().starts_with(&format!("{variable}:")),
-                "{variable}: {error}"
-            );
+            assert!(error.to_string().starts_with(&format!("{variable}:")), "{variable}: {error}");
         }
-        let error =
-            load(&[("APP_DATABASE_HOST", "db"), ("APP_DATABASE_PORT", "99999")]).unwrap_err();
-        assert!(
-            error.to_string().starts_with("APP_DATABASE_PORT:"),
-            "{error}"
-        );
+        let error = load(&[("APP_DATABASE_HOST", "db"), ("APP_DATABASE_PORT", "99999")]).unwrap_err();
+        assert!(error.to_string().starts_with("APP_DATABASE_PORT:"), "{error}");
     }
 
     #[test]
@@ -645,16 +490,8 @@ mod tests {
     fn a_config_file_sits_between_defaults_and_the_environment() {
         let directory = tempfile::tempdir().unwrap();
         let path = directory.path().join("provisioner.yaml");
-        std::fs::write(
-            &path,
-            "app_address: 127.0.0.1:4000\njob_namespace: from-file\napp_log_format: text\n",
-        )
-        .unwrap();
-        let settings = load(&[
-            ("APP_CONFIG_FILE", path.to_str().unwrap()),
-            ("JOB_NAMESPACE", "from-env"),
-        ])
-        .unwrap();
+        std::fs::write(&path, "app_address: 127.0.0.1:4000\njob_namespace: from-file\napp_log_format: text\n").unwrap();
+        let settings = load(&[("APP_CONFIG_FILE", path.to_str().unwrap()), ("JOB_NAMESPACE", "from-env")]).unwrap();
         assert_eq!(settings.server.address.to_string(), "127.0.0.1:4000");
         assert_eq!(settings.log.format, LogFormat::Text);
         assert_eq!(settings.kubernetes.job_namespace, "from-env");

@@ -114,7 +114,9 @@ impl App {
                 metrics.clone(),
             )),
             (Some(_), None) => {
-                tracing::warn!("MODULES_REPO_URL is not set: the worker does not start and operations wait in the queue");
+                tracing::warn!(
+                    "MODULES_REPO_URL is not set: the worker does not start and operations wait in the queue"
+                );
                 None
             }
             (None, _) => None,
@@ -192,7 +194,10 @@ impl Listeners {
         let bind = |address: SocketAddr| async move {
             TcpListener::bind(address).await.map_err(|source| Error::Bind { address, source })
         };
-        Ok(Listeners { api: bind(settings.server.address).await?, metrics: bind(settings.server.metrics_address).await? })
+        Ok(Listeners {
+            api: bind(settings.server.address).await?,
+            metrics: bind(settings.server.metrics_address).await?,
+        })
     }
 }
 
@@ -205,7 +210,8 @@ pub async fn serve(app: App, listeners: Listeners, shutdown: impl Future<Output 
         let _ = stopped.wait_for(|stop| *stop).await;
     };
     let api = axum::serve(listeners.api, app.router).with_graceful_shutdown(wait_for_stop(stopped.clone()));
-    let metrics = axum::serve(listeners.metrics, app.metrics_router).with_graceful_shutdown(wait_for_stop(stopped.clone()));
+    let metrics =
+        axum::serve(listeners.metrics, app.metrics_router).with_graceful_shutdown(wait_for_stop(stopped.clone()));
     let mut servers = JoinSet::new();
     servers.spawn(api.into_future());
     servers.spawn(metrics.into_future());

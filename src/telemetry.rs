@@ -23,16 +23,10 @@ pub enum LogFormat {
 /// Installs the global subscriber. `level` is an env-filter directive such as `info` or `provisioner=debug`.
 pub fn init_tracing(level: &str, format: LogFormat) {
     let filter = EnvFilter::try_new(level).unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_target(true);
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(true);
     // A second initialisation (tests start several apps in one process) keeps the first subscriber.
     let _ = match format {
-        LogFormat::Json => builder
-            .json()
-            .flatten_event(true)
-            .with_current_span(true)
-            .try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).with_current_span(true).try_init(),
         LogFormat::Text => builder.try_init(),
     };
 }
@@ -92,26 +86,17 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    pub const CONTENT_TYPE: &'static str =
-        "application/openmetrics-text; version=1.0.0; charset=utf-8";
+    pub const CONTENT_TYPE: &'static str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
     pub fn new() -> Self {
         let mut registry = Registry::with_prefix("provisioner");
         let http_requests = Family::<HttpLabels, Counter>::default();
         // Counters get the `_total` suffix from the encoder.
-        registry.register(
-            "http_requests",
-            "HTTP requests by route and status",
-            http_requests.clone(),
-        );
+        registry.register("http_requests", "HTTP requests by route and status", http_requests.clone());
         let http_duration = Family::<HttpLabels, Histogram>::new_with_constructor(|| {
             Histogram::new(exponential_buckets(0.0005, 2.0, 16))
         });
-        registry.register(
-            "http_request_duration_seconds",
-            "HTTP request durations",
-            http_duration.clone(),
-        );
+        registry.register("http_request_duration_seconds", "HTTP request durations", http_duration.clone());
         let operations = Family::<OperationLabels, Gauge>::default();
         registry.register("operations", "Stored operations by type and state", operations.clone());
         let runs_started = Family::<TypeLabels, Counter>::default();
@@ -122,8 +107,9 @@ impl Metrics {
         registry.register("operations_in_flight", "Runs this process is driving now", runs_in_flight.clone());
         let queued = Gauge::default();
         registry.register("operations_queued", "Operations waiting for a worker", queued.clone());
-        let step_duration =
-            Family::<StageLabels, Histogram>::new_with_constructor(|| Histogram::new(exponential_buckets(0.01, 3.0, 12)));
+        let step_duration = Family::<StageLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.01, 3.0, 12))
+        });
         registry.register("operation_step_duration_seconds", "Duration of each run step", step_duration.clone());
         Metrics {
             inner: Arc::new(Inner {
@@ -141,32 +127,21 @@ impl Metrics {
     }
 
     pub fn observe_http(&self, method: &str, route: &str, status: u16, duration: Duration) {
-        let labels = HttpLabels {
-            method: method.to_owned(),
-            route: route.to_owned(),
-            status,
-        };
+        let labels = HttpLabels { method: method.to_owned(), route: route.to_owned(), status };
         self.inner.http_requests.get_or_create(&labels).inc();
-        self.inner
-            .http_duration
-            .get_or_create(&labels)
-            .observe(duration.as_secs_f64());
+        self.inner.http_duration.get_or_create(&labels).observe(duration.as_secs_f64());
     }
 
     /// Refreshes the stored-operation gauges, including the queue depth (the Pending ones).
     pub fn set_operation_counts(&self, counts: &[OperationCount]) {
-        let queued: u64 = counts.iter().filter(|count| count.state == OperationState::Pending).map(|count| count.count).sum();
+        let queued: u64 =
+            counts.iter().filter(|count| count.state == OperationState::Pending).map(|count| count.count).sum();
         self.inner.queued.set(i64::try_from(queued).unwrap_or(i64::MAX));
         self.inner.operations.clear();
         for count in counts {
-            let labels = OperationLabels {
-                r#type: format!("{:?}", count.operation_type),
-                state: format!("{:?}", count.state),
-            };
-            self.inner
-                .operations
-                .get_or_create(&labels)
-                .set(count.count as i64);
+            let labels =
+                OperationLabels { r#type: format!("{:?}", count.operation_type), state: format!("{:?}", count.state) };
+            self.inner.operations.get_or_create(&labels).set(count.count as i64);
         }
     }
 
@@ -179,14 +154,20 @@ impl Metrics {
     pub fn run_ended(&self, operation_type: OperationType, finished: Option<(OperationState, &str)>) {
         self.inner.runs_in_flight.dec();
         if let Some((state, reason)) = finished {
-            let labels =
-                FinishedLabels { r#type: format!("{operation_type:?}"), state: format!("{state:?}"), reason: reason.to_owned() };
+            let labels = FinishedLabels {
+                r#type: format!("{operation_type:?}"),
+                state: format!("{state:?}"),
+                reason: reason.to_owned(),
+            };
             self.inner.runs_finished.get_or_create(&labels).inc();
         }
     }
 
     pub fn observe_step(&self, stage: &str, duration: Duration) {
-        self.inner.step_duration.get_or_create(&StageLabels { stage: stage.to_owned() }).observe(duration.as_secs_f64());
+        self.inner
+            .step_duration
+            .get_or_create(&StageLabels { stage: stage.to_owned() })
+            .observe(duration.as_secs_f64());
     }
 
     pub fn encode(&self) -> String {

@@ -3,15 +3,11 @@
 mod common;
 
 use axum::http::StatusCode;
-use common::{
-    Backend, OPERATION_STATUS_FIELDS, TestApp, provision_body, provision_input, spawn_app,
-};
+use common::{Backend, OPERATION_STATUS_FIELDS, TestApp, provision_body, provision_input, spawn_app};
 use serde_json::{Value, json};
 
 async fn operation_status_via_graphql(app: &TestApp, operation_id: &str) -> Value {
-    let query = format!(
-        "query($id: String!) {{ runtimeOperationStatus(id: $id) {{ {OPERATION_STATUS_FIELDS} }} }}"
-    );
+    let query = format!("query($id: String!) {{ runtimeOperationStatus(id: $id) {{ {OPERATION_STATUS_FIELDS} }} }}");
     let response = app.graphql(&query, json!({ "id": operation_id })).await;
     assert!(response.get("errors").is_none(), "{response}");
     response["data"]["runtimeOperationStatus"].clone()
@@ -19,10 +15,7 @@ async fn operation_status_via_graphql(app: &TestApp, operation_id: &str) -> Valu
 
 /// Asserts that the REST status and the GraphQL status describe the same operation identically.
 fn assert_same_operation(rest: &Value, graphql: &Value) {
-    assert_eq!(
-        rest["operationId"], graphql["id"],
-        "rest {rest} graphql {graphql}"
-    );
+    assert_eq!(rest["operationId"], graphql["id"], "rest {rest} graphql {graphql}");
     assert_eq!(rest["id"], graphql["runtimeID"]);
     assert_eq!(rest["message"], graphql["message"]);
     assert_eq!(rest["stage"], graphql["stage"]);
@@ -69,19 +62,14 @@ async fn graphql_provisioning_is_visible_over_rest(backend: Backend) {
     let mutation = format!(
         "mutation($config: ProvisionRuntimeInput!) {{ provisionRuntime(config: $config) {{ {OPERATION_STATUS_FIELDS} }} }}"
     );
-    let response = app
-        .graphql(&mutation, json!({ "config": provision_input("beta") }))
-        .await;
+    let response = app.graphql(&mutation, json!({ "config": provision_input("beta") })).await;
     assert!(response.get("errors").is_none(), "{response}");
     let operation = &response["data"]["provisionRuntime"];
     assert_eq!(operation["state"], "Pending");
     assert_eq!(operation["operation"], "Provision");
 
     let runtime_id = operation["runtimeID"].as_str().unwrap();
-    let status = app
-        .get(&format!("/api/v1/provisions/{runtime_id}"))
-        .await
-        .json();
+    let status = app.get(&format!("/api/v1/provisions/{runtime_id}")).await.json();
     assert_same_operation(&status, operation);
 
     let query = "query($id: String!) { runtimeStatus(id: $id) { lastOperationStatus { id state } \
@@ -94,15 +82,8 @@ async fn graphql_provisioning_is_visible_over_rest(backend: Backend) {
     assert_eq!(cluster["topology"], "VANILLA_KUBEADM");
     assert_eq!(cluster["region"], "eu-central-1");
     assert_eq!(cluster["workerPool"]["maxSize"], 3);
-    assert_eq!(
-        cluster["aws"]["zones"],
-        json!(["eu-central-1a", "eu-central-1b"])
-    );
-    assert_eq!(
-        runtime_status["runtimeConfiguration"]["kubeconfig"],
-        Value::Null,
-        "no kubeconfig before success"
-    );
+    assert_eq!(cluster["aws"]["zones"], json!(["eu-central-1a", "eu-central-1b"]));
+    assert_eq!(runtime_status["runtimeConfiguration"]["kubeconfig"], Value::Null, "no kubeconfig before success");
 }
 
 async fn invalid_input_names_the_field_in_both_apis(backend: Backend) {
@@ -114,15 +95,15 @@ async fn invalid_input_names_the_field_in_both_apis(backend: Backend) {
     let error = &answer.json()["error"];
     assert_eq!(error["code"], "invalid_input");
     assert_eq!(error["field"], "clusterConfig.workerPool.minSize");
-    assert!(
-        error["message"].as_str().unwrap().contains("maxSize"),
-        "{error}"
-    );
+    assert!(error["message"].as_str().unwrap().contains("maxSize"), "{error}");
 
     let mut input = provision_input("gamma");
     input["clusterConfig"]["workerPool"]["minSize"] = json!(5);
     let response = app
-        .graphql("mutation($config: ProvisionRuntimeInput!) { provisionRuntime(config: $config) { id } }", json!({ "config": input }))
+        .graphql(
+            "mutation($config: ProvisionRuntimeInput!) { provisionRuntime(config: $config) { id } }",
+            json!({ "config": input }),
+        )
         .await;
     let extensions = &response["errors"][0]["extensions"];
     assert_eq!(extensions["code"], "BAD_REQUEST", "{response}");
@@ -131,9 +112,7 @@ async fn invalid_input_names_the_field_in_both_apis(backend: Backend) {
     assert_eq!(response["errors"][0]["message"], error["message"]);
 
     // Nothing was recorded for either request.
-    let list = app
-        .graphql("{ runtimes { edges { cursor } } }", json!({}))
-        .await;
+    let list = app.graphql("{ runtimes { edges { cursor } } }", json!({})).await;
     assert_eq!(list["data"]["runtimes"]["edges"], json!([]), "{list}");
 }
 
@@ -141,21 +120,12 @@ async fn malformed_bodies_are_refused_clearly(backend: Backend) {
     let app = spawn_app(backend).await;
 
     let mut body = provision_body("delta");
-    body["clusterConfig"]
-        .as_object_mut()
-        .unwrap()
-        .remove("region");
+    body["clusterConfig"].as_object_mut().unwrap().remove("region");
     let answer = app.post_provision(&body).await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST);
     let error = &answer.json()["error"];
     assert_eq!(error["field"], "clusterConfig");
-    assert!(
-        error["message"]
-            .as_str()
-            .unwrap()
-            .contains("missing field `region`"),
-        "{error}"
-    );
+    assert!(error["message"].as_str().unwrap().contains("missing field `region`"), "{error}");
 
     let mut body = provision_body("delta");
     body["clusterConfig"]["topology"] = json!("openstack");
@@ -167,19 +137,9 @@ async fn malformed_bodies_are_refused_clearly(backend: Backend) {
     body["clusterConfig"]["workerPool"]["surprise"] = json!(true);
     let answer = app.post_provision(&body).await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST);
-    assert_eq!(
-        answer.json()["error"]["field"],
-        "clusterConfig.workerPool.surprise"
-    );
+    assert_eq!(answer.json()["error"]["field"], "clusterConfig.workerPool.surprise");
 
-    let answer = app
-        .request(
-            "POST",
-            "/api/v1/provisions",
-            None,
-            &[("content-type", "text/plain")],
-        )
-        .await;
+    let answer = app.request("POST", "/api/v1/provisions", None, &[("content-type", "text/plain")]).await;
     assert_eq!(answer.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
     assert_eq!(answer.json()["error"]["code"], "unsupported_media_type");
 
@@ -195,42 +155,21 @@ async fn deprovisioning_while_provisioning_is_active_conflicts(backend: Backend)
     let accepted = app.post_provision(&provision_body("epsilon")).await.json();
     let runtime_id = accepted["id"].as_str().unwrap();
 
-    let answer = app
-        .delete(&format!("/api/v1/provisions/{runtime_id}"))
-        .await;
+    let answer = app.delete(&format!("/api/v1/provisions/{runtime_id}")).await;
     assert_eq!(answer.status, StatusCode::CONFLICT, "{}", answer.text);
     let error = &answer.json()["error"];
     assert_eq!(error["code"], "operation_in_progress");
     let message = error["message"].as_str().unwrap();
-    assert!(
-        message.contains(accepted["operationId"].as_str().unwrap()),
-        "{message}"
-    );
-    assert!(
-        message.contains("only one operation per runtime"),
-        "{message}"
-    );
+    assert!(message.contains(accepted["operationId"].as_str().unwrap()), "{message}");
+    assert!(message.contains("only one operation per runtime"), "{message}");
 
-    let response = app
-        .graphql(
-            "mutation($id: String!) { deprovisionRuntime(id: $id) }",
-            json!({ "id": runtime_id }),
-        )
-        .await;
-    assert_eq!(
-        response["errors"][0]["extensions"]["code"], "CONFLICT",
-        "{response}"
-    );
-    assert_eq!(
-        response["errors"][0]["extensions"]["error_reason"],
-        "operation_in_progress"
-    );
+    let response =
+        app.graphql("mutation($id: String!) { deprovisionRuntime(id: $id) }", json!({ "id": runtime_id })).await;
+    assert_eq!(response["errors"][0]["extensions"]["code"], "CONFLICT", "{response}");
+    assert_eq!(response["errors"][0]["extensions"]["error_reason"], "operation_in_progress");
 
     // The provisioning operation is untouched.
-    let status = app
-        .get(&format!("/api/v1/provisions/{runtime_id}"))
-        .await
-        .json();
+    let status = app.get(&format!("/api/v1/provisions/{runtime_id}")).await.json();
     assert_eq!(status["operationId"], accepted["operationId"]);
     assert_eq!(status["status"], "queued");
 }
@@ -239,14 +178,8 @@ async fn names_are_unique_among_live_runtimes_even_under_concurrency(backend: Ba
     let app = spawn_app(backend).await;
     let body = provision_body("zeta");
     let answers = futures::future::join_all((0..8).map(|_| app.post_provision(&body))).await;
-    let accepted = answers
-        .iter()
-        .filter(|answer| answer.status == StatusCode::ACCEPTED)
-        .count();
-    let conflicts: Vec<_> = answers
-        .iter()
-        .filter(|answer| answer.status == StatusCode::CONFLICT)
-        .collect();
+    let accepted = answers.iter().filter(|answer| answer.status == StatusCode::ACCEPTED).count();
+    let conflicts: Vec<_> = answers.iter().filter(|answer| answer.status == StatusCode::CONFLICT).collect();
     assert_eq!(accepted, 1, "{answers:?}");
     assert_eq!(conflicts.len(), 7, "{answers:?}");
     assert_eq!(conflicts[0].json()["error"]["code"], "name_taken");
@@ -257,10 +190,7 @@ async fn names_are_unique_among_live_runtimes_even_under_concurrency(backend: Ba
             json!({ "config": provision_input("zeta") }),
         )
         .await;
-    assert_eq!(
-        response["errors"][0]["extensions"]["error_reason"], "name_taken",
-        "{response}"
-    );
+    assert_eq!(response["errors"][0]["extensions"]["error_reason"], "name_taken", "{response}");
 }
 
 async fn unknown_and_malformed_ids(backend: Backend) {
@@ -272,52 +202,29 @@ async fn unknown_and_malformed_ids(backend: Backend) {
         format!("/api/v1/provisions/{unknown}/kubeconfig"),
     ] {
         let answer = app.get(&path).await;
-        assert_eq!(
-            answer.status,
-            StatusCode::NOT_FOUND,
-            "{path}: {}",
-            answer.text
-        );
+        assert_eq!(answer.status, StatusCode::NOT_FOUND, "{path}: {}", answer.text);
         assert_eq!(answer.json()["error"]["code"], "not_found");
     }
-    assert_eq!(
-        app.delete(&format!("/api/v1/provisions/{unknown}"))
-            .await
-            .status,
-        StatusCode::NOT_FOUND
-    );
+    assert_eq!(app.delete(&format!("/api/v1/provisions/{unknown}")).await.status, StatusCode::NOT_FOUND);
 
     let answer = app.get("/api/v1/provisions/not-a-uuid").await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST);
     assert_eq!(answer.json()["error"]["field"], "id");
 
     let response = app
-        .graphql(
-            "query($id: String!) { runtimeOperationStatus(id: $id) { id } }",
-            json!({ "id": unknown.to_string() }),
-        )
+        .graphql("query($id: String!) { runtimeOperationStatus(id: $id) { id } }", json!({ "id": unknown.to_string() }))
         .await;
-    assert_eq!(
-        response["errors"][0]["extensions"]["code"], "NOT_FOUND",
-        "{response}"
-    );
+    assert_eq!(response["errors"][0]["extensions"]["code"], "NOT_FOUND", "{response}");
     assert_eq!(response["errors"][0]["extensions"]["error_code"], 404);
 }
 
 async fn kubeconfig_and_logs_conflict_before_the_run(backend: Backend) {
     let app = spawn_app(backend).await;
-    let runtime_id = app.post_provision(&provision_body("eta")).await.json()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let answer = app
-        .get(&format!("/api/v1/provisions/{runtime_id}/kubeconfig"))
-        .await;
+    let runtime_id = app.post_provision(&provision_body("eta")).await.json()["id"].as_str().unwrap().to_owned();
+    let answer = app.get(&format!("/api/v1/provisions/{runtime_id}/kubeconfig")).await;
     assert_eq!(answer.status, StatusCode::CONFLICT, "{}", answer.text);
     assert_eq!(answer.json()["error"]["code"], "not_ready");
-    let answer = app
-        .get(&format!("/api/v1/provisions/{runtime_id}/logs"))
-        .await;
+    let answer = app.get(&format!("/api/v1/provisions/{runtime_id}/logs")).await;
     assert_eq!(answer.status, StatusCode::CONFLICT, "{}", answer.text);
     assert_eq!(answer.json()["error"]["code"], "no_runner_pod");
 }
@@ -326,123 +233,64 @@ async fn idempotency_key_replays_the_first_answer(backend: Backend) {
     let app = spawn_app(backend).await;
     let body = provision_body("theta");
     let headers = [("idempotency-key", "create-theta-1")];
-    let first = app
-        .request("POST", "/api/v1/provisions", Some(&body), &headers)
-        .await;
+    let first = app.request("POST", "/api/v1/provisions", Some(&body), &headers).await;
     assert_eq!(first.status, StatusCode::ACCEPTED, "{}", first.text);
-    let second = app
-        .request("POST", "/api/v1/provisions", Some(&body), &headers)
-        .await;
+    let second = app.request("POST", "/api/v1/provisions", Some(&body), &headers).await;
     assert_eq!(second.status, StatusCode::ACCEPTED, "{}", second.text);
     assert_eq!(first.json(), second.json());
 
     let other = provision_body("theta-2");
-    let reused = app
-        .request("POST", "/api/v1/provisions", Some(&other), &headers)
-        .await;
-    assert_eq!(
-        reused.status,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "{}",
-        reused.text
-    );
+    let reused = app.request("POST", "/api/v1/provisions", Some(&other), &headers).await;
+    assert_eq!(reused.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", reused.text);
     assert_eq!(reused.json()["error"]["field"], "Idempotency-Key");
 
-    assert_eq!(
-        app.app
-            .service
-            .runtimes(None, None, Some(100))
-            .await
-            .unwrap()
-            .runtimes
-            .len(),
-        1
-    );
+    assert_eq!(app.app.service.runtimes(None, None, Some(100)).await.unwrap().runtimes.len(), 1);
 }
 
 async fn operations_survive_a_restart(backend: Backend) {
     let app = spawn_app(backend).await;
     let accepted = app.post_provision(&provision_body("iota")).await.json();
     let runtime_id = accepted["id"].as_str().unwrap().to_owned();
-    let before = app
-        .get(&format!("/api/v1/provisions/{runtime_id}"))
-        .await
-        .json();
+    let before = app.get(&format!("/api/v1/provisions/{runtime_id}")).await.json();
 
     let app = app.restart().await;
     let after = app.get(&format!("/api/v1/provisions/{runtime_id}")).await;
     assert_eq!(after.status, StatusCode::OK);
     assert_eq!(after.json(), before);
-    let graphql =
-        operation_status_via_graphql(&app, accepted["operationId"].as_str().unwrap()).await;
+    let graphql = operation_status_via_graphql(&app, accepted["operationId"].as_str().unwrap()).await;
     assert_eq!(graphql["state"], "Pending");
     // The restarted process still enforces the invariants it had before.
-    assert_eq!(
-        app.delete(&format!("/api/v1/provisions/{runtime_id}"))
-            .await
-            .status,
-        StatusCode::CONFLICT
-    );
-    assert_eq!(
-        app.post_provision(&provision_body("iota")).await.status,
-        StatusCode::CONFLICT
-    );
+    assert_eq!(app.delete(&format!("/api/v1/provisions/{runtime_id}")).await.status, StatusCode::CONFLICT);
+    assert_eq!(app.post_provision(&provision_body("iota")).await.status, StatusCode::CONFLICT);
 }
 
 async fn runtimes_are_paginated_and_filtered_by_state(backend: Backend) {
     let app = spawn_app(backend).await;
     let mut ids = Vec::new();
     for name in ["kappa-1", "kappa-2", "kappa-3"] {
-        ids.push(
-            app.post_provision(&provision_body(name)).await.json()["id"]
-                .as_str()
-                .unwrap()
-                .to_owned(),
-        );
+        ids.push(app.post_provision(&provision_body(name)).await.json()["id"].as_str().unwrap().to_owned());
     }
     let query = "query($after: String, $state: OperationState) { runtimes(first: 2, after: $after, state: $state) { \
                  pageInfo { hasNextPage endCursor } edges { node { id name status { lastOperationStatus { state } } } } } }";
     let page = app.graphql(query, json!({})).await;
     let runtimes = &page["data"]["runtimes"];
     assert_eq!(runtimes["pageInfo"]["hasNextPage"], true, "{page}");
-    let names: Vec<_> = runtimes["edges"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|edge| edge["node"]["name"].clone())
-        .collect();
+    let names: Vec<_> = runtimes["edges"].as_array().unwrap().iter().map(|edge| edge["node"]["name"].clone()).collect();
     assert_eq!(names, [json!("kappa-1"), json!("kappa-2")]);
 
-    let next = app
-        .graphql(query, json!({ "after": runtimes["pageInfo"]["endCursor"] }))
-        .await;
-    let edges = next["data"]["runtimes"]["edges"]
-        .as_array()
-        .unwrap()
-        .clone();
+    let next = app.graphql(query, json!({ "after": runtimes["pageInfo"]["endCursor"] })).await;
+    let edges = next["data"]["runtimes"]["edges"].as_array().unwrap().clone();
     assert_eq!(edges.len(), 1, "{next}");
     assert_eq!(edges[0]["node"]["id"], ids[2].as_str());
     assert_eq!(next["data"]["runtimes"]["pageInfo"]["hasNextPage"], false);
 
     let pending = app.graphql(query, json!({ "state": "Pending" })).await;
-    assert_eq!(
-        pending["data"]["runtimes"]["edges"]
-            .as_array()
-            .unwrap()
-            .len(),
-        2,
-        "{pending}"
-    );
+    assert_eq!(pending["data"]["runtimes"]["edges"].as_array().unwrap().len(), 2, "{pending}");
     let succeeded = app.graphql(query, json!({ "state": "Succeeded" })).await;
     assert_eq!(succeeded["data"]["runtimes"]["edges"], json!([]));
 
-    let too_many = app
-        .graphql("{ runtimes(first: 1000) { edges { cursor } } }", json!({}))
-        .await;
-    assert_eq!(
-        too_many["errors"][0]["extensions"]["field"], "first",
-        "{too_many}"
-    );
+    let too_many = app.graphql("{ runtimes(first: 1000) { edges { cursor } } }", json!({})).await;
+    assert_eq!(too_many["errors"][0]["extensions"]["field"], "first", "{too_many}");
 }
 
 async fn health_and_metrics(backend: Backend) {
@@ -457,24 +305,13 @@ async fn health_and_metrics(backend: Backend) {
         metrics.contains(r#"provisioner_http_requests_total{method="POST",route="/api/v1/provisions",status="202"} 1"#),
         "{metrics}"
     );
-    assert!(
-        metrics.contains("provisioner_http_request_duration_seconds_bucket"),
-        "{metrics}"
-    );
-    assert!(
-        metrics.contains(r#"provisioner_operations{type="Provision",state="Pending"} 1"#),
-        "{metrics}"
-    );
+    assert!(metrics.contains("provisioner_http_request_duration_seconds_bucket"), "{metrics}");
+    assert!(metrics.contains(r#"provisioner_operations{type="Provision",state="Pending"} 1"#), "{metrics}");
 
     if backend == Backend::Postgres {
         app.database.drop_database().await;
         let health = app.get("/healthz").await;
-        assert_eq!(
-            health.status,
-            StatusCode::SERVICE_UNAVAILABLE,
-            "{}",
-            health.text
-        );
+        assert_eq!(health.status, StatusCode::SERVICE_UNAVAILABLE, "{}", health.text);
         assert_eq!(health.json()["status"], "unavailable");
     }
 }
@@ -529,17 +366,8 @@ async fn the_playground_is_served_on_get() {
     let app = spawn_app(Backend::Sqlite).await;
     let answer = app.get("/graphql").await;
     assert_eq!(answer.status, StatusCode::OK);
-    assert!(
-        answer.text.to_lowercase().contains("graphiql"),
-        "{}",
-        answer.text
-    );
-    assert!(
-        answer.headers["content-type"]
-            .to_str()
-            .unwrap()
-            .starts_with("text/html")
-    );
+    assert!(answer.text.to_lowercase().contains("graphiql"), "{}", answer.text);
+    assert!(answer.headers["content-type"].to_str().unwrap().starts_with("text/html"));
     let root = app.get("/").await;
     assert_eq!(root.status, StatusCode::TEMPORARY_REDIRECT);
     assert_eq!(root.headers["location"], "/graphql");

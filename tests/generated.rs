@@ -3,15 +3,8 @@
 
 fn assert_current(path: &str, generated: &str) {
     let stored = std::fs::read_to_string(path).unwrap_or_else(|error| panic!("{path}: {error}"));
-    let generated = if generated.ends_with('\n') {
-        generated.to_owned()
-    } else {
-        format!("{generated}\n")
-    };
-    assert!(
-        stored == generated,
-        "{path} is stale: run `make generate` and commit it"
-    );
+    let generated = if generated.ends_with('\n') { generated.to_owned() } else { format!("{generated}\n") };
+    assert!(stored == generated, "{path} is stale: run `make generate` and commit it");
 }
 
 #[test]
@@ -21,18 +14,12 @@ fn schema_graphql_is_current() {
 
 #[test]
 fn openapi_document_is_current() {
-    assert_current(
-        "assets/openapi.json",
-        &provisioner::api::rest::openapi_json(),
-    );
+    assert_current("assets/openapi.json", &provisioner::api::rest::openapi_json());
 }
 
 #[test]
 fn postgres_schema_is_current() {
-    assert_current(
-        "assets/database/provisioner.sql",
-        &migrations::postgres_schema_sql(),
-    );
+    assert_current("assets/database/provisioner.sql", &migrations::postgres_schema_sql());
 }
 
 #[test]
@@ -53,8 +40,7 @@ fn graphql_enums_are_spelled_for_kyma_clients() {
 
 #[test]
 fn the_openapi_document_is_served_and_names_every_path() {
-    let document: serde_json::Value =
-        serde_json::from_str(&provisioner::api::rest::openapi_json()).unwrap();
+    let document: serde_json::Value = serde_json::from_str(&provisioner::api::rest::openapi_json()).unwrap();
     let paths = document["paths"].as_object().unwrap();
     for path in [
         "/api/v1/provisions",
@@ -63,10 +49,7 @@ fn the_openapi_document_is_served_and_names_every_path() {
         "/api/v1/provisions/{id}/kubeconfig",
         "/healthz",
     ] {
-        assert!(
-            paths.contains_key(path),
-            "{path} missing from the OpenAPI document"
-        );
+        assert!(paths.contains_key(path), "{path} missing from the OpenAPI document");
     }
     assert!(document["components"]["schemas"]["ProvisionRequest"].is_object());
 }

@@ -8,23 +8,33 @@ const BINARY: &str = env!("CARGO_BIN_EXE_provisioner");
 
 #[test]
 fn a_bad_value_stops_the_process_naming_the_variable() {
-    for (variable, value) in [
-        ("APP_ADDRESS", "not-an-address"),
-        ("APP_LOG_FORMAT", "yaml"),
-        ("APP_DATABASE_PORT", "x"),
-    ] {
+    for (variable, value) in [("APP_ADDRESS", "not-an-address"), ("APP_LOG_FORMAT", "yaml"), ("APP_DATABASE_PORT", "x")]
+    {
         let mut command = Command::new(BINARY);
-        command
-            .env(variable, value)
-            .env("APP_DATABASE_HOST", "127.0.0.1");
+        command.env(variable, value).env("APP_DATABASE_HOST", "127.0.0.1");
         let output = command.output().expect("run the binary");
         assert_eq!(output.status.code(), Some(2), "{variable}");
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(
-            stderr.contains(&format!("configuration error: {variable}:")),
-            "{variable}: {stderr}"
-        );
+        assert!(stderr.contains(&format!("configuration error: {variable}:")), "{variable}: {stderr}");
     }
+}
+
+#[test]
+fn a_missing_oauth_client_file_stops_the_process_naming_it() {
+    let folder = tempfile::tempdir().unwrap();
+    let output = Command::new(BINARY)
+        .current_dir(folder.path())
+        .env("APP_AUTH_OAUTH_PATH", "missing/auth-oauth.yaml")
+        .env("APP_ADDRESS", "127.0.0.1:0")
+        .env("APP_METRICS_ADDRESS", "127.0.0.1:0")
+        .env_remove("DATABASE_URL")
+        .env_remove("APP_DATABASE_HOST")
+        .env_remove("KUBECONFIG")
+        .output()
+        .expect("run the binary");
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("APP_AUTH_OAUTH_PATH:") && stderr.contains("missing/auth-oauth.yaml"), "{stderr}");
 }
 
 #[test]
@@ -36,7 +46,9 @@ fn serves_health_on_the_embedded_sqlite_default() {
         .current_dir(folder.path())
         .env("APP_ADDRESS", format!("127.0.0.1:{api_port}"))
         .env("APP_METRICS_ADDRESS", format!("127.0.0.1:{metrics_port}"))
+        .env("APP_AUTH_OAUTH_PATH", concat!(env!("CARGO_MANIFEST_DIR"), "/dev/auth-oauth.yaml"))
         .env_remove("DATABASE_URL")
+        .env_remove("KUBECONFIG")
         .env_remove("APP_DATABASE_HOST")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -53,18 +65,11 @@ fn serves_health_on_the_embedded_sqlite_default() {
     let _ = child.kill();
     let _ = child.wait();
     assert!(healthy.starts_with("HTTP/1.1 200"), "{healthy}");
-    assert!(
-        folder.path().join("data/provisioner.db").exists(),
-        "the SQLite file is created on first run"
-    );
+    assert!(folder.path().join("data/provisioner.db").exists(), "the SQLite file is created on first run");
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// A minimal HTTP/1.1 GET, enough to probe a local server without another client crate.
@@ -72,10 +77,7 @@ fn http_get(port: u16, path: &str) -> std::io::Result<String> {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port))?;
     stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )?;
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")?;
     let mut response = String::new();
     stream.read_to_string(&mut response)?;
     Ok(response)

@@ -19,17 +19,12 @@ pub(crate) trait SchemaStatements {
 #[async_trait::async_trait]
 impl MigratorTrait for Migrator {
     fn migrations() -> Vec<Box<dyn MigrationTrait>> {
-        vec![Box::new(
-            m20261129_000001_create_runtime_and_operation::Migration,
-        )]
+        vec![Box::new(m20261129_000001_create_runtime_and_operation::Migration)]
     }
 }
 
 /// Runs the statements of one migration inside the migration's transaction.
-pub(crate) async fn execute_all(
-    manager: &SchemaManager<'_>,
-    statements: Vec<String>,
-) -> Result<(), DbErr> {
+pub(crate) async fn execute_all(manager: &SchemaManager<'_>, statements: Vec<String>) -> Result<(), DbErr> {
     let connection = manager.get_connection();
     for statement in statements {
         connection.execute_unprepared(&statement).await?;
@@ -43,8 +38,7 @@ pub fn postgres_schema_sql() -> String {
         "-- Generated from the migrations crate by `make generate`; do not edit by hand.\n\
          -- The service applies these migrations itself at start-up (or run `cargo run -p migrations -- up`).\n",
     );
-    let migrations: Vec<&dyn SchemaStatements> =
-        vec![&m20261129_000001_create_runtime_and_operation::Migration];
+    let migrations: Vec<&dyn SchemaStatements> = vec![&m20261129_000001_create_runtime_and_operation::Migration];
     for migration in migrations {
         for statement in migration.statements(DbBackend::Postgres) {
             sql.push('\n');

@@ -69,74 +69,32 @@ impl SchemaStatements for Migration {
             .col(ColumnDef::new(Runtime::Topology).string_len(32).not_null())
             .col(ColumnDef::new(Runtime::Cloud).string_len(16).not_null())
             .col(ColumnDef::new(Runtime::Region).string_len(64).not_null())
-            .col(
-                ColumnDef::new(Runtime::Environment)
-                    .string_len(63)
-                    .not_null(),
-            )
-            .col(
-                ColumnDef::new(Runtime::CredentialId)
-                    .string_len(255)
-                    .not_null(),
-            )
-            .col(
-                ColumnDef::new(Runtime::ClusterConfig)
-                    .json_binary()
-                    .not_null(),
-            )
+            .col(ColumnDef::new(Runtime::Environment).string_len(63).not_null())
+            .col(ColumnDef::new(Runtime::CredentialId).string_len(255).not_null())
+            .col(ColumnDef::new(Runtime::ClusterConfig).json_binary().not_null())
             .col(ColumnDef::new(Runtime::LastOperationId).uuid())
-            .col(
-                ColumnDef::new(Runtime::CreatedAt)
-                    .timestamp_with_time_zone()
-                    .not_null(),
-            )
-            .col(
-                ColumnDef::new(Runtime::UpdatedAt)
-                    .timestamp_with_time_zone()
-                    .not_null(),
-            )
+            .col(ColumnDef::new(Runtime::CreatedAt).timestamp_with_time_zone().not_null())
+            .col(ColumnDef::new(Runtime::UpdatedAt).timestamp_with_time_zone().not_null())
             .col(ColumnDef::new(Runtime::DeletedAt).timestamp_with_time_zone())
             .to_owned();
 
         let operation = Table::create()
             .table(Operation::Table)
-            .col(
-                ColumnDef::new(Operation::Id)
-                    .uuid()
-                    .not_null()
-                    .primary_key(),
-            )
+            .col(ColumnDef::new(Operation::Id).uuid().not_null().primary_key())
             .col(ColumnDef::new(Operation::RuntimeId).uuid().not_null())
-            .col(
-                ColumnDef::new(Operation::OperationType)
-                    .string_len(16)
-                    .not_null(),
-            )
+            .col(ColumnDef::new(Operation::OperationType).string_len(16).not_null())
             .col(ColumnDef::new(Operation::State).string_len(16).not_null())
             .col(ColumnDef::new(Operation::Stage).string_len(64).not_null())
             .col(ColumnDef::new(Operation::Message).text().not_null())
             .col(ColumnDef::new(Operation::LastErrorMessage).text())
             .col(ColumnDef::new(Operation::LastErrorReason).string_len(64))
             .col(ColumnDef::new(Operation::LastErrorComponent).string_len(64))
-            .col(
-                ColumnDef::new(Operation::Attempts)
-                    .integer()
-                    .not_null()
-                    .default(0),
-            )
+            .col(ColumnDef::new(Operation::Attempts).integer().not_null().default(0))
             .col(ColumnDef::new(Operation::Owner).string_len(255))
             .col(ColumnDef::new(Operation::LeaseExpiresAt).timestamp_with_time_zone())
-            .col(
-                ColumnDef::new(Operation::CreatedAt)
-                    .timestamp_with_time_zone()
-                    .not_null(),
-            )
+            .col(ColumnDef::new(Operation::CreatedAt).timestamp_with_time_zone().not_null())
             .col(ColumnDef::new(Operation::StartedAt).timestamp_with_time_zone())
-            .col(
-                ColumnDef::new(Operation::UpdatedAt)
-                    .timestamp_with_time_zone()
-                    .not_null(),
-            )
+            .col(ColumnDef::new(Operation::UpdatedAt).timestamp_with_time_zone().not_null())
             .col(ColumnDef::new(Operation::FinishedAt).timestamp_with_time_zone())
             .foreign_key(
                 ForeignKey::create()
@@ -149,28 +107,11 @@ impl SchemaStatements for Migration {
 
         let idempotency_key = Table::create()
             .table(IdempotencyKey::Table)
-            .col(
-                ColumnDef::new(IdempotencyKey::Key)
-                    .string_len(255)
-                    .not_null()
-                    .primary_key(),
-            )
-            .col(
-                ColumnDef::new(IdempotencyKey::RequestFingerprint)
-                    .string_len(64)
-                    .not_null(),
-            )
+            .col(ColumnDef::new(IdempotencyKey::Key).string_len(255).not_null().primary_key())
+            .col(ColumnDef::new(IdempotencyKey::RequestFingerprint).string_len(64).not_null())
             .col(ColumnDef::new(IdempotencyKey::RuntimeId).uuid().not_null())
-            .col(
-                ColumnDef::new(IdempotencyKey::OperationId)
-                    .uuid()
-                    .not_null(),
-            )
-            .col(
-                ColumnDef::new(IdempotencyKey::CreatedAt)
-                    .timestamp_with_time_zone()
-                    .not_null(),
-            )
+            .col(ColumnDef::new(IdempotencyKey::OperationId).uuid().not_null())
+            .col(ColumnDef::new(IdempotencyKey::CreatedAt).timestamp_with_time_zone().not_null())
             .foreign_key(
                 ForeignKey::create()
                     .name("idempotency_key_runtime_id_fkey")

@@ -5,51 +5,33 @@ use async_graphql::connection::{Connection, Edge, EmptyFields};
 use async_graphql::{Context, EmptySubscription, ErrorExtensions, Object, Schema, SimpleObject};
 use chrono::{DateTime, Utc};
 
-use crate::domain::{
-    ClusterConfig, Labels, LastError, Operation, OperationState, OperationType, ProvisionRequest,
-};
+use crate::domain::{ClusterConfig, Labels, LastError, Operation, OperationState, OperationType, ProvisionRequest};
 use crate::service::{self, Conflict, Service};
 
 pub type ProvisionerSchema = Schema<Query, Mutation, EmptySubscription>;
 
 pub fn schema(service: Service) -> ProvisionerSchema {
-    Schema::build(Query, Mutation, EmptySubscription)
-        .data(service)
-        .finish()
+    Schema::build(Query, Mutation, EmptySubscription).data(service).finish()
 }
 
 /// The schema in SDL, as `gqlgen.sh` writes it to `schema.graphql`.
 pub fn schema_sdl() -> String {
-    Schema::build(Query, Mutation, EmptySubscription)
-        .finish()
-        .sdl()
+    Schema::build(Query, Mutation, EmptySubscription).finish().sdl()
 }
 
 /// The one place where service errors get their GraphQL form: a message plus `extensions` with `code`
 /// (a GraphQL-style name), the Kyma-style `error_code`, `error_reason` and `error_component`, and `field`.
 pub fn graphql_error(error: service::Error) -> async_graphql::Error {
     let (code, status, reason, component, field) = match &error {
-        service::Error::Invalid(invalid) => (
-            "BAD_REQUEST",
-            400,
-            "invalid_input",
-            "provisioner",
-            Some(invalid.field.clone()),
-        ),
+        service::Error::Invalid(invalid) => {
+            ("BAD_REQUEST", 400, "invalid_input", "provisioner", Some(invalid.field.clone()))
+        }
         service::Error::NotFound { .. } => ("NOT_FOUND", 404, "not_found", "provisioner", None),
-        service::Error::Conflict { conflict, .. } => {
-            ("CONFLICT", 409, conflict.code(), "provisioner", None)
+        service::Error::Conflict { conflict, .. } => ("CONFLICT", 409, conflict.code(), "provisioner", None),
+        service::Error::IdempotencyKeyReused => {
+            ("BAD_REQUEST", 422, "idempotency_key_reused", "provisioner", Some("Idempotency-Key".to_owned()))
         }
-        service::Error::IdempotencyKeyReused => (
-            "BAD_REQUEST",
-            422,
-            "idempotency_key_reused",
-            "provisioner",
-            Some("Idempotency-Key".to_owned()),
-        ),
-        service::Error::Unavailable { component, .. } => {
-            ("UNAVAILABLE", 503, "unavailable", *component, None)
-        }
+        service::Error::Unavailable { component, .. } => ("UNAVAILABLE", 503, "unavailable", *component, None),
         service::Error::Store(_) => ("INTERNAL", 500, "internal", "database", None),
     };
     let message = match &error {
@@ -138,10 +120,7 @@ impl RuntimeConfig {
     async fn kubeconfig(&self, context: &Context<'_>) -> GraphQLResult<Option<String>> {
         match service(context).kubeconfig(&self.runtime_id).await {
             Ok(kubeconfig) => Ok(Some(kubeconfig)),
-            Err(service::Error::Conflict {
-                conflict: Conflict::NotReady,
-                ..
-            }) => Ok(None),
+            Err(service::Error::Conflict { conflict: Conflict::NotReady, .. }) => Ok(None),
             Err(error) => Err(graphql_error(error)),
         }
     }
@@ -175,9 +154,7 @@ impl RuntimeNode {
     }
 
     async fn status(&self) -> RuntimeStatus {
-        RuntimeStatus {
-            status: self.status.clone(),
-        }
+        RuntimeStatus { status: self.status.clone() }
     }
 }
 
@@ -185,28 +162,13 @@ pub struct Query;
 
 #[Object]
 impl Query {
-    async fn runtime_status(
-        &self,
-        context: &Context<'_>,
-        id: String,
-    ) -> GraphQLResult<RuntimeStatus> {
-        let status = service(context)
-            .runtime_status(&id)
-            .await
-            .map_err(graphql_error)?;
+    async fn runtime_status(&self, context: &Context<'_>, id: String) -> GraphQLResult<RuntimeStatus> {
+        let status = service(context).runtime_status(&id).await.map_err(graphql_error)?;
         Ok(RuntimeStatus { status })
     }
 
-    async fn runtime_operation_status(
-        &self,
-        context: &Context<'_>,
-        id: String,
-    ) -> GraphQLResult<OperationStatus> {
-        Ok(service(context)
-            .operation_status(&id)
-            .await
-            .map_err(graphql_error)?
-            .into())
+    async fn runtime_operation_status(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationStatus> {
+        Ok(service(context).operation_status(&id).await.map_err(graphql_error)?.into())
     }
 
     /// Runtimes in creation order; `after` is the cursor of the last runtime of the previous page.
@@ -217,25 +179,16 @@ impl Query {
         after: Option<String>,
         state: Option<OperationState>,
     ) -> GraphQLResult<Connection<String, RuntimeNode, EmptyFields, EmptyFields>> {
-        let page = service(context)
-            .runtimes(state, after.as_deref(), first)
-            .await
-            .map_err(graphql_error)?;
+        let page = service(context).runtimes(state, after.as_deref(), first).await.map_err(graphql_error)?;
         let mut connection = Connection::new(after.is_some(), page.has_next_page);
         for (runtime, last_operation) in page.runtimes {
             let Some(last_operation) = last_operation else {
                 continue;
             };
             let cursor = runtime.id.to_string();
-            connection.edges.push(Edge::new(
-                cursor,
-                RuntimeNode {
-                    status: service::RuntimeStatus {
-                        runtime,
-                        last_operation,
-                    },
-                },
-            ));
+            connection
+                .edges
+                .push(Edge::new(cursor, RuntimeNode { status: service::RuntimeStatus { runtime, last_operation } }));
         }
         Ok(connection)
     }
@@ -250,24 +203,12 @@ impl Mutation {
         context: &Context<'_>,
         config: ProvisionRequest,
     ) -> GraphQLResult<OperationStatus> {
-        let accepted = service(context)
-            .provision_runtime(config, None)
-            .await
-            .map_err(graphql_error)?;
+        let accepted = service(context).provision_runtime(config, None).await.map_err(graphql_error)?;
         Ok(accepted.operation.into())
     }
 
     /// Returns the id of the deprovisioning operation.
-    async fn deprovision_runtime(
-        &self,
-        context: &Context<'_>,
-        id: String,
-    ) -> GraphQLResult<String> {
-        Ok(service(context)
-            .deprovision_runtime(&id)
-            .await
-            .map_err(graphql_error)?
-            .id
-            .to_string())
+    async fn deprovision_runtime(&self, context: &Context<'_>, id: String) -> GraphQLResult<String> {
+        Ok(service(context).deprovision_runtime(&id).await.map_err(graphql_error)?.id.to_string())
     }
 }

@@ -166,64 +166,31 @@ impl IntoResponse for ApiError {
                 format!("the body is larger than {limit} bytes"),
                 None,
             ),
-            ApiError::MalformedBody { field, message } => (
-                StatusCode::BAD_REQUEST,
-                "invalid_input".to_owned(),
-                message,
-                field,
-            ),
+            ApiError::MalformedBody { field, message } => {
+                (StatusCode::BAD_REQUEST, "invalid_input".to_owned(), message, field)
+            }
             ApiError::Service(error) => service_error_parts(error),
         };
-        (
-            status,
-            Json(ErrorBody {
-                error: ErrorDetail {
-                    code,
-                    message,
-                    field,
-                },
-            }),
-        )
-            .into_response()
+        (status, Json(ErrorBody { error: ErrorDetail { code, message, field } })).into_response()
     }
 }
 
 fn service_error_parts(error: service::Error) -> (StatusCode, String, String, Option<String>) {
     let message = error.to_string();
     match error {
-        service::Error::Invalid(invalid) => (
-            StatusCode::BAD_REQUEST,
-            "invalid_input".into(),
-            message,
-            Some(invalid.field),
-        ),
-        service::Error::NotFound { .. } => {
-            (StatusCode::NOT_FOUND, "not_found".into(), message, None)
+        service::Error::Invalid(invalid) => {
+            (StatusCode::BAD_REQUEST, "invalid_input".into(), message, Some(invalid.field))
         }
-        service::Error::Conflict { conflict, .. } => {
-            (StatusCode::CONFLICT, conflict.code().into(), message, None)
+        service::Error::NotFound { .. } => (StatusCode::NOT_FOUND, "not_found".into(), message, None),
+        service::Error::Conflict { conflict, .. } => (StatusCode::CONFLICT, conflict.code().into(), message, None),
+        service::Error::IdempotencyKeyReused => {
+            (StatusCode::UNPROCESSABLE_ENTITY, "idempotency_key_reused".into(), message, Some("Idempotency-Key".into()))
         }
-        service::Error::IdempotencyKeyReused => (
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "idempotency_key_reused".into(),
-            message,
-            Some("Idempotency-Key".into()),
-        ),
-        service::Error::Unavailable { .. } => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "unavailable".into(),
-            message,
-            None,
-        ),
+        service::Error::Unavailable { .. } => (StatusCode::SERVICE_UNAVAILABLE, "unavailable".into(), message, None),
         service::Error::Store(store_error) => {
             // Internal details stay in the log, not in the answer.
             tracing::error!(error = %store_error, "store failure while answering a REST request");
-            (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal".into(),
-                "internal error".into(),
-                None,
-            )
+            (StatusCode::INTERNAL_SERVER_ERROR, "internal".into(), "internal error".into(), None)
         }
     }
 }
@@ -231,11 +198,7 @@ fn service_error_parts(error: service::Error) -> (StatusCode, String, String, Op
 type ApiResult<T> = Result<T, ApiError>;
 
 /// Reads a JSON body within the size limit, refusing other content types with 415.
-async fn json_body<T: serde::de::DeserializeOwned>(
-    headers: &HeaderMap,
-    body: Body,
-    limit: usize,
-) -> ApiResult<T> {
+async fn json_body<T: serde::de::DeserializeOwned>(headers: &HeaderMap, body: Body, limit: usize) -> ApiResult<T> {
     let is_json = headers
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
@@ -244,9 +207,7 @@ async fn json_body<T: serde::de::DeserializeOwned>(
     if !is_json {
         return Err(ApiError::UnsupportedMediaType);
     }
-    let bytes = axum::body::to_bytes(body, limit)
-        .await
-        .map_err(|_| ApiError::PayloadTooLarge { limit })?;
+    let bytes = axum::body::to_bytes(body, limit).await.map_err(|_| ApiError::PayloadTooLarge { limit })?;
     let deserializer = &mut serde_json::Deserializer::from_slice(&bytes);
     serde_path_to_error::deserialize(deserializer).map_err(|error| {
         let path = error.path().to_string();
@@ -271,11 +232,7 @@ async fn json_body<T: serde::de::DeserializeOwned>(
         (status = 422, description = "Idempotency-Key reused for a different request", body = ErrorBody),
     )
 )]
-pub async fn create_provision(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Body,
-) -> ApiResult<Response> {
+pub async fn create_provision(State(state): State<AppState>, headers: HeaderMap, body: Body) -> ApiResult<Response> {
     let request: ProvisionRequest = json_body(&headers, body, state.max_body_bytes).await?;
     let idempotency_key = match headers.get("idempotency-key") {
         Some(value) => Some(value.to_str().map_err(|_| {
@@ -286,16 +243,9 @@ pub async fn create_provision(
         })?),
         None => None,
     };
-    let accepted = state
-        .service
-        .provision_runtime(request, idempotency_key)
-        .await?;
+    let accepted = state.service.provision_runtime(request, idempotency_key).await?;
     let location = format!("/api/v1/provisions/{}", accepted.operation.runtime_id);
-    Ok((
-        StatusCode::ACCEPTED,
-        [(header::LOCATION, location)],
-        Json(Accepted::from(&accepted.operation)),
-    )
+    Ok((StatusCode::ACCEPTED, [(header::LOCATION, location)], Json(Accepted::from(&accepted.operation)))
         .into_response())
 }
 
@@ -335,8 +285,10 @@ pub async fn get_logs(
     Query(query): Query<LogsQuery>,
 ) -> ApiResult<Response> {
     let logs = state.service.logs(&id, query.tail_lines).await?;
-    let text: String =
-        logs.iter().map(|container| format!("==> {} <==\n{}\n", container.container, container.log.trim_end())).collect();
+    let text: String = logs
+        .iter()
+        .map(|container| format!("==> {} <==\n{}\n", container.container, container.log.trim_end()))
+        .collect();
     Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())
 }
 
@@ -356,10 +308,7 @@ pub struct LogsQuery {
         (status = 409, description = "The provisioning has not succeeded", body = ErrorBody),
     )
 )]
-pub async fn get_kubeconfig(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-) -> ApiResult<Response> {
+pub async fn get_kubeconfig(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Response> {
     let kubeconfig = state.service.kubeconfig(&id).await?;
     Ok(([(header::CONTENT_TYPE, "application/yaml")], kubeconfig).into_response())
 }
@@ -374,10 +323,7 @@ pub async fn get_kubeconfig(
         (status = 409, description = "An operation is active or the runtime is already deprovisioned", body = ErrorBody),
     )
 )]
-pub async fn delete_provision(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-) -> ApiResult<Response> {
+pub async fn delete_provision(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Response> {
     let operation = state.service.deprovision_runtime(&id).await?;
     Ok((StatusCode::ACCEPTED, Json(Accepted::from(&operation))).into_response())
 }
@@ -409,26 +355,14 @@ pub async fn healthz(State(state): State<AppState>) -> Response {
 
 #[derive(OpenApi)]
 #[openapi(
-    info(
-        title = "cluster-provisioner",
-        description = "Provisions and deprovisions Kubernetes clusters."
-    ),
-    paths(
-        create_provision,
-        get_provision,
-        get_logs,
-        get_kubeconfig,
-        delete_provision,
-        healthz
-    )
+    info(title = "cluster-provisioner", description = "Provisions and deprovisions Kubernetes clusters."),
+    paths(create_provision, get_provision, get_logs, get_kubeconfig, delete_provision, healthz)
 )]
 pub struct ApiDoc;
 
 /// The OpenAPI document served at `/api/v1/openapi.json` and kept in `assets/openapi.json`.
 pub fn openapi_json() -> String {
-    ApiDoc::openapi()
-        .to_pretty_json()
-        .expect("the OpenAPI document serializes")
+    ApiDoc::openapi().to_pretty_json().expect("the OpenAPI document serializes")
 }
 
 pub async fn openapi() -> Response {

@@ -88,11 +88,7 @@ impl OperationState {
 #[serde(transparent)]
 pub struct Labels(pub BTreeMap<String, String>);
 
-async_graphql::scalar!(
-    Labels,
-    "Labels",
-    "Key/value labels of a runtime (a JSON object of strings)."
-);
+async_graphql::scalar!(Labels, "Labels", "Key/value labels of a runtime (a JSON object of strings).");
 
 /// What the caller asks for: the runtime's identity and the cluster to build.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, InputObject, ToSchema)]

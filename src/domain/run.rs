@@ -95,7 +95,10 @@ pub enum JobState {
     Running,
     Succeeded,
     /// `message` is the runner's termination message (bounded and redacted) or the Job's failure reason.
-    Failed { reason: String, message: String },
+    Failed {
+        reason: String,
+        message: String,
+    },
 }
 
 /// The deterministic names of one run's Kubernetes objects: a retry or a new process finds what an earlier

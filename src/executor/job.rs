@@ -5,9 +5,8 @@ use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
-    ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar, EnvVarSource, ObjectFieldSelector,
-    PodSecurityContext, PodSpec, PodTemplateSpec, SecretVolumeSource, SecurityContext, Capabilities, Volume,
-    VolumeMount,
+    Capabilities, ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar, EnvVarSource, ObjectFieldSelector,
+    PodSecurityContext, PodSpec, PodTemplateSpec, SecretVolumeSource, SecurityContext, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -51,7 +50,8 @@ pub fn build(
         read_only: Some(read_only),
         ..VolumeMount::default()
     };
-    let env = |name: &str, value: &str| EnvVar { name: name.to_owned(), value: Some(value.to_owned()), ..EnvVar::default() };
+    let env =
+        |name: &str, value: &str| EnvVar { name: name.to_owned(), value: Some(value.to_owned()), ..EnvVar::default() };
     let restricted = SecurityContext {
         allow_privilege_escalation: Some(false),
         read_only_root_filesystem: Some(true),
@@ -88,7 +88,10 @@ pub fn build(
             EnvVar {
                 name: "POD_NAMESPACE".to_owned(),
                 value_from: Some(EnvVarSource {
-                    field_ref: Some(ObjectFieldSelector { field_path: "metadata.namespace".to_owned(), ..ObjectFieldSelector::default() }),
+                    field_ref: Some(ObjectFieldSelector {
+                        field_path: "metadata.namespace".to_owned(),
+                        ..ObjectFieldSelector::default()
+                    }),
                     ..EnvVarSource::default()
                 }),
                 ..EnvVar::default()
@@ -107,7 +110,10 @@ pub fn build(
         Volume { name: "workspace".to_owned(), empty_dir: Some(EmptyDirVolumeSource::default()), ..Volume::default() },
         Volume {
             name: "config".to_owned(),
-            config_map: Some(ConfigMapVolumeSource { name: names.config_map.clone(), ..ConfigMapVolumeSource::default() }),
+            config_map: Some(ConfigMapVolumeSource {
+                name: names.config_map.clone(),
+                ..ConfigMapVolumeSource::default()
+            }),
             ..Volume::default()
         },
         Volume {
@@ -154,22 +160,23 @@ pub fn build(
 /// `Some(true)` once the Job completed, `Some(false)` once it failed, `None` while it runs.
 pub fn finished(job: &Job) -> Option<bool> {
     let conditions = job.status.as_ref()?.conditions.as_ref()?;
-    conditions.iter().filter(|condition| condition.status == "True").find_map(|condition| match condition.type_.as_str() {
-        "Complete" => Some(true),
-        "Failed" => Some(false),
-        _ => None,
+    conditions.iter().filter(|condition| condition.status == "True").find_map(|condition| {
+        match condition.type_.as_str() {
+            "Complete" => Some(true),
+            "Failed" => Some(false),
+            _ => None,
+        }
     })
 }
 
 /// The reason of a failed Job (`timeout` when it hit its deadline) and the Job's own message.
 pub fn failure(job: &Job) -> (String, String) {
-    let condition = job
-        .status
-        .as_ref()
-        .and_then(|status| status.conditions.as_ref())
-        .and_then(|conditions| conditions.iter().find(|condition| condition.type_ == "Failed" && condition.status == "True"));
+    let condition = job.status.as_ref().and_then(|status| status.conditions.as_ref()).and_then(|conditions| {
+        conditions.iter().find(|condition| condition.type_ == "Failed" && condition.status == "True")
+    });
     let job_reason = condition.and_then(|condition| condition.reason.clone()).unwrap_or_default();
-    let message = condition.and_then(|condition| condition.message.clone()).unwrap_or_else(|| "the Job failed".to_owned());
+    let message =
+        condition.and_then(|condition| condition.message.clone()).unwrap_or_else(|| "the Job failed".to_owned());
     let reason = if job_reason == "DeadlineExceeded" { "timeout" } else { "job_failed" };
     (reason.to_owned(), message)
 }
@@ -200,10 +207,20 @@ mod tests {
         assert_eq!(pod.service_account_name.as_deref(), Some("terraform-runner"));
         let runner = &pod.containers[0];
         assert_eq!(runner.args.as_ref().unwrap(), &["terraform-runner", "--action", "destroy"]);
-        assert!(runner.env.as_ref().unwrap().iter().all(|variable| variable.value_from.is_none() || variable.name == "POD_NAMESPACE"));
+        assert!(
+            runner
+                .env
+                .as_ref()
+                .unwrap()
+                .iter()
+                .all(|variable| variable.value_from.is_none() || variable.name == "POD_NAMESPACE")
+        );
         let volumes = pod.volumes.unwrap();
         let credentials = volumes.iter().find(|volume| volume.name == "credentials").unwrap();
-        assert_eq!(credentials.secret.as_ref().unwrap().secret_name.as_deref(), Some(names.credentials_secret.as_str()));
+        assert_eq!(
+            credentials.secret.as_ref().unwrap().secret_name.as_deref(),
+            Some(names.credentials_secret.as_str())
+        );
         let init = &pod.init_containers.unwrap()[0];
         assert!(init.command.as_ref().unwrap().contains(&"v1.0.0".to_owned()));
     }

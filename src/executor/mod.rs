@@ -87,7 +87,10 @@ pub struct Executor {
 impl Executor {
     /// The executor and the future that keeps its Job cache in sync (a watch on this service's Jobs only);
     /// the caller runs that future for as long as the executor is used.
-    pub fn new(client: Client, settings: JobSettings) -> (Self, impl std::future::Future<Output = ()> + Send + 'static) {
+    pub fn new(
+        client: Client,
+        settings: JobSettings,
+    ) -> (Self, impl std::future::Future<Output = ()> + Send + 'static) {
         let api: Api<Job> = Api::namespaced(client.clone(), &settings.namespace);
         let (jobs, writer) = reflector::store();
         let config = watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY}"));
@@ -161,7 +164,8 @@ impl Executor {
         labels: &BTreeMap<String, String>,
         files: BTreeMap<String, String>,
     ) -> Result<()> {
-        let config_map = ConfigMap { metadata: metadata(&names.config_map, labels), data: Some(files), ..ConfigMap::default() };
+        let config_map =
+            ConfigMap { metadata: metadata(&names.config_map, labels), data: Some(files), ..ConfigMap::default() };
         self.ensure(config_map, operation_of(labels)).await.map(drop)
     }
 
@@ -192,7 +196,11 @@ impl Executor {
     /// an earlier operation of ours left it behind.
     async fn ensure<K>(&self, object: K, operation_id: Uuid) -> Result<K>
     where
-        K: Resource<Scope = k8s_openapi::NamespaceResourceScope> + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + Serialize
+            + DeserializeOwned
+            + std::fmt::Debug,
         K::DynamicType: Default,
     {
         let api = self.api::<K>();
@@ -223,7 +231,8 @@ impl Executor {
     {
         let api = self.api::<K>();
         // Background propagation: a Job's pods go with it instead of being orphaned.
-        let params = DeleteParams { propagation_policy: Some(PropagationPolicy::Background), ..DeleteParams::default() };
+        let params =
+            DeleteParams { propagation_policy: Some(PropagationPolicy::Background), ..DeleteParams::default() };
         match api.delete(name, &params).await {
             Ok(_) => {}
             Err(kube::Error::Api(status)) if status.code == 404 => return Ok(()),
@@ -241,7 +250,11 @@ impl Executor {
 
     async fn set_owner<K>(&self, name: &str, owner: &OwnerReference) -> Result<()>
     where
-        K: Resource<Scope = k8s_openapi::NamespaceResourceScope> + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + Serialize
+            + DeserializeOwned
+            + std::fmt::Debug,
         K::DynamicType: Default,
     {
         let api = self.api::<K>();
@@ -304,7 +317,11 @@ impl Executor {
     async fn termination_message(&self, job_name: &str) -> Result<Option<String>> {
         let Some(pod) = self.newest_pod(job_name).await? else { return Ok(None) };
         let status = pod.status.unwrap_or_default();
-        let statuses = status.init_container_statuses.unwrap_or_default().into_iter().chain(status.container_statuses.unwrap_or_default());
+        let statuses = status
+            .init_container_statuses
+            .unwrap_or_default()
+            .into_iter()
+            .chain(status.container_statuses.unwrap_or_default());
         Ok(statuses
             .filter_map(|container| container.state.and_then(|state| state.terminated))
             .filter(|terminated| terminated.exit_code != 0)
@@ -312,7 +329,10 @@ impl Executor {
     }
 
     async fn newest_pod(&self, job_name: &str) -> Result<Option<Pod>> {
-        let pods = self.api::<Pod>().list(&ListParams::default().labels(&format!("batch.kubernetes.io/job-name={job_name}"))).await?;
+        let pods = self
+            .api::<Pod>()
+            .list(&ListParams::default().labels(&format!("batch.kubernetes.io/job-name={job_name}")))
+            .await?;
         Ok(pods.items.into_iter().max_by_key(|pod| pod.metadata.creation_timestamp.clone()))
     }
 
@@ -378,7 +398,11 @@ fn managed_by_us(meta: &ObjectMeta) -> bool {
 
 fn belongs_to(meta: &ObjectMeta, operation_id: Uuid) -> bool {
     managed_by_us(meta)
-        && meta.labels.as_ref().and_then(|labels| labels.get(OPERATION_LABEL)).is_some_and(|id| *id == operation_id.to_string())
+        && meta
+            .labels
+            .as_ref()
+            .and_then(|labels| labels.get(OPERATION_LABEL))
+            .is_some_and(|id| *id == operation_id.to_string())
 }
 
 fn kind_name(kind: &str) -> &'static str {

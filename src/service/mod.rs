@@ -52,10 +52,7 @@ pub enum Error {
     #[error("the Idempotency-Key was already used for a different request")]
     IdempotencyKeyReused,
     #[error("{component} is unavailable: {message}")]
-    Unavailable {
-        component: &'static str,
-        message: String,
-    },
+    Unavailable { component: &'static str, message: String },
     #[error(transparent)]
     Store(#[from] store::Error),
 }
@@ -149,17 +146,10 @@ impl Service {
             runtime_id,
             operation_id: operation.id,
         });
-        match self
-            .store
-            .insert_runtime(&runtime, &operation, record.as_ref())
-            .await
-        {
+        match self.store.insert_runtime(&runtime, &operation, record.as_ref()).await {
             Ok(()) => {
                 tracing::info!(runtime_id = %runtime_id, operation_id = %operation.id, "provisioning queued");
-                Ok(ProvisionAccepted {
-                    operation,
-                    replayed: false,
-                })
+                Ok(ProvisionAccepted { operation, replayed: false })
             }
             Err(store::Error::NameTaken) => Err(Error::Conflict {
                 conflict: Conflict::NameTaken,
@@ -168,11 +158,7 @@ impl Service {
             // A concurrent request with the same key won the race: answer as it did.
             Err(store::Error::IdempotencyKeyTaken) => {
                 let key = idempotency_key.unwrap_or_default();
-                let record = self
-                    .store
-                    .find_idempotency_record(key)
-                    .await?
-                    .ok_or(Error::IdempotencyKeyReused)?;
+                let record = self.store.find_idempotency_record(key).await?.ok_or(Error::IdempotencyKeyReused)?;
                 self.replay(record, &fingerprint).await
             }
             Err(error) => Err(error.into()),
@@ -194,9 +180,11 @@ impl Service {
                 ),
             }
             .into()),
-            Err(auth::Error::NotFound { id }) => {
-                Err(Invalid { field: field.into(), message: format!("credential {id:?} does not exist in auth-service") }.into())
+            Err(auth::Error::NotFound { id }) => Err(Invalid {
+                field: field.into(),
+                message: format!("credential {id:?} does not exist in auth-service"),
             }
+            .into()),
             Err(error) => {
                 tracing::warn!(%error, "could not resolve the credential at request time");
                 Err(Error::Unavailable { component: "auth-service", message: error.to_string() })
@@ -204,11 +192,7 @@ impl Service {
         }
     }
 
-    async fn replay(
-        &self,
-        record: IdempotencyRecord,
-        fingerprint: &str,
-    ) -> Result<ProvisionAccepted> {
+    async fn replay(&self, record: IdempotencyRecord, fingerprint: &str) -> Result<ProvisionAccepted> {
         if record.request_fingerprint != fingerprint {
             return Err(Error::IdempotencyKeyReused);
         }
@@ -216,14 +200,8 @@ impl Service {
             .store
             .find_operation(record.operation_id)
             .await?
-            .ok_or_else(|| Error::NotFound {
-                what: "operation",
-                id: record.operation_id.to_string(),
-            })?;
-        Ok(ProvisionAccepted {
-            operation,
-            replayed: true,
-        })
+            .ok_or_else(|| Error::NotFound { what: "operation", id: record.operation_id.to_string() })?;
+        Ok(ProvisionAccepted { operation, replayed: true })
     }
 
     /// Queues the teardown of a runtime. Refused while another operation on it is active.
@@ -239,17 +217,16 @@ impl Service {
         if status.last_operation.state.is_active() {
             return Err(operation_in_progress(&status.last_operation));
         }
-        let operation =
-            Operation::queued(status.runtime.id, OperationType::Deprovision, store::now());
+        let operation = Operation::queued(status.runtime.id, OperationType::Deprovision, store::now());
         match self.store.insert_operation(&operation).await {
             Ok(()) => {
                 tracing::info!(operation_id = %operation.id, "deprovisioning queued");
                 Ok(operation)
             }
             // Another request queued an operation since we read the status: report that one.
-            Err(store::Error::ActiveOperationExists) => Err(operation_in_progress(
-                &self.runtime_status(runtime_id).await?.last_operation,
-            )),
+            Err(store::Error::ActiveOperationExists) => {
+                Err(operation_in_progress(&self.runtime_status(runtime_id).await?.last_operation))
+            }
             Err(store::Error::RuntimeNotFound(id)) => Err(Error::Conflict {
                 conflict: Conflict::AlreadyDeprovisioned,
                 message: format!("runtime {id} is already deprovisioned"),
@@ -260,8 +237,11 @@ impl Service {
 
     pub async fn operation_status(&self, operation_id: &str) -> Result<Operation> {
         let id = validation::parse_id("id", operation_id)?;
-        let operation =
-            self.store.find_operation(id).await?.ok_or_else(|| Error::NotFound { what: "operation", id: id.to_string() })?;
+        let operation = self
+            .store
+            .find_operation(id)
+            .await?
+            .ok_or_else(|| Error::NotFound { what: "operation", id: id.to_string() })?;
         Ok(self.with_live_job_state(operation))
     }
 
@@ -290,17 +270,10 @@ impl Service {
 
     pub async fn runtime_status(&self, runtime_id: &str) -> Result<RuntimeStatus> {
         let id = validation::parse_id("id", runtime_id)?;
-        let not_found = || Error::NotFound {
-            what: "runtime",
-            id: id.to_string(),
-        };
+        let not_found = || Error::NotFound { what: "runtime", id: id.to_string() };
         let runtime = self.store.find_runtime(id).await?.ok_or_else(not_found)?;
         let operation_id = runtime.last_operation_id.ok_or_else(not_found)?;
-        let last_operation = self
-            .store
-            .find_operation(operation_id)
-            .await?
-            .ok_or_else(not_found)?;
+        let last_operation = self.store.find_operation(operation_id).await?.ok_or_else(not_found)?;
         Ok(RuntimeStatus { runtime, last_operation: self.with_live_job_state(last_operation) })
     }
 
@@ -308,9 +281,7 @@ impl Service {
     pub async fn kubeconfig(&self, runtime_id: &str) -> Result<String> {
         let status = self.runtime_status(runtime_id).await?;
         let operation = &status.last_operation;
-        if operation.operation_type != OperationType::Provision
-            || operation.state != OperationState::Succeeded
-        {
+        if operation.operation_type != OperationType::Provision || operation.state != OperationState::Succeeded {
             return Err(Error::Conflict {
                 conflict: Conflict::NotReady,
                 message: format!(
@@ -353,7 +324,10 @@ impl Service {
             Ok(logs) => Ok(logs),
             Err(executor::Error::NoPod(job)) => Err(Error::Conflict {
                 conflict: Conflict::NoRunnerPod,
-                message: format!("no runner pod exists for Job {job} of operation {} (stage {})", operation.id, operation.stage),
+                message: format!(
+                    "no runner pod exists for Job {job} of operation {} (stage {})",
+                    operation.id, operation.stage
+                ),
             }),
             Err(error) => Err(executor_error(error)),
         }
@@ -362,7 +336,8 @@ impl Service {
     fn executor(&self) -> Result<&Executor> {
         self.executor.as_ref().ok_or_else(|| Error::Unavailable {
             component: "kubernetes",
-            message: "no Kubernetes cluster is configured (set KUBECONFIG, for example from `make dev-cluster`)".to_owned(),
+            message: "no Kubernetes cluster is configured (set KUBECONFIG, for example from `make dev-cluster`)"
+                .to_owned(),
         })
     }
 
@@ -370,7 +345,8 @@ impl Service {
         match &self.executor {
             None => ExecutorHealth::NotConfigured,
             Some(executor) => {
-                let ready = tokio::time::timeout(std::time::Duration::from_millis(50), executor.wait_until_cache_ready()).await;
+                let ready =
+                    tokio::time::timeout(std::time::Duration::from_millis(50), executor.wait_until_cache_ready()).await;
                 if matches!(ready, Ok(true)) { ExecutorHealth::Ready } else { ExecutorHealth::Syncing }
             }
         }
@@ -385,23 +361,17 @@ impl Service {
     ) -> Result<RuntimePage> {
         let first = first.unwrap_or(20);
         if !(1..=MAX_PAGE_SIZE).contains(&first) {
-            return Err(Invalid {
-                field: "first".into(),
-                message: format!("must be 1 to {MAX_PAGE_SIZE}"),
-            }
-            .into());
+            return Err(Invalid { field: "first".into(), message: format!("must be 1 to {MAX_PAGE_SIZE}") }.into());
         }
-        let after = after
-            .map(|cursor| validation::parse_id("after", cursor))
-            .transpose()?;
+        let after = after.map(|cursor| validation::parse_id("after", cursor)).transpose()?;
         Ok(self.store.list_runtimes(state, after, first as u64).await?)
     }
 
     pub async fn database_health(&self) -> Result<()> {
-        self.store.ping().await.map_err(|error| Error::Unavailable {
-            component: "database",
-            message: error.to_string(),
-        })
+        self.store
+            .ping()
+            .await
+            .map_err(|error| Error::Unavailable { component: "database", message: error.to_string() })
     }
 
     pub async fn operation_counts(&self) -> Result<Vec<OperationCount>> {
@@ -425,8 +395,7 @@ fn operation_in_progress(operation: &Operation) -> Error {
 }
 
 fn check_idempotency_key(key: &str) -> Result<(), Invalid> {
-    let valid =
-        !key.is_empty() && key.len() <= 255 && key.bytes().all(|byte| byte.is_ascii_graphic());
+    let valid = !key.is_empty() && key.len() <= 255 && key.bytes().all(|byte| byte.is_ascii_graphic());
     if !valid {
         return Err(Invalid {
             field: "Idempotency-Key".into(),
@@ -439,8 +408,5 @@ fn check_idempotency_key(key: &str) -> Result<(), Invalid> {
 /// A digest of the validated request, to tell a retry from a different request under the same key.
 fn request_fingerprint(request: &ProvisionRequest) -> String {
     let canonical = serde_json::to_vec(request).unwrap_or_default();
-    Sha256::digest(canonical)
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    Sha256::digest(canonical).iter().map(|byte| format!("{byte:02x}")).collect()
 }

@@ -27,10 +27,7 @@ pub struct Invalid {
 
 impl Invalid {
     fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        Invalid {
-            field: field.into(),
-            message: message.into(),
-        }
+        Invalid { field: field.into(), message: message.into() }
     }
 }
 
@@ -47,21 +44,14 @@ impl std::str::FromStr for KubernetesVersion {
     type Err = String;
 
     fn from_str(value: &str) -> Result<Self, Self::Err> {
-        let (major, minor) = value
-            .split_once('.')
-            .ok_or_else(|| format!("{value:?} is not MAJOR.MINOR"))?;
+        let (major, minor) = value.split_once('.').ok_or_else(|| format!("{value:?} is not MAJOR.MINOR"))?;
         let number = |part: &str| -> Result<u32, String> {
-            if part.is_empty() || !part.bytes().all(|byte| byte.is_ascii_digit()) || part.len() > 4
-            {
+            if part.is_empty() || !part.bytes().all(|byte| byte.is_ascii_digit()) || part.len() > 4 {
                 return Err(format!("{value:?} is not MAJOR.MINOR"));
             }
-            part.parse()
-                .map_err(|_| format!("{value:?} is not MAJOR.MINOR"))
+            part.parse().map_err(|_| format!("{value:?} is not MAJOR.MINOR"))
         };
-        Ok(KubernetesVersion {
-            major: number(major)?,
-            minor: number(minor)?,
-        })
+        Ok(KubernetesVersion { major: number(major)?, minor: number(minor)? })
     }
 }
 
@@ -94,10 +84,7 @@ impl ValidationPolicy {
     fn check_cluster_config(&self, config: &ClusterConfig) -> Check {
         check_text("clusterConfig.credentialId", &config.credential_id, 255)?;
         if config.credential_id.trim().is_empty() {
-            return Err(Invalid::new(
-                "clusterConfig.credentialId",
-                "must not be empty",
-            ));
+            return Err(Invalid::new("clusterConfig.credentialId", "must not be empty"));
         }
         check_environment(&config.environment)?;
         self.check_kubernetes_version(&config.kubernetes_version)?;
@@ -108,57 +95,36 @@ impl ValidationPolicy {
             if !CONTROL_PLANE_COUNTS.contains(&control_plane.count) {
                 return Err(Invalid::new(
                     "clusterConfig.controlPlane.count",
-                    format!(
-                        "must be 1, 3 or 5 (an odd number keeps etcd quorum), got {}",
-                        control_plane.count
-                    ),
+                    format!("must be 1, 3 or 5 (an odd number keeps etcd quorum), got {}", control_plane.count),
                 ));
             }
-            check_machine_type(
-                "clusterConfig.controlPlane.machineType",
-                &control_plane.machine_type,
-            )?;
+            check_machine_type("clusterConfig.controlPlane.machineType", &control_plane.machine_type)?;
         }
 
         let workers = &config.worker_pool;
-        check_machine_type(
-            "clusterConfig.workerPool.machineType",
-            &workers.machine_type,
-        )?;
+        check_machine_type("clusterConfig.workerPool.machineType", &workers.machine_type)?;
         if !(0..=MAX_WORKERS).contains(&workers.min_size) {
             return Err(Invalid::new(
                 "clusterConfig.workerPool.minSize",
-                format!(
-                    "must be between 0 and {MAX_WORKERS}, got {}",
-                    workers.min_size
-                ),
+                format!("must be between 0 and {MAX_WORKERS}, got {}", workers.min_size),
             ));
         }
         if !(1..=MAX_WORKERS).contains(&workers.max_size) {
             return Err(Invalid::new(
                 "clusterConfig.workerPool.maxSize",
-                format!(
-                    "must be between 1 and {MAX_WORKERS}, got {}",
-                    workers.max_size
-                ),
+                format!("must be between 1 and {MAX_WORKERS}, got {}", workers.max_size),
             ));
         }
         if workers.min_size > workers.max_size {
             return Err(Invalid::new(
                 "clusterConfig.workerPool.minSize",
-                format!(
-                    "must not exceed maxSize ({} > {})",
-                    workers.min_size, workers.max_size
-                ),
+                format!("must not exceed maxSize ({} > {})", workers.min_size, workers.max_size),
             ));
         }
         if !(MIN_DISK_GB..=MAX_DISK_GB).contains(&workers.disk_size_gb) {
             return Err(Invalid::new(
                 "clusterConfig.workerPool.diskSizeGb",
-                format!(
-                    "must be between {MIN_DISK_GB} and {MAX_DISK_GB}, got {}",
-                    workers.disk_size_gb
-                ),
+                format!("must be between {MIN_DISK_GB} and {MAX_DISK_GB}, got {}", workers.disk_size_gb),
             ));
         }
 
@@ -167,27 +133,15 @@ impl ValidationPolicy {
             let pods = parse_cidr("clusterConfig.network.podCidr", &network.pod_cidr)?;
             let services = parse_cidr("clusterConfig.network.serviceCidr", &network.service_cidr)?;
             check_disjoint("clusterConfig.network.podCidr", pods, "vpcCidr", vpc)?;
-            check_disjoint(
-                "clusterConfig.network.serviceCidr",
-                services,
-                "vpcCidr",
-                vpc,
-            )?;
-            check_disjoint(
-                "clusterConfig.network.serviceCidr",
-                services,
-                "podCidr",
-                pods,
-            )?;
+            check_disjoint("clusterConfig.network.serviceCidr", services, "vpcCidr", vpc)?;
+            check_disjoint("clusterConfig.network.serviceCidr", services, "podCidr", pods)?;
         }
         Ok(())
     }
 
     fn check_kubernetes_version(&self, value: &str) -> Check {
         let field = "clusterConfig.kubernetesVersion";
-        let version: KubernetesVersion = value
-            .parse()
-            .map_err(|message: String| Invalid::new(field, message))?;
+        let version: KubernetesVersion = value.parse().map_err(|message: String| Invalid::new(field, message))?;
         if version < self.min_kubernetes_version || version > self.max_kubernetes_version {
             return Err(Invalid::new(
                 field,
@@ -207,54 +161,31 @@ fn check_topology_sections(config: &ClusterConfig) -> Check {
     match config.topology {
         Topology::VanillaKubeadm | Topology::Eks => {
             if config.gcp.is_some() {
-                return Err(Invalid::new(
-                    "clusterConfig.gcp",
-                    format!("must be absent for topology {topology}"),
-                ));
+                return Err(Invalid::new("clusterConfig.gcp", format!("must be absent for topology {topology}")));
             }
-            let aws = config.aws.as_ref().ok_or_else(|| {
-                Invalid::new(
-                    "clusterConfig.aws",
-                    format!("is required for topology {topology}"),
-                )
-            })?;
-            check_zones(
-                "clusterConfig.aws.zones",
-                &config.region,
-                &aws.zones,
-                is_aws_zone_suffix,
-            )?;
+            let aws = config
+                .aws
+                .as_ref()
+                .ok_or_else(|| Invalid::new("clusterConfig.aws", format!("is required for topology {topology}")))?;
+            check_zones("clusterConfig.aws.zones", &config.region, &aws.zones, is_aws_zone_suffix)?;
         }
         Topology::Gke => {
             if config.aws.is_some() {
-                return Err(Invalid::new(
-                    "clusterConfig.aws",
-                    "must be absent for topology gke",
-                ));
+                return Err(Invalid::new("clusterConfig.aws", "must be absent for topology gke"));
             }
-            let gcp = config
-                .gcp
-                .as_ref()
-                .ok_or_else(|| Invalid::new("clusterConfig.gcp", "is required for topology gke"))?;
+            let gcp =
+                config.gcp.as_ref().ok_or_else(|| Invalid::new("clusterConfig.gcp", "is required for topology gke"))?;
             check_gcp_project("clusterConfig.gcp.projectId", &gcp.project_id)?;
-            check_zones(
-                "clusterConfig.gcp.zones",
-                &config.region,
-                &gcp.zones,
-                is_gcp_zone_suffix,
-            )?;
+            check_zones("clusterConfig.gcp.zones", &config.region, &gcp.zones, is_gcp_zone_suffix)?;
         }
     }
     match (config.topology, &config.control_plane) {
-        (Topology::VanillaKubeadm, None) => Err(Invalid::new(
-            "clusterConfig.controlPlane",
-            "is required for topology vanilla_kubeadm",
-        )),
+        (Topology::VanillaKubeadm, None) => {
+            Err(Invalid::new("clusterConfig.controlPlane", "is required for topology vanilla_kubeadm"))
+        }
         (Topology::Eks | Topology::Gke, Some(_)) => Err(Invalid::new(
             "clusterConfig.controlPlane",
-            format!(
-                "must be absent for topology {topology}: its control plane is managed by the cloud"
-            ),
+            format!("must be absent for topology {topology}: its control plane is managed by the cloud"),
         )),
         _ => Ok(()),
     }
@@ -262,14 +193,9 @@ fn check_topology_sections(config: &ClusterConfig) -> Check {
 
 fn check_dns_label(field: &str, value: &str, max_len: usize) -> Check {
     if value.is_empty() || value.len() > max_len {
-        return Err(Invalid::new(
-            field,
-            format!("must be 1 to {max_len} characters long"),
-        ));
+        return Err(Invalid::new(field, format!("must be 1 to {max_len} characters long")));
     }
-    let valid_chars = value
-        .bytes()
-        .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-');
+    let valid_chars = value.bytes().all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-');
     let starts_with_letter = value.as_bytes()[0].is_ascii_lowercase();
     let ends_alphanumeric = value.as_bytes()[value.len() - 1] != b'-';
     if !(valid_chars && starts_with_letter && ends_alphanumeric) {
@@ -300,15 +226,9 @@ fn check_environment(value: &str) -> Check {
 
 fn check_text(field: &str, value: &str, max_len: usize) -> Check {
     if value.chars().count() > max_len {
-        return Err(Invalid::new(
-            field,
-            format!("must be at most {max_len} characters long"),
-        ));
+        return Err(Invalid::new(field, format!("must be at most {max_len} characters long")));
     }
-    if value
-        .chars()
-        .any(|character| character.is_control() && character != '\n')
-    {
+    if value.chars().any(|character| character.is_control() && character != '\n') {
         return Err(Invalid::new(field, "must not contain control characters"));
     }
     Ok(())
@@ -318,14 +238,9 @@ fn check_machine_type(field: &str, value: &str) -> Check {
     let valid = !value.is_empty()
         && value.len() <= 64
         && value.as_bytes()[0].is_ascii_alphanumeric()
-        && value.bytes().all(|byte| {
-            byte.is_ascii_lowercase() || byte.is_ascii_digit() || b"-._".contains(&byte)
-        });
+        && value.bytes().all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || b"-._".contains(&byte));
     if !valid {
-        return Err(Invalid::new(
-            field,
-            format!("{value:?} is not a machine type such as t3.large or e2-standard-4"),
-        ));
+        return Err(Invalid::new(field, format!("{value:?} is not a machine type such as t3.large or e2-standard-4")));
     }
     Ok(())
 }
@@ -343,10 +258,7 @@ fn check_region(topology: Topology, region: &str) -> Check {
         };
         return Err(Invalid::new(
             field,
-            format!(
-                "{region:?} is not a region of {} (for example {example})",
-                topology.cloud().as_str()
-            ),
+            format!("{region:?} is not a region of {} (for example {example})", topology.cloud().as_str()),
         ));
     }
     Ok(())
@@ -391,12 +303,7 @@ fn is_gcp_zone_suffix(suffix: &str) -> bool {
 }
 
 /// Zones are the region followed by the cloud's zone suffix (`eu-central-1a`, `europe-west3-b`).
-fn check_zones(
-    field: &str,
-    region: &str,
-    zones: &[String],
-    valid_suffix: fn(&str) -> bool,
-) -> Check {
+fn check_zones(field: &str, region: &str, zones: &[String], valid_suffix: fn(&str) -> bool) -> Check {
     if zones.is_empty() || zones.len() > 6 {
         return Err(Invalid::new(field, "must list 1 to 6 zones"));
     }
@@ -409,10 +316,7 @@ fn check_zones(
             ));
         }
         if zones[..index].contains(zone) {
-            return Err(Invalid::new(
-                format!("{field}[{index}]"),
-                format!("{zone:?} is listed twice"),
-            ));
+            return Err(Invalid::new(format!("{field}[{index}]"), format!("{zone:?} is listed twice")));
         }
     }
     Ok(())
@@ -423,49 +327,28 @@ fn check_gcp_project(field: &str, value: &str) -> Check {
     let valid = (6..=30).contains(&value.len())
         && value.as_bytes()[0].is_ascii_lowercase()
         && !value.ends_with('-')
-        && value
-            .bytes()
-            .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-');
+        && value.bytes().all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-');
     if !valid {
-        return Err(Invalid::new(
-            field,
-            format!("{value:?} is not a GCP project id"),
-        ));
+        return Err(Invalid::new(field, format!("{value:?} is not a GCP project id")));
     }
     Ok(())
 }
 
 fn parse_cidr(field: &str, value: &str) -> Result<Ipv4Net, Invalid> {
-    let network: Ipv4Net = value.parse().map_err(|_| {
-        Invalid::new(
-            field,
-            format!("{value:?} is not an IPv4 CIDR such as 10.0.0.0/16"),
-        )
-    })?;
+    let network: Ipv4Net =
+        value.parse().map_err(|_| Invalid::new(field, format!("{value:?} is not an IPv4 CIDR such as 10.0.0.0/16")))?;
     if network.trunc() != network {
-        return Err(Invalid::new(
-            field,
-            format!(
-                "{value:?} has host bits set; did you mean {}?",
-                network.trunc()
-            ),
-        ));
+        return Err(Invalid::new(field, format!("{value:?} has host bits set; did you mean {}?", network.trunc())));
     }
     if !(8..=28).contains(&network.prefix_len()) {
-        return Err(Invalid::new(
-            field,
-            format!("{value:?} must have a prefix length between 8 and 28"),
-        ));
+        return Err(Invalid::new(field, format!("{value:?} must have a prefix length between 8 and 28")));
     }
     Ok(network)
 }
 
 fn check_disjoint(field: &str, network: Ipv4Net, other_name: &str, other: Ipv4Net) -> Check {
     if network.contains(&other.network()) || other.contains(&network.network()) {
-        return Err(Invalid::new(
-            field,
-            format!("{network} overlaps {other_name} {other}"),
-        ));
+        return Err(Invalid::new(field, format!("{network} overlaps {other_name} {other}")));
     }
     Ok(())
 }
@@ -474,10 +357,7 @@ fn check_disjoint(field: &str, network: Ipv4Net, other_name: &str, other: Ipv4Ne
 /// most 63 characters from the same alphabet.
 fn check_labels(field: &str, labels: &Labels) -> Check {
     if labels.0.len() > MAX_LABELS {
-        return Err(Invalid::new(
-            field,
-            format!("at most {MAX_LABELS} labels are allowed"),
-        ));
+        return Err(Invalid::new(field, format!("at most {MAX_LABELS} labels are allowed")));
     }
     for (key, value) in &labels.0 {
         let (prefix, name) = match key.split_once('/') {
@@ -488,14 +368,9 @@ fn check_labels(field: &str, labels: &Labels) -> Check {
         if let Some(prefix) = prefix {
             let valid_prefix = !prefix.is_empty()
                 && prefix.len() <= 253
-                && prefix
-                    .split('.')
-                    .all(|part| check_dns_label(&key_field, part, 63).is_ok());
+                && prefix.split('.').all(|part| check_dns_label(&key_field, part, 63).is_ok());
             if !valid_prefix {
-                return Err(Invalid::new(
-                    key_field,
-                    "the key prefix must be a DNS subdomain",
-                ));
+                return Err(Invalid::new(key_field, "the key prefix must be a DNS subdomain"));
             }
         }
         if name.is_empty() || !is_label_value(name) {
@@ -521,15 +396,12 @@ fn is_label_value(value: &str) -> bool {
     value.len() <= 63
         && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
         && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
-        && bytes
-            .iter()
-            .all(|byte| byte.is_ascii_alphanumeric() || b"-_.".contains(byte))
+        && bytes.iter().all(|byte| byte.is_ascii_alphanumeric() || b"-_.".contains(byte))
 }
 
 /// Checks a string id argument and names the field when it is not a UUID.
 pub fn parse_id(field: &str, value: &str) -> Result<uuid::Uuid, Invalid> {
-    uuid::Uuid::parse_str(value)
-        .map_err(|_| Invalid::new(field, format!("{value:?} is not a UUID")))
+    uuid::Uuid::parse_str(value).map_err(|_| Invalid::new(field, format!("{value:?} is not a UUID")))
 }
 
 #[cfg(test)]
@@ -539,14 +411,8 @@ mod tests {
 
     fn policy() -> ValidationPolicy {
         ValidationPolicy {
-            min_kubernetes_version: KubernetesVersion {
-                major: 1,
-                minor: 32,
-            },
-            max_kubernetes_version: KubernetesVersion {
-                major: 1,
-                minor: 37,
-            },
+            min_kubernetes_version: KubernetesVersion { major: 1, minor: 32 },
+            max_kubernetes_version: KubernetesVersion { major: 1, minor: 37 },
         }
     }
 
@@ -563,24 +429,14 @@ mod tests {
                 region: "eu-central-1".into(),
                 kubernetes_version: "1.34".into(),
                 environment: "dev".into(),
-                control_plane: Some(ControlPlane {
-                    count: 3,
-                    machine_type: "t3.large".into(),
-                }),
-                worker_pool: WorkerPool {
-                    machine_type: "t3.large".into(),
-                    min_size: 1,
-                    max_size: 3,
-                    disk_size_gb: 50,
-                },
+                control_plane: Some(ControlPlane { count: 3, machine_type: "t3.large".into() }),
+                worker_pool: WorkerPool { machine_type: "t3.large".into(), min_size: 1, max_size: 3, disk_size_gb: 50 },
                 network: Some(Network {
                     vpc_cidr: "10.0.0.0/16".into(),
                     pod_cidr: "192.168.0.0/16".into(),
                     service_cidr: "10.96.0.0/12".into(),
                 }),
-                aws: Some(AwsConfig {
-                    zones: vec!["eu-central-1a".into(), "eu-central-1b".into()],
-                }),
+                aws: Some(AwsConfig { zones: vec!["eu-central-1a".into(), "eu-central-1b".into()] }),
                 gcp: None,
             },
         }
@@ -593,18 +449,12 @@ mod tests {
         config.region = "europe-west3".into();
         config.control_plane = None;
         config.aws = None;
-        config.gcp = Some(GcpConfig {
-            project_id: "my-project-1".into(),
-            zones: vec!["europe-west3-a".into()],
-        });
+        config.gcp = Some(GcpConfig { project_id: "my-project-1".into(), zones: vec!["europe-west3-a".into()] });
         request
     }
 
     fn rejected_field(request: &ProvisionRequest) -> String {
-        policy()
-            .validate(request)
-            .expect_err("request should be rejected")
-            .field
+        policy().validate(request).expect_err("request should be rejected").field
     }
 
     #[test]
@@ -620,15 +470,7 @@ mod tests {
 
     #[test]
     fn names_must_be_short_dns_labels() {
-        for bad in [
-            "",
-            "Team",
-            "-team",
-            "team-",
-            "team_a",
-            "a234567890123456789012345",
-            "tëam",
-        ] {
+        for bad in ["", "Team", "-team", "team-", "team_a", "a234567890123456789012345", "tëam"] {
             let mut request = vanilla();
             request.runtime_input.name = bad.into();
             assert_eq!(rejected_field(&request), "runtimeInput.name", "{bad:?}");
@@ -662,10 +504,7 @@ mod tests {
     #[test]
     fn managed_topologies_refuse_a_control_plane_and_vanilla_needs_one() {
         let mut request = gke();
-        request.cluster_config.control_plane = Some(ControlPlane {
-            count: 1,
-            machine_type: "e2-standard-4".into(),
-        });
+        request.cluster_config.control_plane = Some(ControlPlane { count: 1, machine_type: "e2-standard-4".into() });
         assert_eq!(rejected_field(&request), "clusterConfig.controlPlane");
         let mut request = vanilla();
         request.cluster_config.control_plane = None;
@@ -684,10 +523,7 @@ mod tests {
         assert_eq!(rejected_field(&request), "clusterConfig.workerPool.maxSize");
         let mut request = vanilla();
         request.cluster_config.worker_pool.disk_size_gb = 10;
-        assert_eq!(
-            rejected_field(&request),
-            "clusterConfig.workerPool.diskSizeGb"
-        );
+        assert_eq!(rejected_field(&request), "clusterConfig.workerPool.diskSizeGb");
     }
 
     #[test]
@@ -695,11 +531,7 @@ mod tests {
         for bad in ["1.31", "1.38", "1", "1.x", "v1.34", "1.34.2", ""] {
             let mut request = vanilla();
             request.cluster_config.kubernetes_version = bad.into();
-            assert_eq!(
-                rejected_field(&request),
-                "clusterConfig.kubernetesVersion",
-                "{bad:?}"
-            );
+            assert_eq!(rejected_field(&request), "clusterConfig.kubernetesVersion", "{bad:?}");
         }
         for good in ["1.32", "1.37"] {
             let mut request = vanilla();
@@ -710,22 +542,14 @@ mod tests {
 
     #[test]
     fn regions_and_zones_follow_the_cloud() {
-        for bad in [
-            "eu-central",
-            "europe-west3",
-            "EU-central-1",
-            "eu-central-1a",
-            "e-central-1",
-        ] {
+        for bad in ["eu-central", "europe-west3", "EU-central-1", "eu-central-1a", "e-central-1"] {
             let mut request = vanilla();
             request.cluster_config.region = bad.into();
             assert_eq!(rejected_field(&request), "clusterConfig.region", "{bad:?}");
         }
         let mut request = vanilla();
         request.cluster_config.region = "us-gov-west-1".into();
-        request.cluster_config.aws = Some(AwsConfig {
-            zones: vec!["us-gov-west-1a".into()],
-        });
+        request.cluster_config.aws = Some(AwsConfig { zones: vec!["us-gov-west-1a".into()] });
         assert_eq!(policy().validate(&request), Ok(()));
 
         let mut request = vanilla();
@@ -760,11 +584,8 @@ mod tests {
     fn cidrs_parse_and_do_not_overlap() {
         let with_network = |vpc: &str, pods: &str, services: &str| {
             let mut request = vanilla();
-            request.cluster_config.network = Some(Network {
-                vpc_cidr: vpc.into(),
-                pod_cidr: pods.into(),
-                service_cidr: services.into(),
-            });
+            request.cluster_config.network =
+                Some(Network { vpc_cidr: vpc.into(), pod_cidr: pods.into(), service_cidr: services.into() });
             request
         };
         assert_eq!(
@@ -772,73 +593,35 @@ mod tests {
             "clusterConfig.network.vpcCidr"
         );
         assert_eq!(
-            rejected_field(&with_network(
-                "10.0.0.1/16",
-                "192.168.0.0/16",
-                "10.96.0.0/12"
-            )),
+            rejected_field(&with_network("10.0.0.1/16", "192.168.0.0/16", "10.96.0.0/12")),
             "clusterConfig.network.vpcCidr"
         );
         assert_eq!(
-            rejected_field(&with_network(
-                "10.0.0.0/16",
-                "10.0.128.0/17",
-                "10.96.0.0/12"
-            )),
+            rejected_field(&with_network("10.0.0.0/16", "10.0.128.0/17", "10.96.0.0/12")),
             "clusterConfig.network.podCidr"
         );
         assert_eq!(
-            rejected_field(&with_network(
-                "10.0.0.0/16",
-                "192.168.0.0/16",
-                "192.168.10.0/24"
-            )),
+            rejected_field(&with_network("10.0.0.0/16", "192.168.0.0/16", "192.168.10.0/24")),
             "clusterConfig.network.serviceCidr"
         );
-        let invalid = policy()
-            .validate(&with_network(
-                "10.0.0.0/8",
-                "10.244.0.0/16",
-                "172.16.0.0/16",
-            ))
-            .unwrap_err();
+        let invalid = policy().validate(&with_network("10.0.0.0/8", "10.244.0.0/16", "172.16.0.0/16")).unwrap_err();
         assert_eq!(invalid.field, "clusterConfig.network.podCidr");
-        assert!(
-            invalid.message.contains("overlaps vpcCidr 10.0.0.0/8"),
-            "{}",
-            invalid.message
-        );
+        assert!(invalid.message.contains("overlaps vpcCidr 10.0.0.0/8"), "{}", invalid.message);
     }
 
     #[test]
     fn labels_follow_kubernetes_rules() {
         let with_label = |key: &str, value: &str| {
             let mut request = vanilla();
-            request.runtime_input.labels =
-                Some(Labels([(key.to_owned(), value.to_owned())].into()));
+            request.runtime_input.labels = Some(Labels([(key.to_owned(), value.to_owned())].into()));
             request
         };
-        assert_eq!(
-            policy().validate(&with_label("example.com/team", "a.b_c-d")),
-            Ok(())
-        );
+        assert_eq!(policy().validate(&with_label("example.com/team", "a.b_c-d")), Ok(()));
         assert_eq!(policy().validate(&with_label("team", "")), Ok(()));
-        assert_eq!(
-            rejected_field(&with_label("-team", "a")),
-            "runtimeInput.labels.-team"
-        );
-        assert_eq!(
-            rejected_field(&with_label("Example.com/team", "a")),
-            "runtimeInput.labels.Example.com/team"
-        );
-        assert_eq!(
-            rejected_field(&with_label("team", &"x".repeat(64))),
-            "runtimeInput.labels.team"
-        );
-        assert_eq!(
-            rejected_field(&with_label("team", "a\"}")),
-            "runtimeInput.labels.team"
-        );
+        assert_eq!(rejected_field(&with_label("-team", "a")), "runtimeInput.labels.-team");
+        assert_eq!(rejected_field(&with_label("Example.com/team", "a")), "runtimeInput.labels.Example.com/team");
+        assert_eq!(rejected_field(&with_label("team", &"x".repeat(64))), "runtimeInput.labels.team");
+        assert_eq!(rejected_field(&with_label("team", "a\"}")), "runtimeInput.labels.team");
     }
 
     #[test]

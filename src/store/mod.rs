@@ -9,16 +9,13 @@ use chrono::{DateTime, Utc};
 use migrations::{Migrator, MigratorTrait};
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, ConnectOptions, Database, DatabaseConnection, DbErr,
-    EntityTrait, IntoActiveModel, JoinType, DbBackend, Statement, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
-    RelationDef, SqlErr, TransactionTrait,
+    ActiveModelTrait, ColumnTrait, ConnectOptions, Database, DatabaseConnection, DbBackend, DbErr, EntityTrait,
+    IntoActiveModel, JoinType, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, RelationDef, SqlErr, Statement,
+    TransactionTrait,
 };
 use uuid::Uuid;
 
-use crate::domain::{
-    ClusterConfig, Labels, LastError, Operation, OperationState, OperationType, Runtime,
-    RuntimePage,
-};
+use crate::domain::{ClusterConfig, Labels, LastError, Operation, OperationState, OperationType, Runtime, RuntimePage};
 use entity::{idempotency_key, operation, runtime};
 
 #[derive(Debug, thiserror::Error)]
@@ -120,10 +117,7 @@ impl Store {
             .map_err(|error| unique_violation_as(error, Error::ActiveOperationExists))?;
         let updated = runtime::Entity::update_many()
             .col_expr(runtime::Column::LastOperationId, Expr::value(operation.id))
-            .col_expr(
-                runtime::Column::UpdatedAt,
-                Expr::value(operation.created_at),
-            )
+            .col_expr(runtime::Column::UpdatedAt, Expr::value(operation.created_at))
             .filter(runtime::Column::Id.eq(operation.runtime_id))
             .filter(runtime::Column::DeletedAt.is_null())
             .exec(&txn)
@@ -136,31 +130,20 @@ impl Store {
     }
 
     pub async fn find_runtime(&self, id: Uuid) -> Result<Option<Runtime>> {
-        runtime::Entity::find_by_id(id)
-            .one(&self.db)
-            .await?
-            .map(runtime_from_model)
-            .transpose()
+        runtime::Entity::find_by_id(id).one(&self.db).await?.map(runtime_from_model).transpose()
     }
 
     pub async fn find_operation(&self, id: Uuid) -> Result<Option<Operation>> {
-        operation::Entity::find_by_id(id)
-            .one(&self.db)
-            .await?
-            .map(operation_from_model)
-            .transpose()
+        operation::Entity::find_by_id(id).one(&self.db).await?.map(operation_from_model).transpose()
     }
 
     pub async fn find_idempotency_record(&self, key: &str) -> Result<Option<IdempotencyRecord>> {
-        Ok(idempotency_key::Entity::find_by_id(key.to_owned())
-            .one(&self.db)
-            .await?
-            .map(|model| IdempotencyRecord {
-                key: model.key,
-                request_fingerprint: model.request_fingerprint,
-                runtime_id: model.runtime_id,
-                operation_id: model.operation_id,
-            }))
+        Ok(idempotency_key::Entity::find_by_id(key.to_owned()).one(&self.db).await?.map(|model| IdempotencyRecord {
+            key: model.key,
+            request_fingerprint: model.request_fingerprint,
+            runtime_id: model.runtime_id,
+            operation_id: model.operation_id,
+        }))
     }
 
     /// Runtimes after the cursor in id order, optionally only those whose last operation is in `state`.
@@ -187,16 +170,10 @@ impl Store {
         let runtimes = rows
             .into_iter()
             .map(|(runtime, operation)| {
-                Ok((
-                    runtime_from_model(runtime)?,
-                    operation.map(operation_from_model).transpose()?,
-                ))
+                Ok((runtime_from_model(runtime)?, operation.map(operation_from_model).transpose()?))
             })
             .collect::<Result<_>>()?;
-        Ok(RuntimePage {
-            runtimes,
-            has_next_page,
-        })
+        Ok(RuntimePage { runtimes, has_next_page })
     }
 
     pub async fn operation_counts(&self) -> Result<Vec<OperationCount>> {
@@ -250,7 +227,12 @@ impl Store {
     /// Claims the oldest Pending operation, or (with `resume_expired`) an InProgress one whose lease expired,
     /// marking it InProgress under `lease` in the same statement. On PostgreSQL the row lock with SKIP LOCKED
     /// makes concurrent claims from several processes skip each other's rows; SQLite serialises writers.
-    pub async fn claim_operation(&self, lease: &Lease, now: DateTime<Utc>, resume_expired: bool) -> Result<Option<Operation>> {
+    pub async fn claim_operation(
+        &self,
+        lease: &Lease,
+        now: DateTime<Utc>,
+        resume_expired: bool,
+    ) -> Result<Option<Operation>> {
         let backend = self.db.get_database_backend();
         let lock = match backend {
             DbBackend::Postgres => "FOR UPDATE SKIP LOCKED",
@@ -269,9 +251,18 @@ impl Store {
              RETURNING *"
         );
         let values: Vec<sea_orm::Value> = match backend {
-            DbBackend::Postgres => vec![lease.owner.clone().into(), lease.expires_at.into(), now.into(), resume_expired.into()],
+            DbBackend::Postgres => {
+                vec![lease.owner.clone().into(), lease.expires_at.into(), now.into(), resume_expired.into()]
+            }
             // Positional `?` parameters are bound in order of appearance.
-            _ => vec![lease.owner.clone().into(), lease.expires_at.into(), now.into(), now.into(), resume_expired.into(), now.into()],
+            _ => vec![
+                lease.owner.clone().into(),
+                lease.expires_at.into(),
+                now.into(),
+                now.into(),
+                resume_expired.into(),
+                now.into(),
+            ],
         };
         let claimed = operation::Entity::find()
             .from_raw_sql(Statement::from_sql_and_values(backend, sql, values))
@@ -377,15 +368,13 @@ fn runtime_to_model(runtime: &Runtime) -> Result<runtime::Model> {
         id: runtime.id,
         name: runtime.name.clone(),
         description: runtime.description.clone(),
-        labels: serde_json::to_value(&runtime.labels)
-            .map_err(|error| Error::Corrupt(error.to_string()))?,
+        labels: serde_json::to_value(&runtime.labels).map_err(|error| Error::Corrupt(error.to_string()))?,
         topology: config.topology.as_str().to_owned(),
         cloud: config.topology.cloud().as_str().to_owned(),
         region: config.region.clone(),
         environment: config.environment.clone(),
         credential_id: config.credential_id.clone(),
-        cluster_config: serde_json::to_value(config)
-            .map_err(|error| Error::Corrupt(error.to_string()))?,
+        cluster_config: serde_json::to_value(config).map_err(|error| Error::Corrupt(error.to_string()))?,
         last_operation_id: runtime.last_operation_id,
         created_at: runtime.created_at,
         updated_at: runtime.updated_at,
@@ -434,11 +423,7 @@ fn operation_to_model(operation: &Operation) -> operation::Model {
 }
 
 fn operation_from_model(model: operation::Model) -> Result<Operation> {
-    let last_error = match (
-        model.last_error_message,
-        model.last_error_reason,
-        model.last_error_component,
-    ) {
+    let last_error = match (model.last_error_message, model.last_error_reason, model.last_error_component) {
         (Some(err_message), reason, component) => Some(LastError {
             err_message,
             reason: reason.unwrap_or_default(),

@@ -34,7 +34,8 @@ impl Backoff {
 /// for jitter, and it saves a dependency.
 fn random_fraction() -> f64 {
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
+    hasher
+        .write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
     (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64
 }
 

@@ -72,7 +72,10 @@ impl StepError {
 
 impl From<executor::Error> for StepError {
     fn from(error: executor::Error) -> Self {
-        StepError { transient: error.is_transient(), error: last_error("kubernetes_error", "kubernetes", error.to_string()) }
+        StepError {
+            transient: error.is_transient(),
+            error: last_error("kubernetes_error", "kubernetes", error.to_string()),
+        }
     }
 }
 
@@ -199,7 +202,8 @@ impl Context {
                 None
             }
         };
-        self.metrics.run_ended(operation.operation_type, finished.as_ref().map(|(state, reason)| (*state, reason.as_str())));
+        self.metrics
+            .run_ended(operation.operation_type, finished.as_ref().map(|(state, reason)| (*state, reason.as_str())));
     }
 
     /// Extends the lease every third of its length; returns when the lease is lost.
@@ -301,7 +305,12 @@ impl Context {
     async fn persist(&self, operation: &Operation, progress: Progress) -> bool {
         let mut backoff = Backoff::new();
         for _ in 0..5 {
-            match tokio::time::timeout(STORE_TIMEOUT, self.store.record_progress(operation, &self.settings.owner, progress.clone())).await {
+            match tokio::time::timeout(
+                STORE_TIMEOUT,
+                self.store.record_progress(operation, &self.settings.owner, progress.clone()),
+            )
+            .await
+            {
                 Ok(Ok(owned)) => return owned,
                 Ok(Err(error)) => tracing::warn!(%error, "could not record progress; retrying"),
                 Err(_) => tracing::warn!("recording progress timed out; retrying"),
@@ -313,17 +322,28 @@ impl Context {
     }
 
     /// Runs a step, retrying transient failures with exponential backoff and jitter until the deadline.
-    async fn attempt_until(&self, deadline: DateTime<Utc>, stage: Stage, run: &mut Run<'_>) -> Result<StepOutcome, StepError> {
+    async fn attempt_until(
+        &self,
+        deadline: DateTime<Utc>,
+        stage: Stage,
+        run: &mut Run<'_>,
+    ) -> Result<StepOutcome, StepError> {
         let mut backoff = Backoff::new();
         loop {
             let limit = if stage == Stage::WaitForJob { None } else { Some(STEP_TIMEOUT) };
             let result = match limit {
-                Some(limit) => tokio::time::timeout(limit, self.step(stage, run, deadline)).await.unwrap_or_else(|_| {
-                    Err(StepError {
-                        transient: true,
-                        error: last_error("step_timeout", "provisioner", format!("step {} took longer than {limit:?}", stage.as_str())),
+                Some(limit) => {
+                    tokio::time::timeout(limit, self.step(stage, run, deadline)).await.unwrap_or_else(|_| {
+                        Err(StepError {
+                            transient: true,
+                            error: last_error(
+                                "step_timeout",
+                                "provisioner",
+                                format!("step {} took longer than {limit:?}", stage.as_str()),
+                            ),
+                        })
                     })
-                }),
+                }
                 None => self.step(stage, run, deadline).await,
             };
             match result {
@@ -361,7 +381,13 @@ impl Context {
                     return Ok(StepOutcome::Fail(last_error(
                         "credential_mismatch",
                         "auth-service",
-                        format!("credential {} is for {}, but topology {} needs {}", config.credential_id, credential.cloud().as_str(), config.topology.as_str(), config.topology.cloud().as_str()),
+                        format!(
+                            "credential {} is for {}, but topology {} needs {}",
+                            config.credential_id,
+                            credential.cloud().as_str(),
+                            config.topology.as_str(),
+                            config.topology.cloud().as_str()
+                        ),
                     )));
                 }
                 run.redact = credential.secret_values().into_iter().map(str::to_owned).collect();
@@ -393,13 +419,18 @@ impl Context {
                 let remaining = (deadline - store::now()).to_std().unwrap_or_default();
                 match self.executor.wait_for_job(&run.names, remaining, &run.redact).await? {
                     JobState::Succeeded => Ok(StepOutcome::Next),
-                    JobState::Running => Ok(StepOutcome::Fail(timeout_error(operation.operation_type, self.timeout_of(operation.operation_type)))),
+                    JobState::Running => Ok(StepOutcome::Fail(timeout_error(
+                        operation.operation_type,
+                        self.timeout_of(operation.operation_type),
+                    ))),
                     JobState::Missing => Ok(StepOutcome::Fail(last_error(
                         "job_missing",
                         "kubernetes",
                         format!("Job {} disappeared before it finished", run.names.job),
                     ))),
-                    JobState::Failed { reason, message } => Ok(StepOutcome::Fail(last_error(&reason, "terraform-runner", message))),
+                    JobState::Failed { reason, message } => {
+                        Ok(StepOutcome::Fail(last_error(&reason, "terraform-runner", message)))
+                    }
                 }
             }
             Stage::Finalize => match operation.operation_type {
@@ -408,7 +439,10 @@ impl Context {
                     None => Ok(StepOutcome::Fail(last_error(
                         "missing_outputs",
                         "terraform-runner",
-                        format!("the Job succeeded but Secret {} with the kubeconfig does not exist", run.names.outputs_secret),
+                        format!(
+                            "the Job succeeded but Secret {} with the kubeconfig does not exist",
+                            run.names.outputs_secret
+                        ),
                     ))),
                 },
                 OperationType::Deprovision => {
@@ -429,7 +463,11 @@ fn timeout_error(operation_type: OperationType, timeout: Duration) -> LastError 
         OperationType::Provision => "provisioning",
         OperationType::Deprovision => "deprovisioning",
     };
-    last_error("timeout", "provisioner", format!("{what} did not finish within {}", humantime::format_duration(timeout)))
+    last_error(
+        "timeout",
+        "provisioner",
+        format!("{what} did not finish within {}", humantime::format_duration(timeout)),
+    )
 }
 
 /// The state of one run while it is driven.
@@ -445,7 +483,11 @@ impl Run<'_> {
     async fn runtime(&mut self, store: &Store) -> Result<&Runtime, StepError> {
         if self.runtime.is_none() {
             let runtime = store.find_runtime(self.operation.runtime_id).await?.ok_or_else(|| {
-                StepError::permanent("runtime_missing", "database", format!("runtime {} does not exist", self.operation.runtime_id))
+                StepError::permanent(
+                    "runtime_missing",
+                    "database",
+                    format!("runtime {} does not exist", self.operation.runtime_id),
+                )
             })?;
             self.runtime = Some(runtime);
         }

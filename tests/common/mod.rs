@@ -3,6 +3,7 @@
 #![allow(dead_code)] // Each test binary uses its own subset of these helpers.
 
 pub mod auth_service;
+pub mod engine;
 
 use std::collections::HashMap;
 

@@ -2,9 +2,7 @@
 //! would, and the real Job controller reacts to it.
 
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{
-    ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodStatus,
-};
+use k8s_openapi::api::core::v1::{ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::Api;
@@ -21,12 +19,7 @@ impl ControlPlane {
             let list = pods.list(&selector).await.ok()?;
             list.items.into_iter().find(|pod| !is_finished(pod))
         };
-        self.wait_until(
-            &format!("a Pod of Job {namespace}/{job}"),
-            WAIT_TIMEOUT,
-            pending,
-        )
-        .await
+        self.wait_until(&format!("a Pod of Job {namespace}/{job}"), WAIT_TIMEOUT, pending).await
     }
 
     /// Finishes the Pod `namespace/pod` through its status subresource, as a kubelet would after
@@ -80,27 +73,17 @@ impl ControlPlane {
             }),
             ..Pod::default()
         };
-        Ok(pods
-            .patch_status(pod, &PatchParams::default(), &Patch::Merge(&status))
-            .await?)
+        Ok(pods.patch_status(pod, &PatchParams::default(), &Patch::Merge(&status)).await?)
     }
 
     /// Waits until the Job `namespace/job` has the condition `condition` (e.g. `Complete` or
     /// `Failed`) with status True.
-    pub async fn wait_for_job_condition(
-        &self,
-        namespace: &str,
-        job: &str,
-        condition: &str,
-    ) -> Result<Job> {
+    pub async fn wait_for_job_condition(&self, namespace: &str, job: &str, condition: &str) -> Result<Job> {
         let jobs = Api::<Job>::namespaced(self.admin_client()?, namespace);
         let reached = async || {
             let found = jobs.get(job).await.ok()?;
             let conditions = found.status.as_ref()?.conditions.as_ref()?;
-            conditions
-                .iter()
-                .any(|c| c.type_ == condition && c.status == "True")
-                .then_some(found)
+            conditions.iter().any(|c| c.type_ == condition && c.status == "True").then_some(found)
         };
         let what = format!("condition {condition} on Job {namespace}/{job}");
         self.wait_until(&what, WAIT_TIMEOUT, reached).await
@@ -108,9 +91,6 @@ impl ControlPlane {
 }
 
 fn is_finished(pod: &Pod) -> bool {
-    let phase = pod
-        .status
-        .as_ref()
-        .and_then(|status| status.phase.as_deref());
+    let phase = pod.status.as_ref().and_then(|status| status.phase.as_deref());
     matches!(phase, Some("Succeeded" | "Failed"))
 }

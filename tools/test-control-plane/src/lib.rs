@@ -60,11 +60,7 @@ const CONTROLLERS: &str = "job-controller,garbage-collector-controller,namespace
 pub async fn shared() -> &'static ControlPlane {
     static SHARED: OnceCell<Result<ControlPlane, String>> = OnceCell::const_new();
     SHARED
-        .get_or_init(|| async {
-            ControlPlane::start()
-                .await
-                .map_err(|error| error.to_string())
-        })
+        .get_or_init(|| async { ControlPlane::start().await.map_err(|error| error.to_string()) })
         .await
         .as_ref()
         .unwrap_or_else(|error| panic!("the test control plane did not start: {error}"))
@@ -133,11 +129,7 @@ impl ControlPlane {
             ],
         )?;
 
-        let mut control_plane = Self {
-            server_url: format!("https://127.0.0.1:{apiserver_port}"),
-            pki,
-            processes,
-        };
+        let mut control_plane = Self { server_url: format!("https://127.0.0.1:{apiserver_port}"), pki, processes };
         let admin = control_plane.admin_client()?;
         control_plane
             .wait_until("kube-apiserver to be ready", START_TIMEOUT, async || {
@@ -160,9 +152,7 @@ impl ControlPlane {
             ],
         )?;
         // The service-account controller creating `default` proves the controller manager works.
-        control_plane
-            .wait_for_service_account("default", "default", &admin)
-            .await?;
+        control_plane.wait_for_service_account("default", "default", &admin).await?;
         Ok(control_plane)
     }
 
@@ -194,20 +184,12 @@ impl ControlPlane {
 
     /// A client sending `token` as its bearer token.
     pub fn client_with_token(&self, token: impl Into<String>) -> Result<Client> {
-        self.client(AuthInfo {
-            token: Some(token.into().into()),
-            ..AuthInfo::default()
-        })
+        self.client(AuthInfo { token: Some(token.into().into()), ..AuthInfo::default() })
     }
 
     /// Mints a token for the ServiceAccount `namespace/name` by TokenRequest; no `audiences`
     /// means the API server's default audience.
-    pub async fn service_account_token(
-        &self,
-        namespace: &str,
-        name: &str,
-        audiences: &[&str],
-    ) -> Result<String> {
+    pub async fn service_account_token(&self, namespace: &str, name: &str, audiences: &[&str]) -> Result<String> {
         let request = TokenRequest {
             spec: Some(TokenRequestSpec {
                 audiences: Some(audiences.iter().map(ToString::to_string).collect()),
@@ -229,17 +211,11 @@ impl ControlPlane {
         let name = format!("{prefix}-{}", COUNT.fetch_add(1, Ordering::Relaxed));
         let admin = self.admin_client()?;
         let namespace = Namespace {
-            metadata: ObjectMeta {
-                name: Some(name.clone()),
-                ..ObjectMeta::default()
-            },
+            metadata: ObjectMeta { name: Some(name.clone()), ..ObjectMeta::default() },
             ..Namespace::default()
         };
-        Api::<Namespace>::all(admin.clone())
-            .create(&PostParams::default(), &namespace)
-            .await?;
-        self.wait_for_service_account(&name, "default", &admin)
-            .await?;
+        Api::<Namespace>::all(admin.clone()).create(&PostParams::default(), &namespace).await?;
+        self.wait_for_service_account(&name, "default", &admin).await?;
         Ok(name)
     }
 
@@ -283,12 +259,7 @@ impl ControlPlane {
         Ok(Client::try_from(config)?)
     }
 
-    async fn wait_for_service_account(
-        &self,
-        namespace: &str,
-        name: &str,
-        admin: &Client,
-    ) -> Result<()> {
+    async fn wait_for_service_account(&self, namespace: &str, name: &str, admin: &Client) -> Result<()> {
         let accounts = Api::<ServiceAccount>::namespaced(admin.clone(), namespace);
         let what = format!("ServiceAccount {namespace}/{name}");
         let found = async || accounts.get_opt(name).await.ok()?.map(drop);
@@ -309,11 +280,7 @@ impl ControlPlane {
             }
             self.processes.check_running()?;
             if tokio::time::Instant::now() > deadline {
-                return Err(format!(
-                    "timed out after {timeout:?} waiting for {what}\n{}",
-                    self.log_tail()
-                )
-                .into());
+                return Err(format!("timed out after {timeout:?} waiting for {what}\n{}", self.log_tail()).into());
             }
             tokio::time::sleep(POLL_INTERVAL).await;
         }
@@ -330,11 +297,7 @@ fn bin_dir() -> Result<PathBuf> {
     let dir = PathBuf::from(dir);
     for binary in ["etcd", "kube-apiserver", "kube-controller-manager"] {
         if !dir.join(binary).is_file() {
-            return Err(format!(
-                "{BIN_DIR_ENV}={} has no {binary}: run `make control-plane`",
-                dir.display()
-            )
-            .into());
+            return Err(format!("{BIN_DIR_ENV}={} has no {binary}: run `make control-plane`", dir.display()).into());
         }
     }
     Ok(dir)
@@ -342,9 +305,7 @@ fn bin_dir() -> Result<PathBuf> {
 
 /// Distinct free loopback ports, all held open until every one is chosen.
 fn free_ports<const N: usize>() -> Result<[u16; N]> {
-    let listeners = (0..N)
-        .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))
-        .collect::<Result<Vec<_>, _>>()?;
+    let listeners = (0..N).map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0))).collect::<Result<Vec<_>, _>>()?;
     let mut ports = [0; N];
     for (port, listener) in ports.iter_mut().zip(&listeners) {
         *port = listener.local_addr()?.port();
@@ -354,12 +315,7 @@ fn free_ports<const N: usize>() -> Result<[u16; N]> {
 
 /// Writes a file readable by the owner only: it may hold a private key.
 fn write_private(path: &Path, contents: &str) -> Result<()> {
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
+    let mut file = OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
     file.write_all(contents.as_bytes())?;
     Ok(())
 }

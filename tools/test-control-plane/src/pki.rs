@@ -1,8 +1,7 @@
 //! Throwaway certificates and keys, generated for every control plane.
 
 use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose,
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
 };
 
 use crate::Result;
@@ -30,56 +29,33 @@ impl Pki {
     pub fn generate() -> Result<Self> {
         let ca_key = KeyPair::generate()?;
         let mut ca_params = CertificateParams::default();
-        ca_params
-            .distinguished_name
-            .push(DnType::CommonName, "test-control-plane-ca");
+        ca_params.distinguished_name.push(DnType::CommonName, "test-control-plane-ca");
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca_params.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::CrlSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
+        ca_params.key_usages =
+            vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
         let ca_cert = ca_params.self_signed(&ca_key)?;
         let ca = Issuer::new(ca_params, ca_key);
 
         let leaf = |sans: &[&str], common_name: &str, organization: Option<&str>, usage| {
             let key = KeyPair::generate()?;
-            let mut params =
-                CertificateParams::new(sans.iter().map(ToString::to_string).collect::<Vec<_>>())?;
-            params
-                .distinguished_name
-                .push(DnType::CommonName, common_name);
+            let mut params = CertificateParams::new(sans.iter().map(ToString::to_string).collect::<Vec<_>>())?;
+            params.distinguished_name.push(DnType::CommonName, common_name);
             if let Some(organization) = organization {
-                params
-                    .distinguished_name
-                    .push(DnType::OrganizationName, organization);
+                params.distinguished_name.push(DnType::OrganizationName, organization);
             }
             params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
             params.extended_key_usages = vec![usage];
             let cert = params.signed_by(&key, &ca)?;
-            Ok::<_, rcgen::Error>(CertifiedKey {
-                cert_pem: cert.pem(),
-                key_pem: key.serialize_pem(),
-            })
+            Ok::<_, rcgen::Error>(CertifiedKey { cert_pem: cert.pem(), key_pem: key.serialize_pem() })
         };
 
         let service_account = KeyPair::generate()?;
         Ok(Self {
             ca_pem: ca_cert.pem(),
             ca_der: ca_cert.der().to_vec(),
-            serving: leaf(
-                &["127.0.0.1", "localhost"],
-                "kube-apiserver",
-                None,
-                ExtendedKeyUsagePurpose::ServerAuth,
-            )?,
+            serving: leaf(&["127.0.0.1", "localhost"], "kube-apiserver", None, ExtendedKeyUsagePurpose::ServerAuth)?,
             // The system:masters group is bound to cluster-admin and bypasses RBAC.
-            admin: leaf(
-                &[],
-                "admin",
-                Some("system:masters"),
-                ExtendedKeyUsagePurpose::ClientAuth,
-            )?,
+            admin: leaf(&[], "admin", Some("system:masters"), ExtendedKeyUsagePurpose::ClientAuth)?,
             service_account: KeyPem {
                 private: service_account.serialize_pem(),
                 public: service_account.public_key_pem(),

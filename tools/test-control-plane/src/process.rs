@@ -57,11 +57,7 @@ impl Processes {
             .process_group(0)
             .spawn();
         match janitor {
-            Ok(janitor) => Ok(Self {
-                dir,
-                janitor,
-                servers: Mutex::default(),
-            }),
+            Ok(janitor) => Ok(Self { dir, janitor, servers: Mutex::default() }),
             Err(error) => {
                 let _ = fs::remove_dir_all(&dir);
                 Err(format!("starting the janitor shell: {error}").into())
@@ -87,10 +83,7 @@ impl Processes {
             .spawn()
             .map_err(|error| format!("starting {}: {error}", program.display()))?;
         let pid = child.id();
-        self.servers
-            .get_mut()
-            .expect("no panic while locked")
-            .push(Server { name, child, log });
+        self.servers.get_mut().expect("no panic while locked").push(Server { name, child, log });
         let janitor = self.janitor.stdin.as_mut().expect("janitor stdin is open");
         writeln!(janitor, "{pid}")?;
         Ok(())

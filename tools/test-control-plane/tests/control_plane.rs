@@ -15,10 +15,7 @@ const ACCOUNT: &str = "provisioner";
 const CONTAINER: &str = "runner";
 
 fn meta(name: &str) -> ObjectMeta {
-    ObjectMeta {
-        name: Some(name.into()),
-        ..ObjectMeta::default()
-    }
+    ObjectMeta { name: Some(name.into()), ..ObjectMeta::default() }
 }
 
 fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> PolicyRule {
@@ -38,33 +35,17 @@ async fn restricted(cp: &ControlPlane, prefix: &str) -> Result<(String, Client)>
     let admin = cp.admin_client()?;
     let create = PostParams::default();
     Api::<ServiceAccount>::namespaced(admin.clone(), &namespace)
-        .create(
-            &create,
-            &ServiceAccount {
-                metadata: meta(ACCOUNT),
-                ..ServiceAccount::default()
-            },
-        )
+        .create(&create, &ServiceAccount { metadata: meta(ACCOUNT), ..ServiceAccount::default() })
         .await?;
     let role = Role {
         metadata: meta(ACCOUNT),
         rules: Some(vec![
-            rule(
-                "batch",
-                &["jobs"],
-                &["get", "list", "watch", "create", "delete"],
-            ),
+            rule("batch", &["jobs"], &["get", "list", "watch", "create", "delete"]),
             rule("", &["pods", "pods/log"], &["get", "list", "watch"]),
-            rule(
-                "",
-                &["secrets", "configmaps"],
-                &["get", "list", "create", "update", "delete"],
-            ),
+            rule("", &["secrets", "configmaps"], &["get", "list", "create", "update", "delete"]),
         ]),
     };
-    Api::<Role>::namespaced(admin.clone(), &namespace)
-        .create(&create, &role)
-        .await?;
+    Api::<Role>::namespaced(admin.clone(), &namespace).create(&create, &role).await?;
     let binding = RoleBinding {
         metadata: meta(ACCOUNT),
         role_ref: RoleRef {
@@ -79,9 +60,7 @@ async fn restricted(cp: &ControlPlane, prefix: &str) -> Result<(String, Client)>
             ..Subject::default()
         }]),
     };
-    Api::<RoleBinding>::namespaced(admin, &namespace)
-        .create(&create, &binding)
-        .await?;
+    Api::<RoleBinding>::namespaced(admin, &namespace).create(&create, &binding).await?;
     let client = cp.client_for_service_account(&namespace, ACCOUNT).await?;
     Ok((namespace, client))
 }
@@ -92,11 +71,7 @@ fn job(name: &str, containers: Vec<Container>) -> Job {
         spec: Some(JobSpec {
             backoff_limit: Some(0),
             template: PodTemplateSpec {
-                spec: Some(PodSpec {
-                    containers,
-                    restart_policy: Some("Never".into()),
-                    ..PodSpec::default()
-                }),
+                spec: Some(PodSpec { containers, restart_policy: Some("Never".into()), ..PodSpec::default() }),
                 ..PodTemplateSpec::default()
             },
             ..JobSpec::default()
@@ -127,17 +102,10 @@ fn api_error_code(error: &kube::Error) -> Option<u16> {
 async fn service_account_client_has_exactly_that_identity() -> Result<()> {
     let cp = shared().await;
     let (namespace, client) = restricted(cp, "identity").await?;
-    let review = Api::<SelfSubjectReview>::all(client)
-        .create(&PostParams::default(), &SelfSubjectReview::default())
-        .await?;
-    let user = review
-        .status
-        .and_then(|status| status.user_info)
-        .unwrap_or_default();
-    assert_eq!(
-        user.username.as_deref(),
-        Some(format!("system:serviceaccount:{namespace}:{ACCOUNT}").as_str())
-    );
+    let review =
+        Api::<SelfSubjectReview>::all(client).create(&PostParams::default(), &SelfSubjectReview::default()).await?;
+    let user = review.status.and_then(|status| status.user_info).unwrap_or_default();
+    assert_eq!(user.username.as_deref(), Some(format!("system:serviceaccount:{namespace}:{ACCOUNT}").as_str()));
     Ok(())
 }
 
@@ -147,22 +115,10 @@ async fn job_completes_after_its_pod_succeeds() -> Result<()> {
     let (namespace, client) = restricted(cp, "complete").await?;
     let create = PostParams::default();
     Api::<ConfigMap>::namespaced(client.clone(), &namespace)
-        .create(
-            &create,
-            &ConfigMap {
-                metadata: meta("inputs"),
-                ..ConfigMap::default()
-            },
-        )
+        .create(&create, &ConfigMap { metadata: meta("inputs"), ..ConfigMap::default() })
         .await?;
     Api::<Secret>::namespaced(client.clone(), &namespace)
-        .create(
-            &create,
-            &Secret {
-                metadata: meta("credentials"),
-                ..Secret::default()
-            },
-        )
+        .create(&create, &Secret { metadata: meta("credentials"), ..Secret::default() })
         .await?;
     let jobs = Api::<Job>::namespaced(client.clone(), &namespace);
     jobs.create(&create, &runner_job("apply")).await?;
@@ -175,11 +131,8 @@ async fn job_completes_after_its_pod_succeeds() -> Result<()> {
         .await?;
     assert_eq!(visible.items.len(), 1);
 
-    cp.terminate_pod(&namespace, pod_name, CONTAINER, 0, "applied")
-        .await?;
-    let finished = cp
-        .wait_for_job_condition(&namespace, "apply", "Complete")
-        .await?;
+    cp.terminate_pod(&namespace, pod_name, CONTAINER, 0, "applied").await?;
+    let finished = cp.wait_for_job_condition(&namespace, "apply", "Complete").await?;
     assert_eq!(finished.status.and_then(|status| status.succeeded), Some(1));
 
     jobs.delete("apply", &DeleteParams::background()).await?;
@@ -190,30 +143,17 @@ async fn job_completes_after_its_pod_succeeds() -> Result<()> {
 async fn job_fails_after_its_pod_fails_with_the_termination_message() -> Result<()> {
     let cp = shared().await;
     let (namespace, client) = restricted(cp, "fail").await?;
-    Api::<Job>::namespaced(client.clone(), &namespace)
-        .create(&PostParams::default(), &runner_job("destroy"))
-        .await?;
+    Api::<Job>::namespaced(client.clone(), &namespace).create(&PostParams::default(), &runner_job("destroy")).await?;
 
     let pod = cp.wait_for_job_pod(&namespace, "destroy").await?;
     let pod_name = pod.metadata.name.expect("pods have names");
-    cp.terminate_pod(&namespace, &pod_name, CONTAINER, 3, "tofu destroy failed")
-        .await?;
-    let failed = cp
-        .wait_for_job_condition(&namespace, "destroy", "Failed")
-        .await?;
-    let conditions = failed
-        .status
-        .and_then(|status| status.conditions)
-        .unwrap_or_default();
-    let reason = conditions
-        .iter()
-        .find(|c| c.type_ == "Failed")
-        .and_then(|c| c.reason.as_deref());
+    cp.terminate_pod(&namespace, &pod_name, CONTAINER, 3, "tofu destroy failed").await?;
+    let failed = cp.wait_for_job_condition(&namespace, "destroy", "Failed").await?;
+    let conditions = failed.status.and_then(|status| status.conditions).unwrap_or_default();
+    let reason = conditions.iter().find(|c| c.type_ == "Failed").and_then(|c| c.reason.as_deref());
     assert_eq!(reason, Some("BackoffLimitExceeded"));
 
-    let pod = Api::<Pod>::namespaced(client, &namespace)
-        .get(&pod_name)
-        .await?;
+    let pod = Api::<Pod>::namespaced(client, &namespace).get(&pod_name).await?;
     let status = pod.status.expect("the pod has a status");
     assert_eq!(status.phase.as_deref(), Some("Failed"));
     let terminated = status
@@ -233,31 +173,17 @@ async fn verbs_outside_the_role_are_forbidden() -> Result<()> {
     let cp = shared().await;
     let (namespace, client) = restricted(cp, "forbidden").await?;
     let secrets = Api::<Secret>::namespaced(client.clone(), &namespace);
-    secrets
-        .create(
-            &PostParams::default(),
-            &Secret {
-                metadata: meta("credentials"),
-                ..Secret::default()
-            },
-        )
-        .await?;
+    secrets.create(&PostParams::default(), &Secret { metadata: meta("credentials"), ..Secret::default() }).await?;
 
     let patch = serde_json::json!({"metadata": {"labels": {"patched": "yes"}}});
     let error = secrets
-        .patch(
-            "credentials",
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
+        .patch("credentials", &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .expect_err("patch is not in the Role");
     assert_eq!(api_error_code(&error), Some(403), "{error}");
 
-    let error = Api::<Namespace>::all(client.clone())
-        .list(&ListParams::default())
-        .await
-        .expect_err("the Role is namespaced");
+    let error =
+        Api::<Namespace>::all(client.clone()).list(&ListParams::default()).await.expect_err("the Role is namespaced");
     assert_eq!(api_error_code(&error), Some(403), "{error}");
 
     let other = cp.new_namespace("forbidden-other").await?;
@@ -285,9 +211,7 @@ async fn invalid_job_is_rejected() -> Result<()> {
 async fn token_for_another_audience_is_rejected() -> Result<()> {
     let cp = shared().await;
     let (namespace, _) = restricted(cp, "audience").await?;
-    let token = cp
-        .service_account_token(&namespace, ACCOUNT, &["not-the-api-server"])
-        .await?;
+    let token = cp.service_account_token(&namespace, ACCOUNT, &["not-the-api-server"]).await?;
     let error = Api::<ConfigMap>::namespaced(cp.client_with_token(token)?, &namespace)
         .list(&ListParams::default())
         .await
@@ -304,14 +228,7 @@ async fn written_kubeconfig_authenticates_as_admin() -> Result<()> {
     cp.write_kubeconfig(&path)?;
     let kubeconfig = kube::config::Kubeconfig::read_from(&path)?;
     let config = Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
-    let namespaces = Api::<Namespace>::all(Client::try_from(config)?)
-        .list(&ListParams::default())
-        .await?;
-    assert!(
-        namespaces
-            .items
-            .iter()
-            .any(|ns| ns.metadata.name.as_deref() == Some("default"))
-    );
+    let namespaces = Api::<Namespace>::all(Client::try_from(config)?).list(&ListParams::default()).await?;
+    assert!(namespaces.items.iter().any(|ns| ns.metadata.name.as_deref() == Some("default")));
     Ok(())
 }

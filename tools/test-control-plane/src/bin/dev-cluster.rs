@@ -43,15 +43,10 @@ async fn run() -> Result<()> {
     }
     control_plane.write_kubeconfig(&kubeconfig)?;
     let namespace = Namespace {
-        metadata: ObjectMeta {
-            name: Some(NAMESPACE.into()),
-            ..ObjectMeta::default()
-        },
+        metadata: ObjectMeta { name: Some(NAMESPACE.into()), ..ObjectMeta::default() },
         ..Namespace::default()
     };
-    Api::<Namespace>::all(control_plane.admin_client()?)
-        .create(&PostParams::default(), &namespace)
-        .await?;
+    Api::<Namespace>::all(control_plane.admin_client()?).create(&PostParams::default(), &namespace).await?;
 
     println!(
         "Kubernetes API server at {} (admin kubeconfig: {path}), namespace {NAMESPACE} created.\n\
