@@ -5,9 +5,16 @@ export TEST_DATABASE_URL
 
 .PHONY: run test-really-local test postgres control-plane dev-cluster gqlgen generate migrate fmt lint
 
-## Starts the server on the embedded SQLite default (./data/provisioner.db); playground at http://127.0.0.1:3000/graphql
+## Starts the server on the embedded SQLite default (./data/provisioner.db) with a development auth-service;
+## playground at http://127.0.0.1:3000/graphql
 run:
-	APP_LOG_FORMAT=$${APP_LOG_FORMAT:-text} cargo run --bin provisioner
+	@tools/dev-auth-service.py --port 8081 & auth=$$!; trap 'kill $$auth 2>/dev/null' EXIT INT TERM; \
+	APP_LOG_FORMAT=$${APP_LOG_FORMAT:-text} \
+	AUTH_SERVICE_BASE_URL=$${AUTH_SERVICE_BASE_URL:-http://127.0.0.1:8081} \
+	APP_AUTH_OAUTH_PATH=$${APP_AUTH_OAUTH_PATH:-dev/auth-oauth.yaml} \
+	APP_AUTH_ENABLED=$${APP_AUTH_ENABLED:-false} \
+	APP_GRAPHQL_INTROSPECTION=$${APP_GRAPHQL_INTROSPECTION:-true} \
+	cargo run --bin provisioner
 
 ## Installs and starts what the tests need (PostgreSQL, the test control plane), then runs every test.
 test-really-local: postgres control-plane
