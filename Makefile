@@ -3,7 +3,7 @@
 TEST_DATABASE_URL ?= postgres://postgres:postgres@127.0.0.1:5432/postgres
 export TEST_DATABASE_URL
 
-.PHONY: run test-really-local test postgres control-plane dev-cluster gqlgen generate migrate fmt lint
+.PHONY: run test-really-local test bench postgres control-plane dev-cluster gqlgen generate migrate fmt lint
 
 ## Starts the server on the embedded SQLite default (./data/provisioner.db) with a development auth-service;
 ## playground at http://127.0.0.1:3000/graphql
@@ -26,6 +26,14 @@ test:
 	@psql "$(TEST_DATABASE_URL)" -qtA -c "SELECT format('DROP DATABASE %I WITH (FORCE);', datname) FROM pg_database WHERE datname LIKE 'provisioner\_test\_%'" \
 		| psql "$(TEST_DATABASE_URL)" -q >/dev/null
 	cargo test --workspace --locked
+
+## Benchmark (issue 8): start-up, status reads against a bare baseline, API-server requests per read, a burst of
+## provisioning requests, memory. Prints a table and writes target/bench/results.json. BENCH_ARGS passes flags.
+bench: postgres control-plane
+	cargo build --release --locked --bin provisioner
+	TEST_CONTROL_PLANE_BIN_DIR="$$(tools/build-control-plane.sh | tail -n1)" \
+		TEST_DATABASE_URL="$(TEST_DATABASE_URL)" \
+		cargo run --release --locked -p provisioner-bench --bin bench -- $(BENCH_ARGS)
 
 postgres:
 	tools/postgres.sh

@@ -43,7 +43,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use oauth2::basic::{BasicClient, BasicErrorResponse};
 use oauth2::{ClientId, ClientSecret, EndpointNotSet, EndpointSet, RequestTokenError, TokenResponse, TokenUrl};
@@ -52,12 +52,14 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Deserializer, de};
 use tokio::sync::Mutex;
 
+use crate::backoff::Backoff;
 use crate::domain::Cloud;
 use crate::settings::AuthSettings;
 
 /// Attempts of one [`AuthClient::credential`] call when auth-service is unavailable.
 const MAX_ATTEMPTS: u32 = 3;
 const RETRY_BASE_DELAY: Duration = Duration::from_millis(200);
+const RETRY_MAX_DELAY: Duration = Duration::from_secs(2);
 /// A token is replaced this long before it expires, so that it does not expire in flight.
 const TOKEN_REFRESH_MARGIN: Duration = Duration::from_secs(30);
 const TOKEN_LIFETIME_WITHOUT_EXPIRY: Duration = Duration::from_secs(5 * 60);
@@ -174,16 +176,30 @@ impl CloudCredential {
         files
     }
 
-    /// Every secret value, so that callers can redact them from output they did not write (the runner's logs).
-    pub fn secret_values(&self) -> Vec<&str> {
+    /// Every value to keep out of output we did not write (the runner's messages): the secrets, and the access
+    /// key ids too, which identify the credential. For GCP also the key's own secret fields, which a tool may
+    /// print without the rest of the key file.
+    pub fn secret_values(&self) -> Vec<String> {
         match self {
-            CloudCredential::AwsAccessKey { secret_access_key, .. } => vec![secret_access_key.expose_secret()],
+            CloudCredential::AwsAccessKey { access_key_id, secret_access_key, .. } => {
+                vec![access_key_id.clone(), secret_access_key.expose_secret().to_owned()]
+            }
             CloudCredential::AwsAssumeRole { external_id, source, .. } => external_id
                 .iter()
-                .chain(source.iter().map(|source| &source.secret_access_key))
-                .map(|secret| secret.expose_secret())
+                .map(|external_id| external_id.expose_secret().to_owned())
+                .chain(source.iter().flat_map(|source| {
+                    [source.access_key_id.clone(), source.secret_access_key.expose_secret().to_owned()]
+                }))
                 .collect(),
-            CloudCredential::GcpServiceAccount { service_account_key, .. } => vec![service_account_key.expose_secret()],
+            CloudCredential::GcpServiceAccount { service_account_key, .. } => {
+                let key = service_account_key.expose_secret();
+                let fields = serde_json::from_str::<serde_json::Value>(key).ok();
+                std::iter::once(key.to_owned())
+                    .chain(["private_key", "private_key_id"].into_iter().filter_map(|field| {
+                        fields.as_ref().and_then(|fields| fields[field].as_str()).map(str::to_owned)
+                    }))
+                    .collect()
+            }
         }
     }
 }
@@ -360,14 +376,6 @@ fn excerpt(body: &[u8]) -> String {
     text.chars().take(EXCERPT_CHARS).map(|character| if character.is_control() { ' ' } else { character }).collect()
 }
 
-/// Exponential, with up to 50% jitter so that concurrent callers spread out (the clock's nanoseconds stand in
-/// for a random number generator, which is not a dependency).
-fn backoff(attempt: u32) -> Duration {
-    let base = RETRY_BASE_DELAY * 2u32.pow(attempt - 1);
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |now| now.subsec_nanos());
-    base + base.mul_f64(f64::from(nanos) / 2e9)
-}
-
 /// A failure to reach the token endpoint (or its 5xx), as opposed to the endpoint refusing the client.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -454,10 +462,11 @@ impl AuthClient {
         let mut url = self.inner.credentials_url.clone();
         url.path_segments_mut().expect("new() checked that the URL takes a path").push(id);
         let mut attempt = 1;
+        let mut backoff = Backoff::new(RETRY_BASE_DELAY, RETRY_MAX_DELAY);
         loop {
             match self.attempt(id, &url).await {
                 Err(error) if error.is_transient() && attempt < MAX_ATTEMPTS => {
-                    let delay = backoff(attempt);
+                    let delay = backoff.next_delay();
                     tracing::warn!(attempt, ?delay, %error, "auth-service call failed, retrying");
                     tokio::time::sleep(delay).await;
                     attempt += 1;
@@ -549,7 +558,7 @@ mod tests {
         .unwrap();
         assert_eq!(credential.kind(), "aws_access_key");
         assert_eq!(credential.cloud(), Cloud::Aws);
-        assert_eq!(credential.secret_values(), ["s3cr3t-key"]);
+        assert_eq!(credential.secret_values(), ["AKIAEXAMPLE", "s3cr3t-key"]);
         let files = credential.secret_files();
         let files: BTreeMap<_, _> = files.iter().map(|(name, value)| (name.as_str(), value.expose_secret())).collect();
         assert_eq!(
@@ -573,7 +582,7 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(credential.kind(), "aws_assume_role");
-        assert_eq!(credential.secret_values(), ["ext-secret", "s3cr3t-key"]);
+        assert_eq!(credential.secret_values(), ["ext-secret", "AKIAEXAMPLE", "s3cr3t-key"]);
         let files = credential.secret_files();
         assert_eq!(
             files.keys().map(String::as_str).collect::<Vec<_>>(),
@@ -611,6 +620,9 @@ mod tests {
         assert_eq!(written, key);
         assert_eq!(files["project_id"].expose_secret(), "my-project");
         assert_eq!(files["credential_type"].expose_secret(), "gcp_service_account");
+        let secrets = credential.secret_values();
+        assert_eq!(secrets.len(), 2, "the key file and its private key on its own");
+        assert_eq!(secrets[1], "-----BEGIN PRIVATE KEY-----");
     }
 
     #[test]
@@ -704,14 +716,5 @@ mod tests {
         // Compiling is the test: see `send_token_request`.
         fn spawnable(_: impl Future + Send + 'static) {}
         let _ = |client: AuthClient| spawnable(async move { client.credential("id").await });
-    }
-
-    #[test]
-    fn backoff_grows_with_bounded_jitter() {
-        for attempt in 1..=3 {
-            let base = RETRY_BASE_DELAY * 2u32.pow(attempt - 1);
-            let delay = backoff(attempt);
-            assert!(delay >= base && delay <= base * 3 / 2, "{attempt}: {delay:?}");
-        }
     }
 }

@@ -5,6 +5,8 @@
 
 pub mod api;
 pub mod auth;
+pub mod authn;
+pub mod backoff;
 pub mod domain;
 pub mod executor;
 pub mod render;

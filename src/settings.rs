@@ -64,6 +64,14 @@ struct RawSettings {
     app_kubernetes_version_min: Option<String>,
     app_kubernetes_version_max: Option<String>,
     app_max_request_body_bytes: Option<String>,
+    app_request_timeout: Option<String>,
+    app_max_concurrent_requests: Option<String>,
+    app_graphql_max_depth: Option<String>,
+    app_graphql_max_complexity: Option<String>,
+    app_graphql_introspection: Option<String>,
+    app_auth_enabled: Option<String>,
+    app_auth_audience: Option<String>,
+    app_auth_allowed_users: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -71,6 +79,7 @@ pub struct Settings {
     pub database: DatabaseSettings,
     pub kubernetes: KubernetesSettings,
     pub auth: AuthSettings,
+    pub authn: AuthnSettings,
     pub server: ServerSettings,
     pub log: LogSettings,
     pub operations: OperationSettings,
@@ -121,6 +130,15 @@ pub struct AuthSettings {
     pub timeout: Duration,
 }
 
+/// Who may call the API: Kubernetes ServiceAccount tokens for `audience`, from one of `allowed_users`.
+#[derive(Debug, Clone)]
+pub struct AuthnSettings {
+    /// Off only by explicit `APP_AUTH_ENABLED=false` (local development, tests of other concerns).
+    pub enabled: bool,
+    pub audience: String,
+    pub allowed_users: Vec<String>,
+}
+
 #[derive(Debug, Clone)]
 pub struct ServerSettings {
     pub address: SocketAddr,
@@ -128,6 +146,11 @@ pub struct ServerSettings {
     pub playground_endpoint: String,
     pub metrics_address: SocketAddr,
     pub max_request_body_bytes: usize,
+    pub request_timeout: Duration,
+    pub max_concurrent_requests: usize,
+    pub graphql_max_depth: usize,
+    pub graphql_max_complexity: usize,
+    pub graphql_introspection: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -188,6 +211,19 @@ fn duration(variable: &'static str, value: Option<String>, default: &str) -> Res
     Ok(parsed)
 }
 
+fn flag(variable: &'static str, value: Option<String>, default: bool) -> Result<bool> {
+    parse(variable, value, default, "true or false")
+}
+
+/// A number of at least 1, for sizes and limits.
+fn positive(variable: &'static str, value: Option<String>, default: usize, expected: &str) -> Result<usize> {
+    let number = parse(variable, value, default, expected)?;
+    if number == 0 {
+        return Err(invalid(variable, "must be at least 1"));
+    }
+    Ok(number)
+}
+
 fn endpoint(variable: &'static str, value: Option<String>) -> Result<String> {
     let value = value.unwrap_or_else(|| "/graphql".to_owned());
     if !value.starts_with('/') || value.contains(char::is_whitespace) || value.contains(['{', '}', '*']) {
@@ -221,15 +257,8 @@ impl RawSettings {
                 format!("invalid filter {level:?}: expected for example info or debug"),
             ));
         }
-        let enqueue_in_progress = match self.app_enqueue_in_progress_operations.as_deref().map(str::trim) {
-            None | Some("") => true,
-            Some(value) => value.parse().map_err(|_| {
-                invalid(
-                    "APP_ENQUEUE_IN_PROGRESS_OPERATIONS",
-                    format!("invalid value {value:?}: expected true or false"),
-                )
-            })?,
-        };
+        let enqueue_in_progress =
+            flag("APP_ENQUEUE_IN_PROGRESS_OPERATIONS", self.app_enqueue_in_progress_operations, true)?;
         let min_version = parse(
             "APP_KUBERNETES_VERSION_MIN",
             self.app_kubernetes_version_min,
@@ -268,6 +297,26 @@ impl RawSettings {
         if max_request_body_bytes < 1024 {
             return Err(invalid("APP_MAX_REQUEST_BODY_BYTES", "must be at least 1024"));
         }
+        let authn = AuthnSettings {
+            enabled: flag("APP_AUTH_ENABLED", self.app_auth_enabled, true)?,
+            audience: self
+                .app_auth_audience
+                .map(|audience| audience.trim().to_owned())
+                .filter(|audience| !audience.is_empty())
+                .unwrap_or_else(|| "cluster-provisioner".to_owned()),
+            allowed_users: self
+                .app_auth_allowed_users
+                .filter(|users| !users.trim().is_empty())
+                .unwrap_or_else(|| "system:serviceaccount:kubeopera-core:host-cluster-controller".to_owned())
+                .split(',')
+                .map(str::trim)
+                .filter(|user| !user.is_empty())
+                .map(str::to_owned)
+                .collect(),
+        };
+        if authn.allowed_users.is_empty() {
+            return Err(invalid("APP_AUTH_ALLOWED_USERS", "must name at least one user"));
+        }
         Ok(Settings {
             database,
             kubernetes: KubernetesSettings {
@@ -295,6 +344,7 @@ impl RawSettings {
                 ),
                 timeout: duration("APP_AUTH_TIMEOUT", self.app_auth_timeout, "10s")?,
             },
+            authn,
             server: ServerSettings {
                 address: parse(
                     "APP_ADDRESS",
@@ -311,6 +361,21 @@ impl RawSettings {
                     "HOST:PORT such as 127.0.0.1:9000",
                 )?,
                 max_request_body_bytes,
+                request_timeout: duration("APP_REQUEST_TIMEOUT", self.app_request_timeout, "30s")?,
+                max_concurrent_requests: positive(
+                    "APP_MAX_CONCURRENT_REQUESTS",
+                    self.app_max_concurrent_requests,
+                    256,
+                    "a number of requests",
+                )?,
+                graphql_max_depth: positive("APP_GRAPHQL_MAX_DEPTH", self.app_graphql_max_depth, 10, "a depth")?,
+                graphql_max_complexity: positive(
+                    "APP_GRAPHQL_MAX_COMPLEXITY",
+                    self.app_graphql_max_complexity,
+                    500,
+                    "a number of fields",
+                )?,
+                graphql_introspection: flag("APP_GRAPHQL_INTROSPECTION", self.app_graphql_introspection, false)?,
             },
             log: LogSettings { level, format },
             operations: OperationSettings {
@@ -407,6 +472,32 @@ mod tests {
         assert!(settings.operations.enqueue_in_progress);
         assert_eq!(settings.operations.provisioning_timeout, Duration::from_secs(90 * 60));
         assert_eq!(settings.validation.min_kubernetes_version.to_string(), "1.32");
+        assert!(settings.authn.enabled);
+        assert_eq!(settings.authn.audience, "cluster-provisioner");
+        assert_eq!(settings.authn.allowed_users, ["system:serviceaccount:kubeopera-core:host-cluster-controller"]);
+        assert_eq!(settings.server.request_timeout, Duration::from_secs(30));
+        assert_eq!(settings.server.max_concurrent_requests, 256);
+        assert_eq!(settings.server.graphql_max_depth, 10);
+        assert_eq!(settings.server.graphql_max_complexity, 500);
+        assert!(!settings.server.graphql_introspection);
+    }
+
+    #[test]
+    fn authentication_settings() {
+        let settings = load(&[
+            ("APP_AUTH_ENABLED", "false"),
+            ("APP_AUTH_AUDIENCE", "provisioner-api"),
+            ("APP_AUTH_ALLOWED_USERS", " system:serviceaccount:a:b , system:serviceaccount:c:d,"),
+        ])
+        .unwrap();
+        assert!(!settings.authn.enabled);
+        assert_eq!(settings.authn.audience, "provisioner-api");
+        assert_eq!(settings.authn.allowed_users, ["system:serviceaccount:a:b", "system:serviceaccount:c:d"]);
+
+        let error = load(&[("APP_AUTH_ALLOWED_USERS", " , ")]).unwrap_err();
+        assert_eq!(error.to_string(), "APP_AUTH_ALLOWED_USERS: must name at least one user");
+        let error = load(&[("APP_AUTH_ENABLED", "no")]).unwrap_err();
+        assert_eq!(error.to_string(), r#"APP_AUTH_ENABLED: invalid value "no": expected true or false"#);
     }
 
     #[test]
@@ -467,6 +558,15 @@ mod tests {
             ("APP_MAX_REQUEST_BODY_BYTES", "lots"),
             ("APP_WORKER_CONCURRENCY", "0"),
             ("APP_WORKER_LEASE", "forever"),
+            ("APP_AUTH_ENABLED", "maybe"),
+            ("APP_AUTH_ALLOWED_USERS", ","),
+            ("APP_REQUEST_TIMEOUT", "0s"),
+            ("APP_REQUEST_TIMEOUT", "a while"),
+            ("APP_MAX_CONCURRENT_REQUESTS", "0"),
+            ("APP_MAX_CONCURRENT_REQUESTS", "many"),
+            ("APP_GRAPHQL_MAX_DEPTH", "0"),
+            ("APP_GRAPHQL_MAX_COMPLEXITY", "-1"),
+            ("APP_GRAPHQL_INTROSPECTION", "on"),
         ];
         for (variable, value) in cases {
             let error = load(&[(variable, value)]).expect_err(variable);

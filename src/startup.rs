@@ -4,6 +4,7 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -12,12 +13,14 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::api::{self, HttpSettings};
+use crate::api::authn::Authentication;
+use crate::api::{self, HttpSettings, graphql};
 use crate::auth::{self, AuthClient};
+use crate::authn::TokenReviewer;
 use crate::executor::{Executor, JobSettings};
 use crate::render::{self, Renderer};
 use crate::service::Service;
-use crate::settings::Settings;
+use crate::settings::{AuthnSettings, Settings};
 use crate::store::{self, Store};
 use crate::telemetry::Metrics;
 use crate::worker::{Worker, WorkerSettings};
@@ -62,14 +65,14 @@ pub struct Background {
 
 impl App {
     /// Builds the app with the Kubernetes client inferred from the environment (KUBECONFIG or in-cluster).
-    /// Without a cluster the API still works and operations wait in the queue.
+    /// Without a cluster operations wait in the queue, and the API works only with authentication off.
     pub async fn build(settings: &Settings) -> Result<Self> {
         let client = match kube::Client::try_default().await {
             Ok(client) => Some(client),
             Err(error) => {
                 tracing::warn!(
                     %error,
-                    "no Kubernetes cluster configured: the API works, operations wait in the queue. \
+                    "no Kubernetes cluster configured: operations wait in the queue. \
                      Point KUBECONFIG at a cluster, for example `make dev-cluster` then \
                      `KUBECONFIG=data/dev-cluster/kubeconfig make run`"
                 );
@@ -88,6 +91,7 @@ impl App {
             .map_err(|source| Error::Database { target: settings.database.describe(), source })?;
         let auth = AuthClient::new(&settings.auth, settings.auth.timeout)?;
         let metrics = Metrics::new();
+        let authentication = authentication(&settings.authn, kube_client.clone(), &metrics);
 
         let kubernetes = &settings.kubernetes;
         let (executor, job_cache) = match kube_client {
@@ -105,14 +109,14 @@ impl App {
             None => (None, None),
         };
         let worker = match (&executor, &kubernetes.modules_repo_url) {
-            (Some(executor), Some(_)) => Some(Worker::new(
-                store.clone(),
-                executor.clone(),
-                auth.clone(),
-                Renderer::new()?,
-                worker_settings(settings),
-                metrics.clone(),
-            )),
+            (Some(executor), Some(_)) => Some(Worker {
+                store: store.clone(),
+                executor: executor.clone(),
+                auth: auth.clone(),
+                renderer: Renderer::new()?,
+                settings: worker_settings(settings),
+                metrics: metrics.clone(),
+            }),
             (Some(_), None) => {
                 tracing::warn!(
                     "MODULES_REPO_URL is not set: the worker does not start and operations wait in the queue"
@@ -127,13 +131,44 @@ impl App {
             api_endpoint: settings.server.api_endpoint.clone(),
             playground_endpoint: settings.server.playground_endpoint.clone(),
             max_body_bytes: settings.server.max_request_body_bytes,
+            request_timeout: settings.server.request_timeout,
+            max_concurrent_requests: settings.server.max_concurrent_requests,
+            graphql: graphql::Limits {
+                max_depth: settings.server.graphql_max_depth,
+                max_complexity: settings.server.graphql_max_complexity,
+                introspection: settings.server.graphql_introspection,
+            },
         };
         Ok(App {
-            router: api::router(service.clone(), &http, metrics.clone()),
+            router: api::router(service.clone(), &http, metrics.clone(), authentication),
             metrics_router: api::metrics_router(service.clone(), metrics),
             service,
             background: Background { job_cache, worker },
         })
+    }
+}
+
+/// Tokens are reviewed with the service's own client; without one, authentication cannot work and the API
+/// refuses everything rather than opening up.
+fn authentication(settings: &AuthnSettings, client: Option<kube::Client>, metrics: &Metrics) -> Authentication {
+    if !settings.enabled {
+        tracing::warn!(
+            "APP_AUTH_ENABLED=false: the API lets every caller in unauthenticated; only for local development"
+        );
+        return Authentication::Disabled;
+    }
+    match client {
+        Some(client) => Authentication::Enabled {
+            reviewer: Arc::new(TokenReviewer::new(client, settings.audience.clone(), metrics.clone())),
+            allowed_users: Arc::new(settings.allowed_users.iter().cloned().collect()),
+        },
+        None => {
+            tracing::error!(
+                "authentication needs a Kubernetes cluster to review tokens: every API request is refused \
+                 (set APP_AUTH_ENABLED=false for local development without a cluster)"
+            );
+            Authentication::NoCluster
+        }
     }
 }
 

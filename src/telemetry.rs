@@ -57,6 +57,11 @@ struct FinishedLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabels {
+    result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StageLabels {
     stage: String,
 }
@@ -77,6 +82,7 @@ struct Inner {
     runs_in_flight: Gauge,
     queued: Gauge,
     step_duration: Family<StageLabels, Histogram>,
+    token_reviews: Family<ResultLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -111,6 +117,8 @@ impl Metrics {
             Histogram::new(exponential_buckets(0.01, 3.0, 12))
         });
         registry.register("operation_step_duration_seconds", "Duration of each run step", step_duration.clone());
+        let token_reviews = Family::<ResultLabels, Counter>::default();
+        registry.register("token_reviews", "TokenReviews sent (cache misses), by result", token_reviews.clone());
         Metrics {
             inner: Arc::new(Inner {
                 registry,
@@ -122,6 +130,7 @@ impl Metrics {
                 runs_in_flight,
                 queued,
                 step_duration,
+                token_reviews,
             }),
         }
     }
@@ -168,6 +177,11 @@ impl Metrics {
             .step_duration
             .get_or_create(&StageLabels { stage: stage.to_owned() })
             .observe(duration.as_secs_f64());
+    }
+
+    /// `result` is `authenticated`, `rejected` or `error`.
+    pub fn token_reviewed(&self, result: &str) {
+        self.inner.token_reviews.get_or_create(&ResultLabels { result: result.to_owned() }).inc();
     }
 
     pub fn encode(&self) -> String {

@@ -181,7 +181,7 @@ async fn each_credential_kind_parses() {
         CloudCredential::AwsAccessKey { access_key_id, region: Some(region), .. }
             if access_key_id == "AKIAEXAMPLE" && region == "eu-central-1"
     ));
-    assert_eq!(credential.secret_values(), [SECRET]);
+    assert_eq!(credential.secret_values(), ["AKIAEXAMPLE", SECRET]);
 
     let credential = client.credential("aws-role").await.unwrap();
     assert!(matches!(

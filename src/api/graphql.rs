@@ -1,17 +1,96 @@
 //! GraphQL adapter in the style of the Kyma Runtime Provisioner. Resolvers only translate between GraphQL and
 //! the service; every service error becomes a GraphQL error with `extensions` in [`graphql_error`].
 
+use std::sync::Arc;
+
 use async_graphql::connection::{Connection, Edge, EmptyFields};
-use async_graphql::{Context, EmptySubscription, ErrorExtensions, Object, Schema, SimpleObject};
+use async_graphql::extensions::{Extension, ExtensionContext, ExtensionFactory, NextParseQuery};
+use async_graphql::parser::types::{ExecutableDocument, Selection, SelectionSet};
+use async_graphql::{
+    Context, EmptySubscription, ErrorExtensions, Object, Schema, ServerError, ServerResult, SimpleObject, Variables,
+};
+use async_graphql_axum::GraphQLResponse;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
+
+use super::authn::Identity;
 
 use crate::domain::{ClusterConfig, Labels, LastError, Operation, OperationState, OperationType, ProvisionRequest};
 use crate::service::{self, Conflict, Service};
 
 pub type ProvisionerSchema = Schema<Query, Mutation, EmptySubscription>;
 
-pub fn schema(service: Service) -> ProvisionerSchema {
-    Schema::build(Query, Mutation, EmptySubscription).data(service).finish()
+/// What one GraphQL request may ask for.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_depth: usize,
+    pub max_complexity: usize,
+    pub introspection: bool,
+}
+
+pub fn schema(service: Service, limits: Limits) -> ProvisionerSchema {
+    let builder = Schema::build(Query, Mutation, EmptySubscription)
+        .data(service)
+        .limit_depth(limits.max_depth)
+        .limit_complexity(limits.max_complexity);
+    if limits.introspection {
+        builder.finish()
+    } else {
+        // Disabled alone would answer `__schema: null`; the extension says why instead.
+        builder.disable_introspection().extension(RefuseIntrospection).finish()
+    }
+}
+
+/// Refuses documents that ask for `__schema` or `__type` before they run (`__typename` stays allowed).
+struct RefuseIntrospection;
+
+impl ExtensionFactory for RefuseIntrospection {
+    fn create(&self) -> Arc<dyn Extension> {
+        Arc::new(RefuseIntrospection)
+    }
+}
+
+#[async_graphql::async_trait::async_trait]
+impl Extension for RefuseIntrospection {
+    async fn parse_query(
+        &self,
+        context: &ExtensionContext<'_>,
+        query: &str,
+        variables: &Variables,
+        next: NextParseQuery<'_>,
+    ) -> ServerResult<ExecutableDocument> {
+        let document = next.run(context, query, variables).await?;
+        let operations = document.operations.iter().map(|(_, operation)| &operation.node.selection_set.node);
+        let fragments = document.fragments.values().map(|fragment| &fragment.node.selection_set.node);
+        if operations.chain(fragments).any(asks_for_introspection) {
+            return Err(ServerError::new("introspection is disabled (APP_GRAPHQL_INTROSPECTION)", None));
+        }
+        Ok(document)
+    }
+}
+
+/// Fragment spreads are not followed: every fragment definition is checked on its own.
+fn asks_for_introspection(selections: &SelectionSet) -> bool {
+    selections.items.iter().any(|selection| match &selection.node {
+        Selection::Field(field) => {
+            matches!(field.node.name.node.as_str(), "__schema" | "__type")
+                || asks_for_introspection(&field.node.selection_set.node)
+        }
+        Selection::InlineFragment(fragment) => asks_for_introspection(&fragment.node.selection_set.node),
+        Selection::FragmentSpread(_) => false,
+    })
+}
+
+/// Runs one request as `identity`. A request refused before anything ran (parse or validation errors, the
+/// depth and complexity limits among them: errors without a path) answers 400 instead of 200.
+pub async fn execute(schema: &ProvisionerSchema, request: async_graphql::Request, identity: Identity) -> Response {
+    let response = schema.execute(request.data(identity)).await;
+    let refused = response.data == async_graphql::Value::Null
+        && !response.errors.is_empty()
+        && response.errors.iter().all(|error| error.path.is_empty());
+    let status = if refused { StatusCode::BAD_REQUEST } else { StatusCode::OK };
+    (status, GraphQLResponse::from(response)).into_response()
 }
 
 /// The schema in SDL, as `gqlgen.sh` writes it to `schema.graphql`.
@@ -203,12 +282,17 @@ impl Mutation {
         context: &Context<'_>,
         config: ProvisionRequest,
     ) -> GraphQLResult<OperationStatus> {
+        let identity = context.data::<Identity>()?;
         let accepted = service(context).provision_runtime(config, None).await.map_err(graphql_error)?;
+        identity.audit("graphql", &accepted.operation);
         Ok(accepted.operation.into())
     }
 
     /// Returns the id of the deprovisioning operation.
     async fn deprovision_runtime(&self, context: &Context<'_>, id: String) -> GraphQLResult<String> {
-        Ok(service(context).deprovision_runtime(&id).await.map_err(graphql_error)?.id.to_string())
+        let identity = context.data::<Identity>()?;
+        let operation = service(context).deprovision_runtime(&id).await.map_err(graphql_error)?;
+        identity.audit("graphql", &operation);
+        Ok(operation.id.to_string())
     }
 }

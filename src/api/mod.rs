@@ -1,32 +1,40 @@
-//! HTTP surface: GraphQL and REST adapters over one [`Service`], health, and the per-request tracing and
-//! metrics around them.
+//! HTTP surface: GraphQL and REST adapters over one [`Service`], health, and around them authentication, the
+//! request limits (body size, time, concurrency) and the per-request tracing and metrics.
 
+pub mod authn;
 pub mod graphql;
 pub mod rest;
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use async_graphql::http::GraphiQLSource;
-use async_graphql_axum::{GraphQLRequest, GraphQLResponse};
-use axum::extract::{MatchedPath, Request};
+use async_graphql_axum::GraphQLRequest;
+use axum::body::Body;
+use axum::error_handling::HandleErrorLayer;
+use axum::extract::{MatchedPath, Request, State};
 use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
-use axum::{Extension, Router};
+use axum::{BoxError, Extension, Router};
 use tower::ServiceBuilder;
-use tower_http::limit::RequestBodyLimitLayer;
+use tower::limit::GlobalConcurrencyLimitLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, RequestId, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 
 use crate::service::Service;
 use crate::telemetry::Metrics;
+use authn::{Authentication, Identity};
+use rest::ApiError;
 
-/// Where the two GraphQL endpoints live and how big a request body may be.
+/// Where the GraphQL endpoints live and the limits every request is held to.
 #[derive(Debug, Clone)]
 pub struct HttpSettings {
     pub api_endpoint: String,
     pub playground_endpoint: String,
     pub max_body_bytes: usize,
+    pub request_timeout: Duration,
+    pub max_concurrent_requests: usize,
+    pub graphql: graphql::Limits,
 }
 
 #[derive(Clone)]
@@ -35,35 +43,47 @@ pub struct AppState {
     pub max_body_bytes: usize,
 }
 
-pub fn router(service: Service, settings: &HttpSettings, metrics: Metrics) -> Router {
-    let schema = graphql::schema(service.clone());
+pub fn router(service: Service, settings: &HttpSettings, metrics: Metrics, authentication: Authentication) -> Router {
+    let schema = graphql::schema(service.clone(), settings.graphql);
     let state = AppState { service, max_body_bytes: settings.max_body_bytes };
     let playground = GraphiQLSource::build().endpoint(&settings.api_endpoint).finish();
     let playground_endpoint = settings.playground_endpoint.clone();
 
-    // The GraphQL extractor reads the body itself, so its limit has to be a layer on that route.
-    let graphql_routes = Router::new()
+    // Everything but health and the static playground page needs a caller the platform knows.
+    let protected = Router::new()
         .route(
             &settings.api_endpoint,
-            post(move |request: GraphQLRequest| {
+            // The non-batch extractor: a batch would run many operations under one request's limits.
+            post(move |Extension(identity): Extension<Identity>, request: GraphQLRequest<ApiError>| {
                 let schema = schema.clone();
-                async move { GraphQLResponse::from(schema.execute(request.into_inner()).await) }
+                async move { graphql::execute(&schema, request.into_inner(), identity).await }
             }),
         )
-        .layer(RequestBodyLimitLayer::new(settings.max_body_bytes));
-
-    let x_request_id = axum::http::HeaderName::from_static("x-request-id");
-    Router::new()
-        .route(&settings.playground_endpoint, get(move || async move { Html(playground) }))
-        .route("/", get(move || async move { Redirect::temporary(&playground_endpoint) }))
-        .merge(graphql_routes)
         .route("/api/v1/provisions", post(rest::create_provision))
         .route("/api/v1/provisions/{id}", get(rest::get_provision).delete(rest::delete_provision))
         .route("/api/v1/provisions/{id}/logs", get(rest::get_logs))
         .route("/api/v1/provisions/{id}/kubeconfig", get(rest::get_kubeconfig))
         .route("/api/v1/openapi.json", get(rest::openapi))
+        .route_layer(middleware::from_fn_with_state(authentication, authn::authenticate));
+
+    let timeout = settings.request_timeout;
+    let x_request_id = axum::http::HeaderName::from_static("x-request-id");
+    Router::new()
+        .route(&settings.playground_endpoint, get(move || async move { Html(playground) }))
+        .route("/", get(move || async move { Redirect::temporary(&playground_endpoint) }))
         .route("/healthz", get(rest::healthz))
+        .merge(protected)
         .with_state(state)
+        .layer(middleware::from_fn_with_state(settings.max_body_bytes, limit_body))
+        .layer(
+            ServiceBuilder::new()
+                .layer(HandleErrorLayer::new(move |error: BoxError| async move { limit_error(error, timeout) }))
+                // Beyond the limit, answer 503 at once rather than queueing.
+                .load_shed()
+                // Global: one semaphore shared by every route the layer is applied to.
+                .layer(GlobalConcurrencyLimitLayer::new(settings.max_concurrent_requests))
+                .timeout(timeout),
+        )
         .layer(middleware::from_fn(record_metrics))
         .layer(
             ServiceBuilder::new()
@@ -72,6 +92,27 @@ pub fn router(service: Service, settings: &HttpSettings, metrics: Metrics) -> Ro
                 .layer(PropagateRequestIdLayer::new(x_request_id))
                 .layer(Extension(metrics)),
         )
+}
+
+/// Reads the whole body within the limit before any handler runs, so that every route (the GraphQL extractor
+/// included) answers a body that is too large with the same 413.
+async fn limit_body(State(limit): State<usize>, request: Request, next: Next) -> Response {
+    let (parts, body) = request.into_parts();
+    match axum::body::to_bytes(body, limit).await {
+        Ok(bytes) => next.run(Request::from_parts(parts, Body::from(bytes))).await,
+        Err(_) => ApiError::PayloadTooLarge { limit }.into_response(),
+    }
+}
+
+/// The errors of the timeout and load-shed layers, as JSON answers.
+fn limit_error(error: BoxError, timeout: Duration) -> ApiError {
+    if error.is::<tower::timeout::error::Elapsed>() {
+        ApiError::Timeout(timeout)
+    } else if error.is::<tower::load_shed::error::Overloaded>() {
+        ApiError::Overloaded
+    } else {
+        ApiError::Unavailable(error.to_string())
+    }
 }
 
 fn request_span(request: &Request) -> tracing::Span {

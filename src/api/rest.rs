@@ -1,16 +1,21 @@
 //! REST adapter with the cluster-provisioner's paths. Handlers only translate HTTP to service calls and back;
 //! [`ApiError`] is the one place where errors get their HTTP status and JSON body.
 
-use axum::Json;
+use std::time::Duration;
+
+use async_graphql::ParseRequestError;
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use utoipa::{OpenApi, ToSchema};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi, ToSchema};
 
 use super::AppState;
+use super::authn::Identity;
 use crate::domain::{LastError, Operation, OperationState, OperationType, ProvisionRequest};
 use crate::service::{self, ExecutorHealth, RuntimeStatus};
 
@@ -143,6 +148,27 @@ pub enum ApiError {
         field: Option<String>,
         message: String,
     },
+    /// GraphQL batches (a JSON array) would bypass the per-request limits.
+    BatchUnsupported,
+    /// No usable bearer token; answered with `WWW-Authenticate: Bearer`.
+    Unauthenticated(String),
+    /// A valid identity that is not allowed.
+    Forbidden(String),
+    /// A dependency of the request itself (not of the service) is missing or failing.
+    Unavailable(String),
+    /// More than `APP_MAX_CONCURRENT_REQUESTS` requests at once.
+    Overloaded,
+    /// The request took longer than `APP_REQUEST_TIMEOUT`.
+    Timeout(Duration),
+}
+
+impl From<ParseRequestError> for ApiError {
+    fn from(error: ParseRequestError) -> Self {
+        match error {
+            ParseRequestError::UnsupportedBatch => ApiError::BatchUnsupported,
+            other => ApiError::MalformedBody { field: None, message: format!("invalid GraphQL request: {other}") },
+        }
+    }
 }
 
 impl From<service::Error> for ApiError {
@@ -169,9 +195,39 @@ impl IntoResponse for ApiError {
             ApiError::MalformedBody { field, message } => {
                 (StatusCode::BAD_REQUEST, "invalid_input".to_owned(), message, field)
             }
+            ApiError::BatchUnsupported => (
+                StatusCode::BAD_REQUEST,
+                "batch_not_supported".to_owned(),
+                "batch requests are not supported: send one GraphQL operation per request".to_owned(),
+                None,
+            ),
+            ApiError::Unauthenticated(message) => {
+                (StatusCode::UNAUTHORIZED, "unauthenticated".to_owned(), message, None)
+            }
+            ApiError::Forbidden(message) => (StatusCode::FORBIDDEN, "forbidden".to_owned(), message, None),
+            ApiError::Unavailable(message) => {
+                (StatusCode::SERVICE_UNAVAILABLE, "unavailable".to_owned(), message, None)
+            }
+            ApiError::Overloaded => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "overloaded".to_owned(),
+                "too many requests at once: retry shortly".to_owned(),
+                None,
+            ),
+            ApiError::Timeout(limit) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "timeout".to_owned(),
+                format!("the request took longer than {}", humantime::format_duration(limit)),
+                None,
+            ),
             ApiError::Service(error) => service_error_parts(error),
         };
-        (status, Json(ErrorBody { error: ErrorDetail { code, message, field } })).into_response()
+        let mut response = (status, Json(ErrorBody { error: ErrorDetail { code, message, field } })).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            // RFC 6750: names the scheme the client has to use.
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
     }
 }
 
@@ -232,7 +288,12 @@ async fn json_body<T: serde::de::DeserializeOwned>(headers: &HeaderMap, body: Bo
         (status = 422, description = "Idempotency-Key reused for a different request", body = ErrorBody),
     )
 )]
-pub async fn create_provision(State(state): State<AppState>, headers: HeaderMap, body: Body) -> ApiResult<Response> {
+pub async fn create_provision(
+    State(state): State<AppState>,
+    Extension(identity): Extension<Identity>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
     let request: ProvisionRequest = json_body(&headers, body, state.max_body_bytes).await?;
     let idempotency_key = match headers.get("idempotency-key") {
         Some(value) => Some(value.to_str().map_err(|_| {
@@ -244,6 +305,7 @@ pub async fn create_provision(State(state): State<AppState>, headers: HeaderMap,
         None => None,
     };
     let accepted = state.service.provision_runtime(request, idempotency_key).await?;
+    identity.audit("rest", &accepted.operation);
     let location = format!("/api/v1/provisions/{}", accepted.operation.runtime_id);
     Ok((StatusCode::ACCEPTED, [(header::LOCATION, location)], Json(Accepted::from(&accepted.operation)))
         .into_response())
@@ -323,14 +385,20 @@ pub async fn get_kubeconfig(State(state): State<AppState>, Path(id): Path<String
         (status = 409, description = "An operation is active or the runtime is already deprovisioned", body = ErrorBody),
     )
 )]
-pub async fn delete_provision(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Response> {
+pub async fn delete_provision(
+    State(state): State<AppState>,
+    Extension(identity): Extension<Identity>,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
     let operation = state.service.deprovision_runtime(&id).await?;
+    identity.audit("rest", &operation);
     Ok((StatusCode::ACCEPTED, Json(Accepted::from(&operation))).into_response())
 }
 
 #[utoipa::path(
     get,
     path = "/healthz",
+    security(()),
     responses(
         (status = 200, description = "Healthy", body = Health),
         (status = 503, description = "The database is unreachable", body = Health),
@@ -356,9 +424,27 @@ pub async fn healthz(State(state): State<AppState>) -> Response {
 #[derive(OpenApi)]
 #[openapi(
     info(title = "cluster-provisioner", description = "Provisions and deprovisions Kubernetes clusters."),
-    paths(create_provision, get_provision, get_logs, get_kubeconfig, delete_provision, healthz)
+    paths(create_provision, get_provision, get_logs, get_kubeconfig, delete_provision, healthz),
+    modifiers(&BearerToken),
+    security(("bearer" = []))
 )]
 pub struct ApiDoc;
+
+struct BearerToken;
+
+impl Modify for BearerToken {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let scheme = HttpBuilder::new()
+            .scheme(HttpAuthScheme::Bearer)
+            .description(Some(
+                "A Kubernetes ServiceAccount token for the audience APP_AUTH_AUDIENCE, of a user in \
+                 APP_AUTH_ALLOWED_USERS: 401 `unauthenticated` without a valid one, 403 `forbidden` for another user",
+            ))
+            .build();
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme("bearer", SecurityScheme::Http(scheme));
+    }
+}
 
 /// The OpenAPI document served at `/api/v1/openapi.json` and kept in `assets/openapi.json`.
 pub fn openapi_json() -> String {

@@ -76,6 +76,27 @@ pub struct ContainerLog {
     pub log: String,
 }
 
+/// The namespaced objects a run creates (Secret, ConfigMap, Job).
+trait RunObject:
+    k8s_openapi::Resource<Scope = k8s_openapi::NamespaceResourceScope>
+    + Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+    + Clone
+    + Serialize
+    + DeserializeOwned
+    + std::fmt::Debug
+{
+}
+
+impl<K> RunObject for K where
+    K: k8s_openapi::Resource<Scope = k8s_openapi::NamespaceResourceScope>
+        + Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + std::fmt::Debug
+{
+}
+
 /// Creates and follows the Kubernetes objects of runs in the job namespace.
 #[derive(Clone)]
 pub struct Executor {
@@ -115,10 +136,7 @@ impl Executor {
         self.jobs.wait_until_ready().await.is_ok()
     }
 
-    fn api<K: Resource<Scope = k8s_openapi::NamespaceResourceScope>>(&self) -> Api<K>
-    where
-        K::DynamicType: Default,
-    {
+    fn api<K: RunObject>(&self) -> Api<K> {
         Api::namespaced(self.client.clone(), &self.settings.namespace)
     }
 
@@ -194,18 +212,10 @@ impl Executor {
 
     /// Creates `object`; when it already exists, reuses it if it belongs to this operation, and replaces it if
     /// an earlier operation of ours left it behind.
-    async fn ensure<K>(&self, object: K, operation_id: Uuid) -> Result<K>
-    where
-        K: Resource<Scope = k8s_openapi::NamespaceResourceScope>
-            + Clone
-            + Serialize
-            + DeserializeOwned
-            + std::fmt::Debug,
-        K::DynamicType: Default,
-    {
+    async fn ensure<K: RunObject>(&self, object: K, operation_id: Uuid) -> Result<K> {
         let api = self.api::<K>();
         let name = object.name_any();
-        let kind = K::kind(&K::DynamicType::default()).to_string();
+        let kind = K::KIND;
         match api.create(&PostParams::default(), &object).await {
             Ok(created) => return Ok(created),
             Err(kube::Error::Api(status)) if status.code == 409 => {}
@@ -217,18 +227,14 @@ impl Executor {
             return Ok(existing);
         }
         if !managed_by_us(existing.meta()) {
-            return Err(Error::NotOurs { kind: kind_name(&kind), name });
+            return Err(Error::NotOurs { kind, name });
         }
         tracing::info!(%kind, %name, "replacing an object left by an earlier operation");
         self.delete_and_wait::<K>(&name).await?;
         Ok(api.create(&PostParams::default(), &object).await?)
     }
 
-    async fn delete_and_wait<K>(&self, name: &str) -> Result<()>
-    where
-        K: Resource<Scope = k8s_openapi::NamespaceResourceScope> + Clone + DeserializeOwned + std::fmt::Debug,
-        K::DynamicType: Default,
-    {
+    async fn delete_and_wait<K: RunObject>(&self, name: &str) -> Result<()> {
         let api = self.api::<K>();
         // Background propagation: a Job's pods go with it instead of being orphaned.
         let params =
@@ -245,18 +251,10 @@ impl Executor {
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        Err(Error::StillDeleting { kind: kind_name(&K::kind(&K::DynamicType::default())), name: name.to_owned() })
+        Err(Error::StillDeleting { kind: K::KIND, name: name.to_owned() })
     }
 
-    async fn set_owner<K>(&self, name: &str, owner: &OwnerReference) -> Result<()>
-    where
-        K: Resource<Scope = k8s_openapi::NamespaceResourceScope>
-            + Clone
-            + Serialize
-            + DeserializeOwned
-            + std::fmt::Debug,
-        K::DynamicType: Default,
-    {
+    async fn set_owner<K: RunObject>(&self, name: &str, owner: &OwnerReference) -> Result<()> {
         let api = self.api::<K>();
         let Some(mut object) = api.get_opt(name).await? else { return Ok(()) };
         let owners = object.meta_mut().owner_references.get_or_insert_with(Vec::new);
@@ -403,15 +401,6 @@ fn belongs_to(meta: &ObjectMeta, operation_id: Uuid) -> bool {
             .as_ref()
             .and_then(|labels| labels.get(OPERATION_LABEL))
             .is_some_and(|id| *id == operation_id.to_string())
-}
-
-fn kind_name(kind: &str) -> &'static str {
-    match kind {
-        "Job" => "Job",
-        "Secret" => "Secret",
-        "ConfigMap" => "ConfigMap",
-        _ => "object",
-    }
 }
 
 /// Keeps a failure message short and free of credential values.

@@ -2,8 +2,6 @@
 //! machine of [`crate::domain::run`], and records the stage after every step, so that a crash, a restart or a
 //! second replica never loses an operation or runs one twice at the same time.
 
-mod backoff;
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,13 +12,13 @@ use tracing::instrument;
 use uuid::Uuid;
 
 use crate::auth::{self, AuthClient};
+use crate::backoff::Backoff;
 use crate::domain::run::{JobState, RunNames, Stage};
 use crate::domain::{LastError, Operation, OperationState, OperationType, Runtime};
 use crate::executor::{self, Executor, run_labels};
 use crate::render::{Renderer, RunAction};
 use crate::store::{self, Lease, Progress, Store};
 use crate::telemetry::Metrics;
-pub use backoff::Backoff;
 
 /// How long one step's remote calls may take before the attempt counts as a transient failure.
 const STEP_TIMEOUT: Duration = Duration::from_secs(60);
@@ -29,6 +27,9 @@ const STORE_TIMEOUT: Duration = Duration::from_secs(10);
 /// After this many claims an operation fails instead of being resumed again (a run that crashes its process
 /// every time must not block its runtime forever).
 const MAX_ATTEMPTS: i32 = 10;
+/// Retries of a failing step start after about half a second and back off up to half a minute.
+const RETRY_INITIAL: Duration = Duration::from_millis(500);
+const RETRY_MAX: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Clone)]
 pub struct WorkerSettings {
@@ -43,18 +44,14 @@ pub struct WorkerSettings {
     pub deprovisioning_timeout: Duration,
 }
 
-/// Everything a run needs; shared by the worker's tasks.
-struct Context {
-    store: Store,
-    executor: Executor,
-    auth: AuthClient,
-    renderer: Renderer,
-    settings: WorkerSettings,
-    metrics: Metrics,
-}
-
+/// Claims and drives operations; what a run needs is shared by the worker's tasks through an `Arc`.
 pub struct Worker {
-    context: Arc<Context>,
+    pub store: Store,
+    pub executor: Executor,
+    pub auth: AuthClient,
+    pub renderer: Renderer,
+    pub settings: WorkerSettings,
+    pub metrics: Metrics,
 }
 
 /// A failed step: transient ones are retried until the operation's deadline, permanent ones fail the run.
@@ -107,21 +104,10 @@ enum StepOutcome {
 }
 
 impl Worker {
-    pub fn new(
-        store: Store,
-        executor: Executor,
-        auth: AuthClient,
-        renderer: Renderer,
-        settings: WorkerSettings,
-        metrics: Metrics,
-    ) -> Self {
-        Worker { context: Arc::new(Context { store, executor, auth, renderer, settings, metrics }) }
-    }
-
     /// Claims and runs operations until `shutdown` turns true; in-flight runs then release their operations so
     /// the next process resumes them at once.
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
-        let context = self.context;
+        let context = Arc::new(self);
         let permits = Arc::new(Semaphore::new(context.settings.concurrency.max(1)));
         let mut runs = JoinSet::new();
         tracing::info!(owner = %context.settings.owner, concurrency = context.settings.concurrency, "worker started");
@@ -132,7 +118,7 @@ impl Worker {
                 let shutdown = shutdown.clone();
                 runs.spawn(async move {
                     let _permit = permit;
-                    context.run(operation, shutdown).await;
+                    context.run_operation(operation, shutdown).await;
                 });
             }
             tokio::select! {
@@ -149,9 +135,7 @@ impl Worker {
         while runs.join_next().await.is_some() {}
         tracing::info!("worker stopped");
     }
-}
 
-impl Context {
     fn lease(&self) -> Lease {
         Lease { owner: self.settings.owner.clone(), expires_at: store::now() + self.settings.lease }
     }
@@ -181,7 +165,7 @@ impl Context {
 
     /// Runs one claimed operation to its end, or until its lease is lost or the process shuts down.
     #[instrument(skip_all, fields(operation_id = %operation.id, runtime_id = %operation.runtime_id))]
-    async fn run(self: Arc<Self>, operation: Operation, mut shutdown: watch::Receiver<bool>) {
+    async fn run_operation(self: Arc<Self>, operation: Operation, mut shutdown: watch::Receiver<bool>) {
         self.metrics.run_started(operation.operation_type);
         // The watch guard is not Send: wait inside a block that drops it before returning.
         let shutting_down = async move {
@@ -303,7 +287,7 @@ impl Context {
 
     /// Records progress, retrying briefly; false when the lease is lost or the store stays unreachable.
     async fn persist(&self, operation: &Operation, progress: Progress) -> bool {
-        let mut backoff = Backoff::new();
+        let mut backoff = Backoff::new(RETRY_INITIAL, RETRY_MAX);
         for _ in 0..5 {
             match tokio::time::timeout(
                 STORE_TIMEOUT,
@@ -328,7 +312,7 @@ impl Context {
         stage: Stage,
         run: &mut Run<'_>,
     ) -> Result<StepOutcome, StepError> {
-        let mut backoff = Backoff::new();
+        let mut backoff = Backoff::new(RETRY_INITIAL, RETRY_MAX);
         loop {
             let limit = if stage == Stage::WaitForJob { None } else { Some(STEP_TIMEOUT) };
             let result = match limit {
@@ -390,7 +374,7 @@ impl Context {
                         ),
                     )));
                 }
-                run.redact = credential.secret_values().into_iter().map(str::to_owned).collect();
+                run.redact = credential.secret_values();
                 self.executor.ensure_credentials(&run.names, &labels, &credential.secret_files()).await?;
                 Ok(StepOutcome::Next)
             }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use kube::api::{ListParams, ObjectMeta, PostParams};
 use kube::{Api, Client};
 use provisioner::startup::App;
@@ -218,6 +218,33 @@ pub async fn apply_production_rbac(admin: &Client, namespace: &str) {
                 }
                 let binding: RoleBinding = serde_json::from_value(object).unwrap();
                 Api::<RoleBinding>::namespaced(admin.clone(), namespace).create(&params, &binding).await.unwrap();
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Creates the manifest's ClusterRoles and ClusterRoleBindings for the ServiceAccounts of `namespace`. They are
+/// cluster-scoped, so each gets the namespace as a name suffix: tests sharing the control plane do not collide.
+pub async fn apply_production_cluster_rbac(admin: &Client, namespace: &str) {
+    let text = std::fs::read_to_string("resources/cluster-provisioner.yaml").expect("read the manifest");
+    let params = PostParams::default();
+    for document in YamlLoader::load_from_str(&text).expect("parse the manifest") {
+        let mut object = yaml_to_json(&document);
+        let unique = |name: &Value| Value::from(format!("{}-{namespace}", name.as_str().unwrap()));
+        object["metadata"]["name"] = unique(&object["metadata"]["name"]);
+        match object["kind"].as_str().unwrap_or_default() {
+            "ClusterRole" => {
+                let role: ClusterRole = serde_json::from_value(object).unwrap();
+                Api::<ClusterRole>::all(admin.clone()).create(&params, &role).await.unwrap();
+            }
+            "ClusterRoleBinding" => {
+                object["roleRef"]["name"] = unique(&object["roleRef"]["name"]);
+                for subject in object["subjects"].as_array_mut().unwrap() {
+                    subject["namespace"] = Value::from(namespace);
+                }
+                let binding: ClusterRoleBinding = serde_json::from_value(object).unwrap();
+                Api::<ClusterRoleBinding>::all(admin.clone()).create(&params, &binding).await.unwrap();
             }
             _ => {}
         }

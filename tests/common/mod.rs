@@ -104,6 +104,8 @@ pub fn settings_for(database_url: &str, auth: &FakeAuthService, extra: &[(&str, 
         ("AUTH_SERVICE_BASE_URL", auth.base_url.as_str()),
         ("APP_AUTH_OAUTH_PATH", client_file.as_str()),
         ("APP_AUTH_TIMEOUT", "2s"),
+        // These tests are about other concerns; tests/authn.rs turns authentication on.
+        ("APP_AUTH_ENABLED", "false"),
     ]
     .into_iter()
     .map(|(key, value)| (key.to_owned(), value.to_owned()))
@@ -137,12 +139,17 @@ impl Answer {
 
 /// The app over a fresh database with a fake auth-service and no Kubernetes cluster (operations stay queued).
 pub async fn spawn_app(backend: Backend) -> TestApp {
+    spawn_app_with(backend, &[], None).await
+}
+
+/// [`spawn_app`] with extra settings (which win) and a Kubernetes client of the test's choice.
+pub async fn spawn_app_with(backend: Backend, extra: &[(&str, &str)], client: Option<kube::Client>) -> TestApp {
     provisioner::install_crypto_provider();
     let folder = tempfile::tempdir().expect("temporary folder");
     let auth = FakeAuthService::start(folder.path()).await;
     let database = TestDatabase::create(backend).await;
-    let settings = settings_for(&database.url, &auth, &[]);
-    let app = App::build_with(&settings, None).await.expect("app starts");
+    let settings = settings_for(&database.url, &auth, extra);
+    let app = App::build_with(&settings, client).await.expect("app starts");
     TestApp { app, database, settings, auth, _folder: folder }
 }
 

@@ -3,19 +3,18 @@
 use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
-const INITIAL: Duration = Duration::from_millis(500);
-const MAX: Duration = Duration::from_secs(30);
-
-/// Delays that double from 0.5 s up to 30 s; each is drawn uniformly from its upper half, so that workers
+/// Delays that double from `initial` up to `max`; each is drawn uniformly from its upper half, so that callers
 /// retrying after the same outage spread out instead of hitting the recovered service together.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Backoff {
+    initial: Duration,
+    max: Duration,
     attempts: u32,
 }
 
 impl Backoff {
-    pub fn new() -> Self {
-        Backoff::default()
+    pub fn new(initial: Duration, max: Duration) -> Self {
+        Backoff { initial, max, attempts: 0 }
     }
 
     pub fn attempts(&self) -> u32 {
@@ -23,7 +22,7 @@ impl Backoff {
     }
 
     pub fn next_delay(&mut self) -> Duration {
-        let ceiling = INITIAL.saturating_mul(1 << self.attempts.min(16)).min(MAX);
+        let ceiling = self.initial.saturating_mul(1 << self.attempts.min(16)).min(self.max);
         self.attempts += 1;
         let half = ceiling / 2;
         half + half.mul_f64(random_fraction())
@@ -43,9 +42,12 @@ fn random_fraction() -> f64 {
 mod tests {
     use super::*;
 
+    const INITIAL: Duration = Duration::from_millis(500);
+    const MAX: Duration = Duration::from_secs(30);
+
     #[test]
     fn delays_grow_exponentially_within_jittered_bounds_and_cap() {
-        let mut backoff = Backoff::new();
+        let mut backoff = Backoff::new(INITIAL, MAX);
         for attempt in 0..12u32 {
             let ceiling = INITIAL.saturating_mul(1 << attempt).min(MAX);
             let delay = backoff.next_delay();
@@ -56,7 +58,8 @@ mod tests {
 
     #[test]
     fn jitter_spreads_delays() {
-        let delays: std::collections::HashSet<_> = (0..20).map(|_| Backoff { attempts: 5 }.next_delay()).collect();
+        let delays: std::collections::HashSet<_> =
+            (0..20).map(|_| Backoff { initial: INITIAL, max: MAX, attempts: 5 }.next_delay()).collect();
         assert!(delays.len() > 10, "{delays:?}");
     }
 }

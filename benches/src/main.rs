@@ -1,0 +1,971 @@
+//! `make bench`: figures for the provisioner against a real API server and PostgreSQL (issue 8).
+//!
+//! The server runs as a child process (the release `provisioner` binary next to this one), so its start-up time
+//! and resident memory are its own. Phases: start-up; seeding N runtimes straight through the store (no worker);
+//! status reads over REST and GraphQL at several concurrencies, against a bare axum baseline doing the same two
+//! queries; API-server requests caused per read; a burst of provisioning requests with the worker running.
+//! It prints a table and writes the same figures as JSON. It never asserts: the figures are the output.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::Json;
+use axum::extract::{Path as UrlPath, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use futures::StreamExt;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::ServiceAccount;
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use kube::api::{ListParams, PostParams};
+use kube::{Api, Client};
+use provisioner::domain::{Operation, OperationType, ProvisionRequest, Runtime};
+use provisioner::store::{self, Store};
+use sea_orm::{ConnectionTrait, Database};
+use serde_json::{Value, json};
+use test_control_plane::ControlPlane;
+use uuid::Uuid;
+use yaml_rust2::{Yaml, YamlLoader};
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+type Result<T, E = Error> = std::result::Result<T, E>;
+
+const MANIFEST: &str = include_str!("../../resources/cluster-provisioner.yaml");
+const MODULES_REPO_URL: &str = "https://git.example.invalid/bench/terraform-modules.git";
+const SERVICE_ACCOUNT: &str = "cluster-provisioner";
+const CONCURRENCIES: [usize; 3] = [1, 16, 64];
+
+struct Args {
+    runtimes: usize,
+    burst: usize,
+    duration: Duration,
+    idle: Duration,
+    worker_concurrency: usize,
+    burst_timeout: Duration,
+    out: PathBuf,
+    server_bin: Option<PathBuf>,
+}
+
+impl Args {
+    fn parse() -> Result<Self> {
+        let mut args = Args {
+            runtimes: 10_000,
+            burst: 1_000,
+            duration: Duration::from_secs(5),
+            idle: Duration::from_secs(10),
+            worker_concurrency: 16,
+            burst_timeout: Duration::from_secs(120),
+            out: PathBuf::from("target/bench/results.json"),
+            server_bin: None,
+        };
+        let mut raw = std::env::args().skip(1);
+        while let Some(flag) = raw.next() {
+            let mut value = || raw.next().ok_or_else(|| format!("{flag} needs a value"));
+            match flag.as_str() {
+                "--runtimes" => args.runtimes = value()?.parse()?,
+                "--burst" => args.burst = value()?.parse()?,
+                "--duration" => args.duration = Duration::from_secs_f64(value()?.parse()?),
+                "--idle" => args.idle = Duration::from_secs_f64(value()?.parse()?),
+                "--worker-concurrency" => args.worker_concurrency = value()?.parse()?,
+                "--burst-timeout" => args.burst_timeout = Duration::from_secs_f64(value()?.parse()?),
+                "--out" => args.out = PathBuf::from(value()?),
+                "--server-bin" => args.server_bin = Some(PathBuf::from(value()?)),
+                "-h" | "--help" => {
+                    println!(
+                        "bench [--runtimes N (10000)] [--burst N (1000)] [--duration SECONDS per read run (5)] \
+                         [--idle SECONDS of API-server background measure (10)] [--worker-concurrency N (16)] \
+                         [--burst-timeout SECONDS (120)] [--out FILE (target/bench/results.json)] \
+                         [--server-bin PATH (the provisioner binary next to this one)]"
+                    );
+                    std::process::exit(0);
+                }
+                other => return Err(format!("unknown argument {other:?} (see --help)").into()),
+            }
+        }
+        Ok(args)
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    provisioner::install_crypto_provider();
+    let args = match Args::parse() {
+        Ok(args) => args,
+        Err(error) => {
+            eprintln!("bench: {error}");
+            std::process::exit(2);
+        }
+    };
+    if let Err(error) = run(args).await {
+        eprintln!("bench failed: {error}");
+        std::process::exit(1);
+    }
+}
+
+/// Everything that must be cleaned up whatever happens: the databases.
+struct Databases {
+    admin_url: String,
+    names: Vec<String>,
+}
+
+impl Databases {
+    async fn create(&mut self, purpose: &str) -> Result<String> {
+        let name = format!("provisioner_bench_{purpose}_{}", Uuid::new_v4().simple());
+        let admin = Database::connect(&self.admin_url).await?;
+        admin.execute_unprepared(&format!("CREATE DATABASE \"{name}\"")).await?;
+        self.names.push(name.clone());
+        let (base, _) = self.admin_url.rsplit_once('/').ok_or("TEST_DATABASE_URL must end with a database name")?;
+        Ok(format!("{base}/{name}"))
+    }
+
+    async fn drop_all(&self) {
+        let Ok(admin) = Database::connect(&self.admin_url).await else { return };
+        for name in &self.names {
+            if let Err(error) =
+                admin.execute_unprepared(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)")).await
+            {
+                eprintln!("could not drop database {name}: {error}");
+            }
+        }
+    }
+}
+
+async fn run(args: Args) -> Result<()> {
+    let out_dir = args.out.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+    std::fs::create_dir_all(&out_dir)?;
+    let work = out_dir.join(format!("run-{}", std::process::id()));
+    std::fs::create_dir_all(&work)?;
+    // The child process resolves the kubeconfig's paths on its own: make them absolute.
+    let work = work.canonicalize()?;
+    let server_bin = match &args.server_bin {
+        Some(path) => path.clone(),
+        None => std::env::current_exe()?.parent().ok_or("no folder of the bench binary")?.join("provisioner"),
+    };
+    if !server_bin.is_file() {
+        return Err(format!(
+            "{} does not exist: build it with `cargo build --release --bin provisioner` (make bench does)",
+            server_bin.display()
+        )
+        .into());
+    }
+
+    eprintln!("starting the test control plane...");
+    let control_plane = ControlPlane::start().await?;
+    let admin = control_plane.admin_client()?;
+    let namespace = control_plane.new_namespace("bench").await?;
+    apply_production_rbac(&admin, &namespace).await?;
+    let token = control_plane.service_account_token(&namespace, SERVICE_ACCOUNT, &[]).await?;
+    let kubeconfig = write_token_kubeconfig(&work, &control_plane, &token)?;
+
+    let auth = start_fake_auth_service(&work).await?;
+    let mut databases = Databases {
+        admin_url: std::env::var("TEST_DATABASE_URL")
+            .unwrap_or_else(|_| "postgres://postgres:postgres@127.0.0.1:5432/postgres".to_owned()),
+        names: Vec::new(),
+    };
+    let result =
+        phases(&args, &work, &server_bin, &control_plane, &admin, &namespace, &kubeconfig, &auth, &mut databases).await;
+    databases.drop_all().await;
+    let figures = result?;
+
+    print_table(&figures);
+    std::fs::write(&args.out, serde_json::to_string_pretty(&figures)?)?;
+    println!("\nfigures written to {}", args.out.display());
+    let _ = std::fs::remove_dir_all(&work);
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn phases(
+    args: &Args,
+    work: &Path,
+    server_bin: &Path,
+    control_plane: &ControlPlane,
+    admin: &Client,
+    namespace: &str,
+    kubeconfig: &Path,
+    auth: &FakeAuth,
+    databases: &mut Databases,
+) -> Result<Value> {
+    let http = reqwest::Client::builder().pool_max_idle_per_host(256).timeout(Duration::from_secs(30)).build()?;
+    let base_env = |database_url: &str| -> Vec<(String, String)> {
+        [
+            ("DATABASE_URL", database_url),
+            ("AUTH_SERVICE_BASE_URL", auth.base_url.as_str()),
+            ("APP_AUTH_OAUTH_PATH", auth.client_file.to_str().unwrap_or_default()),
+            ("JOB_NAMESPACE", namespace),
+            ("KUBECONFIG", kubeconfig.to_str().unwrap_or_default()),
+            // Reads measure the status path, not the caller authentication (a TokenReview per new token).
+            ("APP_AUTH_ENABLED", "false"),
+        ]
+        .into_iter()
+        .map(|(key, value)| (key.to_owned(), value.to_owned()))
+        .collect()
+    };
+
+    // Phase 1: start-up on a fresh database (migrations included), no worker (no MODULES_REPO_URL).
+    let reads_db = databases.create("reads").await?;
+    eprintln!("starting the server (no worker)...");
+    let server = Server::start(server_bin, base_env(&reads_db), &work.join("server-reads.log"), &http).await?;
+    let startup = (server.ready_ms, server.healthy_ms);
+    eprintln!("  /healthz 200 after {:.0} ms, Job cache synced after {:.0} ms", startup.0, startup.1);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let rss_idle = server.rss_kib()?;
+
+    // Phase 2: seeding through the store, concurrently.
+    eprintln!("seeding {} runtimes through the store...", args.runtimes);
+    let store = Store::connect(&reads_db, 16).await?;
+    let started = Instant::now();
+    let seeded = seed(&store, args.runtimes).await?;
+    let seed_secs = started.elapsed().as_secs_f64();
+    eprintln!("  {:.1} s ({:.0} runtimes/s)", seed_secs, args.runtimes as f64 / seed_secs);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let rss_seeded = server.rss_kib()?;
+
+    // The baseline: the same two queries behind a bare axum handler in this process.
+    let baseline_store = Store::connect(&reads_db, 10).await?;
+    let baseline = start_baseline(baseline_store).await?;
+
+    // Background API-server traffic while nothing is asked of the server.
+    eprintln!("measuring the API server's idle background for {:?}...", args.idle);
+    let before = apiserver_requests(admin).await?;
+    let idle_started = Instant::now();
+    tokio::time::sleep(args.idle).await;
+    let background_per_sec = (apiserver_requests(admin).await? - before) / idle_started.elapsed().as_secs_f64();
+
+    // Phase 3: status reads.
+    let seeded = Arc::new(seeded);
+    let mut reads = Vec::new();
+    let mut rss_reads_max = 0;
+    let mut rss_after_reads = Vec::new();
+    for target in [Target::Baseline, Target::Rest, Target::Graphql] {
+        for concurrency in CONCURRENCIES {
+            eprintln!("reads: {} at concurrency {concurrency}...", target.name());
+            let url = match target {
+                Target::Baseline => format!("http://{}/runtimes/", baseline),
+                Target::Rest => format!("http://{}/api/v1/provisions/", server.api),
+                Target::Graphql => format!("http://{}/graphql", server.api),
+            };
+            let sampler = RssSampler::start(server.pid);
+            let before = apiserver_requests(admin).await?;
+            let stats = load(&http, target, &url, &seeded, concurrency, args.duration).await;
+            let after = apiserver_requests(admin).await?;
+            let rss_max = sampler.stop().await;
+            if target != Target::Baseline {
+                rss_reads_max = rss_reads_max.max(rss_max);
+            }
+            let caused = (after - before) - background_per_sec * stats.wall_secs;
+            let per_read = if target == Target::Baseline { None } else { Some(caused / stats.ok as f64) };
+            eprintln!(
+                "  {:.0} req/s, p50 {:.2} ms, p99 {:.2} ms, p99.9 {:.2} ms, errors {}",
+                stats.rps(),
+                stats.p50,
+                stats.p99,
+                stats.p999,
+                stats.errors
+            );
+            reads.push((target, concurrency, stats, per_read, after - before));
+            if target != Target::Baseline {
+                rss_after_reads
+                    .push(json!({"after": format!("{} c={concurrency}", target.name()), "rss_kib": server.rss_kib()?}));
+            }
+        }
+    }
+    let rss_after = server.rss_kib()?;
+    let reads_server_stats = server.stop().await;
+
+    // Phase 4: the burst, on a fresh database with the worker running.
+    let burst_db = databases.create("burst").await?;
+    let mut env = base_env(&burst_db);
+    env.push(("MODULES_REPO_URL".to_owned(), MODULES_REPO_URL.to_owned()));
+    env.push(("APP_WORKER_CONCURRENCY".to_owned(), args.worker_concurrency.to_string()));
+    eprintln!("starting the server with the worker (concurrency {})...", args.worker_concurrency);
+    let worker_server = Server::start(server_bin, env, &work.join("server-burst.log"), &http).await?;
+    let burst = burst(&http, &worker_server, admin, namespace, args).await?;
+    let rss_burst = worker_server.rss_kib()?;
+    let burst_server_stats = worker_server.stop().await;
+    let _ = control_plane;
+
+    let baseline_of = |concurrency: usize| {
+        reads
+            .iter()
+            .find(|(target, c, ..)| *target == Target::Baseline && *c == concurrency)
+            .map(|(_, _, stats, ..)| stats.clone())
+    };
+    let reads_json: Vec<Value> = reads
+        .iter()
+        .map(|(target, concurrency, stats, per_read, apiserver_delta)| {
+            let base = baseline_of(*concurrency);
+            let ratio = |value: f64, base: Option<f64>| base.filter(|base| *base > 0.0).map(|base| value / base);
+            json!({
+                "target": target.name(),
+                "concurrency": concurrency,
+                "requests": stats.ok,
+                "errors": stats.errors,
+                "seconds": stats.wall_secs,
+                "requests_per_second": stats.rps(),
+                "p50_ms": stats.p50,
+                "p99_ms": stats.p99,
+                "p999_ms": stats.p999,
+                "max_ms": stats.max,
+                "ratio_to_baseline": {
+                    "requests_per_second": ratio(stats.rps(), base.as_ref().map(Stats::rps)),
+                    "p50": ratio(stats.p50, base.as_ref().map(|base| base.p50)),
+                    "p99": ratio(stats.p99, base.as_ref().map(|base| base.p99)),
+                    "p999": ratio(stats.p999, base.as_ref().map(|base| base.p999)),
+                },
+                "apiserver_requests_during_run": apiserver_delta,
+                "apiserver_requests_per_read": per_read,
+            })
+        })
+        .collect();
+    Ok(json!({
+        "machine": { "cores": std::thread::available_parallelism().map(usize::from).unwrap_or(0) },
+        "parameters": {
+            "runtimes": args.runtimes,
+            "burst": args.burst,
+            "read_seconds": args.duration.as_secs_f64(),
+            "worker_concurrency": args.worker_concurrency,
+        },
+        "startup": {
+            "healthz_ok_ms": startup.0,
+            "job_cache_synced_ms": startup.1,
+        },
+        "seeding": { "runtimes": args.runtimes, "seconds": seed_secs, "per_second": args.runtimes as f64 / seed_secs },
+        "apiserver_background_requests_per_second": background_per_sec,
+        "reads": reads_json,
+        "memory_kib": {
+            "idle": rss_idle,
+            "after_seeding": rss_seeded,
+            "under_read_load_max": rss_reads_max,
+            "after_each_read_run": rss_after_reads,
+            "after_reads": rss_after,
+            "after_burst": rss_burst,
+            "reads_server_exit": reads_server_stats,
+            "burst_server_exit": burst_server_stats,
+        },
+        "burst": burst,
+    }))
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The server as a child process.
+
+struct Server {
+    child: tokio::process::Child,
+    pid: u32,
+    api: String,
+    ready_ms: f64,
+    healthy_ms: f64,
+}
+
+impl Server {
+    async fn start(bin: &Path, env: Vec<(String, String)>, log: &Path, http: &reqwest::Client) -> Result<Self> {
+        let api_port = free_port()?;
+        let metrics_port = free_port()?;
+        let log_file = std::fs::File::create(log)?;
+        let mut command = tokio::process::Command::new(bin);
+        command
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("APP_ADDRESS", format!("127.0.0.1:{api_port}"))
+            .env("APP_METRICS_ADDRESS", format!("127.0.0.1:{metrics_port}"))
+            .envs(env)
+            .stdin(std::process::Stdio::null())
+            .stdout(log_file.try_clone()?)
+            .stderr(log_file)
+            .kill_on_drop(true);
+        let started = Instant::now();
+        let mut child = command.spawn()?;
+        let pid = child.id().ok_or("the server exited at once")?;
+        let api = format!("127.0.0.1:{api_port}");
+        let healthz = format!("http://{api}/healthz");
+        let mut ready_ms = None;
+        let deadline = started + Duration::from_secs(60);
+        loop {
+            if let Some(status) = child.try_wait()? {
+                let log = std::fs::read_to_string(log).unwrap_or_default();
+                return Err(format!("the server exited with {status}:\n{log}").into());
+            }
+            if let Ok(response) = http.get(&healthz).send().await
+                && response.status().is_success()
+            {
+                let body: Value = response.json().await.unwrap_or_default();
+                let elapsed = started.elapsed().as_secs_f64() * 1000.0;
+                ready_ms.get_or_insert(elapsed);
+                if body["kubernetes"] == "ok" {
+                    return Ok(Server { child, pid, api, ready_ms: ready_ms.unwrap_or(elapsed), healthy_ms: elapsed });
+                }
+            }
+            if Instant::now() > deadline {
+                return Err(format!("the server was not ready within 60 s; see {}", log.display()).into());
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    fn rss_kib(&self) -> Result<u64> {
+        rss_of(self.pid).ok_or_else(|| format!("cannot read /proc/{}/status", self.pid).into())
+    }
+
+    /// SIGTERM (a graceful stop), then the peak RSS and exit status.
+    async fn stop(mut self) -> Value {
+        let peak = hwm_of(self.pid);
+        let _ = std::process::Command::new("kill").arg("-TERM").arg(self.pid.to_string()).status();
+        let status = match tokio::time::timeout(Duration::from_secs(40), self.child.wait()).await {
+            Ok(Ok(status)) => status.to_string(),
+            _ => {
+                let _ = self.child.start_kill();
+                "killed after 40 s".to_owned()
+            }
+        };
+        json!({ "peak_rss_kib": peak, "exit": status })
+    }
+}
+
+fn free_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+fn proc_status_field(pid: u32, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|line| line.starts_with(field))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn rss_of(pid: u32) -> Option<u64> {
+    proc_status_field(pid, "VmRSS:")
+}
+
+fn hwm_of(pid: u32) -> Option<u64> {
+    proc_status_field(pid, "VmHWM:")
+}
+
+/// Samples a process's RSS every 100 ms and keeps the largest value.
+struct RssSampler {
+    stop: Arc<AtomicBool>,
+    task: tokio::task::JoinHandle<u64>,
+}
+
+impl RssSampler {
+    fn start(pid: u32) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let task = tokio::spawn(async move {
+            let mut max = 0;
+            while !flag.load(Ordering::Relaxed) {
+                max = max.max(rss_of(pid).unwrap_or(0));
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            max
+        });
+        RssSampler { stop, task }
+    }
+
+    async fn stop(self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        self.task.await.unwrap_or(0)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Kubernetes set-up.
+
+/// Creates the ServiceAccounts, Roles and RoleBindings of the production manifest in `namespace` (as the engine
+/// tests do), so the server runs with exactly the production permissions.
+async fn apply_production_rbac(admin: &Client, namespace: &str) -> Result<()> {
+    for document in YamlLoader::load_from_str(MANIFEST)? {
+        let mut object = yaml_to_json(&document);
+        let kind = object["kind"].as_str().unwrap_or_default().to_owned();
+        object["metadata"]["namespace"] = Value::from(namespace);
+        let params = PostParams::default();
+        match kind.as_str() {
+            "ServiceAccount" => {
+                let account: ServiceAccount = serde_json::from_value(object)?;
+                Api::<ServiceAccount>::namespaced(admin.clone(), namespace).create(&params, &account).await?;
+            }
+            "Role" => {
+                let role: Role = serde_json::from_value(object)?;
+                Api::<Role>::namespaced(admin.clone(), namespace).create(&params, &role).await?;
+            }
+            "RoleBinding" => {
+                for subject in object["subjects"].as_array_mut().ok_or("RoleBinding without subjects")? {
+                    subject["namespace"] = Value::from(namespace);
+                }
+                let binding: RoleBinding = serde_json::from_value(object)?;
+                Api::<RoleBinding>::namespaced(admin.clone(), namespace).create(&params, &binding).await?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn yaml_to_json(yaml: &Yaml) -> Value {
+    match yaml {
+        Yaml::Hash(hash) => Value::Object(
+            hash.iter()
+                .map(|(key, value)| (key.as_str().unwrap_or_default().to_owned(), yaml_to_json(value)))
+                .collect(),
+        ),
+        Yaml::Array(items) => Value::Array(items.iter().map(yaml_to_json).collect()),
+        Yaml::String(text) => Value::from(text.as_str()),
+        Yaml::Integer(number) => Value::from(*number),
+        Yaml::Boolean(flag) => Value::from(*flag),
+        Yaml::Real(text) => text.parse::<f64>().map(Value::from).unwrap_or(Value::Null),
+        _ => Value::Null,
+    }
+}
+
+/// A kubeconfig for the ServiceAccount token (the child process reads it through KUBECONFIG).
+fn write_token_kubeconfig(work: &Path, control_plane: &ControlPlane, token: &str) -> Result<PathBuf> {
+    let ca = work.join("ca.crt");
+    std::fs::write(&ca, control_plane.ca_pem())?;
+    let kubeconfig = json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "bench", "cluster": {"server": control_plane.server_url(), "certificate-authority": ca}}],
+        "users": [{"name": SERVICE_ACCOUNT, "user": {"token": token}}],
+        "contexts": [{"name": "bench", "context": {"cluster": "bench", "user": SERVICE_ACCOUNT}}],
+        "current-context": "bench",
+    });
+    let path = work.join("cluster-provisioner.kubeconfig");
+    std::fs::write(&path, serde_json::to_string_pretty(&kubeconfig)?)?;
+    Ok(path)
+}
+
+/// The API server's `apiserver_request_total`, summed over all labels.
+async fn apiserver_requests(admin: &Client) -> Result<f64> {
+    let request = http::Request::get("/metrics").body(Vec::new())?;
+    let text = admin.request_text(request).await?;
+    Ok(text
+        .lines()
+        .filter(|line| line.starts_with("apiserver_request_total{") || line.starts_with("apiserver_request_total "))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum())
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The fake auth-service.
+
+struct FakeAuth {
+    base_url: String,
+    client_file: PathBuf,
+}
+
+async fn start_fake_auth_service(work: &Path) -> Result<FakeAuth> {
+    let router = axum::Router::new()
+        .route(
+            "/oauth2/token",
+            post(|| async { Json(json!({"access_token": "t", "token_type": "bearer", "expires_in": 3600})) }),
+        )
+        .route(
+            "/api/v1/credentials/{id}",
+            get(|UrlPath(id): UrlPath<String>| async move {
+                Json(json!({"id": id, "type": "aws_access_key", "accessKeyId": "AKIABENCH", "secretAccessKey": "bench-secret"}))
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let base_url = format!("http://{}", listener.local_addr()?);
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    let client_file = work.join("auth-oauth.yaml");
+    std::fs::write(
+        &client_file,
+        format!(
+            "data:\n  client_id: bench\n  client_secret: bench-secret\n  tokens_endpoint: {base_url}/oauth2/token\n"
+        ),
+    )?;
+    Ok(FakeAuth { base_url, client_file })
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Seeding and the baseline.
+
+fn provision_body(name: &str) -> Value {
+    json!({
+        "runtimeInput": { "name": name, "description": "a bench cluster", "labels": { "team": "platform" } },
+        "clusterConfig": {
+            "topology": "vanilla_kubeadm",
+            "credentialId": "cred-aws-1",
+            "region": "eu-central-1",
+            "kubernetesVersion": "1.34",
+            "environment": "dev",
+            "controlPlane": { "count": 3, "machineType": "t3.large" },
+            "workerPool": { "machineType": "t3.large", "minSize": 1, "maxSize": 3, "diskSizeGb": 50 },
+            "network": { "vpcCidr": "10.0.0.0/16", "podCidr": "192.168.0.0/16", "serviceCidr": "10.96.0.0/12" },
+            "aws": { "zones": ["eu-central-1a", "eu-central-1b"] }
+        }
+    })
+}
+
+/// (runtime id, operation id) of each seeded runtime.
+async fn seed(store: &Store, count: usize) -> Result<Vec<(Uuid, Uuid)>> {
+    let results: Vec<Result<(Uuid, Uuid)>> = futures::stream::iter(0..count)
+        .map(|index| async move {
+            let request: ProvisionRequest = serde_json::from_value(provision_body(&format!("seed-{index}")))?;
+            let now = store::now();
+            let id = Uuid::now_v7();
+            let operation = Operation::queued(id, OperationType::Provision, now);
+            let runtime = Runtime {
+                id,
+                name: request.runtime_input.name,
+                description: request.runtime_input.description,
+                labels: request.runtime_input.labels.unwrap_or_default(),
+                cluster_config: request.cluster_config,
+                last_operation_id: Some(operation.id),
+                created_at: now,
+                updated_at: now,
+                deleted_at: None,
+            };
+            store.insert_runtime(&runtime, &operation, None).await?;
+            Ok((id, operation.id))
+        })
+        .buffer_unordered(32)
+        .collect()
+        .await;
+    results.into_iter().collect()
+}
+
+/// A bare axum handler doing what a REST status read does in the database: the runtime, then its operation.
+async fn start_baseline(store: Store) -> Result<String> {
+    async fn status(State(store): State<Store>, UrlPath(id): UrlPath<Uuid>) -> Response {
+        let runtime = match store.find_runtime(id).await {
+            Ok(Some(runtime)) => runtime,
+            Ok(None) => return StatusCode::NOT_FOUND.into_response(),
+            Err(error) => return (StatusCode::INTERNAL_SERVER_ERROR, error.to_string()).into_response(),
+        };
+        let Some(operation_id) = runtime.last_operation_id else { return StatusCode::NOT_FOUND.into_response() };
+        match store.find_operation(operation_id).await {
+            Ok(Some(operation)) => Json(json!({
+                "id": runtime.id,
+                "name": runtime.name,
+                "operationId": operation.id,
+                "status": format!("{:?}", operation.state),
+                "stage": operation.stage,
+                "message": operation.message,
+            }))
+            .into_response(),
+            Ok(None) => StatusCode::NOT_FOUND.into_response(),
+            Err(error) => (StatusCode::INTERNAL_SERVER_ERROR, error.to_string()).into_response(),
+        }
+    }
+    let router = axum::Router::new().route("/runtimes/{id}", get(status)).with_state(store);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let address = listener.local_addr()?.to_string();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    Ok(address)
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Load generation.
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Baseline,
+    Rest,
+    Graphql,
+}
+
+impl Target {
+    fn name(self) -> &'static str {
+        match self {
+            Target::Baseline => "baseline (bare axum + store)",
+            Target::Rest => "REST GET /api/v1/provisions/{id}",
+            Target::Graphql => "GraphQL runtimeOperationStatus",
+        }
+    }
+
+    fn short(self) -> &'static str {
+        match self {
+            Target::Baseline => "baseline",
+            Target::Rest => "REST",
+            Target::Graphql => "GraphQL",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct Stats {
+    ok: u64,
+    errors: u64,
+    wall_secs: f64,
+    p50: f64,
+    p99: f64,
+    p999: f64,
+    max: f64,
+}
+
+impl Stats {
+    fn rps(&self) -> f64 {
+        if self.wall_secs > 0.0 { self.ok as f64 / self.wall_secs } else { 0.0 }
+    }
+}
+
+const GRAPHQL_QUERY: &str =
+    "query($id: String!) { runtimeOperationStatus(id: $id) { id operation state message runtimeID stage } }";
+
+/// `concurrency` closed-loop clients for `duration` (after a warm-up of a fifth of it, at most 1 s).
+async fn load(
+    http: &reqwest::Client,
+    target: Target,
+    url: &str,
+    ids: &Arc<Vec<(Uuid, Uuid)>>,
+    concurrency: usize,
+    duration: Duration,
+) -> Stats {
+    let warmup = (duration / 5).min(Duration::from_secs(1));
+    let next = Arc::new(AtomicUsize::new(0));
+    let errors = Arc::new(AtomicU64::new(0));
+    let first_error = Arc::new(std::sync::Mutex::new(None::<String>));
+    let measure_from = Instant::now() + warmup;
+    let deadline = measure_from + duration;
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..concurrency {
+        let (http, url, ids, next, errors, first_error) =
+            (http.clone(), url.to_owned(), ids.clone(), next.clone(), errors.clone(), first_error.clone());
+        tasks.spawn(async move {
+            let mut latencies = Vec::with_capacity(65_536);
+            loop {
+                let now = Instant::now();
+                if now >= deadline {
+                    break;
+                }
+                // A spread over all runtimes (a large odd stride visits every index).
+                let index = next.fetch_add(1, Ordering::Relaxed).wrapping_mul(7919) % ids.len();
+                let (runtime_id, operation_id) = ids[index];
+                let request = match target {
+                    Target::Baseline | Target::Rest => http.get(format!("{url}{runtime_id}")),
+                    Target::Graphql => http
+                        .post(&url)
+                        .json(&json!({"query": GRAPHQL_QUERY, "variables": {"id": operation_id.to_string()}})),
+                };
+                let started = Instant::now();
+                let outcome = match request.send().await {
+                    Ok(response) => {
+                        let status = response.status();
+                        match response.bytes().await {
+                            Ok(body) if status.is_success() && !(target == Target::Graphql && has_errors(&body)) => {
+                                Ok(())
+                            }
+                            Ok(body) => Err(format!("{status}: {}", String::from_utf8_lossy(&body))),
+                            Err(error) => Err(error.to_string()),
+                        }
+                    }
+                    Err(error) => Err(error.to_string()),
+                };
+                let elapsed = started.elapsed();
+                if started < measure_from {
+                    continue;
+                }
+                match outcome {
+                    Ok(()) => latencies.push(elapsed.as_micros() as u32),
+                    Err(error) => {
+                        errors.fetch_add(1, Ordering::Relaxed);
+                        first_error.lock().unwrap().get_or_insert(error);
+                    }
+                }
+            }
+            latencies
+        });
+    }
+    let mut latencies = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        latencies.extend(done.unwrap_or_default());
+    }
+    let wall_secs = (Instant::now() - measure_from).as_secs_f64();
+    latencies.sort_unstable();
+    let percentile = |q: f64| -> f64 {
+        if latencies.is_empty() {
+            return 0.0;
+        }
+        let rank = ((q * latencies.len() as f64).ceil() as usize).clamp(1, latencies.len());
+        latencies[rank - 1] as f64 / 1000.0
+    };
+    if let Some(error) = first_error.lock().unwrap().take() {
+        eprintln!("  first error: {error}");
+    }
+    Stats {
+        ok: latencies.len() as u64,
+        errors: errors.load(Ordering::Relaxed),
+        wall_secs,
+        p50: percentile(0.50),
+        p99: percentile(0.99),
+        p999: percentile(0.999),
+        max: latencies.last().map(|max| *max as f64 / 1000.0).unwrap_or(0.0),
+    }
+}
+
+fn has_errors(body: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(body).map(|value| value.get("errors").is_some()).unwrap_or(true)
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The burst.
+
+async fn burst(http: &reqwest::Client, server: &Server, admin: &Client, namespace: &str, args: &Args) -> Result<Value> {
+    let jobs: Api<Job> = Api::namespaced(admin.clone(), namespace);
+    let selector = ListParams::default().labels("app.kubernetes.io/managed-by=cluster-provisioner");
+    let url = format!("http://{}/api/v1/provisions", server.api);
+    eprintln!("burst: POSTing {} provisioning requests (64 in flight)...", args.burst);
+    let started = Instant::now();
+    let posting = futures::stream::iter(0..args.burst)
+        .map(|index| {
+            let request = http.post(&url).json(&provision_body(&format!("burst-{index}")));
+            async move {
+                match request.send().await {
+                    Ok(response) if response.status() == StatusCode::ACCEPTED => Ok(()),
+                    Ok(response) => {
+                        Err(format!("{}: {}", response.status(), response.text().await.unwrap_or_default()))
+                    }
+                    Err(error) => Err(error.to_string()),
+                }
+            }
+        })
+        .buffer_unordered(64)
+        .collect::<Vec<_>>();
+    // Watch the Jobs appear while the requests go in.
+    let counting = async {
+        let mut seen = BTreeMap::<usize, f64>::new();
+        let mut last_count = 0;
+        let mut last_change = Instant::now();
+        loop {
+            let count = jobs.list_metadata(&selector).await.map(|list| list.items.len()).unwrap_or(last_count);
+            let now = Instant::now();
+            if count != last_count {
+                seen.insert(count, (now - started).as_secs_f64());
+                last_count = count;
+                last_change = now;
+            }
+            let stalled = count > 0 && now - last_change > Duration::from_secs(15);
+            if count >= args.burst || stalled || now - started > args.burst_timeout {
+                return (count, seen, stalled);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    let accepting = async {
+        let results = posting.await;
+        (results, started.elapsed().as_secs_f64())
+    };
+    let ((results, accepted_secs), (jobs_count, seen, stalled)) = tokio::join!(accepting, counting);
+    let failures: Vec<&String> = results.iter().filter_map(|result| result.as_ref().err()).collect();
+    if let Some(first) = failures.first() {
+        eprintln!("  {} requests failed; first: {first}", failures.len());
+    }
+    let accepted = results.len() - failures.len();
+    let first_job = seen.values().next().copied();
+    let last_job = seen.values().last().copied();
+    let jobs_per_second = match (first_job, last_job) {
+        (Some(_), Some(last)) if last > 0.0 => Some(jobs_count as f64 / last),
+        _ => None,
+    };
+    eprintln!(
+        "  accepted {accepted} in {accepted_secs:.2} s; {jobs_count} Jobs, the last at {:.2} s{}",
+        last_job.unwrap_or(0.0),
+        if stalled { " (then no new Job for 15 s: stalled)" } else { "" }
+    );
+    let timeline: HashMap<String, f64> = seen.into_iter().map(|(count, secs)| (count.to_string(), secs)).collect();
+    Ok(json!({
+        "requests": args.burst,
+        "accepted": accepted,
+        "failed": failures.len(),
+        "all_accepted_seconds": accepted_secs,
+        "accepted_per_second": accepted as f64 / accepted_secs,
+        "jobs_created": jobs_count,
+        "first_job_seconds": first_job,
+        "last_job_seconds": last_job,
+        "all_jobs_seconds": (jobs_count >= args.burst).then_some(last_job).flatten(),
+        "jobs_per_second": jobs_per_second,
+        "stalled": stalled,
+        "jobs_timeline_seconds": timeline,
+    }))
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The table.
+
+fn print_table(figures: &Value) {
+    let number = |value: &Value| value.as_f64().unwrap_or(f64::NAN);
+    let mib = |value: &Value| number(value) / 1024.0;
+    println!("\n== provisioner bench ({} cores) ==", figures["machine"]["cores"]);
+    println!(
+        "start-up (spawn to /healthz 200): {:.0} ms; to Job cache synced: {:.0} ms",
+        number(&figures["startup"]["healthz_ok_ms"]),
+        number(&figures["startup"]["job_cache_synced_ms"])
+    );
+    println!(
+        "seeding: {} runtimes in {:.1} s ({:.0}/s)",
+        figures["seeding"]["runtimes"],
+        number(&figures["seeding"]["seconds"]),
+        number(&figures["seeding"]["per_second"])
+    );
+    println!("API-server background: {:.1} requests/s", number(&figures["apiserver_background_requests_per_second"]));
+    println!(
+        "\n{:<9} {:>4} {:>9} {:>8} {:>8} {:>8} {:>8}  {:>22}  {:>10}",
+        "reads", "conc", "req/s", "p50 ms", "p99 ms", "p99.9 ms", "errors", "vs baseline rps/p50/p99", "apisrv/rd"
+    );
+    for row in figures["reads"].as_array().into_iter().flatten() {
+        let target = row["target"].as_str().unwrap_or_default();
+        let short = [Target::Baseline, Target::Rest, Target::Graphql]
+            .into_iter()
+            .find(|target_kind| target_kind.name() == target)
+            .map(Target::short)
+            .unwrap_or(target);
+        let ratio = &row["ratio_to_baseline"];
+        let ratios = if short == "baseline" {
+            "1".to_owned()
+        } else {
+            format!(
+                "{:.2}x/{:.2}x/{:.2}x",
+                number(&ratio["requests_per_second"]),
+                number(&ratio["p50"]),
+                number(&ratio["p99"])
+            )
+        };
+        let per_read = row["apiserver_requests_per_read"].as_f64().map(|v| format!("{v:.4}")).unwrap_or("-".into());
+        println!(
+            "{:<9} {:>4} {:>9.0} {:>8.2} {:>8.2} {:>8.2} {:>8}  {:>22}  {:>10}",
+            short,
+            row["concurrency"].as_u64().unwrap_or(0),
+            number(&row["requests_per_second"]),
+            number(&row["p50_ms"]),
+            number(&row["p99_ms"]),
+            number(&row["p999_ms"]),
+            row["errors"].as_u64().unwrap_or(0),
+            ratios,
+            per_read
+        );
+    }
+    let memory = &figures["memory_kib"];
+    println!(
+        "\nserver RSS (MiB): idle {:.1}, after seeding {:.1}, under read load max {:.1}, after reads {:.1}, \
+         after burst {:.1}",
+        mib(&memory["idle"]),
+        mib(&memory["after_seeding"]),
+        mib(&memory["under_read_load_max"]),
+        mib(&memory["after_reads"]),
+        mib(&memory["after_burst"])
+    );
+    let burst = &figures["burst"];
+    println!(
+        "\nburst: {} requests, {} accepted in {:.2} s ({:.0}/s); {} Jobs created, first at {:.2} s, last at {:.2} s \
+         ({:.1} Jobs/s){}",
+        burst["requests"],
+        burst["accepted"],
+        number(&burst["all_accepted_seconds"]),
+        number(&burst["accepted_per_second"]),
+        burst["jobs_created"],
+        number(&burst["first_job_seconds"]),
+        number(&burst["last_job_seconds"]),
+        number(&burst["jobs_per_second"]),
+        if burst["stalled"] == true { "; STALLED: no new Job for 15 s" } else { "" }
+    );
+}

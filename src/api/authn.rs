@@ -1,0 +1,107 @@
+//! Only the platform's own services get in: every API path but `/healthz` needs a Kubernetes ServiceAccount
+//! token (checked by [`TokenReviewer`]) whose user is in `APP_AUTH_ALLOWED_USERS`. The caller's [`Identity`]
+//! goes into the request's extensions, for the audit line of each change.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::rest::ApiError;
+use crate::authn::{Review, TokenReviewer};
+use crate::domain::Operation;
+
+/// The authenticated caller.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    pub username: String,
+}
+
+impl Identity {
+    /// Who every caller is when `APP_AUTH_ENABLED=false` (Kubernetes' name for unauthenticated users).
+    const ANONYMOUS: &str = "system:anonymous";
+
+    /// The audit trail: one line (target `audit`) per accepted change, naming who asked for it.
+    pub fn audit(&self, api: &'static str, operation: &Operation) {
+        tracing::info!(
+            target: "audit",
+            user = %self.username,
+            api,
+            operation_type = ?operation.operation_type,
+            runtime_id = %operation.runtime_id,
+            operation_id = %operation.id,
+            "operation accepted"
+        );
+    }
+}
+
+/// How callers are authenticated, decided once at start-up.
+#[derive(Clone)]
+pub enum Authentication {
+    /// `APP_AUTH_ENABLED=false`: everyone gets in as `system:anonymous`.
+    Disabled,
+    /// Enabled, but there is no cluster to review tokens with: everything is refused, never opened.
+    NoCluster,
+    Enabled {
+        reviewer: Arc<TokenReviewer>,
+        allowed_users: Arc<HashSet<String>>,
+    },
+}
+
+/// The middleware: refuses the request, or passes it on with the caller's [`Identity`].
+pub async fn authenticate(State(authentication): State<Authentication>, mut request: Request, next: Next) -> Response {
+    match authentication.identify(request.headers()).await {
+        Ok(identity) => {
+            request.extensions_mut().insert(identity);
+            next.run(request).await
+        }
+        Err(error) => error.into_response(),
+    }
+}
+
+impl Authentication {
+    async fn identify(&self, headers: &HeaderMap) -> Result<Identity, ApiError> {
+        let (reviewer, allowed_users) = match self {
+            Authentication::Disabled => return Ok(Identity { username: Identity::ANONYMOUS.to_owned() }),
+            Authentication::NoCluster => {
+                return Err(ApiError::Unavailable(
+                    "authentication needs a Kubernetes cluster to review tokens, and none is configured".to_owned(),
+                ));
+            }
+            Authentication::Enabled { reviewer, allowed_users } => (reviewer, allowed_users),
+        };
+        let token = bearer_token(headers).ok_or_else(|| {
+            ApiError::Unauthenticated("send a ServiceAccount token as Authorization: Bearer <token>".to_owned())
+        })?;
+        match reviewer.review(token).await {
+            Ok(Review::Authenticated { username }) if allowed_users.contains(&username) => Ok(Identity { username }),
+            Ok(Review::Authenticated { username }) => {
+                tracing::warn!(user = %username, "caller not in APP_AUTH_ALLOWED_USERS");
+                Err(ApiError::Forbidden(format!("{username} may not use the cluster provisioner")))
+            }
+            Ok(Review::Rejected { reason }) => {
+                // Kubernetes' reason goes to the log only: it may describe what a valid token looks like.
+                tracing::info!(reason, "bearer token rejected");
+                Err(ApiError::Unauthenticated(
+                    "the bearer token is invalid, expired or not for this service".to_owned(),
+                ))
+            }
+            Err(error) => {
+                tracing::error!(%error, "TokenReview failed");
+                Err(ApiError::Unavailable(
+                    "cannot check the bearer token: the Kubernetes TokenReview failed".to_owned(),
+                ))
+            }
+        }
+    }
+}
+
+fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}

@@ -1,0 +1,206 @@
+//! Authentication against the real test control plane: the service runs as the `cluster-provisioner`
+//! ServiceAccount with the manifest's permissions and reviews real ServiceAccount tokens with TokenReview.
+
+mod common;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use axum::http::StatusCode;
+use common::engine::{apply_production_cluster_rbac, apply_production_rbac};
+use common::{Answer, Backend, TestApp, provision_body, provision_input, spawn_app_with};
+use k8s_openapi::api::core::v1::ServiceAccount;
+use kube::Api;
+use kube::api::{ObjectMeta, PostParams};
+use serde_json::{Value, json};
+use test_control_plane::ControlPlane;
+
+const AUDIENCE: &str = "cluster-provisioner";
+
+/// The app in a fresh namespace with the production RBAC, allowing only `host-cluster-controller`; `identity`
+/// is the ServiceAccount the service itself runs as.
+struct Setup {
+    app: TestApp,
+    control_plane: &'static ControlPlane,
+    namespace: String,
+}
+
+impl Setup {
+    async fn start(identity: &str) -> Setup {
+        provisioner::install_crypto_provider();
+        let control_plane = test_control_plane::shared().await;
+        let namespace = control_plane.new_namespace("authn").await.expect("namespace");
+        let admin = control_plane.admin_client().expect("admin client");
+        apply_production_rbac(&admin, &namespace).await;
+        apply_production_cluster_rbac(&admin, &namespace).await;
+        for name in ["host-cluster-controller", "intruder"] {
+            let account = ServiceAccount {
+                metadata: ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() },
+                ..ServiceAccount::default()
+            };
+            Api::<ServiceAccount>::namespaced(admin.clone(), &namespace)
+                .create(&PostParams::default(), &account)
+                .await
+                .expect("create ServiceAccount");
+        }
+
+        let allowed = format!("system:serviceaccount:{namespace}:host-cluster-controller");
+        let extra = [("APP_AUTH_ENABLED", "true"), ("APP_AUTH_ALLOWED_USERS", &allowed), ("JOB_NAMESPACE", &namespace)];
+        let client = control_plane.client_for_service_account(&namespace, identity).await.expect("service client");
+        let app = spawn_app_with(Backend::Sqlite, &extra, Some(client)).await;
+        Setup { app, control_plane, namespace }
+    }
+
+    async fn token(&self, account: &str, audience: &str) -> String {
+        self.control_plane.service_account_token(&self.namespace, account, &[audience]).await.expect("token")
+    }
+
+    async fn call(&self, method: &str, path: &str, body: Option<&Value>, token: Option<&str>) -> Answer {
+        let authorization = token.map(|token| format!("Bearer {token}"));
+        let headers: Vec<_> = authorization.iter().map(|value| ("authorization", value.as_str())).collect();
+        self.app.request(method, path, body, &headers).await
+    }
+
+    async fn graphql(&self, query: &str, variables: Value, token: Option<&str>) -> Answer {
+        self.call("POST", "/graphql", Some(&json!({ "query": query, "variables": variables })), token).await
+    }
+}
+
+fn assert_refused(answer: &Answer, status: StatusCode, code: &str) {
+    assert_eq!(answer.status, status, "{}", answer.text);
+    assert_eq!(answer.json()["error"]["code"], code, "{}", answer.text);
+}
+
+/// Log lines with target `audit`, captured from a subscriber that is this thread's default.
+#[derive(Clone, Default)]
+struct Logs(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Logs {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Logs {
+    fn audit(&self) -> Vec<Value> {
+        let text = String::from_utf8(self.0.lock().unwrap().clone()).unwrap();
+        text.lines()
+            .map(|line| serde_json::from_str::<Value>(line).unwrap())
+            .filter(|line| line["target"] == "audit")
+            .collect()
+    }
+}
+
+#[tokio::test]
+async fn an_allowed_service_account_gets_in_and_its_changes_are_audited() {
+    let logs = Logs::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt().json().flatten_event(true).with_writer(move || writer.clone()).finish();
+    let _default = tracing::subscriber::set_default(subscriber);
+
+    let setup = Setup::start("cluster-provisioner").await;
+    let user = format!("system:serviceaccount:{}:host-cluster-controller", setup.namespace);
+    let token = setup.token("host-cluster-controller", AUDIENCE).await;
+
+    let accepted = setup.call("POST", "/api/v1/provisions", Some(&provision_body("authn-rest")), Some(&token)).await;
+    assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
+    let accepted = accepted.json();
+    let runtime_id = accepted["id"].as_str().unwrap();
+    let status = setup.call("GET", &format!("/api/v1/provisions/{runtime_id}"), None, Some(&token)).await;
+    assert_eq!(status.status, StatusCode::OK, "{}", status.text);
+    assert_eq!(setup.call("GET", "/api/v1/openapi.json", None, Some(&token)).await.status, StatusCode::OK);
+
+    let mutation = "mutation($config: ProvisionRuntimeInput!) { provisionRuntime(config: $config) { id runtimeID } }";
+    let answer = setup.graphql(mutation, json!({ "config": provision_input("authn-graphql") }), Some(&token)).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
+    let operation = answer.json()["data"]["provisionRuntime"].clone();
+    assert!(operation.is_object(), "{}", answer.text);
+
+    let audit = logs.audit();
+    assert_eq!(audit.len(), 2, "{audit:?}");
+    for (line, api, runtime_id, operation_id) in [
+        (&audit[0], "rest", &accepted["id"], &accepted["operationId"]),
+        (&audit[1], "graphql", &operation["runtimeID"], &operation["id"]),
+    ] {
+        assert_eq!(line["user"], user.as_str(), "{line}");
+        assert_eq!(line["api"], api, "{line}");
+        assert_eq!(line["runtime_id"], *runtime_id, "{line}");
+        assert_eq!(line["operation_id"], *operation_id, "{line}");
+    }
+}
+
+#[tokio::test]
+async fn missing_malformed_and_foreign_tokens_are_refused() {
+    let setup = Setup::start("cluster-provisioner").await;
+
+    let answer = setup.call("GET", "/api/v1/openapi.json", None, None).await;
+    assert_refused(&answer, StatusCode::UNAUTHORIZED, "unauthenticated");
+    assert_eq!(answer.headers["www-authenticate"], "Bearer");
+    let answer = setup.app.request("GET", "/api/v1/openapi.json", None, &[("authorization", "Basic YTpi")]).await;
+    assert_refused(&answer, StatusCode::UNAUTHORIZED, "unauthenticated");
+    let answer = setup.call("POST", "/api/v1/provisions", Some(&provision_body("nope")), Some("not-a-token")).await;
+    assert_refused(&answer, StatusCode::UNAUTHORIZED, "unauthenticated");
+    let answer = setup.graphql("{ runtimes { edges { cursor } } }", json!({}), None).await;
+    assert_refused(&answer, StatusCode::UNAUTHORIZED, "unauthenticated");
+
+    // A real token of the allowed account, but minted for another service.
+    let elsewhere = setup.token("host-cluster-controller", "some-other-service").await;
+    let answer = setup.call("GET", "/api/v1/openapi.json", None, Some(&elsewhere)).await;
+    assert_refused(&answer, StatusCode::UNAUTHORIZED, "unauthenticated");
+
+    // A valid identity that is not in the list.
+    let intruder = setup.token("intruder", AUDIENCE).await;
+    let answer =
+        setup.call("DELETE", &format!("/api/v1/provisions/{}", uuid::Uuid::now_v7()), None, Some(&intruder)).await;
+    assert_refused(&answer, StatusCode::FORBIDDEN, "forbidden");
+    assert!(answer.json()["error"]["message"].as_str().unwrap().contains(":intruder"), "{}", answer.text);
+    let answer = setup.graphql("{ runtimes { edges { cursor } } }", json!({}), Some(&intruder)).await;
+    assert_refused(&answer, StatusCode::FORBIDDEN, "forbidden");
+
+    // Health and the static playground page stay open.
+    assert_eq!(setup.call("GET", "/healthz", None, None).await.status, StatusCode::OK);
+    assert_eq!(setup.call("GET", "/graphql", None, None).await.status, StatusCode::OK);
+    assert!(setup.app.app.service.runtimes(None, None, Some(10)).await.unwrap().runtimes.is_empty());
+}
+
+#[tokio::test]
+async fn a_token_is_reviewed_once_within_the_cache_time() {
+    let setup = Setup::start("cluster-provisioner").await;
+    let token = setup.token("host-cluster-controller", AUDIENCE).await;
+    for _ in 0..3 {
+        assert_eq!(setup.call("GET", "/api/v1/openapi.json", None, Some(&token)).await.status, StatusCode::OK);
+    }
+    let metrics = setup.app.metrics().await;
+    assert!(metrics.contains(r#"provisioner_token_reviews_total{result="authenticated"} 1"#), "{metrics}");
+
+    let other = setup.token("host-cluster-controller", AUDIENCE).await;
+    assert_eq!(setup.call("GET", "/api/v1/openapi.json", None, Some(&other)).await.status, StatusCode::OK);
+    let metrics = setup.app.metrics().await;
+    assert!(metrics.contains(r#"provisioner_token_reviews_total{result="authenticated"} 2"#), "{metrics}");
+}
+
+#[tokio::test]
+async fn without_the_token_review_role_the_service_refuses_rather_than_opens() {
+    // `intruder` has none of the manifest's permissions, so its TokenReviews are forbidden.
+    let setup = Setup::start("intruder").await;
+    let token = setup.token("host-cluster-controller", AUDIENCE).await;
+    let answer = setup.call("GET", "/api/v1/openapi.json", None, Some(&token)).await;
+    assert_refused(&answer, StatusCode::SERVICE_UNAVAILABLE, "unavailable");
+}
+
+#[tokio::test]
+async fn enabled_without_a_cluster_refuses_everything_but_health() {
+    let app = spawn_app_with(Backend::Sqlite, &[("APP_AUTH_ENABLED", "true")], None).await;
+    let answer = app.post_provision(&provision_body("no-cluster")).await;
+    assert_refused(&answer, StatusCode::SERVICE_UNAVAILABLE, "unavailable");
+    assert!(answer.json()["error"]["message"].as_str().unwrap().contains("Kubernetes cluster"), "{}", answer.text);
+    let answer =
+        app.request("POST", "/graphql", Some(&json!({ "query": "{ runtimes { edges { cursor } } }" })), &[]).await;
+    assert_refused(&answer, StatusCode::SERVICE_UNAVAILABLE, "unavailable");
+    assert_eq!(app.get("/healthz").await.status, StatusCode::OK);
+}

@@ -1,0 +1,125 @@
+//! Secret hygiene: distinctive fake credential values flow through a full provision (with a failing first
+//! attempt) and deprovision; afterwards none of them is found in the database, the captured logs, the Job specs,
+//! the ConfigMaps (the rendered configuration), the operation messages or the API answers.
+
+mod common;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use common::auth_service::{AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, CLIENT_SECRET, GCP_PRIVATE_KEY};
+use common::engine::Engine;
+use common::{Backend, provision_body};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::Api;
+use sea_orm::{ConnectionTrait, Database, Statement};
+use serde_json::json;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// Every log line of this test binary, at debug level.
+fn captured_logs() -> &'static Arc<Mutex<Vec<u8>>> {
+    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let logs = Arc::new(Mutex::new(Vec::new()));
+        let writer = logs.clone();
+        tracing_subscriber::fmt()
+            .with_env_filter("debug")
+            .with_writer(move || LogWriter(writer.clone()))
+            .json()
+            .init();
+        logs
+    })
+}
+
+struct LogWriter(Arc<Mutex<Vec<u8>>>);
+
+impl Write for LogWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn assert_clean(place: &str, text: &str) {
+    for secret in [AWS_SECRET_ACCESS_KEY, AWS_ACCESS_KEY_ID, GCP_PRIVATE_KEY, CLIENT_SECRET] {
+        assert!(!text.contains(secret), "{place} contains the secret {secret:?}");
+    }
+}
+
+#[tokio::test]
+async fn credentials_never_leave_the_credentials_secret() {
+    let logs = captured_logs();
+    let (engine, process) = Engine::start(Backend::Postgres, &[]).await;
+    let mut answers = String::new();
+
+    // A provisioning whose runner fails and prints the secret, then a deprovisioning of it, then a successful
+    // provisioning and its deprovisioning.
+    let (failed_id, failed_operation) = engine.provision(&provision_body("hygiene-a")).await;
+    engine.wait_for_stage(&failed_operation, "WaitForJob", WAIT).await;
+    let leak = format!("aws: invalid key {AWS_SECRET_ACCESS_KEY} for {AWS_ACCESS_KEY_ID}");
+    engine.runner_fails(&format!("provision-{failed_id}"), &leak).await;
+    engine.wait_for_stage(&failed_operation, "Done", WAIT).await;
+    answers.push_str(&engine.app.get(&format!("/api/v1/provisions/{failed_id}")).await.text);
+
+    let (runtime_id, _) = engine.provision(&provision_body("hygiene-b")).await;
+    let outputs = format!("provision-{runtime_id}-outputs");
+    engine.runner_succeeds(&format!("provision-{runtime_id}"), Some((&outputs, "kind: Config\n"))).await;
+    engine.wait_for_status(&runtime_id, &["succeeded"], WAIT).await;
+    for id in [&failed_id, &runtime_id] {
+        let deprovision = engine.app.delete(&format!("/api/v1/provisions/{id}")).await;
+        answers.push_str(&deprovision.text);
+        engine.runner_succeeds(&format!("deprovision-{id}"), None).await;
+        answers.push_str(&engine.wait_for_status(id, &["succeeded"], WAIT).await.to_string());
+    }
+    for path in [format!("/api/v1/provisions/{runtime_id}"), format!("/api/v1/provisions/{failed_id}/logs")] {
+        answers.push_str(&engine.app.get(&path).await.text);
+    }
+    let query = "query($id: String!) { runtimeStatus(id: $id) { lastOperationStatus { message lastError { errMessage } } \
+                 runtimeConfiguration { clusterConfig { credentialId } } } }";
+    for id in [&failed_id, &runtime_id] {
+        answers.push_str(&engine.app.graphql(query, json!({ "id": id })).await.to_string());
+    }
+    answers.push_str(&engine.app.graphql("{ runtimes { edges { node { id status { lastOperationStatus { message } } } } } }", json!({})).await.to_string());
+    assert!(answers.contains("[REDACTED]") || !answers.contains("invalid key"), "the runner message is redacted");
+    assert_clean("the API answers", &answers);
+    process.stop().await;
+
+    let failed = engine.app.app.service.operation_status(&failed_operation).await.unwrap();
+    let message = failed.last_error.expect("the failed run has a last error").err_message;
+    assert!(message.contains("[REDACTED]"), "{message}");
+    assert_clean("the operation message", &message);
+
+    let db = Database::connect(&engine.app.database.url).await.unwrap();
+    let mut rows = String::new();
+    for table in ["runtime", "operation", "idempotency_key"] {
+        let statement = Statement::from_string(db.get_database_backend(), format!("SELECT row_to_json(t)::text AS row FROM {table} t"));
+        for row in db.query_all_raw(statement).await.unwrap() {
+            rows.push_str(&row.try_get::<String>("", "row").unwrap());
+        }
+    }
+    assert!(rows.contains("cred-aws-1"), "the credential reference is stored: {rows}");
+    assert_clean("the database", &rows);
+
+    let jobs: Api<Job> = Api::namespaced(engine.admin.clone(), &engine.namespace);
+    let jobs = serde_json::to_string(&jobs.list(&Default::default()).await.unwrap().items).unwrap();
+    assert!(jobs.contains("deprovision-"), "all four Jobs are still there to inspect");
+    assert_clean("the Job specs", &jobs);
+    let pods: Api<Pod> = Api::namespaced(engine.admin.clone(), &engine.namespace);
+    let pod_specs: Vec<_> = pods.list(&Default::default()).await.unwrap().items.into_iter().map(|pod| pod.spec).collect();
+    assert_clean("the pod specs", &serde_json::to_string(&pod_specs).unwrap());
+    let config_maps: Api<ConfigMap> = Api::namespaced(engine.admin.clone(), &engine.namespace);
+    let config_maps = serde_json::to_string(&config_maps.list(&Default::default()).await.unwrap().items).unwrap();
+    assert!(config_maps.contains("main.tf"), "the rendered configurations are checked");
+    assert_clean("the ConfigMaps", &config_maps);
+
+    let logs = String::from_utf8(logs.lock().unwrap().clone()).unwrap();
+    assert!(logs.contains("provisioning queued"), "logs were captured");
+    assert_clean("the logs", &logs);
+}

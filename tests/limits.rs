@@ -1,0 +1,138 @@
+//! Every request limit, each with a request just over it: body size, time, concurrency, GraphQL depth,
+//! complexity, batches and introspection.
+
+mod common;
+
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{Request, StatusCode};
+use common::{Answer, Backend, TestApp, call, provision_body, spawn_app_with};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+async fn app_with(extra: &[(&str, &str)]) -> TestApp {
+    spawn_app_with(Backend::Sqlite, extra, None).await
+}
+
+fn post(path: &str, body: Body) -> Request<Body> {
+    Request::post(path).header("content-type", "application/json").body(body).unwrap()
+}
+
+async fn graphql(app: &TestApp, query: &str) -> Answer {
+    call(&app.app.router, post("/graphql", Body::from(json!({ "query": query }).to_string()))).await
+}
+
+fn assert_error(answer: &Answer, status: StatusCode, code: &str) {
+    assert_eq!(answer.status, status, "{}", answer.text);
+    assert_eq!(answer.json()["error"]["code"], code, "{}", answer.text);
+}
+
+fn assert_graphql_refused(answer: &Answer, message: &str) {
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.text);
+    let errors = answer.json()["errors"].clone();
+    assert!(errors[0]["message"].as_str().unwrap().contains(message), "{errors}");
+}
+
+/// A body whose first read tells `started` and then never ends, as a client that stops sending.
+fn stalled_body(started: mpsc::UnboundedSender<()>) -> Body {
+    Body::from_stream(futures::stream::once(async move {
+        let _ = started.send(());
+        std::future::pending::<Result<Bytes, std::io::Error>>().await
+    }))
+}
+
+#[tokio::test]
+async fn a_body_one_byte_over_the_limit_answers_413_on_every_route() {
+    let app = app_with(&[("APP_MAX_REQUEST_BODY_BYTES", "1024")]).await;
+    let query = json!({ "query": "{ runtimes { edges { cursor } } }" }).to_string();
+    let padded = |length: usize| format!("{query}{}", " ".repeat(length - query.len()));
+
+    let answer = call(&app.app.router, post("/graphql", Body::from(padded(1024)))).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
+    let answer = call(&app.app.router, post("/graphql", Body::from(padded(1025)))).await;
+    assert_error(&answer, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large");
+
+    let mut body = provision_body("big").to_string();
+    body.push_str(&" ".repeat(1025 - body.len()));
+    let answer = call(&app.app.router, post("/api/v1/provisions", Body::from(body))).await;
+    assert_error(&answer, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large");
+}
+
+#[tokio::test]
+async fn a_request_over_the_time_limit_answers_503() {
+    let app = app_with(&[("APP_REQUEST_TIMEOUT", "300ms")]).await;
+    let (started, _) = mpsc::unbounded_channel();
+    let answer = tokio::time::timeout(
+        Duration::from_secs(5),
+        call(&app.app.router, post("/api/v1/provisions", stalled_body(started))),
+    )
+    .await
+    .expect("the service answers by itself");
+    assert_error(&answer, StatusCode::SERVICE_UNAVAILABLE, "timeout");
+    assert!(answer.json()["error"]["message"].as_str().unwrap().contains("300ms"), "{}", answer.text);
+}
+
+#[tokio::test]
+async fn a_request_over_the_concurrency_limit_answers_503_at_once() {
+    let app = app_with(&[("APP_MAX_CONCURRENT_REQUESTS", "2")]).await;
+    let (started, mut running) = mpsc::unbounded_channel();
+    let in_flight: Vec<_> = (0..2)
+        .map(|_| {
+            let router = app.app.router.clone();
+            let body = stalled_body(started.clone());
+            tokio::spawn(async move { call(&router, post("/api/v1/provisions", body)).await })
+        })
+        .collect();
+    for _ in 0..2 {
+        running.recv().await.unwrap();
+    }
+
+    let answer = tokio::time::timeout(Duration::from_secs(5), app.get("/healthz")).await.expect("answered at once");
+    assert_error(&answer, StatusCode::SERVICE_UNAVAILABLE, "overloaded");
+
+    for request in in_flight {
+        request.abort();
+        let _ = request.await;
+    }
+    assert_eq!(app.get("/healthz").await.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_query_one_level_too_deep_answers_400() {
+    let app = app_with(&[("APP_GRAPHQL_MAX_DEPTH", "3")]).await;
+    let answer = graphql(&app, "{ runtimes { edges { cursor } } }").await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
+    let answer = graphql(&app, "{ runtimes { edges { node { id } } } }").await;
+    assert_graphql_refused(&answer, "nested too deep");
+}
+
+#[tokio::test]
+async fn a_query_one_field_too_complex_answers_400() {
+    let app = app_with(&[("APP_GRAPHQL_MAX_COMPLEXITY", "4")]).await;
+    let answer = graphql(&app, "{ runtimes { edges { node { id } } } }").await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
+    let answer = graphql(&app, "{ runtimes { edges { node { id name } } } }").await;
+    assert_graphql_refused(&answer, "too complex");
+}
+
+#[tokio::test]
+async fn a_batch_answers_400() {
+    let app = app_with(&[]).await;
+    let batch = json!([{ "query": "{ runtimes { edges { cursor } } }" }]).to_string();
+    let answer = call(&app.app.router, post("/graphql", Body::from(batch))).await;
+    assert_error(&answer, StatusCode::BAD_REQUEST, "batch_not_supported");
+}
+
+#[tokio::test]
+async fn introspection_is_off_unless_configured() {
+    let introspection = "{ __schema { queryType { name } } }";
+    let app = app_with(&[]).await;
+    let answer = graphql(&app, introspection).await;
+    assert_graphql_refused(&answer, "introspection is disabled");
+
+    let app = app_with(&[("APP_GRAPHQL_INTROSPECTION", "true")]).await;
+    let answer = graphql(&app, introspection).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
+    assert_eq!(answer.json()["data"]["__schema"]["queryType"]["name"], Value::from("Query"));
+}
