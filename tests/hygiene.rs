@@ -25,11 +25,7 @@ fn captured_logs() -> &'static Arc<Mutex<Vec<u8>>> {
     LOGS.get_or_init(|| {
         let logs = Arc::new(Mutex::new(Vec::new()));
         let writer = logs.clone();
-        tracing_subscriber::fmt()
-            .with_env_filter("debug")
-            .with_writer(move || LogWriter(writer.clone()))
-            .json()
-            .init();
+        tracing_subscriber::fmt().with_env_filter("debug").with_writer(move || LogWriter(writer.clone())).json().init();
         logs
     })
 }
@@ -86,7 +82,13 @@ async fn credentials_never_leave_the_credentials_secret() {
     for id in [&failed_id, &runtime_id] {
         answers.push_str(&engine.app.graphql(query, json!({ "id": id })).await.to_string());
     }
-    answers.push_str(&engine.app.graphql("{ runtimes { edges { node { id status { lastOperationStatus { message } } } } } }", json!({})).await.to_string());
+    answers.push_str(
+        &engine
+            .app
+            .graphql("{ runtimes { edges { node { id status { lastOperationStatus { message } } } } } }", json!({}))
+            .await
+            .to_string(),
+    );
     assert!(answers.contains("[REDACTED]") || !answers.contains("invalid key"), "the runner message is redacted");
     assert_clean("the API answers", &answers);
     process.stop().await;
@@ -99,7 +101,10 @@ async fn credentials_never_leave_the_credentials_secret() {
     let db = Database::connect(&engine.app.database.url).await.unwrap();
     let mut rows = String::new();
     for table in ["runtime", "operation", "idempotency_key"] {
-        let statement = Statement::from_string(db.get_database_backend(), format!("SELECT row_to_json(t)::text AS row FROM {table} t"));
+        let statement = Statement::from_string(
+            db.get_database_backend(),
+            format!("SELECT row_to_json(t)::text AS row FROM {table} t"),
+        );
         for row in db.query_all_raw(statement).await.unwrap() {
             rows.push_str(&row.try_get::<String>("", "row").unwrap());
         }
@@ -112,7 +117,8 @@ async fn credentials_never_leave_the_credentials_secret() {
     assert!(jobs.contains("deprovision-"), "all four Jobs are still there to inspect");
     assert_clean("the Job specs", &jobs);
     let pods: Api<Pod> = Api::namespaced(engine.admin.clone(), &engine.namespace);
-    let pod_specs: Vec<_> = pods.list(&Default::default()).await.unwrap().items.into_iter().map(|pod| pod.spec).collect();
+    let pod_specs: Vec<_> =
+        pods.list(&Default::default()).await.unwrap().items.into_iter().map(|pod| pod.spec).collect();
     assert_clean("the pod specs", &serde_json::to_string(&pod_specs).unwrap());
     let config_maps: Api<ConfigMap> = Api::namespaced(engine.admin.clone(), &engine.namespace);
     let config_maps = serde_json::to_string(&config_maps.list(&Default::default()).await.unwrap().items).unwrap();
