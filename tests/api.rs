@@ -298,6 +298,8 @@ async fn health_and_metrics(backend: Backend) {
     let health = app.get("/healthz").await;
     assert_eq!(health.status, StatusCode::OK);
     assert_eq!(health.json()["database"], "ok");
+    // No cluster is configured here: the API works and says so.
+    assert_eq!(health.json()["kubernetes"], "unavailable");
 
     app.post_provision(&provision_body("lambda")).await;
     let metrics = app.metrics().await;

@@ -65,6 +65,13 @@ async fn provisioning_succeeds_and_serves_the_kubeconfig(backend: Backend) {
     assert_eq!(answer.status, StatusCode::CONFLICT, "{}", answer.text);
 
     engine.runner_succeeds(&job_name, Some((&format!("provision-{runtime_id}-outputs"), KUBECONFIG))).await;
+    // The runner's identity may only write Secrets: it cannot read the credentials back.
+    let runner = engine.control_plane.client_for_service_account(&engine.namespace, "terraform-runner").await.unwrap();
+    let denied = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(runner, &engine.namespace)
+        .get(&format!("{job_name}-credentials"))
+        .await
+        .expect_err("terraform-runner must not read Secrets");
+    assert!(matches!(denied, kube::Error::Api(ref status) if status.code == 403), "{denied}");
     let done = engine.wait_for_status(&runtime_id, &["succeeded", "failed"], WAIT).await;
     assert_eq!(done["status"], "succeeded", "{done}");
     assert_eq!(done["stage"], "Done");

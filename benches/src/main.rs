@@ -863,8 +863,10 @@ async fn burst(http: &reqwest::Client, server: &Server, admin: &Client, namespac
     let accepted = results.len() - failures.len();
     let first_job = seen.values().next().copied();
     let last_job = seen.values().last().copied();
-    let jobs_per_second = match (first_job, last_job) {
-        (Some(_), Some(last)) if last > 0.0 => Some(jobs_count as f64 / last),
+    // Overall: Jobs per second since the first POST; creation rate: between the first and the last Job seen.
+    let jobs_per_second = last_job.filter(|last| *last > 0.0).map(|last| jobs_count as f64 / last);
+    let creation_rate = match (first_job, last_job) {
+        (Some(first), Some(last)) if last > first && jobs_count > 1 => Some((jobs_count - 1) as f64 / (last - first)),
         _ => None,
     };
     eprintln!(
@@ -884,6 +886,7 @@ async fn burst(http: &reqwest::Client, server: &Server, admin: &Client, namespac
         "last_job_seconds": last_job,
         "all_jobs_seconds": (jobs_count >= args.burst).then_some(last_job).flatten(),
         "jobs_per_second": jobs_per_second,
+        "job_creation_rate_per_second": creation_rate,
         "stalled": stalled,
         "jobs_timeline_seconds": timeline,
     }))
@@ -957,7 +960,7 @@ fn print_table(figures: &Value) {
     let burst = &figures["burst"];
     println!(
         "\nburst: {} requests, {} accepted in {:.2} s ({:.0}/s); {} Jobs created, first at {:.2} s, last at {:.2} s \
-         ({:.1} Jobs/s){}",
+         ({:.1} Jobs/s overall, {:.0} Jobs/s between first and last){}",
         burst["requests"],
         burst["accepted"],
         number(&burst["all_accepted_seconds"]),
@@ -966,6 +969,7 @@ fn print_table(figures: &Value) {
         number(&burst["first_job_seconds"]),
         number(&burst["last_job_seconds"]),
         number(&burst["jobs_per_second"]),
+        number(&burst["job_creation_rate_per_second"]),
         if burst["stalled"] == true { "; STALLED: no new Job for 15 s" } else { "" }
     );
 }
