@@ -47,6 +47,7 @@ struct RawSettings {
     modules_repo_ref: Option<String>,
     app_runner_service_account: Option<String>,
     app_worker_concurrency: Option<String>,
+    app_worker_max_runs: Option<String>,
     app_worker_lease: Option<String>,
     app_worker_poll_interval: Option<String>,
     app_auth_timeout: Option<String>,
@@ -165,6 +166,7 @@ pub struct OperationSettings {
     pub deprovisioning_timeout: Duration,
     pub enqueue_in_progress: bool,
     pub worker_concurrency: usize,
+    pub worker_max_runs: usize,
     pub worker_lease: Duration,
     pub worker_poll_interval: Duration,
 }
@@ -288,9 +290,14 @@ impl RawSettings {
             ));
         }
         let worker_concurrency: usize =
-            parse("APP_WORKER_CONCURRENCY", self.app_worker_concurrency.clone(), 4, "a number of parallel runs")?;
+            parse("APP_WORKER_CONCURRENCY", self.app_worker_concurrency.clone(), 16, "a number of parallel steps")?;
         if !(1..=256).contains(&worker_concurrency) {
             return Err(invalid("APP_WORKER_CONCURRENCY", "must be between 1 and 256"));
+        }
+        let worker_max_runs: usize =
+            parse("APP_WORKER_MAX_RUNS", self.app_worker_max_runs.clone(), 1000, "a number of operations")?;
+        if !(1..=100_000).contains(&worker_max_runs) {
+            return Err(invalid("APP_WORKER_MAX_RUNS", "must be between 1 and 100000"));
         }
         let max_request_body_bytes =
             parse("APP_MAX_REQUEST_BODY_BYTES", self.app_max_request_body_bytes, 64 * 1024, "a number of bytes")?;
@@ -383,6 +390,7 @@ impl RawSettings {
                 deprovisioning_timeout: duration("APP_DEPROVISIONING_TIMEOUT", self.app_deprovisioning_timeout, "60m")?,
                 enqueue_in_progress,
                 worker_concurrency,
+                worker_max_runs,
                 worker_lease: duration("APP_WORKER_LEASE", self.app_worker_lease, "30s")?,
                 worker_poll_interval: duration("APP_WORKER_POLL_INTERVAL", self.app_worker_poll_interval, "2s")?,
             },
@@ -557,6 +565,7 @@ mod tests {
             ("APP_KUBERNETES_VERSION_MIN", "1.40"),
             ("APP_MAX_REQUEST_BODY_BYTES", "lots"),
             ("APP_WORKER_CONCURRENCY", "0"),
+            ("APP_WORKER_MAX_RUNS", "none"),
             ("APP_WORKER_LEASE", "forever"),
             ("APP_AUTH_ENABLED", "maybe"),
             ("APP_AUTH_ALLOWED_USERS", ","),

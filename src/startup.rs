@@ -10,7 +10,7 @@ use std::time::Duration;
 use axum::Router;
 use secrecy::ExposeSecret;
 use tokio::net::TcpListener;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
 use crate::api::authn::Authentication;
@@ -91,6 +91,7 @@ impl App {
             .map_err(|source| Error::Database { target: settings.database.describe(), source })?;
         let auth = AuthClient::new(&settings.auth, settings.auth.timeout)?;
         let metrics = Metrics::new();
+        let wake = Arc::new(Notify::new());
         let authentication = authentication(&settings.authn, kube_client.clone(), &metrics);
 
         let kubernetes = &settings.kubernetes;
@@ -116,6 +117,7 @@ impl App {
                 renderer: Renderer::new()?,
                 settings: worker_settings(settings),
                 metrics: metrics.clone(),
+                wake: wake.clone(),
             }),
             (Some(_), None) => {
                 tracing::warn!(
@@ -126,7 +128,7 @@ impl App {
             (None, _) => None,
         };
 
-        let service = Service::new(store, settings.validation.clone(), auth, executor);
+        let service = Service::new(store, settings.validation.clone(), auth, executor, wake);
         let http = HttpSettings {
             api_endpoint: settings.server.api_endpoint.clone(),
             playground_endpoint: settings.server.playground_endpoint.clone(),
@@ -178,6 +180,7 @@ fn worker_settings(settings: &Settings) -> WorkerSettings {
     WorkerSettings {
         owner: format!("{host}-{}", uuid::Uuid::now_v7().simple()),
         concurrency: operations.worker_concurrency,
+        max_runs: operations.worker_max_runs,
         lease: operations.worker_lease,
         poll_interval: operations.worker_poll_interval,
         resume_in_progress: operations.enqueue_in_progress,

@@ -35,6 +35,10 @@ pub const KUBECONFIG_KEY: &str = "kubeconfig";
 /// Longest termination message kept as an operation's last error.
 const MAX_FAILURE_MESSAGE: usize = 1024;
 const DELETION_TIMEOUT: Duration = Duration::from_secs(60);
+/// How often a waiting run looks at the (in-memory) Job cache.
+const JOB_POLL_INTERVAL: Duration = Duration::from_millis(250);
+/// How long a Job may be absent from the cache before the API server is asked whether it exists.
+const CACHE_GRACE: Duration = Duration::from_secs(10);
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -44,8 +48,6 @@ pub enum Error {
     NotOurs { kind: &'static str, name: String },
     #[error("{kind} {name} was still being deleted after {DELETION_TIMEOUT:?}")]
     StillDeleting { kind: &'static str, name: String },
-    #[error("watching Job {0} ended before it finished")]
-    WatchEnded(String),
     #[error("Secret {0} has no {KUBECONFIG_KEY} key")]
     NoKubeconfig(String),
     #[error("no runner pod exists for Job {0}")]
@@ -57,7 +59,7 @@ impl Error {
     pub fn is_transient(&self) -> bool {
         match self {
             Error::Kube(kube::Error::Api(status)) => status.code >= 500 || status.code == 409 || status.code == 429,
-            Error::Kube(_) | Error::StillDeleting { .. } | Error::WatchEnded(_) => true,
+            Error::Kube(_) | Error::StillDeleting { .. } => true,
             Error::NotOurs { .. } | Error::NoKubeconfig(_) | Error::NoPod(_) => false,
         }
     }
@@ -267,18 +269,40 @@ impl Executor {
         Ok(())
     }
 
-    /// Follows the Job through a watch until it completes or fails, or `timeout` passes (then `Running`).
-    pub async fn wait_for_job(&self, names: &RunNames, timeout: Duration, redact: &[String]) -> Result<JobState> {
-        let condition = |job: Option<&Job>| job.is_some_and(|job| job::finished(job).is_some());
-        let api = self.api::<Job>();
-        match tokio::time::timeout(timeout, kube::runtime::wait::await_condition(api, &names.job, condition)).await {
-            Err(_elapsed) => Ok(JobState::Running),
-            Ok(Err(error)) => {
-                tracing::warn!(%error, job = %names.job, "Job watch failed");
-                Err(Error::WatchEnded(names.job.clone()))
+    /// Follows the Job until it completes or fails, or `timeout` passes (then `Running`). It reads the
+    /// watch-backed Job cache, so a thousand waiting runs cost the API server one watch, not a thousand; only a
+    /// Job the cache does not show (yet) is looked up directly.
+    pub async fn wait_for_job(
+        &self,
+        names: &RunNames,
+        operation_id: Uuid,
+        timeout: Duration,
+        redact: &[String],
+    ) -> Result<JobState> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut missing_since = None;
+        loop {
+            let cached = self.jobs.get(&ObjectRef::new(&names.job).within(&self.settings.namespace));
+            let job = match cached.filter(|job| belongs_to(job.meta(), operation_id)) {
+                Some(job) => Some((*job).clone()),
+                // A Job created a moment ago may not have reached the cache: ask the API server after a grace.
+                None if missing_since.get_or_insert_with(tokio::time::Instant::now).elapsed() > CACHE_GRACE => {
+                    match self.api::<Job>().get_opt(&names.job).await? {
+                        Some(job) if belongs_to(job.meta(), operation_id) => Some(job),
+                        _ => return Ok(JobState::Missing),
+                    }
+                }
+                None => None,
+            };
+            if let Some(job) = job
+                && job::finished(&job).is_some()
+            {
+                return self.outcome(&job, redact).await;
             }
-            Ok(Ok(None)) => Ok(JobState::Missing),
-            Ok(Ok(Some(job))) => self.outcome(&job, redact).await,
+            if tokio::time::Instant::now() >= deadline {
+                return Ok(JobState::Running);
+            }
+            tokio::time::sleep(JOB_POLL_INTERVAL.min(deadline - tokio::time::Instant::now())).await;
         }
     }
 

@@ -3,7 +3,10 @@
 
 pub mod validation;
 
+use std::sync::Arc;
+
 use sha2::{Digest, Sha256};
+use tokio::sync::Notify;
 use tracing::instrument;
 use uuid::Uuid;
 
@@ -99,11 +102,19 @@ pub struct Service {
     policy: ValidationPolicy,
     auth: AuthClient,
     executor: Option<Executor>,
+    /// Wakes this process's worker when an operation is queued.
+    queued: Arc<Notify>,
 }
 
 impl Service {
-    pub fn new(store: Store, policy: ValidationPolicy, auth: AuthClient, executor: Option<Executor>) -> Self {
-        Service { store, policy, auth, executor }
+    pub fn new(
+        store: Store,
+        policy: ValidationPolicy,
+        auth: AuthClient,
+        executor: Option<Executor>,
+        queued: Arc<Notify>,
+    ) -> Self {
+        Service { store, policy, auth, executor, queued }
     }
 
     /// Validates and records a new runtime with a queued provisioning operation. With an idempotency key, a
@@ -149,6 +160,7 @@ impl Service {
         match self.store.insert_runtime(&runtime, &operation, record.as_ref()).await {
             Ok(()) => {
                 tracing::info!(runtime_id = %runtime_id, operation_id = %operation.id, "provisioning queued");
+                self.queued.notify_one();
                 Ok(ProvisionAccepted { operation, replayed: false })
             }
             Err(store::Error::NameTaken) => Err(Error::Conflict {
@@ -221,6 +233,7 @@ impl Service {
         match self.store.insert_operation(&operation).await {
             Ok(()) => {
                 tracing::info!(operation_id = %operation.id, "deprovisioning queued");
+                self.queued.notify_one();
                 Ok(operation)
             }
             // Another request queued an operation since we read the status: report that one.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::{Notify, Semaphore, watch};
 use tokio::task::JoinSet;
 use tracing::instrument;
 use uuid::Uuid;
@@ -35,7 +35,10 @@ const RETRY_MAX: Duration = Duration::from_secs(30);
 pub struct WorkerSettings {
     /// Identifies this process in leases; unique per process.
     pub owner: String,
+    /// Steps (calls to Kubernetes and auth-service) executed at once.
     pub concurrency: usize,
+    /// Operations followed at once, including those only waiting for their Job (which take no step slot).
+    pub max_runs: usize,
     pub lease: Duration,
     pub poll_interval: Duration,
     /// Resume operations left InProgress by a process whose lease expired.
@@ -52,6 +55,8 @@ pub struct Worker {
     pub renderer: Renderer,
     pub settings: WorkerSettings,
     pub metrics: Metrics,
+    /// Signalled when this process queues an operation, so the worker need not wait for its next poll.
+    pub wake: Arc<Notify>,
 }
 
 /// A failed step: transient ones are retried until the operation's deadline, permanent ones fail the run.
@@ -108,22 +113,30 @@ impl Worker {
     /// the next process resumes them at once.
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
         let context = Arc::new(self);
-        let permits = Arc::new(Semaphore::new(context.settings.concurrency.max(1)));
+        let run_permits = Arc::new(Semaphore::new(context.settings.max_runs.max(1)));
+        let steps = Arc::new(Semaphore::new(context.settings.concurrency.max(1)));
         let mut runs = JoinSet::new();
-        tracing::info!(owner = %context.settings.owner, concurrency = context.settings.concurrency, "worker started");
+        tracing::info!(
+            owner = %context.settings.owner,
+            concurrency = context.settings.concurrency,
+            max_runs = context.settings.max_runs,
+            "worker started"
+        );
         loop {
-            while let Ok(permit) = permits.clone().try_acquire_owned() {
+            while let Ok(permit) = run_permits.clone().try_acquire_owned() {
                 let Some(operation) = context.claim().await else { break };
                 let context = context.clone();
                 let shutdown = shutdown.clone();
+                let steps = steps.clone();
                 runs.spawn(async move {
                     let _permit = permit;
-                    context.run_operation(operation, shutdown).await;
+                    context.run_operation(operation, &steps, shutdown).await;
                 });
             }
             tokio::select! {
                 _ = shutdown.changed() => break,
                 _ = tokio::time::sleep(context.settings.poll_interval) => {}
+                () = context.wake.notified() => {}
                 Some(finished) = runs.join_next(), if !runs.is_empty() => {
                     // A panicking run keeps its lease until it expires; then it is resumed (and counted).
                     if let Err(error) = finished {
@@ -165,7 +178,12 @@ impl Worker {
 
     /// Runs one claimed operation to its end, or until its lease is lost or the process shuts down.
     #[instrument(skip_all, fields(operation_id = %operation.id, runtime_id = %operation.runtime_id))]
-    async fn run_operation(self: Arc<Self>, operation: Operation, mut shutdown: watch::Receiver<bool>) {
+    async fn run_operation(
+        self: Arc<Self>,
+        operation: Operation,
+        steps: &Semaphore,
+        mut shutdown: watch::Receiver<bool>,
+    ) {
         self.metrics.run_started(operation.operation_type);
         // The watch guard is not Send: wait inside a block that drops it before returning.
         let shutting_down = async move {
@@ -173,7 +191,7 @@ impl Worker {
         };
         // No task is spawned here: when this future is dropped (the process dies), everything stops with it.
         let finished = tokio::select! {
-            finished = self.drive(&operation) => finished,
+            finished = self.drive(&operation, steps) => finished,
             () = self.heartbeat(operation.id) => {
                 tracing::warn!("lease lost: another worker owns this operation now; stopping");
                 None
@@ -208,7 +226,7 @@ impl Worker {
 
     /// The step loop. Returns the end state and reason once the operation reached it; `None` when it stopped
     /// earlier (lease lost, store unreachable), leaving the operation to be resumed.
-    async fn drive(&self, operation: &Operation) -> Option<(OperationState, String)> {
+    async fn drive(&self, operation: &Operation, steps: &Semaphore) -> Option<(OperationState, String)> {
         let started = operation.started_at.unwrap_or(operation.created_at);
         let deadline = started + self.timeout_of(operation.operation_type);
         let names = RunNames::new(operation.operation_type, operation.runtime_id);
@@ -267,6 +285,12 @@ impl Worker {
             }
 
             let step_started = std::time::Instant::now();
+            // Waiting for a Job only reads the Job cache, so it takes no step slot: a process can follow many
+            // long terraform runs while still starting new ones.
+            let _step = match stage {
+                Stage::WaitForJob => None,
+                _ => Some(steps.acquire().await.expect("the step semaphore is never closed")),
+            };
             let outcome = self.attempt_until(deadline, stage, &mut run).await;
             self.metrics.observe_step(stage.as_str(), step_started.elapsed());
             match outcome {
@@ -401,7 +425,7 @@ impl Worker {
                     run.redact = self.executor.credential_values(&run.names).await?;
                 }
                 let remaining = (deadline - store::now()).to_std().unwrap_or_default();
-                match self.executor.wait_for_job(&run.names, remaining, &run.redact).await? {
+                match self.executor.wait_for_job(&run.names, operation.id, remaining, &run.redact).await? {
                     JobState::Succeeded => Ok(StepOutcome::Next),
                     JobState::Running => Ok(StepOutcome::Fail(timeout_error(
                         operation.operation_type,
