@@ -377,8 +377,9 @@ impl Worker {
         match stage {
             Stage::Queued | Stage::Done => Ok(StepOutcome::Next),
             Stage::ResolveCredential => {
-                // Once per run: after a restart the Secret written earlier is reused.
-                if self.executor.credentials_exist(&run.names, operation.id).await? {
+                // Once per run: after a restart the Secret written earlier is reused. On the first claim no
+                // earlier attempt can have written it, which saves a request per run.
+                if operation.attempts > 1 && self.executor.credentials_exist(&run.names, operation.id).await? {
                     run.redact = self.executor.credential_values(&run.names).await?;
                     return Ok(StepOutcome::Next);
                 }
