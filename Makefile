@@ -18,14 +18,15 @@ run:
 
 ## Installs and starts what the tests need (PostgreSQL, the test control plane), then runs every test.
 test-really-local: postgres control-plane
-	TEST_CONTROL_PLANE_BIN_DIR="$$(tools/build-control-plane.sh | tail -n1)" $(MAKE) --no-print-directory test
+	$(MAKE) --no-print-directory test
 
 ## Runs the tests against an already running PostgreSQL and an already built control plane.
 test:
 	@# Databases left by earlier test runs (each test creates its own).
 	@psql "$(TEST_DATABASE_URL)" -qtA -c "SELECT format('DROP DATABASE %I WITH (FORCE);', datname) FROM pg_database WHERE datname LIKE 'provisioner\_test\_%'" \
 		| psql "$(TEST_DATABASE_URL)" -q >/dev/null
-	cargo test --workspace --locked
+	TEST_CONTROL_PLANE_BIN_DIR="$${TEST_CONTROL_PLANE_BIN_DIR:-$$(tools/build-control-plane.sh | tail -n1)}" \
+		cargo test --workspace --locked
 
 ## Benchmark (issue 8): start-up, status reads against a bare baseline, API-server requests per read, a burst of
 ## provisioning requests, memory. Prints a table and writes target/bench/results.json. BENCH_ARGS passes flags.

@@ -3,12 +3,9 @@
 
 mod common;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
 use axum::http::StatusCode;
-use common::engine::{apply_production_cluster_rbac, apply_production_rbac};
-use common::{Answer, Backend, TestApp, provision_body, provision_input, spawn_app_with};
+use common::engine::apply_production_rbac;
+use common::{Answer, Backend, CapturedLogs, TestApp, provision_body, provision_input, spawn_app_with};
 use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
@@ -31,8 +28,7 @@ impl Setup {
         let control_plane = test_control_plane::shared().await;
         let namespace = control_plane.new_namespace("authn").await.expect("namespace");
         let admin = control_plane.admin_client().expect("admin client");
-        apply_production_rbac(&admin, &namespace).await;
-        apply_production_cluster_rbac(&admin, &namespace).await;
+        apply_production_rbac(control_plane, &namespace).await;
         for name in ["host-cluster-controller", "intruder"] {
             let account = ServiceAccount {
                 metadata: ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() },
@@ -71,34 +67,19 @@ fn assert_refused(answer: &Answer, status: StatusCode, code: &str) {
     assert_eq!(answer.json()["error"]["code"], code, "{}", answer.text);
 }
 
-/// Log lines with target `audit`, captured from a subscriber that is this thread's default.
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Logs {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Logs {
-    fn audit(&self) -> Vec<Value> {
-        let text = String::from_utf8(self.0.lock().unwrap().clone()).unwrap();
-        text.lines()
-            .map(|line| serde_json::from_str::<Value>(line).unwrap())
-            .filter(|line| line["target"] == "audit")
-            .collect()
-    }
+/// The log lines with target `audit`.
+fn audit_lines(logs: &CapturedLogs) -> Vec<Value> {
+    logs.text()
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|line| line["target"] == "audit")
+        .collect()
 }
 
 #[tokio::test]
 async fn an_allowed_service_account_gets_in_and_its_changes_are_audited() {
-    let logs = Logs::default();
+    // Captured from a subscriber that is this thread's default.
+    let logs = CapturedLogs::default();
     let writer = logs.clone();
     let subscriber = tracing_subscriber::fmt().json().flatten_event(true).with_writer(move || writer.clone()).finish();
     let _default = tracing::subscriber::set_default(subscriber);
@@ -121,7 +102,7 @@ async fn an_allowed_service_account_gets_in_and_its_changes_are_audited() {
     let operation = answer.json()["data"]["provisionRuntime"].clone();
     assert!(operation.is_object(), "{}", answer.text);
 
-    let audit = logs.audit();
+    let audit = audit_lines(&logs);
     assert_eq!(audit.len(), 2, "{audit:?}");
     for (line, api, runtime_id, operation_id) in [
         (&audit[0], "rest", &accepted["id"], &accepted["operationId"]),

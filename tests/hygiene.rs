@@ -4,13 +4,12 @@
 
 mod common;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use common::auth_service::{AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, CLIENT_SECRET, GCP_PRIVATE_KEY};
 use common::engine::Engine;
-use common::{Backend, provision_body};
+use common::{Backend, CapturedLogs, provision_body};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::Api;
@@ -20,27 +19,14 @@ use serde_json::json;
 const WAIT: Duration = Duration::from_secs(60);
 
 /// Every log line of this test binary, at debug level.
-fn captured_logs() -> &'static Arc<Mutex<Vec<u8>>> {
-    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
+fn captured_logs() -> &'static CapturedLogs {
+    static LOGS: OnceLock<CapturedLogs> = OnceLock::new();
     LOGS.get_or_init(|| {
-        let logs = Arc::new(Mutex::new(Vec::new()));
+        let logs = CapturedLogs::default();
         let writer = logs.clone();
-        tracing_subscriber::fmt().with_env_filter("debug").with_writer(move || LogWriter(writer.clone())).json().init();
+        tracing_subscriber::fmt().with_env_filter("debug").with_writer(move || writer.clone()).json().init();
         logs
     })
-}
-
-struct LogWriter(Arc<Mutex<Vec<u8>>>);
-
-impl Write for LogWriter {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 fn assert_clean(place: &str, text: &str) {
@@ -125,7 +111,7 @@ async fn credentials_never_leave_the_credentials_secret() {
     assert!(config_maps.contains("main.tf"), "the rendered configurations are checked");
     assert_clean("the ConfigMaps", &config_maps);
 
-    let logs = String::from_utf8(logs.lock().unwrap().clone()).unwrap();
+    let logs = logs.text();
     assert!(logs.contains("provisioning queued"), "logs were captured");
     assert_clean("the logs", &logs);
 }

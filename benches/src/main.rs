@@ -19,17 +19,14 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::ServiceAccount;
-use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
-use kube::api::{ListParams, PostParams};
+use kube::api::ListParams;
 use kube::{Api, Client};
-use provisioner::domain::{Operation, OperationType, ProvisionRequest, Runtime};
+use provisioner::domain::{ProvisionRequest, Runtime};
 use provisioner::store::{self, Store};
 use sea_orm::{ConnectionTrait, Database};
 use serde_json::{Value, json};
 use test_control_plane::ControlPlane;
 use uuid::Uuid;
-use yaml_rust2::{Yaml, YamlLoader};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 type Result<T, E = Error> = std::result::Result<T, E>;
@@ -157,7 +154,7 @@ async fn run(args: Args) -> Result<()> {
     let control_plane = ControlPlane::start().await?;
     let admin = control_plane.admin_client()?;
     let namespace = control_plane.new_namespace("bench").await?;
-    apply_production_rbac(&admin, &namespace).await?;
+    control_plane.apply_rbac_manifest(MANIFEST, &namespace).await?;
     let token = control_plane.service_account_token(&namespace, SERVICE_ACCOUNT, &[]).await?;
     let kubeconfig = write_token_kubeconfig(&work, &control_plane, &token)?;
 
@@ -475,52 +472,6 @@ impl RssSampler {
 // ---------------------------------------------------------------------------------------------------------------
 // Kubernetes set-up.
 
-/// Creates the ServiceAccounts, Roles and RoleBindings of the production manifest in `namespace` (as the engine
-/// tests do), so the server runs with exactly the production permissions.
-async fn apply_production_rbac(admin: &Client, namespace: &str) -> Result<()> {
-    for document in YamlLoader::load_from_str(MANIFEST)? {
-        let mut object = yaml_to_json(&document);
-        let kind = object["kind"].as_str().unwrap_or_default().to_owned();
-        object["metadata"]["namespace"] = Value::from(namespace);
-        let params = PostParams::default();
-        match kind.as_str() {
-            "ServiceAccount" => {
-                let account: ServiceAccount = serde_json::from_value(object)?;
-                Api::<ServiceAccount>::namespaced(admin.clone(), namespace).create(&params, &account).await?;
-            }
-            "Role" => {
-                let role: Role = serde_json::from_value(object)?;
-                Api::<Role>::namespaced(admin.clone(), namespace).create(&params, &role).await?;
-            }
-            "RoleBinding" => {
-                for subject in object["subjects"].as_array_mut().ok_or("RoleBinding without subjects")? {
-                    subject["namespace"] = Value::from(namespace);
-                }
-                let binding: RoleBinding = serde_json::from_value(object)?;
-                Api::<RoleBinding>::namespaced(admin.clone(), namespace).create(&params, &binding).await?;
-            }
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
-fn yaml_to_json(yaml: &Yaml) -> Value {
-    match yaml {
-        Yaml::Hash(hash) => Value::Object(
-            hash.iter()
-                .map(|(key, value)| (key.as_str().unwrap_or_default().to_owned(), yaml_to_json(value)))
-                .collect(),
-        ),
-        Yaml::Array(items) => Value::Array(items.iter().map(yaml_to_json).collect()),
-        Yaml::String(text) => Value::from(text.as_str()),
-        Yaml::Integer(number) => Value::from(*number),
-        Yaml::Boolean(flag) => Value::from(*flag),
-        Yaml::Real(text) => text.parse::<f64>().map(Value::from).unwrap_or(Value::Null),
-        _ => Value::Null,
-    }
-}
-
 /// A kubeconfig for the ServiceAccount token (the child process reads it through KUBECONFIG).
 fn write_token_kubeconfig(work: &Path, control_plane: &ControlPlane, token: &str) -> Result<PathBuf> {
     let ca = work.join("ca.crt");
@@ -609,22 +560,9 @@ async fn seed(store: &Store, count: usize) -> Result<Vec<(Uuid, Uuid)>> {
     let results: Vec<Result<(Uuid, Uuid)>> = futures::stream::iter(0..count)
         .map(|index| async move {
             let request: ProvisionRequest = serde_json::from_value(provision_body(&format!("seed-{index}")))?;
-            let now = store::now();
-            let id = Uuid::now_v7();
-            let operation = Operation::queued(id, OperationType::Provision, now);
-            let runtime = Runtime {
-                id,
-                name: request.runtime_input.name,
-                description: request.runtime_input.description,
-                labels: request.runtime_input.labels.unwrap_or_default(),
-                cluster_config: request.cluster_config,
-                last_operation_id: Some(operation.id),
-                created_at: now,
-                updated_at: now,
-                deleted_at: None,
-            };
+            let (runtime, operation) = Runtime::requested(request, store::now());
             store.insert_runtime(&runtime, &operation, None).await?;
-            Ok((id, operation.id))
+            Ok((runtime.id, operation.id))
         })
         .buffer_unordered(32)
         .collect()

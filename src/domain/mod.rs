@@ -184,6 +184,26 @@ pub struct Runtime {
     pub deleted_at: Option<DateTime<Utc>>,
 }
 
+impl Runtime {
+    /// A new runtime for a request, with its first operation: the queued provisioning.
+    pub fn requested(request: ProvisionRequest, now: DateTime<Utc>) -> (Runtime, Operation) {
+        let id = Uuid::now_v7();
+        let operation = Operation::queued(id, OperationType::Provision, now);
+        let runtime = Runtime {
+            id,
+            name: request.runtime_input.name,
+            description: request.runtime_input.description,
+            labels: request.runtime_input.labels.unwrap_or_default(),
+            cluster_config: request.cluster_config,
+            last_operation_id: Some(operation.id),
+            created_at: now,
+            updated_at: now,
+            deleted_at: None,
+        };
+        (runtime, operation)
+    }
+}
+
 /// Why an operation failed, and which part of the system said so.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, SimpleObject, ToSchema)]
 #[serde(rename_all = "camelCase")]

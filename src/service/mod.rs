@@ -8,7 +8,6 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 use tokio::sync::Notify;
 use tracing::instrument;
-use uuid::Uuid;
 
 use crate::auth::{self, AuthClient};
 use crate::domain::run::{JobState, RunNames, Stage};
@@ -137,20 +136,8 @@ impl Service {
         // Fail fast: nothing is recorded for a credential that does not exist or does not fit the topology.
         self.check_credential(&request.cluster_config).await?;
 
-        let now = store::now();
-        let runtime_id = Uuid::now_v7();
-        let operation = Operation::queued(runtime_id, OperationType::Provision, now);
-        let runtime = Runtime {
-            id: runtime_id,
-            name: request.runtime_input.name,
-            description: request.runtime_input.description,
-            labels: request.runtime_input.labels.unwrap_or_default(),
-            cluster_config: request.cluster_config,
-            last_operation_id: Some(operation.id),
-            created_at: now,
-            updated_at: now,
-            deleted_at: None,
-        };
+        let (runtime, operation) = Runtime::requested(request, store::now());
+        let runtime_id = runtime.id;
         let record = idempotency_key.map(|key| IdempotencyRecord {
             key: key.to_owned(),
             request_fingerprint: fingerprint.clone(),

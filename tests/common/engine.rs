@@ -7,15 +7,13 @@ use std::time::Duration;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::api::core::v1::Secret;
 use kube::api::{ListParams, ObjectMeta, PostParams};
 use kube::{Api, Client};
 use provisioner::startup::App;
 use serde_json::Value;
 use test_control_plane::ControlPlane;
 use tokio::sync::watch;
-use yaml_rust2::{Yaml, YamlLoader};
 
 use super::auth_service::FakeAuthService;
 use super::{Backend, TestApp, TestDatabase, settings_for};
@@ -56,7 +54,7 @@ impl Engine {
         let control_plane = test_control_plane::shared().await;
         let namespace = control_plane.new_namespace("engine").await.expect("namespace");
         let admin = control_plane.admin_client().expect("admin client");
-        apply_production_rbac(&admin, &namespace).await;
+        apply_production_rbac(control_plane, &namespace).await;
 
         let folder = tempfile::tempdir().expect("temporary folder");
         let auth = FakeAuthService::start(folder.path()).await;
@@ -194,75 +192,9 @@ fn borrowed(pairs: &[(String, String)]) -> Vec<(&str, &str)> {
     pairs.iter().map(|(key, value)| (key.as_str(), value.as_str())).collect()
 }
 
-/// Creates the ServiceAccounts, Roles and RoleBindings of the production manifest in `namespace`, so the tests
-/// run with exactly the permissions production has.
-pub async fn apply_production_rbac(admin: &Client, namespace: &str) {
-    let text = std::fs::read_to_string("resources/cluster-provisioner.yaml").expect("read the manifest");
-    for document in YamlLoader::load_from_str(&text).expect("parse the manifest") {
-        let mut object = yaml_to_json(&document);
-        let kind = object["kind"].as_str().unwrap_or_default().to_owned();
-        object["metadata"]["namespace"] = Value::from(namespace);
-        let params = PostParams::default();
-        match kind.as_str() {
-            "ServiceAccount" => {
-                let account: ServiceAccount = serde_json::from_value(object).unwrap();
-                Api::<ServiceAccount>::namespaced(admin.clone(), namespace).create(&params, &account).await.unwrap();
-            }
-            "Role" => {
-                let role: Role = serde_json::from_value(object).unwrap();
-                Api::<Role>::namespaced(admin.clone(), namespace).create(&params, &role).await.unwrap();
-            }
-            "RoleBinding" => {
-                for subject in object["subjects"].as_array_mut().unwrap() {
-                    subject["namespace"] = Value::from(namespace);
-                }
-                let binding: RoleBinding = serde_json::from_value(object).unwrap();
-                Api::<RoleBinding>::namespaced(admin.clone(), namespace).create(&params, &binding).await.unwrap();
-            }
-            _ => {}
-        }
-    }
-}
-
-/// Creates the manifest's ClusterRoles and ClusterRoleBindings for the ServiceAccounts of `namespace`. They are
-/// cluster-scoped, so each gets the namespace as a name suffix: tests sharing the control plane do not collide.
-pub async fn apply_production_cluster_rbac(admin: &Client, namespace: &str) {
-    let text = std::fs::read_to_string("resources/cluster-provisioner.yaml").expect("read the manifest");
-    let params = PostParams::default();
-    for document in YamlLoader::load_from_str(&text).expect("parse the manifest") {
-        let mut object = yaml_to_json(&document);
-        let unique = |name: &Value| Value::from(format!("{}-{namespace}", name.as_str().unwrap()));
-        object["metadata"]["name"] = unique(&object["metadata"]["name"]);
-        match object["kind"].as_str().unwrap_or_default() {
-            "ClusterRole" => {
-                let role: ClusterRole = serde_json::from_value(object).unwrap();
-                Api::<ClusterRole>::all(admin.clone()).create(&params, &role).await.unwrap();
-            }
-            "ClusterRoleBinding" => {
-                object["roleRef"]["name"] = unique(&object["roleRef"]["name"]);
-                for subject in object["subjects"].as_array_mut().unwrap() {
-                    subject["namespace"] = Value::from(namespace);
-                }
-                let binding: ClusterRoleBinding = serde_json::from_value(object).unwrap();
-                Api::<ClusterRoleBinding>::all(admin.clone()).create(&params, &binding).await.unwrap();
-            }
-            _ => {}
-        }
-    }
-}
-
-fn yaml_to_json(yaml: &Yaml) -> Value {
-    match yaml {
-        Yaml::Hash(hash) => Value::Object(
-            hash.iter()
-                .map(|(key, value)| (key.as_str().unwrap_or_default().to_owned(), yaml_to_json(value)))
-                .collect(),
-        ),
-        Yaml::Array(items) => Value::Array(items.iter().map(yaml_to_json).collect()),
-        Yaml::String(text) => Value::from(text.as_str()),
-        Yaml::Integer(number) => Value::from(*number),
-        Yaml::Boolean(flag) => Value::from(*flag),
-        Yaml::Real(text) => text.parse::<f64>().map(Value::from).unwrap_or(Value::Null),
-        _ => Value::Null,
-    }
+/// Applies the RBAC of the production manifest to `namespace`, so the tests run with exactly the permissions
+/// production has.
+pub async fn apply_production_rbac(control_plane: &ControlPlane, namespace: &str) {
+    let manifest = std::fs::read_to_string("resources/cluster-provisioner.yaml").expect("read the manifest");
+    control_plane.apply_rbac_manifest(&manifest, namespace).await.expect("apply the production RBAC");
 }

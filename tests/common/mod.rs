@@ -239,3 +239,24 @@ pub fn provision_input(name: &str) -> Value {
 
 pub const OPERATION_STATUS_FIELDS: &str =
     "id operation state message runtimeID stage lastError { errMessage reason component }";
+
+/// Log output captured in memory, for tests that check what was (or was not) logged.
+#[derive(Clone, Default)]
+pub struct CapturedLogs(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for CapturedLogs {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl CapturedLogs {
+    pub fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+}

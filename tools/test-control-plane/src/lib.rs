@@ -14,6 +14,7 @@
 //! Pods (and so Jobs) need.
 
 mod kubelet;
+mod manifest;
 mod pki;
 mod process;
 
