@@ -143,6 +143,26 @@ async fn missing_malformed_and_foreign_tokens_are_refused() {
     let answer = setup.graphql("{ runtimes { edges { cursor } } }", json!({}), Some(&intruder)).await;
     assert_refused(&answer, StatusCode::FORBIDDEN, "forbidden");
 
+    // Every API route refuses both, whatever the method.
+    let id = uuid::Uuid::now_v7();
+    let body = provision_body("every-route");
+    let graphql = json!({ "query": "{ runtimes { edges { cursor } } }" });
+    let routes: [(&str, String, Option<&Value>); 7] = [
+        ("POST", "/api/v1/provisions".to_owned(), Some(&body)),
+        ("GET", format!("/api/v1/provisions/{id}"), None),
+        ("GET", format!("/api/v1/provisions/{id}/logs"), None),
+        ("GET", format!("/api/v1/provisions/{id}/kubeconfig"), None),
+        ("DELETE", format!("/api/v1/provisions/{id}"), None),
+        ("GET", "/api/v1/openapi.json".to_owned(), None),
+        ("POST", "/graphql".to_owned(), Some(&graphql)),
+    ];
+    for (method, path, body) in routes {
+        let answer = setup.call(method, &path, body, None).await;
+        assert_refused(&answer, StatusCode::UNAUTHORIZED, "unauthenticated");
+        let answer = setup.call(method, &path, body, Some(&intruder)).await;
+        assert_refused(&answer, StatusCode::FORBIDDEN, "forbidden");
+    }
+
     // Health and the static playground page stay open.
     assert_eq!(setup.call("GET", "/healthz", None, None).await.status, StatusCode::OK);
     assert_eq!(setup.call("GET", "/graphql", None, None).await.status, StatusCode::OK);
