@@ -3,7 +3,7 @@
 TEST_DATABASE_URL ?= postgres://postgres:postgres@127.0.0.1:5432/postgres
 export TEST_DATABASE_URL
 
-.PHONY: run test-really-local test bench postgres control-plane dev-cluster gqlgen generate migrate fmt lint
+.PHONY: run test-really-local test schemathesis fuzz bench postgres control-plane dev-cluster gqlgen generate migrate fmt lint
 
 ## Starts the server on the embedded SQLite default (./data/provisioner.db) with a development auth-service;
 ## playground at http://127.0.0.1:3000/graphql
@@ -19,6 +19,7 @@ run:
 ## Installs and starts what the tests need (PostgreSQL, the test control plane), then runs every test.
 test-really-local: postgres control-plane
 	$(MAKE) --no-print-directory test
+	$(MAKE) --no-print-directory schemathesis
 
 ## Runs the tests against an already running PostgreSQL and an already built control plane.
 test:
@@ -27,6 +28,17 @@ test:
 		| psql "$(TEST_DATABASE_URL)" -q >/dev/null
 	TEST_CONTROL_PLANE_BIN_DIR="$${TEST_CONTROL_PLANE_BIN_DIR:-$$(tools/build-control-plane.sh | tail -n1)}" \
 		cargo test --workspace --locked
+
+## Fuzzes the REST API with Schemathesis (installed into a venv under ~/.cache once) against its OpenAPI
+## document, on a real server with SQLite in a temporary folder. SCHEMATHESIS_MAX_EXAMPLES, SCHEMATHESIS_SEED.
+schemathesis:
+	tools/schemathesis.sh
+
+## cargo-fuzz targets (nightly; cargo-fuzz is installed into ~/.cache once): `validate` and `render`, each for
+## FUZZ_RUNS runs.
+FUZZ_RUNS ?= 50000
+fuzz:
+	tools/fuzz.sh $(FUZZ_RUNS)
 
 ## Benchmark (issue 8): start-up, status reads against a bare baseline, API-server requests per read, a burst of
 ## provisioning requests, memory. Prints a table and writes target/bench/results.json. BENCH_ARGS passes flags.

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use async_graphql::ParseRequestError;
 use axum::body::Body;
+use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -274,10 +275,27 @@ async fn json_body<T: serde::de::DeserializeOwned>(headers: &HeaderMap, body: Bo
     })
 }
 
+/// The `{id}` path segment; axum's own rejection (a segment that is not UTF-8 once percent-decoded) would answer
+/// text/plain, every other error here is JSON.
+fn path_id(id: Result<Path<String>, PathRejection>) -> ApiResult<String> {
+    id.map(|Path(id)| id).map_err(|rejection| ApiError::MalformedBody {
+        field: Some("id".into()),
+        message: format!("invalid id: {}", rejection.body_text()),
+    })
+}
+
 #[utoipa::path(
     post,
     path = "/api/v1/provisions",
-    request_body = ProvisionRequest,
+    request_body(content = ProvisionRequest, example = json!({
+        "runtimeInput": {"name": "demo", "description": "first cluster", "labels": {"team": "platform"}},
+        "clusterConfig": {
+            "topology": "eks", "credentialId": "dev-aws", "region": "eu-central-1", "kubernetesVersion": "1.34",
+            "environment": "dev",
+            "workerPool": {"machineType": "t3.large", "minSize": 1, "maxSize": 3, "diskSizeGb": 50},
+            "aws": {"zones": ["eu-central-1a", "eu-central-1b"]}
+        }
+    })),
     params(("Idempotency-Key" = Option<String>, Header, description = "Retries with the same key get the first answer")),
     responses(
         (status = 202, description = "Provisioning queued", body = Accepted),
@@ -314,7 +332,7 @@ pub async fn create_provision(
 #[utoipa::path(
     get,
     path = "/api/v1/provisions/{id}",
-    params(("id" = String, Path, description = "Runtime id")),
+    params(("id" = uuid::Uuid, Path, description = "Runtime id")),
     responses(
         (status = 200, description = "Status of the runtime's last operation", body = ProvisionStatusResponse),
         (status = 400, description = "The id is not a UUID", body = ErrorBody),
@@ -323,8 +341,9 @@ pub async fn create_provision(
 )]
 pub async fn get_provision(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    id: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Json<ProvisionStatusResponse>> {
+    let id = path_id(id)?;
     Ok(Json(state.service.runtime_status(&id).await?.into()))
 }
 
@@ -332,20 +351,27 @@ pub async fn get_provision(
     get,
     path = "/api/v1/provisions/{id}/logs",
     params(
-        ("id" = String, Path, description = "Runtime id"),
-        ("tailLines" = Option<i64>, Query, description = "Only the last lines of each container"),
+        ("id" = uuid::Uuid, Path, description = "Runtime id"),
+        ("tailLines" = Option<i64>, Query, minimum = 1, description = "Only the last lines of each container"),
     ),
     responses(
         (status = 200, description = "Logs of the `init` and `terraform-runner` containers of the run's pod", body = String, content_type = "text/plain"),
+        (status = 400, description = "The id is not a UUID, or `tailLines` is not a positive number", body = ErrorBody),
         (status = 404, description = "Unknown runtime", body = ErrorBody),
         (status = 409, description = "No runner pod exists yet", body = ErrorBody),
     )
 )]
 pub async fn get_logs(
     State(state): State<AppState>,
-    Path(id): Path<String>,
-    Query(query): Query<LogsQuery>,
+    id: Result<Path<String>, PathRejection>,
+    query: Result<Query<LogsQuery>, QueryRejection>,
 ) -> ApiResult<Response> {
+    let id = path_id(id)?;
+    // axum's rejection would answer text/plain; `tailLines` is the only parameter.
+    let Query(query) = query.map_err(|rejection| ApiError::MalformedBody {
+        field: Some("tailLines".into()),
+        message: format!("invalid query: {}", rejection.body_text()),
+    })?;
     let logs = state.service.logs(&id, query.tail_lines).await?;
     let text: String = logs
         .iter()
@@ -363,14 +389,19 @@ pub struct LogsQuery {
 #[utoipa::path(
     get,
     path = "/api/v1/provisions/{id}/kubeconfig",
-    params(("id" = String, Path, description = "Runtime id")),
+    params(("id" = uuid::Uuid, Path, description = "Runtime id")),
     responses(
         (status = 200, description = "The kubeconfig", body = String, content_type = "application/yaml"),
+        (status = 400, description = "The id is not a UUID", body = ErrorBody),
         (status = 404, description = "Unknown runtime", body = ErrorBody),
         (status = 409, description = "The provisioning has not succeeded", body = ErrorBody),
     )
 )]
-pub async fn get_kubeconfig(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Response> {
+pub async fn get_kubeconfig(
+    State(state): State<AppState>,
+    id: Result<Path<String>, PathRejection>,
+) -> ApiResult<Response> {
+    let id = path_id(id)?;
     let kubeconfig = state.service.kubeconfig(&id).await?;
     Ok(([(header::CONTENT_TYPE, "application/yaml")], kubeconfig).into_response())
 }
@@ -378,9 +409,10 @@ pub async fn get_kubeconfig(State(state): State<AppState>, Path(id): Path<String
 #[utoipa::path(
     delete,
     path = "/api/v1/provisions/{id}",
-    params(("id" = String, Path, description = "Runtime id")),
+    params(("id" = uuid::Uuid, Path, description = "Runtime id")),
     responses(
         (status = 202, description = "Deprovisioning queued", body = Accepted),
+        (status = 400, description = "The id is not a UUID", body = ErrorBody),
         (status = 404, description = "Unknown runtime", body = ErrorBody),
         (status = 409, description = "An operation is active or the runtime is already deprovisioned", body = ErrorBody),
     )
@@ -388,8 +420,9 @@ pub async fn get_kubeconfig(State(state): State<AppState>, Path(id): Path<String
 pub async fn delete_provision(
     State(state): State<AppState>,
     Extension(identity): Extension<Identity>,
-    Path(id): Path<String>,
+    id: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Response> {
+    let id = path_id(id)?;
     let operation = state.service.deprovision_runtime(&id).await?;
     identity.audit("rest", &operation);
     Ok((StatusCode::ACCEPTED, Json(Accepted::from(&operation))).into_response())
