@@ -129,10 +129,6 @@ impl Executor {
         (Executor { client, settings, jobs }, sync)
     }
 
-    pub fn namespace(&self) -> &str {
-        &self.settings.namespace
-    }
-
     /// Waits until the Job cache has its first full list (so status reads do not miss existing Jobs).
     pub async fn wait_until_cache_ready(&self) -> bool {
         self.jobs.wait_until_ready().await.is_ok()

@@ -10,8 +10,7 @@ use migrations::{Migrator, MigratorTrait};
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectOptions, Database, DatabaseConnection, DbBackend, DbErr, EntityTrait,
-    IntoActiveModel, JoinType, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, RelationDef, SqlErr, Statement,
-    TransactionTrait,
+    IntoActiveModel, JoinType, QueryFilter, QueryOrder, QuerySelect, RelationDef, SqlErr, Statement, TransactionTrait,
 };
 use uuid::Uuid;
 
@@ -196,11 +195,6 @@ impl Store {
                 })
             })
             .collect()
-    }
-
-    /// Number of stored runtimes; used by tests and the benchmarks to check seeding.
-    pub async fn count_runtimes(&self) -> Result<u64> {
-        Ok(runtime::Entity::find().count(&self.db).await?)
     }
 }
 
