@@ -176,6 +176,46 @@ impl CloudCredential {
         files
     }
 
+    /// Reads back what [`CloudCredential::secret_files`] wrote (terraform-runner, from the mounted Secret).
+    /// The error names the missing or bad file.
+    pub fn from_secret_files(files: &BTreeMap<String, SecretString>) -> Result<Self, String> {
+        let text = |name: &str| files.get(name).map(|value| value.expose_secret().trim().to_owned());
+        let required = |name: &str| text(name).filter(|value| !value.is_empty()).ok_or(format!("{name} is missing"));
+        let secret = |name: &str| required(name).map(SecretString::from);
+        let key_pair = || -> Result<Option<AwsKeyPair>, String> {
+            match text("aws_access_key_id") {
+                None => Ok(None),
+                Some(access_key_id) => {
+                    Ok(Some(AwsKeyPair { access_key_id, secret_access_key: secret("aws_secret_access_key")? }))
+                }
+            }
+        };
+        match required("credential_type")?.as_str() {
+            "aws_access_key" => {
+                let AwsKeyPair { access_key_id, secret_access_key } =
+                    key_pair()?.ok_or("aws_access_key_id is missing")?;
+                Ok(CloudCredential::AwsAccessKey { access_key_id, secret_access_key, region: text("aws_region") })
+            }
+            "aws_assume_role" => Ok(CloudCredential::AwsAssumeRole {
+                role_arn: required("role_arn")?,
+                external_id: text("external_id").map(SecretString::from),
+                session_duration_seconds: text("session_duration_seconds")
+                    .map(|seconds| {
+                        seconds.parse().map_err(|_| format!("session_duration_seconds {seconds:?} is not a number"))
+                    })
+                    .transpose()?,
+                source: key_pair()?,
+            }),
+            "gcp_service_account" => Ok(CloudCredential::GcpServiceAccount {
+                project_id: required("project_id")?,
+                service_account_key: secret("service_account.json")?,
+            }),
+            other => Err(format!(
+                "credential_type {other:?} is not one of aws_access_key, aws_assume_role, gcp_service_account"
+            )),
+        }
+    }
+
     /// Every value to keep out of output we did not write (the runner's messages): the secrets, and the access
     /// key ids too, which identify the credential. For GCP also the key's own secret fields, which a tool may
     /// print without the rest of the key file.
@@ -547,6 +587,53 @@ mod tests {
 
     fn parse(json: serde_json::Value) -> Result<CloudCredential, String> {
         parse_credential("cred-1", json.to_string().as_bytes())
+    }
+
+    fn json_credential(json: serde_json::Value) -> CloudCredential {
+        parse_credential("c", json.to_string().as_bytes()).expect("a valid credential")
+    }
+
+    #[test]
+    fn secret_files_read_back_into_the_same_credential() {
+        let credentials = [
+            json_credential(serde_json::json!({
+                "id": "c", "type": "aws_access_key", "accessKeyId": "AKIAEXAMPLE", "secretAccessKey": "k", "region": "eu-west-1",
+            })),
+            json_credential(serde_json::json!({
+                "id": "c", "type": "aws_assume_role", "roleArn": "arn:aws:iam::123456789012:role/p",
+                "externalId": "ext", "sessionDurationSeconds": 3600, "accessKeyId": "AKIASOURCE", "secretAccessKey": "s",
+            })),
+            json_credential(serde_json::json!({
+                "id": "c", "type": "aws_assume_role", "roleArn": "arn:aws:iam::123456789012:role/p",
+            })),
+            json_credential(serde_json::json!({
+                "id": "c", "type": "gcp_service_account", "projectId": "p", "serviceAccountKey": {"private_key": "k"},
+            })),
+        ];
+        for credential in credentials {
+            let files = credential.secret_files();
+            let read = CloudCredential::from_secret_files(&files).unwrap();
+            let exposed = |files: BTreeMap<String, SecretString>| -> BTreeMap<String, String> {
+                files.into_iter().map(|(name, value)| (name, value.expose_secret().to_owned())).collect()
+            };
+            assert_eq!(exposed(read.secret_files()), exposed(files), "{}", credential.kind());
+        }
+    }
+
+    #[test]
+    fn unreadable_secret_files_name_the_file() {
+        let files = |pairs: &[(&str, &str)]| -> BTreeMap<String, SecretString> {
+            pairs.iter().map(|(name, value)| (name.to_string(), SecretString::from(*value))).collect()
+        };
+        let error = |pairs| CloudCredential::from_secret_files(&files(pairs)).unwrap_err();
+        assert_eq!(error(&[]), "credential_type is missing");
+        assert_eq!(error(&[("credential_type", "aws_access_key")]), "aws_access_key_id is missing");
+        assert_eq!(
+            error(&[("credential_type", "aws_access_key"), ("aws_access_key_id", "A")]),
+            "aws_secret_access_key is missing"
+        );
+        assert_eq!(error(&[("credential_type", "aws_assume_role")]), "role_arn is missing");
+        assert!(error(&[("credential_type", "azure")]).starts_with("credential_type \"azure\""));
     }
 
     #[test]

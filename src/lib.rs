@@ -10,6 +10,7 @@ pub mod backoff;
 pub mod domain;
 pub mod executor;
 pub mod render;
+pub mod runner;
 pub mod service;
 pub mod settings;
 pub mod startup;

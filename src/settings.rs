@@ -189,7 +189,7 @@ impl Settings {
     }
 }
 
-fn invalid(variable: &'static str, message: impl Into<String>) -> Error {
+pub(crate) fn invalid(variable: &'static str, message: impl Into<String>) -> Error {
     Error::Invalid { variable, message: message.into() }
 }
 
@@ -202,7 +202,7 @@ fn parse<T: std::str::FromStr>(variable: &'static str, value: Option<String>, de
     }
 }
 
-fn duration(variable: &'static str, value: Option<String>, default: &str) -> Result<Duration> {
+pub(crate) fn duration(variable: &'static str, value: Option<String>, default: &str) -> Result<Duration> {
     let value = value.filter(|value| !value.trim().is_empty()).unwrap_or_else(|| default.to_owned());
     let parsed = humantime::parse_duration(value.trim()).map_err(|error| {
         invalid(variable, format!("invalid duration {value:?} ({error}); use for example 90m or 1h30m"))

@@ -12,6 +12,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 pub mod run;
+pub mod runner;
 
 use run::Stage;
 

@@ -15,7 +15,13 @@ use crate::domain::run::RunNames;
 
 pub const INIT_CONTAINER: &str = "init";
 pub const RUNNER_CONTAINER: &str = "terraform-runner";
+/// The runner binary in the image (src/bin/terraform-runner.rs).
+const RUNNER_BINARY: &str = "terraform-runner";
+/// Where the init container clones the modules; the rendered configurations name this path.
 const MODULES_DIR: &str = "/workspace/modules";
+/// Where the runner copies the configuration and Terraform writes `.terraform` (the root filesystem is
+/// read-only).
+const WORK_DIR: &str = "/workspace/run";
 const CONFIG_DIR: &str = "/etc/provisioner/config";
 const CREDENTIALS_DIR: &str = "/var/run/secrets/provisioner/credentials";
 /// Finished Jobs (and their pods, with the logs) stay a week for inspection, then the TTL controller removes them.
@@ -79,11 +85,14 @@ pub fn build(
     let runner = Container {
         name: RUNNER_CONTAINER.to_owned(),
         image: Some(settings.runner_image.clone()),
-        args: Some(vec![RUNNER_CONTAINER.to_owned(), "--action".to_owned(), action.to_owned()]),
+        // The binary is named here rather than by the image's entrypoint (the service), so that any image
+        // holding both works.
+        command: Some(vec![RUNNER_BINARY.to_owned()]),
+        args: Some(vec!["--action".to_owned(), action.to_owned()]),
         env: Some(vec![
             env("RUNNER_CONFIG_DIR", CONFIG_DIR),
             env("RUNNER_CREDENTIALS_DIR", CREDENTIALS_DIR),
-            env("RUNNER_MODULES_DIR", MODULES_DIR),
+            env("RUNNER_WORK_DIR", WORK_DIR),
             env("RUNNER_OUTPUTS_SECRET", &names.outputs_secret),
             EnvVar {
                 name: "POD_NAMESPACE".to_owned(),
@@ -206,7 +215,8 @@ mod tests {
         let pod = spec.template.spec.unwrap();
         assert_eq!(pod.service_account_name.as_deref(), Some("terraform-runner"));
         let runner = &pod.containers[0];
-        assert_eq!(runner.args.as_ref().unwrap(), &["terraform-runner", "--action", "destroy"]);
+        assert_eq!(runner.command.as_ref().unwrap(), &["terraform-runner"]);
+        assert_eq!(runner.args.as_ref().unwrap(), &["--action", "destroy"]);
         assert!(
             runner
                 .env

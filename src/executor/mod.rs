@@ -30,8 +30,7 @@ pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 pub const MANAGED_BY: &str = "cluster-provisioner";
 pub const RUNTIME_LABEL: &str = "kubeopera.io/runtime-id";
 pub const OPERATION_LABEL: &str = "kubeopera.io/operation-id";
-/// The key of the kubeconfig in the outputs Secret that terraform-runner publishes.
-pub const KUBECONFIG_KEY: &str = "kubeconfig";
+pub use crate::domain::runner::KUBECONFIG_KEY;
 /// Longest termination message kept as an operation's last error.
 const MAX_FAILURE_MESSAGE: usize = 1024;
 const DELETION_TIMEOUT: Duration = Duration::from_secs(60);

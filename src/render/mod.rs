@@ -15,6 +15,8 @@ use handlebars::Handlebars;
 use serde::Serialize;
 use uuid::Uuid;
 
+pub use crate::domain::runner::RunAction;
+use crate::domain::runner::{MAIN_TF_FILE, RUNNER_MANIFEST_FILE, RunnerManifest};
 use crate::domain::{Runtime, Topology};
 pub use bucket::state_bucket_name;
 use escape::escape_hcl_string;
@@ -46,14 +48,6 @@ pub enum Error {
     TooLarge { size: usize, limit: usize },
     #[error("serializing runner.json failed: {0}")]
     RunnerManifest(#[from] serde_json::Error),
-}
-
-/// What the Job does with the configuration; the configuration itself is the same for both.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RunAction {
-    Apply,
-    Destroy,
 }
 
 /// The files of a rendered configuration: file name (a valid ConfigMap key) to content.
@@ -95,40 +89,24 @@ impl Renderer {
         let manifest = RunnerManifest {
             action,
             topology,
-            cloud: topology.cloud().as_str(),
-            region: &config.region,
-            state_bucket: &state_bucket,
+            cloud: topology.cloud().as_str().to_owned(),
+            region: config.region.clone(),
+            state_bucket: state_bucket.clone(),
             runtime_id: runtime.id,
-            runtime_name: &runtime.name,
-            gcp_project: data.project_id,
+            runtime_name: runtime.name.clone(),
+            gcp_project: data.project_id.map(str::to_owned),
         };
         let mut runner_json = serde_json::to_string_pretty(&manifest)?;
         runner_json.push('\n');
 
-        let files = BTreeMap::from([("main.tf".to_owned(), main_tf), ("runner.json".to_owned(), runner_json)]);
+        let files =
+            BTreeMap::from([(MAIN_TF_FILE.to_owned(), main_tf), (RUNNER_MANIFEST_FILE.to_owned(), runner_json)]);
         let size = files.iter().map(|(name, content)| name.len() + content.len()).sum();
         if size > MAX_RENDERED_BYTES {
             return Err(Error::TooLarge { size, limit: MAX_RENDERED_BYTES });
         }
         Ok(RenderedConfig { files })
     }
-}
-
-/// `runner.json`: what terraform-runner needs before it can run Terraform (the state bucket to ensure, the
-/// action). Identifiers only, no secrets.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct RunnerManifest<'a> {
-    action: RunAction,
-    topology: Topology,
-    cloud: &'static str,
-    region: &'a str,
-    state_bucket: &'a str,
-    runtime_id: Uuid,
-    runtime_name: &'a str,
-    /// GCS buckets belong to a project, so the runner needs it to create the state bucket.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    gcp_project: Option<&'a str>,
 }
 
 /// What the templates see. Strings are only ever placed between quotes (and escaped there); everything a

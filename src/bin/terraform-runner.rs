@@ -1,0 +1,60 @@
+//! terraform-runner: the main container of a provisioning Job. `terraform-runner --action apply|destroy`;
+//! configuration from the environment (see `provisioner::runner::RunnerSettings` and the README).
+//! Exit codes: 0 done, 1 the run failed (the termination message says why), 2 bad usage or configuration.
+
+use std::process::ExitCode;
+
+use provisioner::domain::runner::RunAction;
+use provisioner::install_crypto_provider;
+use provisioner::runner::redact::Redactor;
+use provisioner::runner::{Runner, RunnerSettings};
+use provisioner::telemetry::{self, LogFormat};
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let action = match parse_action(std::env::args().skip(1)) {
+        Ok(action) => action,
+        Err(message) => {
+            eprintln!("terraform-runner: {message}\nusage: terraform-runner --action apply|destroy");
+            return ExitCode::from(2);
+        }
+    };
+    let settings = match RunnerSettings::load() {
+        Ok(settings) => settings,
+        Err(error) => {
+            eprintln!("configuration error: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    install_crypto_provider();
+    // Plain lines: people read these with `kubectl logs job/provision-<id>`, between Terraform's own.
+    telemetry::init_tracing(&settings.log_level, LogFormat::Text);
+
+    let termination_log = settings.termination_log.clone();
+    let mut redactor = Redactor::default();
+    let result = async {
+        let kube = kube::Client::try_default().await?;
+        Runner::new(settings, kube).run(action, &mut redactor).await
+    }
+    .await;
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            let message = Runner::failure_message(&error, &redactor);
+            eprintln!("terraform-runner: {message}");
+            if let Err(write_error) = std::fs::write(&termination_log, &message) {
+                eprintln!("terraform-runner: writing {}: {write_error}", termination_log.display());
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn parse_action(mut args: impl Iterator<Item = String>) -> Result<RunAction, String> {
+    match (args.next().as_deref(), args.next().as_deref(), args.next()) {
+        (Some("--action"), Some("apply"), None) => Ok(RunAction::Apply),
+        (Some("--action"), Some("destroy"), None) => Ok(RunAction::Destroy),
+        (Some("--action"), Some(other), None) => Err(format!("--action {other:?} is not apply or destroy")),
+        _ => Err("expected exactly --action apply|destroy".to_owned()),
+    }
+}

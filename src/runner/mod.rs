@@ -1,0 +1,220 @@
+//! terraform-runner, the main container of every provisioning Job (`src/bin/terraform-runner.rs` wires it):
+//! reads the rendered configuration and the credential from their mounts, prepares the cloud side (credentials,
+//! the cluster's own state bucket), runs Terraform, and delivers the kubeconfig to the outputs Secret; or
+//! destroys, and removes the state bucket only after the destroy succeeded.
+//!
+//! Every step is safe to repeat, since a Job's pod may be replaced: the bucket is created only when missing,
+//! Terraform converges, the outputs Secret is overwritten, and a destroy whose bucket is gone has nothing left.
+
+mod aws;
+mod kubeconfig;
+mod publish;
+pub mod redact;
+pub mod settings;
+pub mod terraform;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use secrecy::SecretString;
+use serde_json::Value;
+
+use crate::auth::CloudCredential;
+use crate::domain::Topology;
+use crate::domain::runner::{MAIN_TF_FILE, RUNNER_MANIFEST_FILE, RunAction, RunnerManifest};
+use aws::AwsSession;
+use redact::Redactor;
+pub use settings::RunnerSettings;
+use terraform::{Signals, Terraform};
+
+/// The longest termination message; Kubernetes keeps 4 KiB, the service shows 1 KiB.
+pub const MAX_TERMINATION_MESSAGE: usize = 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{0}")]
+    Input(String),
+    #[error("the Job asked to {requested} but runner.json says {configured}")]
+    ActionMismatch { requested: &'static str, configured: &'static str },
+    #[error("AWS {operation} failed: {message}")]
+    Aws { operation: &'static str, message: String },
+    #[error("starting {} failed: {source}", binary.display())]
+    Spawn { binary: PathBuf, source: std::io::Error },
+    #[error("`{command}` failed ({status}): {excerpt}")]
+    Terraform { command: String, status: String, excerpt: String },
+    #[error("Terraform outputs: {0}")]
+    Outputs(String),
+    #[error("the cluster did not publish its kubeconfig to SSM parameter {parameter} within {}", humantime::format_duration(*waited))]
+    KubeconfigTimeout { parameter: String, waited: std::time::Duration },
+    #[error("publishing the kubeconfig to Secret {secret} failed: {message}")]
+    Publish { secret: String, message: String },
+    #[error("connecting to the Kubernetes API failed: {0}")]
+    Kubernetes(#[from] kube::Error),
+    #[error("stopped by a signal before the run finished")]
+    Interrupted,
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What a run needs from outside the cloud: where the kubeconfig goes.
+pub struct Runner {
+    settings: RunnerSettings,
+    kube: kube::Client,
+}
+
+impl Runner {
+    pub fn new(settings: RunnerSettings, kube: kube::Client) -> Self {
+        Runner { settings, kube }
+    }
+
+    /// Runs `action`. On failure the error's text is safe to show: see [`Runner::failure_message`].
+    pub async fn run(&self, action: RunAction, redactor: &mut Redactor) -> Result<()> {
+        let settings = &self.settings;
+        let mut signals =
+            Signals::install().map_err(|error| Error::Input(format!("installing signal handlers: {error}")))?;
+        let manifest = read_manifest(&settings.config_dir)?;
+        if manifest.action != action {
+            return Err(Error::ActionMismatch { requested: action.as_str(), configured: manifest.action.as_str() });
+        }
+        let credential = read_credential(&settings.credentials_dir)?;
+        redactor.extend(credential.secret_values());
+        if credential.cloud() != manifest.topology.cloud() {
+            return Err(Error::Input(format!(
+                "a {} credential cannot run topology {}",
+                credential.kind(),
+                manifest.topology.as_str()
+            )));
+        }
+        tracing::info!(runtime_id = %manifest.runtime_id, topology = manifest.topology.as_str(), action = action.as_str(), "starting");
+
+        let session = AwsSession::connect(&credential, &manifest.region, manifest.runtime_id).await?;
+        redactor.extend(session.secret_values());
+        let mut env = vec![
+            ("TF_IN_AUTOMATION".to_owned(), "1".to_owned()),
+            ("TF_INPUT".to_owned(), "0".to_owned()),
+            ("CHECKPOINT_DISABLE".to_owned(), "1".to_owned()),
+        ];
+        env.extend(session.terraform_env());
+        let terraform = Terraform {
+            binary: settings.terraform_binary.clone(),
+            work_dir: prepare_work_dir(&settings.config_dir, &settings.work_dir)?,
+            env,
+            redactor: redactor.clone(),
+        };
+        let bucket = &manifest.state_bucket;
+        match action {
+            RunAction::Apply => {
+                session.ensure_state_bucket(bucket).await?;
+                terraform.run(&["init", "-input=false", "-no-color"], &mut signals).await?;
+                terraform.run(&["apply", "-auto-approve", "-input=false", "-no-color"], &mut signals).await?;
+                let outputs = terraform.outputs().await?;
+                let kubeconfig = self.kubeconfig(&manifest, &credential, &session, &outputs, &mut signals).await?;
+                publish::publish_kubeconfig(
+                    self.kube.clone(),
+                    &settings.namespace,
+                    &settings.outputs_secret,
+                    manifest.runtime_id,
+                    &kubeconfig,
+                )
+                .await?;
+            }
+            RunAction::Destroy => {
+                // The bucket goes last, so without it nothing was ever applied or everything is destroyed.
+                if !session.state_bucket_exists(bucket).await? {
+                    tracing::info!(bucket, "the state bucket does not exist; nothing to destroy");
+                    return Ok(());
+                }
+                terraform.run(&["init", "-input=false", "-no-color"], &mut signals).await?;
+                terraform.run(&["destroy", "-auto-approve", "-input=false", "-no-color"], &mut signals).await?;
+                session.delete_state_bucket(bucket).await?;
+            }
+        }
+        tracing::info!(action = action.as_str(), "finished");
+        Ok(())
+    }
+
+    async fn kubeconfig(
+        &self,
+        manifest: &RunnerManifest,
+        credential: &CloudCredential,
+        session: &AwsSession,
+        outputs: &BTreeMap<String, Value>,
+        signals: &mut Signals,
+    ) -> Result<String> {
+        match manifest.topology {
+            Topology::VanillaKubeadm => {
+                let parameter = output(outputs, "kubeconfig_ssm_parameter")?;
+                let settings = &self.settings;
+                session
+                    .wait_for_parameter(
+                        parameter,
+                        settings.kubeconfig_poll_interval,
+                        settings.kubeconfig_timeout,
+                        signals,
+                    )
+                    .await
+            }
+            Topology::Eks => {
+                let name = output(outputs, "cluster_name")?;
+                let (endpoint, ca) = session.eks_cluster(name).await?;
+                let role_arn = match credential {
+                    CloudCredential::AwsAssumeRole { role_arn, .. } => Some(role_arn.as_str()),
+                    _ => None,
+                };
+                Ok(kubeconfig::eks(name, &endpoint, &ca, session.region(), role_arn))
+            }
+            Topology::Gke => Err(Error::Input("GKE runs are not supported by this runner build".to_owned())),
+        }
+    }
+
+    /// The termination message of a failed run: redacted, one line, bounded.
+    pub fn failure_message(error: &Error, redactor: &Redactor) -> String {
+        let message = redactor.redact(&error.to_string()).replace('\n', " ");
+        match message.char_indices().nth(MAX_TERMINATION_MESSAGE - 1) {
+            Some((cut, _)) => format!("{}…", &message[..cut]),
+            None => message,
+        }
+    }
+}
+
+fn output<'a>(outputs: &'a BTreeMap<String, Value>, name: &str) -> Result<&'a str> {
+    outputs
+        .get(name)
+        .and_then(Value::as_str)
+        .filter(|value| !value.is_empty())
+        .ok_or_else(|| Error::Outputs(format!("output {name:?} is missing or not a string")))
+}
+
+fn read_manifest(config_dir: &Path) -> Result<RunnerManifest> {
+    let path = config_dir.join(RUNNER_MANIFEST_FILE);
+    let text =
+        std::fs::read_to_string(&path).map_err(|error| Error::Input(format!("reading {}: {error}", path.display())))?;
+    serde_json::from_str(&text).map_err(|error| Error::Input(format!("{}: {error}", path.display())))
+}
+
+/// Every file of the mounted Secret (Kubernetes adds `..data` links and hidden folders, which are skipped).
+fn read_credential(dir: &Path) -> Result<CloudCredential> {
+    let unreadable =
+        |error: std::io::Error| Error::Input(format!("reading the credentials in {}: {error}", dir.display()));
+    let mut files = BTreeMap::new();
+    for entry in std::fs::read_dir(dir).map_err(unreadable)? {
+        let entry = entry.map_err(unreadable)?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') || !entry.path().is_file() {
+            continue;
+        }
+        let value = std::fs::read_to_string(entry.path()).map_err(unreadable)?;
+        files.insert(name, SecretString::from(value));
+    }
+    CloudCredential::from_secret_files(&files)
+        .map_err(|message| Error::Input(format!("credentials in {}: {message}", dir.display())))
+}
+
+/// Copies `main.tf` into the writable work folder (Terraform writes `.terraform` next to it). A folder left by
+/// an earlier attempt of the same run is reused, which saves downloading the providers again.
+fn prepare_work_dir(config_dir: &Path, work_dir: &Path) -> Result<PathBuf> {
+    let failed = |error: std::io::Error| Error::Input(format!("preparing {}: {error}", work_dir.display()));
+    std::fs::create_dir_all(work_dir).map_err(failed)?;
+    std::fs::copy(config_dir.join(MAIN_TF_FILE), work_dir.join(MAIN_TF_FILE)).map_err(failed)?;
+    Ok(work_dir.to_owned())
+}

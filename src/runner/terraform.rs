@@ -1,0 +1,216 @@
+//! Runs Terraform (or OpenTofu) as a child process: output streamed line by line with credentials redacted,
+//! the last lines kept for the failure message, and the Job's termination signals passed on as an interrupt
+//! so that Terraform stops gracefully and releases its state lock.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::signal::unix::{Signal, SignalKind, signal};
+
+use super::redact::Redactor;
+use super::{Error, Result};
+
+/// Lines of output kept to explain a failure.
+const TAIL_LINES: usize = 40;
+/// The most of Terraform's own words in a failure message; the executor keeps 1 KiB of it.
+const EXCERPT_CHARS: usize = 700;
+
+/// SIGTERM (the kubelet stopping the pod) and SIGINT, received by the runner.
+pub struct Signals {
+    terminate: Signal,
+    interrupt: Signal,
+    received: bool,
+}
+
+impl Signals {
+    pub fn install() -> std::io::Result<Self> {
+        Ok(Signals {
+            terminate: signal(SignalKind::terminate())?,
+            interrupt: signal(SignalKind::interrupt())?,
+            received: false,
+        })
+    }
+
+    /// Whether the runner was asked to stop; no further step starts after that.
+    pub fn received(&self) -> bool {
+        self.received
+    }
+
+    pub(super) async fn recv(&mut self) {
+        tokio::select! {
+            _ = self.terminate.recv() => {},
+            _ = self.interrupt.recv() => {},
+        }
+        self.received = true;
+    }
+}
+
+pub struct Terraform {
+    pub binary: PathBuf,
+    pub work_dir: PathBuf,
+    /// Added to the runner's own environment: credentials and automation flags.
+    pub env: Vec<(String, String)>,
+    pub redactor: Redactor,
+}
+
+impl Terraform {
+    /// Runs one command to completion, streaming its output.
+    pub async fn run(&self, args: &[&str], signals: &mut Signals) -> Result<()> {
+        let command = self.describe(args);
+        if signals.received() {
+            return Err(Error::Interrupted);
+        }
+        tracing::info!(command, "running");
+        let mut child = self.spawn(args)?;
+        let tail = Arc::new(Mutex::new(VecDeque::with_capacity(TAIL_LINES)));
+        let stdout = forward(child.stdout.take(), tokio::io::stdout(), self.redactor.clone(), tail.clone());
+        let stderr = forward(child.stderr.take(), tokio::io::stderr(), self.redactor.clone(), tail.clone());
+        let status = wait_passing_signals(&mut child, signals)
+            .await
+            .map_err(|source| Error::Spawn { binary: self.binary.clone(), source })?;
+        let _ = tokio::join!(stdout, stderr);
+        if signals.received() {
+            return Err(Error::Interrupted);
+        }
+        if !status.success() {
+            let tail = tail.lock().expect("tail lock").iter().cloned().collect::<Vec<_>>();
+            return Err(Error::Terraform { command, status: status.to_string(), excerpt: excerpt(&tail) });
+        }
+        Ok(())
+    }
+
+    /// `output -json`: the root module's outputs by name. Read, never printed (an output may be sensitive).
+    pub async fn outputs(&self) -> Result<BTreeMap<String, serde_json::Value>> {
+        let args = ["output", "-json", "-no-color"];
+        let child = self.spawn(&args)?;
+        let output =
+            child.wait_with_output().await.map_err(|source| Error::Spawn { binary: self.binary.clone(), source })?;
+        if !output.status.success() {
+            let stderr = self.redactor.redact(&String::from_utf8_lossy(&output.stderr));
+            return Err(Error::Terraform {
+                command: self.describe(&args),
+                status: output.status.to_string(),
+                excerpt: excerpt(&stderr.lines().map(str::to_owned).collect::<Vec<_>>()),
+            });
+        }
+        #[derive(serde::Deserialize)]
+        struct Output {
+            value: serde_json::Value,
+        }
+        let outputs: BTreeMap<String, Output> = serde_json::from_slice(&output.stdout)
+            .map_err(|error| Error::Outputs(format!("`output -json` printed no valid JSON: {error}")))?;
+        Ok(outputs.into_iter().map(|(name, output)| (name, output.value)).collect())
+    }
+
+    fn spawn(&self, args: &[&str]) -> Result<Child> {
+        Command::new(&self.binary)
+            .args(args)
+            .current_dir(&self.work_dir)
+            .envs(self.env.iter().map(|(name, value)| (name, value)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|source| Error::Spawn { binary: self.binary.clone(), source })
+    }
+
+    fn describe(&self, args: &[&str]) -> String {
+        let name = self.binary.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+        format!("{name} {}", args.join(" "))
+    }
+}
+
+/// Waits for the child; every signal the runner receives meanwhile is passed on as SIGINT, which Terraform
+/// treats as "stop gracefully" (a second one as "stop now").
+async fn wait_passing_signals(child: &mut Child, signals: &mut Signals) -> std::io::Result<std::process::ExitStatus> {
+    loop {
+        tokio::select! {
+            status = child.wait() => return status,
+            () = signals.recv() => {
+                if let Some(pid) = child.id() {
+                    tracing::warn!(pid, "stop requested; interrupting terraform so it can release its state lock");
+                    // SAFETY: kill(2) with a pid we own and a valid signal number has no memory effects.
+                    unsafe { libc::kill(pid as libc::pid_t, libc::SIGINT) };
+                }
+            }
+        }
+    }
+}
+
+/// Copies a child's output to ours line by line, redacted, keeping the last lines.
+async fn forward(
+    source: Option<impl AsyncRead + Unpin>,
+    mut sink: impl tokio::io::AsyncWrite + Unpin,
+    redactor: Redactor,
+    tail: Arc<Mutex<VecDeque<String>>>,
+) {
+    let Some(source) = source else { return };
+    let mut reader = BufReader::new(source);
+    let mut buffer = Vec::new();
+    loop {
+        buffer.clear();
+        match reader.read_until(b'\n', &mut buffer).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {
+                let line = redactor.redact(String::from_utf8_lossy(&buffer).trim_end());
+                let _ = sink.write_all(format!("{line}\n").as_bytes()).await;
+                let _ = sink.flush().await;
+                let mut tail = tail.lock().expect("tail lock");
+                if tail.len() == TAIL_LINES {
+                    tail.pop_front();
+                }
+                tail.push_back(line);
+            }
+        }
+    }
+}
+
+/// The part of the output that explains a failure: from Terraform's last `Error:` line on, or else the last
+/// non-empty lines; blank lines and box-drawing decoration removed, cut to [`EXCERPT_CHARS`].
+fn excerpt(lines: &[String]) -> String {
+    let lines: Vec<&str> = lines
+        .iter()
+        .map(|line| line.trim_start_matches(['│', '╷', '╵', ' ']).trim())
+        .filter(|line| !line.is_empty())
+        .collect();
+    let start = lines.iter().rposition(|line| line.starts_with("Error:")).unwrap_or(lines.len().saturating_sub(5));
+    let text = lines[start..].join(" ");
+    match text.char_indices().nth(EXCERPT_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(text: &str) -> Vec<String> {
+        text.lines().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn excerpt_starts_at_the_last_error() {
+        let output = lines(
+            "Initializing...\n╷\n│ Error: first\n╵\nmore\n╷\n│ Error: No valid credential sources found\n│ \n│   with provider[\"aws\"]\n╵\n",
+        );
+        assert_eq!(excerpt(&output), "Error: No valid credential sources found with provider[\"aws\"]");
+    }
+
+    #[test]
+    fn excerpt_without_an_error_line_is_the_last_lines() {
+        let output = lines("a\nb\nc\nd\ne\nf\n\n");
+        assert_eq!(excerpt(&output), "b c d e f");
+    }
+
+    #[test]
+    fn excerpt_is_bounded() {
+        let output = vec![format!("Error: {}", "x".repeat(5000))];
+        assert_eq!(excerpt(&output).chars().count(), EXCERPT_CHARS + 1);
+    }
+}
