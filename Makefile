@@ -3,7 +3,7 @@
 TEST_DATABASE_URL ?= postgres://postgres:postgres@127.0.0.1:5432/postgres
 export TEST_DATABASE_URL
 
-.PHONY: run test-really-local test schemathesis fuzz bench postgres control-plane dev-cluster gqlgen generate migrate fmt lint
+.PHONY: run test-really-local test schemathesis fuzz bench postgres control-plane tofu test-tools dev-cluster gqlgen generate migrate fmt lint
 
 ## Starts the server on the embedded SQLite default (./data/provisioner.db) with a development auth-service;
 ## playground at http://127.0.0.1:3000/graphql
@@ -16,17 +16,20 @@ run:
 	APP_GRAPHQL_INTROSPECTION=$${APP_GRAPHQL_INTROSPECTION:-true} \
 	cargo run --bin provisioner
 
-## Installs and starts what the tests need (PostgreSQL, the test control plane), then runs every test.
-test-really-local: postgres control-plane
+## Installs and starts what the tests need (PostgreSQL, the test control plane, tofu, moto and the AWS CLI), then
+## runs every test.
+test-really-local: postgres control-plane tofu test-tools
 	$(MAKE) --no-print-directory test
 	$(MAKE) --no-print-directory schemathesis
 
-## Runs the tests against an already running PostgreSQL and an already built control plane.
+## Runs the tests against an already running PostgreSQL and an already built control plane, tofu and test tools.
 test:
 	@# Databases left by earlier test runs (each test creates its own).
 	@psql "$(TEST_DATABASE_URL)" -qtA -c "SELECT format('DROP DATABASE %I WITH (FORCE);', datname) FROM pg_database WHERE datname LIKE 'provisioner\_test\_%'" \
 		| psql "$(TEST_DATABASE_URL)" -q >/dev/null
 	TEST_CONTROL_PLANE_BIN_DIR="$${TEST_CONTROL_PLANE_BIN_DIR:-$$(tools/build-control-plane.sh | tail -n1)}" \
+		TEST_TOFU_BIN="$${TEST_TOFU_BIN:-$$(tools/build-tofu.sh | tail -n1)/tofu}" \
+		TEST_AWS_TOOLS_BIN_DIR="$${TEST_AWS_TOOLS_BIN_DIR:-$$(tools/test-tools.sh | tail -n1)}" \
 		cargo test --workspace --locked
 
 ## Fuzzes the REST API with Schemathesis (installed into a venv under ~/.cache once) against its OpenAPI
@@ -54,6 +57,14 @@ postgres:
 ## Builds etcd, kube-apiserver and kube-controller-manager from the Go module proxy into ~/.cache (once).
 control-plane:
 	tools/build-control-plane.sh
+
+## Builds OpenTofu's CLI (tofu) from the Go module proxy into ~/.cache (once); the runner and module tests use it.
+tofu:
+	tools/build-tofu.sh
+
+## Installs moto's server and the AWS CLI v1 (pinned, into a venv under ~/.cache) and shellcheck when missing.
+test-tools:
+	tools/test-tools.sh
 
 ## Runs the same control plane in the foreground for local development and writes a kubeconfig.
 dev-cluster: control-plane

@@ -66,9 +66,13 @@ impl Terraform {
         }
         tracing::info!(command, "running");
         let mut child = self.spawn(args)?;
-        let tail = Arc::new(Mutex::new(VecDeque::with_capacity(TAIL_LINES)));
-        let stdout = forward(child.stdout.take(), tokio::io::stdout(), self.redactor.clone(), tail.clone());
-        let stderr = forward(child.stderr.take(), tokio::io::stderr(), self.redactor.clone(), tail.clone());
+        // Kept apart: Terraform reports errors on stderr, and the two streams arrive interleaved.
+        let stdout_tail = Arc::new(Mutex::new(VecDeque::with_capacity(TAIL_LINES)));
+        let stderr_tail = Arc::new(Mutex::new(VecDeque::with_capacity(TAIL_LINES)));
+        let stdout =
+            tokio::spawn(forward(child.stdout.take(), tokio::io::stdout(), self.redactor.clone(), stdout_tail.clone()));
+        let stderr =
+            tokio::spawn(forward(child.stderr.take(), tokio::io::stderr(), self.redactor.clone(), stderr_tail.clone()));
         let status = wait_passing_signals(&mut child, signals)
             .await
             .map_err(|source| Error::Spawn { binary: self.binary.clone(), source })?;
@@ -77,7 +81,13 @@ impl Terraform {
             return Err(Error::Interrupted);
         }
         if !status.success() {
-            let tail = tail.lock().expect("tail lock").iter().cloned().collect::<Vec<_>>();
+            let stderr_tail = stderr_tail.lock().expect("tail lock");
+            let tail = if stderr_tail.is_empty() {
+                stdout_tail.lock().expect("tail lock").clone()
+            } else {
+                stderr_tail.clone()
+            };
+            let tail = Vec::from(tail);
             return Err(Error::Terraform { command, status: status.to_string(), excerpt: excerpt(&tail) });
         }
         Ok(())

@@ -1,0 +1,78 @@
+# syntax=docker/dockerfile:1.7
+# One image for the service and for its Jobs (TERRAFORM_RUNNER_IMAGE names the same image):
+#   the Deployment runs `provisioner` (the default command, also named by the Deployment);
+#   each Job (src/executor/job.rs) names its own commands: the init container `git clone ...`, the runner
+#   container `terraform-runner --action apply|destroy`. There is deliberately no ENTRYPOINT: the default is only
+#   CMD ["provisioner"], so `docker run IMAGE terraform-runner --action apply` runs the runner as well.
+# Both run as the non-root user 65532 with a read-only root filesystem; only mounted volumes are writable.
+#
+#   docker build -t kubeopera/cluster-provisioner:0.1.0 .
+#
+# Every tool is verified: Rust crates by Cargo.lock (--locked), OpenTofu and its Go modules by the hashes in
+# tools/opentofu/go.sum, Debian packages (git, AWS CLI v2) and gke-gcloud-auth-plugin by their signed apt
+# repositories.
+
+ARG RUST_VERSION=1.95
+ARG GO_VERSION=1.26
+ARG DEBIAN_RELEASE=trixie
+
+# --- the two Rust binaries --------------------------------------------------------------------------------------
+FROM rust:${RUST_VERSION}-slim-${DEBIAN_RELEASE} AS rust-build
+WORKDIR /src
+COPY . .
+RUN --mount=type=cache,target=/usr/local/cargo/registry \
+    --mount=type=cache,target=/src/target,sharing=locked \
+    cargo build --release --locked --bin provisioner --bin terraform-runner \
+ && install -D -m 0755 -t /out target/release/provisioner target/release/terraform-runner
+
+# --- OpenTofu, built from source at the version pinned by tools/opentofu/go.mod (the same tofu the tests use) ----
+FROM golang:${GO_VERSION}-${DEBIAN_RELEASE} AS tofu-build
+# The go directive of the wrapper module must be met by this image's Go; never download another toolchain.
+ENV GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=readonly
+WORKDIR /src/tools/opentofu
+COPY tools/opentofu/ ./
+RUN --mount=type=cache,target=/go/pkg/mod \
+    go build -trimpath -buildvcs=false \
+      -ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" \
+      -o /out/tofu github.com/opentofu/opentofu/cmd/tofu \
+ && /out/tofu version
+
+# --- gke-gcloud-auth-plugin (the exec plugin of GKE kubeconfigs), from Google's signed apt repository ------------
+# Only the plugin's static binary is kept; it authenticates with Application Default Credentials
+# (--use_application_default_credentials / GOOGLE_APPLICATION_CREDENTIALS), so gcloud itself is not needed.
+FROM debian:${DEBIAN_RELEASE}-slim AS gke-auth
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates curl gpg \
+ && curl -fsSL https://packages.cloud.google.com/apt/doc/apt-key.gpg \
+      | gpg --dearmor -o /usr/share/keyrings/cloud.google.gpg \
+ && echo "deb [signed-by=/usr/share/keyrings/cloud.google.gpg] https://packages.cloud.google.com/apt cloud-sdk main" \
+      > /etc/apt/sources.list.d/google-cloud-sdk.list \
+ && apt-get update \
+ && apt-get install -y --no-install-recommends google-cloud-cli-gke-gcloud-auth-plugin \
+ && install -D -m 0755 "$(readlink -f "$(command -v gke-gcloud-auth-plugin)")" /out/gke-gcloud-auth-plugin \
+ && /out/gke-gcloud-auth-plugin --version
+
+# --- runtime ------------------------------------------------------------------------------------------------------
+FROM debian:${DEBIAN_RELEASE}-slim
+# git: the Job's init container clones the modules. awscli: Debian packages AWS CLI v2, whose `aws eks get-token`
+# is the exec plugin of EKS kubeconfigs (checked below). ca-certificates: TLS to the clouds and the API server.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates git awscli \
+ && rm -rf /var/lib/apt/lists/* \
+ && aws --version | grep -q '^aws-cli/2\.' \
+ && groupadd --gid 65532 nonroot \
+ && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /workspace --shell /usr/sbin/nologin nonroot \
+ && install -d -o 65532 -g 65532 -m 0755 /workspace
+COPY --from=tofu-build /out/tofu /usr/local/bin/tofu
+COPY --from=gke-auth /out/gke-gcloud-auth-plugin /usr/local/bin/gke-gcloud-auth-plugin
+COPY --from=rust-build /out/provisioner /out/terraform-runner /usr/local/bin/
+# The Job mounts an emptyDir at /workspace (the only writable place there); the Deployment sets HOME=/tmp.
+ENV HOME=/workspace \
+    TF_IN_AUTOMATION=1 \
+    CHECKPOINT_DISABLE=1 \
+    AWS_PAGER="" \
+    USE_GKE_GCLOUD_AUTH_PLUGIN=True
+USER 65532:65532
+WORKDIR /workspace
+EXPOSE 3000 9000
+CMD ["provisioner"]

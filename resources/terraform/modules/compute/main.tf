@@ -1,0 +1,535 @@
+# A self-bootstrapping kubeadm cluster on EC2: control-plane instances and a worker Auto Scaling Group, set up
+# entirely from their user data (no SSH). The user data is a cloud-config that writes the bash scripts in
+# scripts/ and an env file with the node's parameters, then runs the script for the node's role:
+#
+#   - control-plane node 0 runs `kubeadm init --upload-certs`, installs Calico and the AWS cloud controller
+#     manager, and publishes the join credentials and the admin kubeconfig to SSM Parameter Store;
+#   - control-plane node i > 0 waits until node i-1 has published its "joined" marker, then runs
+#     `kubeadm join --control-plane`: the etcd members join one at a time, in order;
+#   - workers wait for node 0's credentials and run `kubeadm join`.
+#
+# Everything the nodes publish lives under <ssm_parameter_prefix>/<generation>, where the generation is new
+# every time the cluster is created, so parameters left by an earlier cluster of the same runtime are never
+# taken for this one's.
+
+data "aws_region" "current" {}
+
+data "aws_partition" "current" {}
+
+data "aws_caller_identity" "current" {}
+
+locals {
+  ssm_path = "${trimsuffix(var.ssm_parameter_prefix, "/")}/${terraform_data.generation.id}"
+  ssm_arn  = "arn:${data.aws_partition.current.partition}:ssm:${data.aws_region.current.region}:${data.aws_caller_identity.current.account_id}:parameter${local.ssm_path}"
+
+  # Load balancer and target group names: at most 32 characters, unique per cluster.
+  short_id = substr(sha1("${var.cluster_name}${var.ssm_parameter_prefix}"), 0, 20)
+
+  cluster_tag = { "kubernetes.io/cluster/${var.cluster_name}" = "owned" }
+
+  api_port = 6443
+  # What clients (and the kubeconfig) use: the load balancer, or the single node's Elastic IP.
+  api_host = var.create_api_load_balancer ? one(aws_lb.api[*].dns_name) : one(aws_eip.api[*].public_ip)
+
+  kubernetes_minor = join(".", slice(split(".", var.kubernetes_version), 0, 2))
+  ccm_version      = coalesce(var.aws_cloud_controller_manager_version, "v${local.kubernetes_minor}.0")
+}
+
+# A new ID every time the cluster is created (and only then).
+resource "terraform_data" "generation" {}
+
+# ---------------------------------------------------------------------------------------------------------------
+# AMIs: the latest Amazon Linux 2023 for each instance type's architecture, unless ami_id is set.
+
+data "aws_ec2_instance_type" "node" {
+  for_each = {
+    control_plane = var.control_plane_instance_type
+    worker        = var.worker_instance_type
+  }
+
+  instance_type = each.value
+}
+
+locals {
+  architecture = {
+    for role, type in data.aws_ec2_instance_type.node : role => contains(type.supported_architectures, "arm64") ? "arm64" : "x86_64"
+  }
+}
+
+data "aws_ssm_parameter" "al2023" {
+  for_each = { for role, architecture in local.architecture : role => architecture if var.ami_id == null }
+
+  name = "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-${each.value}"
+}
+
+locals {
+  ami = {
+    for role in keys(local.architecture) : role => var.ami_id != null ? var.ami_id : try(data.aws_ssm_parameter.al2023[role].insecure_value, null)
+  }
+}
+
+# ---------------------------------------------------------------------------------------------------------------
+# User data
+
+locals {
+  script_dir = "/opt/kubeopera/bootstrap"
+  env_path   = "/etc/kubeopera/bootstrap.env"
+
+  common_env = {
+    CLUSTER_NAME          = var.cluster_name
+    AWS_REGION            = data.aws_region.current.region
+    SSM_PREFIX            = local.ssm_path
+    API_ENDPOINT          = local.api_host
+    API_PORT              = tostring(local.api_port)
+    KUBERNETES_VERSION    = var.kubernetes_version
+    POLL_INTERVAL_SECONDS = tostring(var.bootstrap_poll_interval_seconds)
+    WAIT_TIMEOUT_SECONDS  = tostring(var.bootstrap_timeout_seconds)
+  }
+
+  control_plane_envs = [
+    for index in range(var.control_plane_count) : merge(local.common_env, {
+      NODE_ROLE           = "control-plane"
+      NODE_INDEX          = tostring(index)
+      CONTROL_PLANE_COUNT = tostring(var.control_plane_count)
+      # The address kubeadm puts into every kubeconfig; empty means the first node's private address.
+      CONTROL_PLANE_ENDPOINT = var.create_api_load_balancer ? one(aws_lb.api[*].dns_name) : ""
+      POD_CIDR               = var.pod_cidr
+      SERVICE_CIDR           = var.service_cidr
+      CALICO_VERSION         = var.calico_version
+      AWS_CCM_VERSION        = local.ccm_version
+    })
+  ]
+  worker_env = merge(local.common_env, { NODE_ROLE = "worker" })
+
+  # KEY='value' lines for bash to source; a single quote inside a value becomes '\''.
+  control_plane_env_files = [
+    for env in local.control_plane_envs : join("", [for key in sort(keys(env)) : "${key}='${replace(env[key], "'", "'\\''")}'\n"])
+  ]
+  worker_env_file = join("", [for key in sort(keys(local.worker_env)) : "${key}='${replace(local.worker_env[key], "'", "'\\''")}'\n"])
+
+  scripts = {
+    control_plane = ["lib.sh", "control-plane.sh"]
+    worker        = ["lib.sh", "worker.sh"]
+  }
+  script_files = {
+    for role, names in local.scripts : role => [
+      for name in names : {
+        path        = "${local.script_dir}/${name}"
+        permissions = "0755"
+        owner       = "root:root"
+        encoding    = "gz+b64"
+        content     = base64gzip(file("${path.module}/scripts/${name}"))
+      }
+    ]
+  }
+
+  control_plane_user_data = [
+    for env_file in local.control_plane_env_files : "#cloud-config\n${yamlencode({
+      write_files = concat(local.script_files.control_plane, [{
+        path        = local.env_path
+        permissions = "0600"
+        owner       = "root:root"
+        encoding    = "b64"
+        content     = base64encode(env_file)
+      }])
+      runcmd = [["${local.script_dir}/control-plane.sh", local.env_path]]
+    })}"
+  ]
+
+  worker_user_data = "#cloud-config\n${yamlencode({
+    write_files = concat(local.script_files.worker, [{
+      path        = local.env_path
+      permissions = "0600"
+      owner       = "root:root"
+      encoding    = "b64"
+      content     = base64encode(local.worker_env_file)
+    }])
+    runcmd = [["${local.script_dir}/worker.sh", local.env_path]]
+  })}"
+}
+
+# ---------------------------------------------------------------------------------------------------------------
+# IAM: instance profiles for both roles. No SSH key: Session Manager (AmazonSSMManagedInstanceCore) is the way in.
+
+data "aws_iam_policy_document" "ec2_assume_role" {
+  statement {
+    actions = ["sts:AssumeRole"]
+
+    principals {
+      type        = "Service"
+      identifiers = ["ec2.amazonaws.com"]
+    }
+  }
+}
+
+resource "aws_iam_role" "node" {
+  for_each = toset(["control-plane", "worker"])
+
+  name_prefix        = "${substr(var.cluster_name, 0, 24)}-${each.key == "control-plane" ? "cp" : "worker"}-"
+  description        = "Kubernetes ${each.key} nodes of cluster ${var.cluster_name}"
+  assume_role_policy = data.aws_iam_policy_document.ec2_assume_role.json
+
+  tags = var.tags
+}
+
+resource "aws_iam_role_policy_attachment" "session_manager" {
+  for_each = aws_iam_role.node
+
+  role       = each.value.name
+  policy_arn = "arn:${data.aws_partition.current.partition}:iam::aws:policy/AmazonSSMManagedInstanceCore"
+}
+
+resource "aws_iam_instance_profile" "node" {
+  for_each = aws_iam_role.node
+
+  name_prefix = each.value.name_prefix
+  role        = each.value.name
+
+  tags = var.tags
+}
+
+data "aws_iam_policy_document" "control_plane" {
+  statement {
+    sid = "PublishAndReadBootstrapParameters"
+    actions = [
+      "ssm:GetParameter",
+      "ssm:GetParameters",
+      "ssm:GetParametersByPath",
+      "ssm:PutParameter",
+    ]
+    resources = ["${local.ssm_arn}/*"]
+  }
+
+  # What the AWS cloud controller manager needs on a control-plane node:
+  # https://cloud-provider-aws.sigs.k8s.io/prerequisites/
+  statement {
+    sid = "CloudControllerManager"
+    actions = [
+      "autoscaling:DescribeAutoScalingGroups",
+      "autoscaling:DescribeLaunchConfigurations",
+      "autoscaling:DescribeTags",
+      "ec2:DescribeInstances",
+      "ec2:DescribeInstanceTopology",
+      "ec2:DescribeRegions",
+      "ec2:DescribeRouteTables",
+      "ec2:DescribeSecurityGroups",
+      "ec2:DescribeSubnets",
+      "ec2:DescribeVolumes",
+      "ec2:DescribeAvailabilityZones",
+      "ec2:DescribeVpcs",
+      "ec2:CreateSecurityGroup",
+      "ec2:CreateTags",
+      "ec2:CreateVolume",
+      "ec2:ModifyInstanceAttribute",
+      "ec2:ModifyVolume",
+      "ec2:AttachVolume",
+      "ec2:AuthorizeSecurityGroupIngress",
+      "ec2:CreateRoute",
+      "ec2:DeleteRoute",
+      "ec2:DeleteSecurityGroup",
+      "ec2:DeleteVolume",
+      "ec2:DetachVolume",
+      "ec2:RevokeSecurityGroupIngress",
+      "elasticloadbalancing:AddTags",
+      "elasticloadbalancing:AttachLoadBalancerToSubnets",
+      "elasticloadbalancing:ApplySecurityGroupsToLoadBalancer",
+      "elasticloadbalancing:CreateLoadBalancer",
+      "elasticloadbalancing:CreateLoadBalancerPolicy",
+      "elasticloadbalancing:CreateLoadBalancerListeners",
+      "elasticloadbalancing:ConfigureHealthCheck",
+      "elasticloadbalancing:DeleteLoadBalancer",
+      "elasticloadbalancing:DeleteLoadBalancerListeners",
+      "elasticloadbalancing:DescribeLoadBalancers",
+      "elasticloadbalancing:DescribeLoadBalancerAttributes",
+      "elasticloadbalancing:DetachLoadBalancerFromSubnets",
+      "elasticloadbalancing:DeregisterInstancesFromLoadBalancer",
+      "elasticloadbalancing:ModifyLoadBalancerAttributes",
+      "elasticloadbalancing:RegisterInstancesWithLoadBalancer",
+      "elasticloadbalancing:SetLoadBalancerPoliciesForBackendServer",
+      "elasticloadbalancing:CreateListener",
+      "elasticloadbalancing:CreateTargetGroup",
+      "elasticloadbalancing:DeleteListener",
+      "elasticloadbalancing:DeleteTargetGroup",
+      "elasticloadbalancing:DescribeListeners",
+      "elasticloadbalancing:DescribeLoadBalancerPolicies",
+      "elasticloadbalancing:DescribeTargetGroups",
+      "elasticloadbalancing:DescribeTargetHealth",
+      "elasticloadbalancing:ModifyListener",
+      "elasticloadbalancing:ModifyTargetGroup",
+      "elasticloadbalancing:RegisterTargets",
+      "elasticloadbalancing:DeregisterTargets",
+      "elasticloadbalancing:SetLoadBalancerPoliciesOfListener",
+      "iam:CreateServiceLinkedRole",
+      "kms:DescribeKey",
+    ]
+    resources = ["*"]
+  }
+}
+
+data "aws_iam_policy_document" "worker" {
+  # The join credentials and node 0's marker; not control-plane/certificate-key, which unlocks the control
+  # plane's certificates.
+  statement {
+    sid       = "ReadJoinParameters"
+    actions   = ["ssm:GetParameter", "ssm:GetParameters", "ssm:GetParametersByPath"]
+    resources = ["${local.ssm_arn}/join", "${local.ssm_arn}/join/*", "${local.ssm_arn}/control-plane/0/joined"]
+  }
+
+  # The kubelet's AWS needs: https://cloud-provider-aws.sigs.k8s.io/prerequisites/
+  statement {
+    sid = "Kubelet"
+    actions = [
+      "ec2:DescribeInstances",
+      "ec2:DescribeRegions",
+      "ecr:GetAuthorizationToken",
+      "ecr:BatchCheckLayerAvailability",
+      "ecr:GetDownloadUrlForLayer",
+      "ecr:GetRepositoryPolicy",
+      "ecr:DescribeRepositories",
+      "ecr:ListImages",
+      "ecr:BatchGetImage",
+    ]
+    resources = ["*"]
+  }
+}
+
+resource "aws_iam_role_policy" "node" {
+  for_each = {
+    "control-plane" = data.aws_iam_policy_document.control_plane.json
+    "worker"        = data.aws_iam_policy_document.worker.json
+  }
+
+  name   = "kubeadm-${each.key}"
+  role   = aws_iam_role.node[each.key].id
+  policy = each.value
+}
+
+# ---------------------------------------------------------------------------------------------------------------
+# The API endpoint: a Network Load Balancer in front of every API server, or the single node's Elastic IP.
+
+resource "aws_lb" "api" {
+  count = var.create_api_load_balancer ? 1 : 0
+
+  name                             = "k8s-api-${local.short_id}"
+  load_balancer_type               = "network"
+  internal                         = false
+  subnets                          = var.public_subnet_ids
+  enable_cross_zone_load_balancing = true
+
+  tags = merge(var.tags, local.cluster_tag, { Name = "${var.cluster_name}-api" })
+}
+
+resource "aws_lb_target_group" "api" {
+  count = var.create_api_load_balancer ? 1 : 0
+
+  name        = "k8s-api-${local.short_id}"
+  port        = local.api_port
+  protocol    = "TCP"
+  target_type = "instance"
+  vpc_id      = var.vpc_id
+  # Without client IP preservation a control-plane node reaching the API through the load balancer can be sent
+  # to itself (with it, such hairpinned connections time out).
+  preserve_client_ip   = "false"
+  deregistration_delay = "30"
+
+  health_check {
+    protocol            = "TCP"
+    port                = "traffic-port"
+    interval            = 10
+    healthy_threshold   = 2
+    unhealthy_threshold = 2
+  }
+
+  tags = merge(var.tags, local.cluster_tag, { Name = "${var.cluster_name}-api" })
+}
+
+resource "aws_lb_listener" "api" {
+  count = var.create_api_load_balancer ? 1 : 0
+
+  load_balancer_arn = aws_lb.api[0].arn
+  port              = local.api_port
+  protocol          = "TCP"
+
+  default_action {
+    type             = "forward"
+    target_group_arn = aws_lb_target_group.api[0].arn
+  }
+
+  tags = var.tags
+}
+
+resource "aws_lb_target_group_attachment" "api" {
+  count = var.create_api_load_balancer ? var.control_plane_count : 0
+
+  target_group_arn = aws_lb_target_group.api[0].arn
+  target_id        = aws_instance.control_plane[count.index].id
+  port             = local.api_port
+}
+
+resource "aws_eip" "api" {
+  count = var.create_api_load_balancer ? 0 : 1
+
+  domain = "vpc"
+
+  tags = merge(var.tags, { Name = "${var.cluster_name}-api" })
+}
+
+resource "aws_eip_association" "api" {
+  count = var.create_api_load_balancer ? 0 : 1
+
+  allocation_id = aws_eip.api[0].id
+  instance_id   = aws_instance.control_plane[0].id
+}
+
+# ---------------------------------------------------------------------------------------------------------------
+# Control-plane nodes
+
+resource "aws_instance" "control_plane" {
+  count = var.control_plane_count
+
+  ami           = local.ami.control_plane
+  instance_type = var.control_plane_instance_type
+  # Behind the load balancer the nodes are private and spread over the zones; a single node without one sits in a
+  # public subnet (with a public address from launch until its Elastic IP is attached).
+  subnet_id                   = var.create_api_load_balancer ? var.private_subnet_ids[count.index % length(var.private_subnet_ids)] : var.public_subnet_ids[0]
+  associate_public_ip_address = !var.create_api_load_balancer
+  vpc_security_group_ids      = [var.control_plane_security_group_id]
+  iam_instance_profile        = aws_iam_instance_profile.node["control-plane"].name
+  user_data                   = local.control_plane_user_data[count.index]
+
+  metadata_options {
+    http_endpoint               = "enabled"
+    http_tokens                 = "required"
+    http_put_response_hop_limit = 2
+  }
+
+  root_block_device {
+    volume_type           = "gp3"
+    volume_size           = var.control_plane_disk_size_gb
+    encrypted             = true
+    delete_on_termination = true
+
+    tags = merge(var.tags, local.cluster_tag, { Name = "${var.cluster_name}-control-plane-${count.index}" })
+  }
+
+  tags = merge(var.tags, local.cluster_tag, {
+    Name                     = "${var.cluster_name}-control-plane-${count.index}"
+    "kubeopera.io/node-role" = "control-plane"
+  })
+
+  lifecycle {
+    # A new AMI release or a change to the bootstrap must not replace running etcd members.
+    ignore_changes = [ami, user_data]
+
+    precondition {
+      condition     = var.create_api_load_balancer || var.control_plane_count == 1
+      error_message = "More than one control-plane node needs create_api_load_balancer = true."
+    }
+
+    precondition {
+      condition     = length(var.private_subnet_ids) == length(var.availability_zones) && length(var.public_subnet_ids) == length(var.availability_zones)
+      error_message = "private_subnet_ids and public_subnet_ids need one subnet per availability zone, in the order of availability_zones."
+    }
+
+    precondition {
+      condition     = length(local.control_plane_user_data[count.index]) <= 16384
+      error_message = "The control-plane user data is over EC2's 16 KB limit."
+    }
+  }
+}
+
+# ---------------------------------------------------------------------------------------------------------------
+# Workers
+
+resource "aws_launch_template" "worker" {
+  name_prefix            = "${var.cluster_name}-worker-"
+  description            = var.description != "" ? substr(var.description, 0, 255) : null
+  image_id               = local.ami.worker
+  instance_type          = var.worker_instance_type
+  vpc_security_group_ids = [var.worker_security_group_id]
+  user_data              = base64encode(local.worker_user_data)
+  update_default_version = true
+
+  iam_instance_profile {
+    arn = aws_iam_instance_profile.node["worker"].arn
+  }
+
+  block_device_mappings {
+    device_name = var.root_device_name
+
+    ebs {
+      volume_type           = "gp3"
+      volume_size           = var.worker_disk_size_gb
+      encrypted             = true
+      delete_on_termination = true
+    }
+  }
+
+  metadata_options {
+    http_endpoint               = "enabled"
+    http_tokens                 = "required"
+    http_put_response_hop_limit = 2
+  }
+
+  tag_specifications {
+    resource_type = "instance"
+    tags = merge(var.tags, local.cluster_tag, {
+      Name                     = "${var.cluster_name}-worker"
+      "kubeopera.io/node-role" = "worker"
+    })
+  }
+
+  tag_specifications {
+    resource_type = "volume"
+    tags          = merge(var.tags, local.cluster_tag, { Name = "${var.cluster_name}-worker" })
+  }
+
+  tags = var.tags
+
+  lifecycle {
+    precondition {
+      condition     = length(local.worker_user_data) <= 16384
+      error_message = "The worker user data is over EC2's 16 KB limit."
+    }
+  }
+}
+
+resource "aws_autoscaling_group" "worker" {
+  name_prefix         = "${var.cluster_name}-worker-"
+  min_size            = var.worker_min_size
+  max_size            = var.worker_max_size
+  desired_capacity    = var.worker_min_size
+  vpc_zone_identifier = var.private_subnet_ids
+  health_check_type   = "EC2"
+
+  launch_template {
+    id      = aws_launch_template.worker.id
+    version = aws_launch_template.worker.latest_version
+  }
+
+  # Tags of the group itself (the launch template tags the instances); the last two let the cluster autoscaler
+  # discover it.
+  dynamic "tag" {
+    for_each = merge(var.tags, {
+      Name                                            = "${var.cluster_name}-worker"
+      "k8s.io/cluster-autoscaler/enabled"             = "true"
+      "k8s.io/cluster-autoscaler/${var.cluster_name}" = "owned"
+    })
+
+    content {
+      key                 = tag.key
+      value               = tag.value
+      propagate_at_launch = false
+    }
+  }
+
+  lifecycle {
+    # The cluster autoscaler owns the desired size once the group exists.
+    ignore_changes = [desired_capacity]
+
+    precondition {
+      condition     = var.worker_min_size <= var.worker_max_size
+      error_message = "worker_min_size must not be above worker_max_size."
+    }
+  }
+}

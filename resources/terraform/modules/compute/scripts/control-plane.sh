@@ -1,0 +1,293 @@
+#!/usr/bin/env bash
+# Bootstraps control-plane node NODE_INDEX of a kubeadm cluster, coordinated with the other nodes through SSM
+# Parameter Store (see lib.sh for the env file):
+#
+#   node 0      kubeadm init --upload-certs, then publishes join/{endpoint,ca-cert-hash,token} and
+#               control-plane/certificate-key,
+#               installs Calico and the AWS cloud controller manager, publishes the admin kubeconfig (server set
+#               to API_ENDPOINT) and finally control-plane/0/joined;
+#   node i > 0  waits for control-plane/<i-1>/joined, runs kubeadm join --control-plane, then publishes
+#               control-plane/<i>/joined.
+#
+# So control-plane nodes join strictly one at a time and in index order: concurrent etcd member additions can
+# break the quorum. kubeadm manages the etcd membership itself.
+#
+# Usage: control-plane.sh ENV_FILE [bootstrap|refresh-token]
+#   refresh-token  creates a new 24-hour bootstrap token and publishes it for workers that join later (run by a
+#                  systemd timer on every control-plane node).
+set -euo pipefail
+
+# shellcheck source-path=SCRIPTDIR
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+readonly TOKEN_TTL=24h0m0s
+
+joined_marker() {
+  printf 'control-plane/%s/joined' "$1"
+}
+
+init_cluster() {
+  local token certificate_key endpoint version
+  token="$(random_hex 3).$(random_hex 8)"
+  certificate_key=$(random_hex 32)
+  # With a load balancer every kubeconfig and join goes through it; a single node is reached at its own address
+  # inside the VPC and at API_ENDPOINT (its Elastic IP) from outside, so both are in the serving certificate.
+  endpoint="${CONTROL_PLANE_ENDPOINT:-$NODE_IP}:${API_PORT}"
+  version=$(kubeadm version -o short)
+
+  log "kubeadm init ${version}, control-plane endpoint ${endpoint}"
+  kubeadm init \
+    --upload-certs \
+    --certificate-key "$certificate_key" \
+    --token "$token" \
+    --token-ttl "$TOKEN_TTL" \
+    --control-plane-endpoint "$endpoint" \
+    --apiserver-advertise-address "$NODE_IP" \
+    --apiserver-bind-port "$API_PORT" \
+    --apiserver-cert-extra-sans "$API_ENDPOINT" \
+    --pod-network-cidr "$POD_CIDR" \
+    --service-cidr "$SERVICE_CIDR" \
+    --node-name "$NODE_NAME" \
+    --kubernetes-version "$version"
+
+  ssm_put "$PARAM_JOIN_ENDPOINT" String "$endpoint"
+  ssm_put "$PARAM_JOIN_CA_CERT_HASH" String "$(ca_cert_hash "${KUBERNETES_DIR}/pki/ca.crt")"
+  ssm_put "$PARAM_JOIN_TOKEN" SecureString "$token"
+  ssm_put "$PARAM_JOIN_CERTIFICATE_KEY" SecureString "$certificate_key"
+
+  install_addons
+  publish_kubeconfig
+}
+
+join_control_plane() {
+  local previous=$((NODE_INDEX - 1)) certificate_key
+  wait_for_parameter "$(joined_marker "$previous")" >/dev/null
+  log "control-plane node ${previous} has joined; joining next"
+  read_join_parameters
+  certificate_key=$(wait_for_parameter "$PARAM_JOIN_CERTIFICATE_KEY")
+
+  log "kubeadm join --control-plane ${JOIN_ENDPOINT}"
+  kubeadm join "$JOIN_ENDPOINT" \
+    --token "$JOIN_TOKEN" \
+    --discovery-token-ca-cert-hash "$JOIN_CA_CERT_HASH" \
+    --control-plane \
+    --certificate-key "$certificate_key" \
+    --apiserver-advertise-address "$NODE_IP" \
+    --apiserver-bind-port "$API_PORT" \
+    --node-name "$NODE_NAME"
+}
+
+install_addons() {
+  export KUBECONFIG=${KUBERNETES_DIR}/admin.conf
+  local manifest
+  manifest=$(mktemp --suffix=.yaml)
+
+  # Calico takes the pod range from kubeadm's configuration (--pod-network-cidr). Server-side apply: its CRDs are
+  # too large for the last-applied annotation.
+  log "installing Calico ${CALICO_VERSION}"
+  retry 30 kubectl apply --server-side --force-conflicts \
+    -f "https://raw.githubusercontent.com/projectcalico/calico/${CALICO_VERSION}/manifests/calico.yaml"
+
+  log "installing the AWS cloud controller manager ${AWS_CCM_VERSION}"
+  cloud_controller_manager_manifest >"$manifest"
+  retry 30 kubectl apply --server-side --force-conflicts -f "$manifest"
+  rm -f "$manifest"
+}
+
+# The AWS cloud controller manager on every control-plane node, as in cloud-provider-aws's
+# examples/existing-cluster. It initializes the nodes (removing the uninitialized taint the kubelet's
+# --cloud-provider=external sets) and runs Service load balancers.
+cloud_controller_manager_manifest() {
+  cat <<MANIFEST
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: cloud-controller-manager
+  namespace: kube-system
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: system:cloud-controller-manager
+rules:
+  - apiGroups: [""]
+    resources: [events]
+    verbs: [create, patch, update]
+  - apiGroups: [""]
+    resources: [nodes]
+    verbs: ["*"]
+  - apiGroups: [""]
+    resources: [nodes/status]
+    verbs: [patch]
+  - apiGroups: [""]
+    resources: [services, services/status]
+    verbs: [list, patch, update, watch]
+  - apiGroups: [""]
+    resources: [serviceaccounts]
+    verbs: [create, get]
+  - apiGroups: [""]
+    resources: [serviceaccounts/token]
+    verbs: [create]
+  - apiGroups: [""]
+    resources: [persistentvolumes]
+    verbs: [get, list, update, watch]
+  - apiGroups: [""]
+    resources: [endpoints]
+    verbs: [create, get, list, watch, update]
+  - apiGroups: [coordination.k8s.io]
+    resources: [leases]
+    verbs: [create, get, list, watch, update]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: system:cloud-controller-manager
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: system:cloud-controller-manager
+subjects:
+  - kind: ServiceAccount
+    name: cloud-controller-manager
+    namespace: kube-system
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: cloud-controller-manager:apiserver-authentication-reader
+  namespace: kube-system
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: extension-apiserver-authentication-reader
+subjects:
+  - kind: ServiceAccount
+    name: cloud-controller-manager
+    namespace: kube-system
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: aws-cloud-controller-manager
+  namespace: kube-system
+  labels:
+    k8s-app: aws-cloud-controller-manager
+spec:
+  selector:
+    matchLabels:
+      k8s-app: aws-cloud-controller-manager
+  updateStrategy:
+    type: RollingUpdate
+  template:
+    metadata:
+      labels:
+        k8s-app: aws-cloud-controller-manager
+    spec:
+      nodeSelector:
+        node-role.kubernetes.io/control-plane: ""
+      tolerations:
+        - key: node.cloudprovider.kubernetes.io/uninitialized
+          value: "true"
+          effect: NoSchedule
+        - key: node-role.kubernetes.io/control-plane
+          effect: NoSchedule
+        - key: node.kubernetes.io/not-ready
+          effect: NoSchedule
+      serviceAccountName: cloud-controller-manager
+      hostNetwork: true
+      priorityClassName: system-node-critical
+      containers:
+        - name: aws-cloud-controller-manager
+          image: registry.k8s.io/provider-aws/cloud-controller-manager:${AWS_CCM_VERSION}
+          args:
+            - --v=2
+            - --cloud-provider=aws
+            - --use-service-account-credentials=true
+            - --configure-cloud-routes=false
+            - --allocate-node-cidrs=false
+            - "--cluster-name=${CLUSTER_NAME}"
+          resources:
+            requests:
+              cpu: 200m
+MANIFEST
+}
+
+# The admin kubeconfig, pointed at the advertised endpoint, for terraform-runner to collect. It is larger than
+# the 4 KB of a standard parameter, so it may go to the advanced tier.
+publish_kubeconfig() {
+  local kubeconfig
+  kubeconfig=$(sed -E "s#^([[:space:]]*server:[[:space:]]*).*#\\1https://${API_ENDPOINT}:${API_PORT}#" \
+    "${KUBERNETES_DIR}/admin.conf")
+  ssm_put "$PARAM_KUBECONFIG" SecureString "$kubeconfig" Intelligent-Tiering
+}
+
+# A systemd timer that keeps a valid bootstrap token in SSM for workers the Auto Scaling Group starts later.
+install_token_refresh() {
+  if is_true "$BOOTSTRAP_SKIP_INSTALL"; then
+    return
+  fi
+  local script
+  script=$(readlink -f "${BASH_SOURCE[0]}")
+  cat >/etc/systemd/system/kubeopera-join-token.service <<UNIT
+[Unit]
+Description=Publish a fresh kubeadm bootstrap token to SSM Parameter Store
+
+[Service]
+Type=oneshot
+ExecStart=${script} ${ENV_FILE} refresh-token
+UNIT
+  cat >/etc/systemd/system/kubeopera-join-token.timer <<UNIT
+[Unit]
+Description=Publish a fresh kubeadm bootstrap token every 12 hours
+
+[Timer]
+OnActiveSec=12h
+OnUnitActiveSec=12h
+RandomizedDelaySec=30m
+
+[Install]
+WantedBy=timers.target
+UNIT
+  systemctl daemon-reload
+  systemctl enable --now kubeopera-join-token.timer
+}
+
+refresh_token() {
+  local token
+  token=$(kubeadm token create --ttl "$TOKEN_TTL" --kubeconfig "${KUBERNETES_DIR}/admin.conf")
+  ssm_put "$PARAM_JOIN_TOKEN" SecureString "$token"
+}
+
+bootstrap() {
+  discover_node
+  install_node
+  if already_joined; then
+    log "${KUBERNETES_DIR}/kubelet.conf exists: this node is already part of the cluster"
+  elif ((NODE_INDEX == 0)); then
+    init_cluster
+  else
+    join_control_plane
+  fi
+  install_token_refresh
+  ssm_put "$(joined_marker "$NODE_INDEX")" String "$NODE_NAME"
+  log "control-plane node ${NODE_INDEX} is ready"
+}
+
+main() {
+  load_settings "${1:-}"
+  ENV_FILE=$(readlink -f "$1")
+  : "${NODE_INDEX:?is not set in ${ENV_FILE}}"
+  [[ $NODE_INDEX =~ ^[0-9]+$ ]] || die "NODE_INDEX must be a whole number"
+  : "${POD_CIDR:?is not set in ${ENV_FILE}}" "${SERVICE_CIDR:?is not set in ${ENV_FILE}}"
+  : "${CALICO_VERSION:?is not set in ${ENV_FILE}}" "${AWS_CCM_VERSION:?is not set in ${ENV_FILE}}"
+  CONTROL_PLANE_ENDPOINT=${CONTROL_PLANE_ENDPOINT:-}
+  LOG_TAG="control-plane-${NODE_INDEX}"
+
+  case ${2:-bootstrap} in
+    bootstrap) bootstrap ;;
+    refresh-token) refresh_token ;;
+    *) die "unknown command '$2' (bootstrap or refresh-token)" ;;
+  esac
+}
+
+main "$@"

@@ -1,0 +1,168 @@
+variable "cluster_name" {
+  description = "Name of the Kubernetes cluster: names and tags the resources (kubernetes.io/cluster/<name>) and is the AWS cloud controller manager's --cluster-name."
+  type        = string
+}
+
+variable "description" {
+  description = "Free-text description of the cluster; becomes the description of the worker launch template (cut to 255 characters)."
+  type        = string
+  default     = ""
+}
+
+variable "kubernetes_version" {
+  description = "Kubernetes minor version (1.34) or full version (1.34.1); picks the pkgs.k8s.io package repository the nodes install kubeadm, kubelet and kubectl from."
+  type        = string
+
+  validation {
+    condition     = can(regex("^1\\.[0-9]+(\\.[0-9]+)?$", var.kubernetes_version))
+    error_message = "kubernetes_version must look like 1.34 or 1.34.1."
+  }
+}
+
+variable "availability_zones" {
+  description = "Availability zones of the subnets, in the same order as private_subnet_ids and public_subnet_ids; control-plane node i goes into zone i modulo their number."
+  type        = list(string)
+}
+
+variable "vpc_id" {
+  description = "VPC of the cluster (the API load balancer's target group lives in it)."
+  type        = string
+}
+
+variable "private_subnet_ids" {
+  description = "Private subnets, one per availability zone, for the nodes."
+  type        = list(string)
+}
+
+variable "public_subnet_ids" {
+  description = "Public subnets, one per availability zone, for the internet-facing API load balancer (or the single control-plane node without one)."
+  type        = list(string)
+}
+
+variable "pod_cidr" {
+  description = "IPv4 range of the pods (kubeadm --pod-network-cidr; Calico picks it up from kubeadm's configuration)."
+  type        = string
+
+  validation {
+    condition     = can(cidrhost(var.pod_cidr, 0))
+    error_message = "pod_cidr must be an IPv4 CIDR block."
+  }
+}
+
+variable "service_cidr" {
+  description = "IPv4 range of the Services (kubeadm --service-cidr)."
+  type        = string
+
+  validation {
+    condition     = can(cidrhost(var.service_cidr, 0))
+    error_message = "service_cidr must be an IPv4 CIDR block."
+  }
+}
+
+variable "control_plane_count" {
+  description = "Number of control-plane nodes; node 0 runs kubeadm init, the others join one after another. An odd number keeps etcd's quorum."
+  type        = number
+
+  validation {
+    condition     = var.control_plane_count >= 1 && var.control_plane_count <= 7 && floor(var.control_plane_count) == var.control_plane_count
+    error_message = "control_plane_count must be a whole number from 1 to 7."
+  }
+}
+
+variable "control_plane_instance_type" {
+  description = "EC2 instance type of the control-plane nodes (x86_64 or arm64; the AMI follows it)."
+  type        = string
+}
+
+variable "control_plane_disk_size_gb" {
+  description = "Root volume size of the control-plane nodes, in GiB."
+  type        = number
+  default     = 50
+}
+
+variable "control_plane_security_group_id" {
+  description = "Security group of the control-plane nodes."
+  type        = string
+}
+
+variable "create_api_load_balancer" {
+  description = "Put an internet-facing Network Load Balancer (TCP 6443) in front of every API server and advertise it as the cluster endpoint. Required with more than one control-plane node; without it the single node gets an Elastic IP."
+  type        = bool
+}
+
+variable "worker_instance_type" {
+  description = "EC2 instance type of the workers (x86_64 or arm64; the AMI follows it)."
+  type        = string
+}
+
+variable "worker_min_size" {
+  description = "Minimum (and initial) size of the worker Auto Scaling Group."
+  type        = number
+}
+
+variable "worker_max_size" {
+  description = "Maximum size of the worker Auto Scaling Group."
+  type        = number
+}
+
+variable "worker_disk_size_gb" {
+  description = "Root volume size of the workers, in GiB."
+  type        = number
+}
+
+variable "worker_security_group_id" {
+  description = "Security group of the worker nodes."
+  type        = string
+}
+
+variable "ssm_parameter_prefix" {
+  description = "SSM Parameter Store path (/kubeopera/<runtime-id>/) under which the nodes publish their join credentials, join markers and the admin kubeconfig; each creation of the cluster uses its own sub-path below it."
+  type        = string
+
+  validation {
+    condition     = can(regex("^(/[A-Za-z0-9_.-]+)+/?$", var.ssm_parameter_prefix))
+    error_message = "ssm_parameter_prefix must be an absolute SSM path such as /kubeopera/<id>/."
+  }
+}
+
+variable "ami_id" {
+  description = "AMI of the nodes. Null means the latest Amazon Linux 2023 for the instance type's architecture (the bootstrap scripts use dnf, so another AMI must be compatible)."
+  type        = string
+  default     = null
+}
+
+variable "calico_version" {
+  description = "Calico release whose manifest the first control-plane node applies."
+  type        = string
+  default     = "v3.30.3"
+}
+
+variable "aws_cloud_controller_manager_version" {
+  description = "Image tag of the AWS cloud controller manager; null means v<kubernetes minor>.0."
+  type        = string
+  default     = null
+}
+
+variable "bootstrap_poll_interval_seconds" {
+  description = "How often a node waiting for another one (a control-plane join, the join credentials) polls SSM."
+  type        = number
+  default     = 10
+}
+
+variable "bootstrap_timeout_seconds" {
+  description = "How long a node waits for the node before it, or for the join credentials, before its bootstrap fails."
+  type        = number
+  default     = 3600
+}
+
+variable "tags" {
+  description = "Tags for every resource of the module (and the instances and volumes it starts)."
+  type        = map(string)
+  default     = {}
+}
+
+variable "root_device_name" {
+  description = "Root device of the AMI (/dev/xvda on Amazon Linux 2023); the workers' launch template sizes it."
+  type        = string
+  default     = "/dev/xvda"
+}

@@ -1,0 +1,77 @@
+variable "cluster_name" {
+  description = "Name of the EKS cluster."
+  type        = string
+}
+
+variable "description" {
+  description = "Free-text description of the cluster; becomes the description of the node group's launch template (cut to 255 characters)."
+  type        = string
+  default     = ""
+}
+
+variable "kubernetes_version" {
+  description = "Kubernetes minor version of the control plane, for example 1.33 (EKS picks the platform version)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^1\\.[0-9]+$", var.kubernetes_version))
+    error_message = "kubernetes_version must be a minor version such as 1.33."
+  }
+}
+
+variable "vpc_id" {
+  description = "VPC of the cluster; every subnet in subnet_ids must belong to it."
+  type        = string
+}
+
+variable "subnet_ids" {
+  description = "Subnets (in at least two availability zones) for the control plane's network interfaces and the nodes; private subnets with NAT."
+  type        = list(string)
+
+  validation {
+    condition     = length(var.subnet_ids) >= 2
+    error_message = "EKS needs subnets in at least two availability zones."
+  }
+}
+
+variable "service_cidr" {
+  description = "IPv4 range of the Services. Pods get VPC addresses from the VPC CNI, so there is no pod range."
+  type        = string
+
+  validation {
+    condition     = can(cidrhost(var.service_cidr, 0))
+    error_message = "service_cidr must be an IPv4 CIDR block."
+  }
+}
+
+variable "endpoint_public_access_cidrs" {
+  description = "IPv4 ranges that may reach the public API endpoint (terraform-runner and host-cluster-controller run outside the VPC)."
+  type        = list(string)
+  default     = ["0.0.0.0/0"]
+}
+
+variable "node_instance_type" {
+  description = "EC2 instance type of the managed node group (x86_64 or arm64; the AMI type follows it)."
+  type        = string
+}
+
+variable "node_min_size" {
+  description = "Minimum (and initial) size of the managed node group."
+  type        = number
+}
+
+variable "node_max_size" {
+  description = "Maximum size of the managed node group."
+  type        = number
+}
+
+variable "node_disk_size_gb" {
+  description = "Root volume size of the nodes, in GiB."
+  type        = number
+}
+
+variable "tags" {
+  description = "Tags for every resource of the module (and the nodes and volumes the node group starts)."
+  type        = map(string)
+  default     = {}
+}

@@ -1,0 +1,82 @@
+variable "cluster_name" {
+  description = "Name of the GKE cluster."
+  type        = string
+}
+
+variable "description" {
+  description = "Free-text description of the cluster."
+  type        = string
+  default     = ""
+}
+
+variable "kubernetes_version" {
+  description = "Minimum Kubernetes version of the control plane, as a prefix (1.34) GKE resolves to its newest patch; nodes follow the control plane."
+  type        = string
+}
+
+variable "region" {
+  description = "Region of the (regional) cluster."
+  type        = string
+}
+
+variable "node_locations" {
+  description = "Zones of the region the nodes run in."
+  type        = list(string)
+
+  validation {
+    condition     = length(var.node_locations) >= 1
+    error_message = "At least one zone is needed."
+  }
+}
+
+variable "network" {
+  description = "Self link of the VPC network."
+  type        = string
+}
+
+variable "subnetwork" {
+  description = "Self link of the subnetwork, which has the pods' and Services' secondary ranges."
+  type        = string
+}
+
+variable "pods_range_name" {
+  description = "Name of the subnetwork's secondary range for pods."
+  type        = string
+}
+
+variable "services_range_name" {
+  description = "Name of the subnetwork's secondary range for Services."
+  type        = string
+}
+
+variable "machine_type" {
+  description = "Compute Engine machine type of the nodes."
+  type        = string
+}
+
+variable "total_min_node_count" {
+  description = "Minimum number of nodes in the node pool, across all zones."
+  type        = number
+}
+
+variable "total_max_node_count" {
+  description = "Maximum number of nodes in the node pool, across all zones."
+  type        = number
+}
+
+variable "disk_size_gb" {
+  description = "Boot disk size of the nodes, in GB."
+  type        = number
+}
+
+variable "labels" {
+  description = "GCP labels for the cluster and the node pool's instances (already mapped onto GCP's label rules)."
+  type        = map(string)
+  default     = {}
+}
+
+variable "create_node_service_account" {
+  description = "Run the nodes as a new least-privilege service account (logging, monitoring, image pulls). Needs permission to create service accounts and grant project roles; false runs them as the project's default compute service account."
+  type        = bool
+  default     = true
+}

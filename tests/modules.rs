@@ -1,0 +1,913 @@
+//! The Terraform modules under `resources/terraform/modules`, which the Job's init container clones to
+//! `/workspace/modules` for the rendered root configurations:
+//!
+//! - they are `tofu fmt`-clean (`TEST_TOFU_BIN`) and every `.tf` file parses;
+//! - their variables and outputs match what the rendered root configurations pass and read (a template and a
+//!   module cannot drift apart), and every `var.`, `local.`, `data.` and resource reference inside a module
+//!   resolves (there is no provider download here, so `tofu validate` cannot run);
+//! - the vanilla bootstrap scripts pass shellcheck and fit EC2's 16 KB user data;
+//! - the control plane's join coordination through SSM Parameter Store works: four control-plane bootstraps run
+//!   concurrently against moto (`TEST_AWS_TOOLS_BIN_DIR`) with recording stand-ins for kubeadm and kubectl, and
+//!   must init once, then join one at a time in index order with the published credentials.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use chrono::{TimeZone, Utc};
+use common::moto::MotoServer;
+use hcl::expr::{Expression, TemplateExpr, TraversalOperator};
+use hcl::template::{Directive, Element, Template};
+use hcl::{Block, Body};
+use provisioner::domain::{
+    AwsConfig, ClusterConfig, ControlPlane, GcpConfig, Labels, Network, Runtime, Topology, WorkerPool,
+};
+use provisioner::render::{Renderer, RunAction};
+use sha2::{Digest, Sha256};
+use uuid::Uuid;
+
+const MODULES_IN_JOB: &str = "/workspace/modules/";
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn modules_dir() -> PathBuf {
+    repo().join("resources/terraform/modules")
+}
+
+fn scripts_dir() -> PathBuf {
+    modules_dir().join("compute/scripts")
+}
+
+/// `TEST_TOFU_BIN`: the `tofu` binary; panics (the test fails, never skips) when it is missing.
+fn tofu() -> PathBuf {
+    let tofu = std::env::var_os("TEST_TOFU_BIN").map(PathBuf::from).unwrap_or_else(|| {
+        panic!(
+            "TEST_TOFU_BIN is not set: build OpenTofu with `tools/build-tofu.sh` and set TEST_TOFU_BIN to the `tofu` \
+             binary in the folder it prints (`make test-really-local` does both)"
+        )
+    });
+    assert!(tofu.is_file(), "TEST_TOFU_BIN={} is not a file: build it with tools/build-tofu.sh", tofu.display());
+    tofu
+}
+
+fn run(command: &mut Command) -> std::process::Output {
+    let description = format!("{command:?}");
+    command.output().unwrap_or_else(|error| panic!("cannot run {description}: {error}"))
+}
+
+// ------------------------------------------------------------------------------------------------------------------
+// Formatting and parsing
+
+#[test]
+fn modules_are_tofu_fmt_clean() {
+    let output = run(Command::new(tofu())
+        .args(["fmt", "-check", "-recursive", "-diff"])
+        .arg(modules_dir())
+        .env("TF_CLI_CONFIG_FILE", "/dev/null")
+        .stdin(Stdio::null()));
+    assert!(
+        output.status.success(),
+        "tofu fmt -check failed; run `tofu fmt -recursive resources/terraform/modules`:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The modules as parsed: folder name → the blocks of all its `.tf` files.
+fn parse_modules() -> BTreeMap<String, Module> {
+    let mut modules = BTreeMap::new();
+    for entry in std::fs::read_dir(modules_dir()).expect("resources/terraform/modules exists") {
+        let path = entry.unwrap().path();
+        if !path.is_dir() {
+            continue;
+        }
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let mut files = Vec::new();
+        for file in std::fs::read_dir(&path).unwrap() {
+            let file = file.unwrap().path();
+            if file.extension().is_some_and(|extension| extension == "tf") {
+                let text = std::fs::read_to_string(&file).unwrap();
+                let body: Body =
+                    hcl::parse(&text).unwrap_or_else(|error| panic!("{} does not parse: {error}", file.display()));
+                files.push((file.file_name().unwrap().to_string_lossy().into_owned(), body));
+            }
+        }
+        modules.insert(name, Module { files });
+    }
+    modules
+}
+
+struct Module {
+    files: Vec<(String, Body)>,
+}
+
+impl Module {
+    fn blocks<'a>(&'a self, identifier: &'a str) -> impl Iterator<Item = &'a Block> + 'a {
+        self.files.iter().flat_map(move |(_, body)| body.blocks().filter(move |block| block.identifier() == identifier))
+    }
+
+    fn names(&self, identifier: &str) -> BTreeSet<String> {
+        self.blocks(identifier).map(|block| label(block, 0)).collect()
+    }
+
+    fn file(&self, name: &str) -> &Body {
+        &self.files.iter().find(|(file, _)| file == name).unwrap_or_else(|| panic!("no {name}")).1
+    }
+}
+
+fn label(block: &Block, index: usize) -> String {
+    block.labels().get(index).map(|label| label.as_str().to_owned()).unwrap_or_default()
+}
+
+fn has_attribute(body: &Body, key: &str) -> bool {
+    body.attributes().any(|attribute| attribute.key() == key)
+}
+
+const EXPECTED_MODULES: [&str; 6] = ["compute", "eks", "gcp-network", "gke", "security", "vpc"];
+
+#[test]
+fn every_module_has_the_standard_files_and_documented_typed_variables() {
+    let modules = parse_modules();
+    assert_eq!(modules.keys().map(String::as_str).collect::<Vec<_>>(), EXPECTED_MODULES);
+    for (name, module) in &modules {
+        let files: BTreeSet<&str> = module.files.iter().map(|(file, _)| file.as_str()).collect();
+        for required in ["main.tf", "variables.tf", "outputs.tf", "versions.tf"] {
+            assert!(files.contains(required), "module {name} has no {required}");
+        }
+        for variable in module.blocks("variable") {
+            let body = variable.body();
+            assert!(has_attribute(body, "type"), "variable {} of module {name} has no type", label(variable, 0));
+            assert!(
+                has_attribute(body, "description"),
+                "variable {} of module {name} has no description",
+                label(variable, 0)
+            );
+        }
+        for output in module.blocks("output") {
+            assert!(
+                has_attribute(output.body(), "description"),
+                "output {} of module {name} has no description",
+                label(output, 0)
+            );
+        }
+
+        // The providers the root configurations pin (aws ~> 6.0, google ~> 7.0) must satisfy the modules too.
+        let terraform = module.file("versions.tf").blocks().find(|block| block.identifier() == "terraform").unwrap();
+        let providers = terraform.body().blocks().find(|block| block.identifier() == "required_providers").unwrap();
+        let (provider, expected) = if name.starts_with("g") {
+            ("google", [("source", "hashicorp/google"), ("version", ">= 6.0, < 8.0")])
+        } else {
+            ("aws", [("source", "hashicorp/aws"), ("version", "~> 6.0")])
+        };
+        let requirement = providers
+            .body()
+            .attributes()
+            .find(|attribute| attribute.key() == provider)
+            .unwrap_or_else(|| panic!("module {name} does not require the {provider} provider"));
+        let Expression::Object(requirement) = requirement.expr() else { panic!("{name}: {provider} is not an object") };
+        for (key, value) in expected {
+            let found = requirement
+                .iter()
+                .find(|(object_key, _)| matches!(object_key, hcl::ObjectKey::Identifier(id) if id.as_str() == key))
+                .map(|(_, value)| value);
+            assert_eq!(found, Some(&Expression::String(value.to_owned())), "module {name}: {provider}.{key}");
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------------------------------
+// The contract between the rendered root configurations and the modules
+
+fn runtime(topology: Topology) -> Runtime {
+    let created = Utc.with_ymd_and_hms(2025, 6, 1, 12, 0, 0).unwrap();
+    let (region, aws, gcp) = match topology {
+        Topology::Gke => (
+            "europe-west3",
+            None,
+            Some(GcpConfig {
+                project_id: "my-project-1".into(),
+                zones: vec!["europe-west3-a".into(), "europe-west3-b".into()],
+            }),
+        ),
+        Topology::VanillaKubeadm | Topology::Eks => {
+            ("eu-central-1", Some(AwsConfig { zones: vec!["eu-central-1a".into(), "eu-central-1b".into()] }), None)
+        }
+    };
+    Runtime {
+        id: Uuid::parse_str("0190b8a6-7f3e-7c4a-9a41-3f2d3c1b2a10").unwrap(),
+        name: "team-a".into(),
+        description: Some("Team A's cluster".into()),
+        labels: Labels(BTreeMap::from([("owner".to_owned(), "team-a".to_owned())])),
+        cluster_config: ClusterConfig {
+            topology,
+            credential_id: "cred-not-rendered".into(),
+            region: region.into(),
+            kubernetes_version: "1.34".into(),
+            environment: "dev".into(),
+            control_plane: (topology == Topology::VanillaKubeadm)
+                .then(|| ControlPlane { count: 3, machine_type: "t3.large".into() }),
+            worker_pool: WorkerPool { machine_type: "t3.xlarge".into(), min_size: 1, max_size: 5, disk_size_gb: 80 },
+            network: Some(Network {
+                vpc_cidr: "10.10.0.0/16".into(),
+                pod_cidr: "172.16.0.0/16".into(),
+                service_cidr: "10.96.0.0/12".into(),
+            }),
+            aws,
+            gcp,
+        },
+        last_operation_id: None,
+        created_at: created,
+        updated_at: created,
+        deleted_at: None,
+    }
+}
+
+/// A reference in an expression: its root name and the attribute names that follow it (`module.vpc.vpc_id` is
+/// root `module`, attributes `vpc`, `vpc_id`; an index or splat ends the attributes).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Reference {
+    root: String,
+    attributes: Vec<String>,
+}
+
+fn references_in_body(body: &Body, found: &mut Vec<Reference>) {
+    for attribute in body.attributes() {
+        references(attribute.expr(), found);
+    }
+    for block in body.blocks() {
+        references_in_body(block.body(), found);
+    }
+}
+
+fn references(expression: &Expression, found: &mut Vec<Reference>) {
+    match expression {
+        Expression::Variable(variable) => {
+            found.push(Reference { root: variable.as_str().to_owned(), attributes: vec![] });
+        }
+        Expression::Traversal(traversal) => {
+            if let Expression::Variable(variable) = &traversal.expr {
+                let attributes = traversal
+                    .operators
+                    .iter()
+                    .map_while(|operator| match operator {
+                        TraversalOperator::GetAttr(identifier) => Some(identifier.as_str().to_owned()),
+                        _ => None,
+                    })
+                    .collect();
+                found.push(Reference { root: variable.as_str().to_owned(), attributes });
+            } else {
+                references(&traversal.expr, found);
+            }
+            for operator in &traversal.operators {
+                if let TraversalOperator::Index(index) = operator {
+                    references(index, found);
+                }
+            }
+        }
+        Expression::Array(items) => items.iter().for_each(|item| references(item, found)),
+        Expression::Object(object) => {
+            for (key, value) in object.iter() {
+                if let hcl::ObjectKey::Expression(key) = key {
+                    references(key, found);
+                }
+                references(value, found);
+            }
+        }
+        Expression::TemplateExpr(template) => template_references(template, found),
+        Expression::FuncCall(call) => call.args.iter().for_each(|argument| references(argument, found)),
+        Expression::Parenthesis(inner) => references(inner, found),
+        Expression::Conditional(conditional) => {
+            references(&conditional.cond_expr, found);
+            references(&conditional.true_expr, found);
+            references(&conditional.false_expr, found);
+        }
+        Expression::Operation(operation) => match operation.as_ref() {
+            hcl::expr::Operation::Unary(unary) => references(&unary.expr, found),
+            hcl::expr::Operation::Binary(binary) => {
+                references(&binary.lhs_expr, found);
+                references(&binary.rhs_expr, found);
+            }
+        },
+        Expression::ForExpr(for_expr) => {
+            references(&for_expr.collection_expr, found);
+            for expression in [for_expr.key_expr.as_ref(), Some(&for_expr.value_expr), for_expr.cond_expr.as_ref()] {
+                expression.into_iter().for_each(|expression| references(expression, found));
+            }
+        }
+        _ => {}
+    }
+}
+
+fn template_references(template: &TemplateExpr, found: &mut Vec<Reference>) {
+    let template = Template::from_expr(template).unwrap_or_else(|error| panic!("template {template}: {error}"));
+    template_elements(&template, found);
+}
+
+fn template_elements(template: &Template, found: &mut Vec<Reference>) {
+    for element in template.elements() {
+        match element {
+            Element::Literal(_) => {}
+            Element::Interpolation(interpolation) => references(&interpolation.expr, found),
+            Element::Directive(directive) => match directive.as_ref() {
+                Directive::If(directive) => {
+                    references(&directive.cond_expr, found);
+                    template_elements(&directive.true_template, found);
+                    if let Some(false_template) = &directive.false_template {
+                        template_elements(false_template, found);
+                    }
+                }
+                Directive::For(directive) => {
+                    references(&directive.collection_expr, found);
+                    template_elements(&directive.template, found);
+                }
+            },
+        }
+    }
+}
+
+/// The module blocks of a rendered root configuration: local name → (module folder, inputs it sets).
+fn module_calls(body: &Body) -> BTreeMap<String, (String, BTreeSet<String>)> {
+    const META_ARGUMENTS: [&str; 5] = ["source", "version", "count", "for_each", "depends_on"];
+    body.blocks()
+        .filter(|block| block.identifier() == "module")
+        .map(|block| {
+            let source = block
+                .body()
+                .attributes()
+                .find(|attribute| attribute.key() == "source")
+                .map(|attribute| match attribute.expr() {
+                    Expression::String(source) => source.clone(),
+                    other => panic!("module source is not a literal string: {other:?}"),
+                })
+                .expect("module has a source");
+            let folder = source
+                .strip_prefix(MODULES_IN_JOB)
+                .unwrap_or_else(|| panic!("module source {source} is not under {MODULES_IN_JOB}"))
+                .to_owned();
+            let inputs = block
+                .body()
+                .attributes()
+                .map(|attribute| attribute.key().to_owned())
+                .filter(|key| !META_ARGUMENTS.contains(&key.as_str()))
+                .collect();
+            (label(block, 0), (folder, inputs))
+        })
+        .collect()
+}
+
+#[test]
+fn rendered_root_configurations_and_modules_agree() {
+    let modules = parse_modules();
+    let renderer = Renderer::new().expect("templates compile");
+    let mut used = BTreeSet::new();
+    for topology in [Topology::VanillaKubeadm, Topology::Eks, Topology::Gke] {
+        let rendered = renderer.render(&runtime(topology), RunAction::Apply).expect("renders");
+        let body: Body = hcl::parse(&rendered.files["main.tf"]).expect("main.tf parses");
+        let calls = module_calls(&body);
+        assert!(!calls.is_empty(), "{topology:?} calls no module");
+
+        for (local_name, (folder, inputs)) in &calls {
+            let module = modules
+                .get(folder)
+                .unwrap_or_else(|| panic!("{topology:?}: module {local_name} uses missing folder {folder}"));
+            used.insert(folder.clone());
+            let variables = module.names("variable");
+            let unknown: Vec<_> = inputs.difference(&variables).collect();
+            assert!(unknown.is_empty(), "{topology:?}: module {folder} has no variables {unknown:?}");
+
+            let required: BTreeSet<String> = module
+                .blocks("variable")
+                .filter(|variable| !has_attribute(variable.body(), "default"))
+                .map(|variable| label(variable, 0))
+                .collect();
+            let missing: Vec<_> = required.difference(inputs).collect();
+            assert!(missing.is_empty(), "{topology:?}: required variables {missing:?} of module {folder} are not set");
+        }
+
+        // Every module.<name>.<output> the root reads, wherever it is read (other modules' inputs, outputs).
+        let mut found = Vec::new();
+        references_in_body(&body, &mut found);
+        let module_reads: BTreeSet<(String, String)> = found
+            .into_iter()
+            .filter(|reference| reference.root == "module")
+            .map(|reference| {
+                assert!(reference.attributes.len() >= 2, "{topology:?}: bare module reference {reference:?}");
+                (reference.attributes[0].clone(), reference.attributes[1].clone())
+            })
+            .collect();
+        assert!(!module_reads.is_empty(), "{topology:?} reads no module output");
+        for (local_name, output) in module_reads {
+            let (folder, _) = calls
+                .get(&local_name)
+                .unwrap_or_else(|| panic!("{topology:?} reads module.{local_name}, which it does not call"));
+            assert!(
+                modules[folder].names("output").contains(&output),
+                "{topology:?} reads module.{local_name}.{output}, which module {folder} does not output"
+            );
+        }
+    }
+    assert_eq!(used.iter().map(String::as_str).collect::<Vec<_>>(), EXPECTED_MODULES, "a module no topology uses");
+}
+
+#[test]
+fn references_inside_modules_resolve() {
+    // Names a module may use as roots besides its own resources: Terraform's, and iterator variables.
+    const BUILT_IN: [&str; 6] = ["path", "count", "each", "self", "terraform", "data"];
+    for (name, module) in parse_modules() {
+        let variables = module.names("variable");
+        let locals: BTreeSet<String> = module
+            .blocks("locals")
+            .flat_map(|block| block.body().attributes().map(|attribute| attribute.key().to_owned()))
+            .collect();
+        let resources: BTreeSet<(String, String)> =
+            module.blocks("resource").map(|block| (label(block, 0), label(block, 1))).collect();
+        let data: BTreeSet<(String, String)> =
+            module.blocks("data").map(|block| (label(block, 0), label(block, 1))).collect();
+
+        let mut found = Vec::new();
+        for (_, body) in &module.files {
+            references_in_body(body, &mut found);
+        }
+        for reference in found {
+            let first = reference.attributes.first().cloned().unwrap_or_default();
+            let second = reference.attributes.get(1).cloned().unwrap_or_default();
+            match reference.root.as_str() {
+                "var" => assert!(variables.contains(&first), "module {name} uses undeclared var.{first}"),
+                "local" => assert!(locals.contains(&first), "module {name} uses undefined local.{first}"),
+                "data" => assert!(
+                    data.contains(&(first.clone(), second.clone())),
+                    "module {name} uses undeclared data.{first}.{second}"
+                ),
+                "module" => panic!("module {name} calls no modules but references module.{first}"),
+                root if BUILT_IN.contains(&root) => {}
+                root if root.starts_with("aws_") || root.starts_with("google_") || root == "terraform_data" => {
+                    assert!(
+                        resources.contains(&(root.to_owned(), first.clone())),
+                        "module {name} uses undeclared resource {root}.{first}"
+                    )
+                }
+                // Iterator variables of for expressions and dynamic blocks.
+                _ => {}
+            }
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------------------------------
+// The bootstrap scripts
+
+fn shell_scripts() -> Vec<PathBuf> {
+    fn walk(dir: &Path, scripts: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, scripts);
+            } else if path.extension().is_some_and(|extension| extension == "sh") {
+                scripts.push(path);
+            }
+        }
+    }
+    let mut scripts = Vec::new();
+    walk(&modules_dir(), &mut scripts);
+    scripts.sort();
+    scripts
+}
+
+#[test]
+fn bootstrap_scripts_pass_shellcheck() {
+    let scripts = shell_scripts();
+    let names: Vec<String> =
+        scripts.iter().map(|script| script.file_name().unwrap().to_string_lossy().into_owned()).collect();
+    assert_eq!(names, ["control-plane.sh", "lib.sh", "worker.sh"]);
+    let output = Command::new("shellcheck")
+        .args(["-x", "--severity=style", "--shell=bash"])
+        .args(&scripts)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|error| {
+            panic!("cannot run shellcheck ({error}): install it (`make test-tools` installs it from apt)")
+        });
+    assert!(
+        output.status.success(),
+        "shellcheck found problems:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for script in &scripts {
+        let text = std::fs::read_to_string(script).unwrap();
+        assert!(text.starts_with("#!/usr/bin/env bash\n"), "{} has no bash shebang", script.display());
+        if !script.ends_with("lib.sh") {
+            assert!(text.contains("\nset -euo pipefail\n"), "{} does not set -euo pipefail", script.display());
+        }
+        // The scripts go to the nodes verbatim: a Terraform template sequence would mean they are not.
+        assert!(!text.contains("%{"), "{} contains a Terraform template directive", script.display());
+    }
+}
+
+/// The compressed scripts leave room in EC2's 16 KB of user data for the cloud-config and the env file (the
+/// compute module also checks the exact size in a precondition at apply time). Measured with tofu's own
+/// `base64gzip`, which the module uses.
+#[test]
+fn bootstrap_user_data_fits_the_ec2_limit() {
+    let folder = tempfile::tempdir().unwrap();
+    for (role, scripts) in [("control plane", ["lib.sh", "control-plane.sh"]), ("worker", ["lib.sh", "worker.sh"])] {
+        let expression = scripts
+            .iter()
+            .map(|script| format!("length(base64gzip(file({:?})))", scripts_dir().join(script).display().to_string()))
+            .collect::<Vec<_>>()
+            .join(" + ");
+        let mut child = Command::new(tofu())
+            .arg("console")
+            .current_dir(folder.path())
+            .env("TF_CLI_CONFIG_FILE", "/dev/null")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start tofu console");
+        use std::io::Write;
+        writeln!(child.stdin.take().unwrap(), "{expression}").unwrap();
+        let output = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let size: usize = stdout
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("tofu console printed {stdout:?}: {}", String::from_utf8_lossy(&output.stderr)));
+        // Room left for the cloud-config around the scripts (~500 bytes) and the env file (~1.5 KB base64).
+        assert!(size <= 12 * 1024, "the {role} scripts take {size} bytes of user data compressed");
+    }
+}
+
+// ------------------------------------------------------------------------------------------------------------------
+// The control plane's join coordination, against moto
+
+const CONTROL_PLANE_NODES: usize = 4;
+const ENDPOINT_HOST: &str = "k8s-api-test.elb.eu-west-1.amazonaws.com";
+const SSM_PREFIX: &str = "/kubeopera/0190b8a6-7f3e-7c4a-9a41-3f2d3c1b2a10/3f0c1e2d-5b6a-4c7d-8e9f-0a1b2c3d4e5f";
+
+/// Records every run with start and end times in the shared log, and sleeps in between so that overlapping runs
+/// would show. `init` leaves a CA certificate and an admin kubeconfig where kubeadm would; init and join leave
+/// the kubelet.conf that marks a node as joined.
+const KUBEADM_STAND_IN: &str = r#"#!/usr/bin/env bash
+set -euo pipefail
+if [[ ${1:-} == version ]]; then
+  echo v1.34.0
+  exit 0
+fi
+echo "$(date +%s.%N) ${STANDIN_NODE} ${1:-} start $*" >>"$STANDIN_LOG"
+sleep 0.3
+case ${1:-} in
+  init)
+    mkdir -p "$STANDIN_KUBERNETES_DIR/pki"
+    cp "$STANDIN_CA_CERT" "$STANDIN_KUBERNETES_DIR/pki/ca.crt"
+    cat >"$STANDIN_KUBERNETES_DIR/admin.conf" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- cluster:
+    certificate-authority-data: LS0tLS1CRUdJTi==
+    server: https://10.0.1.10:6443
+  name: kubernetes
+contexts:
+- context:
+    cluster: kubernetes
+    user: kubernetes-admin
+  name: kubernetes-admin@kubernetes
+current-context: kubernetes-admin@kubernetes
+users:
+- name: kubernetes-admin
+  user:
+    client-certificate-data: $(head -c 3000 /dev/zero | base64 -w0)
+EOF
+    touch "$STANDIN_KUBERNETES_DIR/kubelet.conf"
+    ;;
+  join)
+    mkdir -p "$STANDIN_KUBERNETES_DIR"
+    touch "$STANDIN_KUBERNETES_DIR/kubelet.conf"
+    ;;
+esac
+echo "$(date +%s.%N) ${STANDIN_NODE} ${1:-} end" >>"$STANDIN_LOG"
+"#;
+
+/// Records its arguments (and reads a manifest from a file, as `kubectl apply -f` would).
+const KUBECTL_STAND_IN: &str = r#"#!/usr/bin/env bash
+set -euo pipefail
+echo "${STANDIN_NODE} $*" >>"$STANDIN_KUBECTL_LOG"
+"#;
+
+const NO_OP_STAND_IN: &str = "#!/usr/bin/env bash\nexit 0\n";
+
+struct Scene {
+    folder: tempfile::TempDir,
+    bin: PathBuf,
+    ca_cert: PathBuf,
+}
+
+impl Scene {
+    fn new() -> Self {
+        let folder = tempfile::Builder::new().prefix("bootstrap-").tempdir().unwrap();
+        let bin = folder.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        for (name, script) in [
+            ("kubeadm", KUBEADM_STAND_IN),
+            ("kubectl", KUBECTL_STAND_IN),
+            ("systemctl", NO_OP_STAND_IN),
+            ("dnf", NO_OP_STAND_IN),
+            ("modprobe", NO_OP_STAND_IN),
+            ("sysctl", NO_OP_STAND_IN),
+            ("swapoff", NO_OP_STAND_IN),
+        ] {
+            let path = bin.join(name);
+            std::fs::write(&path, script).unwrap();
+            let mut permissions = std::fs::metadata(&path).unwrap().permissions();
+            std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+            std::fs::set_permissions(&path, permissions).unwrap();
+        }
+        let ca_cert = folder.path().join("ca.crt");
+        let output = run(Command::new("openssl")
+            .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=kubernetes"])
+            .arg("-keyout")
+            .arg(folder.path().join("ca.key"))
+            .arg("-out")
+            .arg(&ca_cert)
+            .stdin(Stdio::null()));
+        assert!(output.status.success(), "openssl req: {}", String::from_utf8_lossy(&output.stderr));
+        Scene { folder, bin, ca_cert }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.folder.path().join(name)
+    }
+
+    fn kubernetes_dir(&self, node: &str) -> PathBuf {
+        self.path(&format!("{node}/kubernetes"))
+    }
+
+    /// The env file the compute module's user data would write, plus what the test replaces (no instance
+    /// metadata, no installation, moto, fast polling).
+    fn env_file(&self, node: &str, role: &str, index: Option<usize>, moto: &MotoServer, timeout: u32) -> PathBuf {
+        let address = 10 + index.unwrap_or(50);
+        let mut settings = vec![
+            ("CLUSTER_NAME", "team-a".to_owned()),
+            ("AWS_REGION", common::moto::REGION.to_owned()),
+            ("SSM_PREFIX", SSM_PREFIX.to_owned()),
+            ("API_ENDPOINT", ENDPOINT_HOST.to_owned()),
+            ("API_PORT", "6443".to_owned()),
+            ("KUBERNETES_VERSION", "1.34".to_owned()),
+            ("NODE_ROLE", role.to_owned()),
+            ("POLL_INTERVAL_SECONDS", "0.5".to_owned()),
+            ("WAIT_TIMEOUT_SECONDS", timeout.to_string()),
+            ("BOOTSTRAP_SKIP_INSTALL", "true".to_owned()),
+            ("NODE_NAME", format!("ip-10-0-1-{address}.eu-west-1.compute.internal")),
+            ("NODE_IP", format!("10.0.1.{address}")),
+            ("KUBERNETES_DIR", self.kubernetes_dir(node).display().to_string()),
+            ("AWS_ENDPOINT_URL", moto.endpoint()),
+        ];
+        if let Some(index) = index {
+            settings.extend([
+                ("NODE_INDEX", index.to_string()),
+                ("CONTROL_PLANE_COUNT", CONTROL_PLANE_NODES.to_string()),
+                ("CONTROL_PLANE_ENDPOINT", ENDPOINT_HOST.to_owned()),
+                ("POD_CIDR", "192.168.0.0/16".to_owned()),
+                ("SERVICE_CIDR", "10.96.0.0/12".to_owned()),
+                ("CALICO_VERSION", "v3.30.3".to_owned()),
+                ("AWS_CCM_VERSION", "v1.34.0".to_owned()),
+            ]);
+        }
+        let text: String = settings.iter().map(|(key, value)| format!("{key}='{value}'\n")).collect();
+        std::fs::create_dir_all(self.path(node)).unwrap();
+        let path = self.path(&format!("{node}/bootstrap.env"));
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn command(&self, script: &str, node: &str, env_file: &Path, moto: &MotoServer) -> tokio::process::Command {
+        let path = format!(
+            "{}:{}:{}",
+            self.bin.display(),
+            moto.bin_dir().display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let mut command = tokio::process::Command::new("bash");
+        command
+            .arg(scripts_dir().join(script))
+            .arg(env_file)
+            .env_remove("AWS_PROFILE")
+            .env_remove("AWS_SESSION_TOKEN")
+            .envs(moto.env())
+            .env("PATH", path)
+            .env("STANDIN_NODE", node)
+            .env("STANDIN_LOG", self.path("kubeadm.log"))
+            .env("STANDIN_KUBECTL_LOG", self.path("kubectl.log"))
+            .env("STANDIN_KUBERNETES_DIR", self.kubernetes_dir(node))
+            .env("STANDIN_CA_CERT", &self.ca_cert)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        command
+    }
+}
+
+/// One kubeadm run from the stand-in's log.
+#[derive(Debug)]
+struct KubeadmRun {
+    node: String,
+    subcommand: String,
+    arguments: String,
+    start: f64,
+    end: f64,
+}
+
+fn kubeadm_runs(log: &str) -> Vec<KubeadmRun> {
+    let mut open: BTreeMap<String, KubeadmRun> = BTreeMap::new();
+    let mut runs = Vec::new();
+    for line in log.lines() {
+        let mut fields = line.splitn(5, ' ');
+        let (Some(time), Some(node), Some(subcommand), Some(phase)) =
+            (fields.next(), fields.next(), fields.next(), fields.next())
+        else {
+            panic!("bad kubeadm log line {line:?}")
+        };
+        let time: f64 = time.parse().unwrap();
+        match phase {
+            "start" => {
+                let run = KubeadmRun {
+                    node: node.to_owned(),
+                    subcommand: subcommand.to_owned(),
+                    arguments: fields.next().unwrap_or_default().to_owned(),
+                    start: time,
+                    end: f64::NAN,
+                };
+                assert!(open.insert(node.to_owned(), run).is_none(), "node {node} ran kubeadm twice at once");
+            }
+            "end" => {
+                let mut run = open.remove(node).unwrap_or_else(|| panic!("end without start: {line}"));
+                run.end = time;
+                runs.push(run);
+            }
+            other => panic!("bad phase {other:?} in {line:?}"),
+        }
+    }
+    assert!(open.is_empty(), "kubeadm runs that never ended: {open:?}");
+    runs.sort_by(|a, b| a.start.total_cmp(&b.start));
+    runs
+}
+
+async fn finish(name: &str, child: tokio::process::Child) -> (std::process::ExitStatus, String) {
+    let output = tokio::time::timeout(Duration::from_secs(240), child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("{name}'s bootstrap did not finish within 240 s"))
+        .unwrap();
+    let log = format!(
+        "--- {name} stdout:\n{}--- {name} stderr:\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status, log)
+}
+
+/// The word after `name` in a logged command line (none of the values here has a space).
+fn flag<'a>(arguments: &'a str, name: &str) -> Option<&'a str> {
+    let words: Vec<&str> = arguments.split(' ').collect();
+    words.iter().position(|word| *word == name).and_then(|position| words.get(position + 1).copied())
+}
+
+fn ca_cert_hash(ca_cert: &Path) -> String {
+    let public_key = run(Command::new("openssl").args(["x509", "-noout", "-pubkey", "-in"]).arg(ca_cert));
+    assert!(public_key.status.success());
+    let mut child = Command::new("openssl")
+        .args(["pkey", "-pubin", "-outform", "DER"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(&public_key.stdout).unwrap();
+    let der = child.wait_with_output().unwrap();
+    assert!(der.status.success());
+    let digest = Sha256::digest(&der.stdout);
+    format!("sha256:{}", digest.iter().map(|byte| format!("{byte:02x}")).collect::<String>())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn control_plane_nodes_join_one_at_a_time_in_order_through_ssm() {
+    let moto = MotoServer::start().await;
+    let scene = Scene::new();
+
+    // Started in reverse order, so a bootstrap that did not wait for its predecessor would join first.
+    let mut children = Vec::new();
+    for index in (0..CONTROL_PLANE_NODES).rev() {
+        let node = format!("cp{index}");
+        let env_file = scene.env_file(&node, "control-plane", Some(index), &moto, 180);
+        let child = scene.command("control-plane.sh", &node, &env_file, &moto).spawn().expect("start bash");
+        children.push((node, child));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let mut logs = String::new();
+    let mut failed = Vec::new();
+    for (node, child) in children {
+        let (status, log) = finish(&node, child).await;
+        if !status.success() {
+            failed.push(format!("{node}: {status}"));
+        }
+        logs.push_str(&log);
+    }
+    assert!(failed.is_empty(), "bootstraps failed: {failed:?}\n{logs}");
+
+    let parameter = |name: &str| {
+        moto.aws(&["ssm", "get-parameter", "--name", &format!("{SSM_PREFIX}/{name}"), "--with-decryption"])
+    };
+    let value = |name: &str| -> (String, String) {
+        let json: serde_json::Value = serde_json::from_str(&parameter(name)).unwrap();
+        (
+            json["Parameter"]["Value"].as_str().unwrap().to_owned(),
+            json["Parameter"]["Type"].as_str().unwrap().to_owned(),
+        )
+    };
+    let (endpoint, endpoint_type) = value("join/endpoint");
+    let (token, token_type) = value("join/token");
+    let (hash, hash_type) = value("join/ca-cert-hash");
+    let (certificate_key, key_type) = value("control-plane/certificate-key");
+    let (kubeconfig, kubeconfig_type) = value("kubeconfig");
+    assert_eq!(endpoint, format!("{ENDPOINT_HOST}:6443"));
+    assert_eq!((endpoint_type.as_str(), hash_type.as_str()), ("String", "String"));
+    assert_eq!(
+        (token_type.as_str(), key_type.as_str(), kubeconfig_type.as_str()),
+        ("SecureString", "SecureString", "SecureString")
+    );
+    let (token_id, token_secret) = token.split_once('.').expect("token is id.secret");
+    assert!(token_id.len() == 6 && token_secret.len() == 16, "token {token:?}");
+    assert!(token.bytes().all(|byte| byte == b'.' || byte.is_ascii_digit() || byte.is_ascii_lowercase()));
+    assert!(certificate_key.len() == 64 && certificate_key.bytes().all(|byte| byte.is_ascii_hexdigit()));
+    assert_eq!(hash, ca_cert_hash(&scene.ca_cert), "the published CA hash is not the CA certificate's");
+    assert!(
+        kubeconfig.contains(&format!("server: https://{ENDPOINT_HOST}:6443")) && !kubeconfig.contains("10.0.1.10"),
+        "the kubeconfig is not pointed at the advertised endpoint:\n{kubeconfig}"
+    );
+    assert!(kubeconfig.len() > 4096, "the stand-in kubeconfig should need the advanced tier like a real one");
+    for index in 0..CONTROL_PLANE_NODES {
+        let (marker, _) = value(&format!("control-plane/{index}/joined"));
+        assert_eq!(marker, format!("ip-10-0-1-{}.eu-west-1.compute.internal", 10 + index));
+    }
+
+    let log = std::fs::read_to_string(scene.path("kubeadm.log")).expect("kubeadm ran");
+    let runs = kubeadm_runs(&log);
+    for pair in runs.windows(2) {
+        assert!(pair[1].start >= pair[0].end, "kubeadm runs overlapped: {pair:?}\n{log}");
+    }
+    let order: Vec<(&str, &str)> = runs.iter().map(|run| (run.node.as_str(), run.subcommand.as_str())).collect();
+    assert_eq!(order, [("cp0", "init"), ("cp1", "join"), ("cp2", "join"), ("cp3", "join")], "\n{log}");
+
+    let init = &runs[0].arguments;
+    assert!(init.split(' ').any(|word| word == "--upload-certs"), "{init}");
+    assert_eq!(flag(init, "--control-plane-endpoint"), Some(endpoint.as_str()));
+    assert_eq!(flag(init, "--token"), Some(token.as_str()));
+    assert_eq!(flag(init, "--certificate-key"), Some(certificate_key.as_str()));
+    assert_eq!(flag(init, "--pod-network-cidr"), Some("192.168.0.0/16"));
+    assert_eq!(flag(init, "--service-cidr"), Some("10.96.0.0/12"));
+    assert_eq!(flag(init, "--apiserver-cert-extra-sans"), Some(ENDPOINT_HOST));
+    assert_eq!(flag(init, "--kubernetes-version"), Some("v1.34.0"));
+    for run in &runs[1..] {
+        let arguments = &run.arguments;
+        assert_eq!(flag(arguments, "join"), Some(endpoint.as_str()), "{arguments}");
+        assert!(arguments.split(' ').any(|word| word == "--control-plane"), "{arguments}");
+        assert_eq!(flag(arguments, "--token"), Some(token.as_str()), "{arguments}");
+        assert_eq!(flag(arguments, "--discovery-token-ca-cert-hash"), Some(hash.as_str()), "{arguments}");
+        assert_eq!(flag(arguments, "--certificate-key"), Some(certificate_key.as_str()), "{arguments}");
+    }
+
+    // Only node 0 installs the add-ons: Calico and the AWS cloud controller manager.
+    let kubectl = std::fs::read_to_string(scene.path("kubectl.log")).unwrap();
+    let applies: Vec<&str> = kubectl.lines().collect();
+    assert_eq!(applies.len(), 2, "{kubectl}");
+    assert!(applies.iter().all(|line| line.starts_with("cp0 apply")), "{kubectl}");
+    assert!(applies[0].contains("projectcalico/calico/v3.30.3/manifests/calico.yaml"), "{kubectl}");
+
+    // A worker joins with the published credentials, without --control-plane.
+    let env_file = scene.env_file("worker", "worker", None, &moto, 30);
+    let child = scene.command("worker.sh", "worker", &env_file, &moto).spawn().unwrap();
+    let (status, worker_log) = finish("worker", child).await;
+    assert!(status.success(), "{worker_log}");
+    let runs = kubeadm_runs(&std::fs::read_to_string(scene.path("kubeadm.log")).unwrap());
+    let worker = runs.iter().find(|run| run.node == "worker").expect("the worker ran kubeadm");
+    assert_eq!(worker.subcommand, "join");
+    assert_eq!(flag(&worker.arguments, "join"), Some(endpoint.as_str()));
+    assert_eq!(flag(&worker.arguments, "--token"), Some(token.as_str()));
+    assert_eq!(flag(&worker.arguments, "--discovery-token-ca-cert-hash"), Some(hash.as_str()));
+    assert!(!worker.arguments.contains("--control-plane") && !worker.arguments.contains("--certificate-key"));
+
+    // A node whose predecessor never joins gives up after its timeout, without running kubeadm.
+    let env_file = scene.env_file("cp9", "control-plane", Some(9), &moto, 2);
+    let child = scene.command("control-plane.sh", "cp9", &env_file, &moto).spawn().unwrap();
+    let (status, stuck_log) = finish("cp9", child).await;
+    assert!(!status.success(), "{stuck_log}");
+    assert!(stuck_log.contains(&format!("gave up waiting for {SSM_PREFIX}/control-plane/8/joined")), "{stuck_log}");
+    let runs = kubeadm_runs(&std::fs::read_to_string(scene.path("kubeadm.log")).unwrap());
+    assert!(runs.iter().all(|run| run.node != "cp9"), "the stuck node ran kubeadm");
+}

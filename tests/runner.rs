@@ -1,0 +1,500 @@
+//! terraform-runner end to end, with real parts only: the binary itself, OpenTofu (`TEST_TOFU_BIN`) applying and
+//! destroying a configuration of built-in `terraform_data` resources whose S3 backend is moto's server, moto for
+//! S3, SSM, STS and EKS, and the test control plane for the outputs Secret, written as the `terraform-runner`
+//! ServiceAccount with the production RBAC.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::engine::apply_production_rbac;
+use common::moto::MotoServer;
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
+use serde_json::{Value, json};
+use test_control_plane::ControlPlane;
+use tokio::io::AsyncReadExt;
+use uuid::Uuid;
+
+/// Distinctive fake keys (moto accepts any), so that a leak is unmistakable.
+const ACCESS_KEY_ID: &str = "AKIAFAKERUNNER000001";
+const SECRET_ACCESS_KEY: &str = "fake-runner-secret-access-key-000001";
+const EXTERNAL_ID: &str = "fake-runner-external-id-000001";
+const REGION: &str = "eu-west-1";
+const RUNNER: &str = env!("CARGO_BIN_EXE_terraform-runner");
+
+fn tofu() -> PathBuf {
+    let tofu = std::env::var_os("TEST_TOFU_BIN").map(PathBuf::from).unwrap_or_else(|| {
+        panic!("TEST_TOFU_BIN is not set: run `make tofu` (tools/build-tofu.sh) or `make test-really-local`")
+    });
+    assert!(tofu.is_file(), "TEST_TOFU_BIN={} does not exist: run `make tofu`", tofu.display());
+    tofu
+}
+
+/// One runtime's Job, as the runner sees it: the mounted files, its namespace and identity, the cloud.
+struct Job {
+    moto: MotoServer,
+    control_plane: &'static ControlPlane,
+    namespace: String,
+    folder: tempfile::TempDir,
+    runtime_id: Uuid,
+    bucket: String,
+}
+
+struct Outcome {
+    status: ExitStatus,
+    output: String,
+    termination_message: String,
+}
+
+impl Job {
+    async fn new() -> Job {
+        let moto = MotoServer::start().await;
+        let control_plane = test_control_plane::shared().await;
+        let namespace = control_plane.new_namespace("runner").await.expect("namespace");
+        apply_production_rbac(control_plane, &namespace).await;
+        let folder = tempfile::tempdir().expect("temporary folder");
+        for sub in ["config", "credentials", "work"] {
+            std::fs::create_dir(folder.path().join(sub)).unwrap();
+        }
+        // The runner's identity: a token of the terraform-runner ServiceAccount, like the Job's pod gets.
+        let token = control_plane.service_account_token(&namespace, "terraform-runner", &[]).await.expect("token");
+        std::fs::write(folder.path().join("ca.pem"), control_plane.ca_pem()).unwrap();
+        let kubeconfig = json!({
+            "apiVersion": "v1", "kind": "Config",
+            "clusters": [{"name": "test", "cluster": {
+                "server": control_plane.server_url(),
+                "certificate-authority": folder.path().join("ca.pem"),
+            }}],
+            "users": [{"name": "terraform-runner", "user": {"token": token}}],
+            "contexts": [{"name": "test", "context": {"cluster": "test", "user": "terraform-runner", "namespace": namespace}}],
+            "current-context": "test",
+        });
+        std::fs::write(folder.path().join("kubeconfig"), kubeconfig.to_string()).unwrap();
+        let runtime_id = Uuid::new_v4();
+        let bucket = format!("kubeopera-test-{}", &runtime_id.simple().to_string()[..12]);
+        let job = Job { moto, control_plane, namespace, folder, runtime_id, bucket };
+        job.write_credentials(&[
+            ("credential_type", "aws_access_key"),
+            ("aws_access_key_id", ACCESS_KEY_ID),
+            ("aws_secret_access_key", SECRET_ACCESS_KEY),
+        ]);
+        job
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.folder.path().join(name)
+    }
+
+    /// The credentials Secret's files, as the service writes them (`CloudCredential::secret_files`).
+    fn write_credentials(&self, files: &[(&str, &str)]) {
+        let dir = self.path("credentials");
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            std::fs::remove_file(entry.unwrap().path()).unwrap();
+        }
+        for (name, value) in files {
+            std::fs::write(dir.join(name), value).unwrap();
+        }
+    }
+
+    /// The ConfigMap's files: `runner.json` as the service renders it, and a test configuration: built-in
+    /// resources only, state in this run's bucket on moto.
+    fn write_config(&self, action: &str, topology: &str, resources_and_outputs: &str) {
+        let manifest = json!({
+            "action": action, "topology": topology, "cloud": "aws", "region": REGION,
+            "stateBucket": self.bucket, "runtimeId": self.runtime_id, "runtimeName": "runner-test",
+        });
+        std::fs::write(self.path("config/runner.json"), manifest.to_string()).unwrap();
+        let main_tf = format!(
+            r#"terraform {{
+  backend "s3" {{
+    bucket       = "{bucket}"
+    key          = "terraform.tfstate"
+    region       = "{REGION}"
+    encrypt      = true
+    use_lockfile = true
+
+    endpoints                   = {{ s3 = "{endpoint}" }}
+    use_path_style              = true
+    skip_credentials_validation = true
+    skip_requesting_account_id  = true
+    skip_metadata_api_check     = true
+    skip_region_validation      = true
+  }}
+}}
+
+{resources_and_outputs}
+"#,
+            bucket = self.bucket,
+            endpoint = self.moto.endpoint(),
+        );
+        std::fs::write(self.path("config/main.tf"), main_tf).unwrap();
+    }
+
+    fn kubeconfig_parameter(&self) -> String {
+        format!("/kubeopera/{}/kubeconfig", self.runtime_id)
+    }
+
+    fn outputs_secret(&self) -> String {
+        format!("provision-{}-outputs", self.runtime_id)
+    }
+
+    /// The runner process with the Job's environment (src/executor/job.rs) pointed at the test's parts.
+    fn command(&self, action: &str) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new(RUNNER);
+        command
+            .args(["--action", action])
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.folder.path())
+            .envs(self.moto.env())
+            // The runner must use the mounted credential, not the ambient one the moto helper sets for the CLI.
+            .env_remove("AWS_ACCESS_KEY_ID")
+            .env_remove("AWS_SECRET_ACCESS_KEY")
+            .env("RUNNER_CONFIG_DIR", self.path("config"))
+            .env("RUNNER_CREDENTIALS_DIR", self.path("credentials"))
+            .env("RUNNER_WORK_DIR", self.path("work"))
+            .env("RUNNER_OUTPUTS_SECRET", self.outputs_secret())
+            .env("RUNNER_TERRAFORM_BINARY", tofu())
+            .env("RUNNER_KUBECONFIG_POLL_INTERVAL", "1s")
+            .env("RUNNER_KUBECONFIG_TIMEOUT", "60s")
+            .env("RUNNER_TERMINATION_LOG", self.path("termination-log"))
+            .env("POD_NAMESPACE", &self.namespace)
+            .env("KUBECONFIG", self.path("kubeconfig"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        command
+    }
+
+    async fn run(&self, action: &str) -> Outcome {
+        let child = self.command(action).spawn().expect("start terraform-runner");
+        let output = tokio::time::timeout(Duration::from_secs(180), child.wait_with_output())
+            .await
+            .expect("terraform-runner finishes within 3 minutes")
+            .expect("terraform-runner runs");
+        self.outcome(
+            output.status,
+            format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr)),
+        )
+    }
+
+    fn outcome(&self, status: ExitStatus, output: String) -> Outcome {
+        let termination_message = std::fs::read_to_string(self.path("termination-log")).unwrap_or_default();
+        let _ = std::fs::remove_file(self.path("termination-log"));
+        let outcome = Outcome { status, output, termination_message };
+        outcome.assert_no_secret();
+        outcome
+    }
+
+    async fn published_kubeconfig(&self) -> Option<String> {
+        let admin = self.control_plane.admin_client().unwrap();
+        let secret =
+            Api::<Secret>::namespaced(admin, &self.namespace).get_opt(&self.outputs_secret()).await.unwrap()?;
+        let data = secret.data.expect("the outputs Secret has data");
+        Some(String::from_utf8(data["kubeconfig"].0.clone()).expect("UTF-8 kubeconfig"))
+    }
+
+    fn bucket_exists(&self) -> bool {
+        let status = self.moto.aws_command().args(["s3api", "head-bucket", "--bucket", &self.bucket]).output().unwrap();
+        status.status.success()
+    }
+
+    fn s3api(&self, args: &[&str]) -> Value {
+        let mut all = vec!["s3api"];
+        all.extend(args);
+        all.extend(["--bucket", &self.bucket, "--output", "json"]);
+        let text = self.moto.aws(&all);
+        if text.trim().is_empty() { Value::Null } else { serde_json::from_str(&text).expect("aws prints JSON") }
+    }
+
+    fn object_keys(&self) -> Vec<String> {
+        let listing = self.s3api(&["list-objects-v2"]);
+        listing["Contents"]
+            .as_array()
+            .map(|objects| objects.iter().map(|object| object["Key"].as_str().unwrap().to_owned()).collect())
+            .unwrap_or_default()
+    }
+
+    fn put_kubeconfig_parameter(&self, value: &str) {
+        self.moto.aws(&[
+            "ssm",
+            "put-parameter",
+            "--name",
+            &self.kubeconfig_parameter(),
+            "--type",
+            "SecureString",
+            "--overwrite",
+            "--value",
+            value,
+        ]);
+    }
+}
+
+impl Outcome {
+    fn assert_no_secret(&self) {
+        for secret in [ACCESS_KEY_ID, SECRET_ACCESS_KEY, EXTERNAL_ID] {
+            assert!(!self.output.contains(secret), "the runner printed a credential:\n{}", self.output);
+            assert!(!self.termination_message.contains(secret), "termination message: {}", self.termination_message);
+        }
+    }
+
+    fn assert_success(&self) {
+        assert!(self.status.success(), "terraform-runner failed ({}):\n{}", self.status, self.output);
+        assert!(self.termination_message.is_empty(), "{}", self.termination_message);
+    }
+
+    fn assert_failure(&self) {
+        assert_eq!(self.status.code(), Some(1), "terraform-runner should fail:\n{}", self.output);
+        assert!(!self.termination_message.is_empty(), "a failed run leaves a termination message");
+        assert!(self.termination_message.len() <= 1024 + 3, "{}", self.termination_message);
+        assert!(!self.termination_message.contains('\n'), "one line: {}", self.termination_message);
+    }
+}
+
+const CLUSTER_RESOURCE: &str = r#"resource "terraform_data" "cluster" {
+  input = "runner-test"
+}"#;
+
+fn vanilla_config(job: &Job) -> String {
+    format!(
+        "{CLUSTER_RESOURCE}\n\noutput \"kubeconfig_ssm_parameter\" {{\n  value = \"{}\"\n}}\n",
+        job.kubeconfig_parameter()
+    )
+}
+
+#[tokio::test]
+async fn vanilla_apply_publishes_the_kubeconfig_and_destroy_removes_the_bucket() {
+    let job = Job::new().await;
+    job.write_config("apply", "vanilla_kubeadm", &vanilla_config(&job));
+
+    // The cluster publishes its kubeconfig a while after apply finished; the runner polls for it.
+    let first_kubeconfig = "apiVersion: v1\nkind: Config\nclusters: []\n# first boot\n";
+    let publisher = {
+        let command = job.moto.aws_command();
+        let parameter = job.kubeconfig_parameter();
+        let value = first_kubeconfig.to_owned();
+        tokio::task::spawn_blocking(move || {
+            std::thread::sleep(Duration::from_secs(4));
+            let mut command = command;
+            let status = command
+                .args(["ssm", "put-parameter", "--name", &parameter, "--type", "SecureString", "--value", &value])
+                .output()
+                .unwrap();
+            assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+        })
+    };
+    let applied = job.run("apply").await;
+    publisher.await.unwrap();
+    applied.assert_success();
+    assert!(applied.output.contains("waiting for the cluster to publish its kubeconfig"), "{}", applied.output);
+    assert_eq!(job.published_kubeconfig().await.as_deref(), Some(first_kubeconfig));
+
+    // The state bucket: created by the runner, protected, holding the state of what was applied.
+    let versioning = job.s3api(&["get-bucket-versioning"]);
+    assert_eq!(versioning["Status"], "Enabled");
+    let encryption = job.s3api(&["get-bucket-encryption"]);
+    assert_eq!(
+        encryption["ServerSideEncryptionConfiguration"]["Rules"][0]["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"],
+        "AES256"
+    );
+    let block = &job.s3api(&["get-public-access-block"])["PublicAccessBlockConfiguration"];
+    for setting in ["BlockPublicAcls", "IgnorePublicAcls", "BlockPublicPolicy", "RestrictPublicBuckets"] {
+        assert_eq!(block[setting], true, "{setting}");
+    }
+    assert_eq!(job.object_keys(), ["terraform.tfstate"], "state written, lock released");
+    let state = job.moto.aws(&["s3", "cp", &format!("s3://{}/terraform.tfstate", job.bucket), "-"]);
+    assert!(state.contains("terraform_data"), "{state}");
+    for secret in [ACCESS_KEY_ID, SECRET_ACCESS_KEY] {
+        assert!(!state.contains(secret), "a credential in the state");
+    }
+
+    // A retried pod runs the whole apply again: the bucket is reused and the Secret overwritten.
+    let second_kubeconfig = "apiVersion: v1\nkind: Config\nclusters: []\n# second boot\n";
+    job.put_kubeconfig_parameter(second_kubeconfig);
+    job.run("apply").await.assert_success();
+    assert_eq!(job.published_kubeconfig().await.as_deref(), Some(second_kubeconfig));
+
+    job.write_config("destroy", "vanilla_kubeadm", &vanilla_config(&job));
+    let destroyed = job.run("destroy").await;
+    destroyed.assert_success();
+    assert!(destroyed.output.contains("Destroy complete! Resources: 1 destroyed."), "{}", destroyed.output);
+    assert!(!job.bucket_exists(), "the state bucket is removed after the destroy");
+
+    // A destroy retried after it finished finds nothing left to do.
+    let again = job.run("destroy").await;
+    again.assert_success();
+    assert!(again.output.contains("nothing to destroy"), "{}", again.output);
+}
+
+#[tokio::test]
+async fn eks_kubeconfig_assumes_the_role_for_every_token() {
+    let job = Job::new().await;
+    let role_arn = "arn:aws:iam::123456789012:role/kubeopera-provisioner";
+    job.write_credentials(&[
+        ("credential_type", "aws_assume_role"),
+        ("role_arn", role_arn),
+        ("external_id", EXTERNAL_ID),
+        ("session_duration_seconds", "900"),
+        ("aws_access_key_id", ACCESS_KEY_ID),
+        ("aws_secret_access_key", SECRET_ACCESS_KEY),
+    ]);
+    // Terraform's EKS module would create the cluster; here it exists in moto and the configuration names it.
+    let created = job.moto.aws(&[
+        "eks",
+        "create-cluster",
+        "--name",
+        "runner-eks",
+        "--role-arn",
+        "arn:aws:iam::123456789012:role/eks",
+        "--resources-vpc-config",
+        "subnetIds=subnet-1",
+        "--output",
+        "json",
+    ]);
+    let created: Value = serde_json::from_str(&created).unwrap();
+    let endpoint = created["cluster"]["endpoint"].as_str().expect("moto gives the cluster an endpoint").to_owned();
+    let ca = created["cluster"]["certificateAuthority"]["data"].as_str().expect("and a CA").to_owned();
+    job.write_config(
+        "apply",
+        "eks",
+        &format!("{CLUSTER_RESOURCE}\n\noutput \"cluster_name\" {{\n  value = \"runner-eks\"\n}}\n"),
+    );
+
+    let applied = job.run("apply").await;
+    applied.assert_success();
+
+    let kubeconfig = job.published_kubeconfig().await.expect("the kubeconfig is published");
+    let parsed = kube::config::Kubeconfig::from_yaml(&kubeconfig).expect("a valid kubeconfig");
+    let cluster = parsed.clusters[0].cluster.as_ref().unwrap();
+    assert_eq!(cluster.server.as_deref(), Some(endpoint.as_str()));
+    assert_eq!(cluster.certificate_authority_data.as_deref(), Some(ca.as_str()));
+    let user = parsed.auth_infos[0].auth_info.as_ref().unwrap();
+    assert!(user.token.is_none() && user.client_key_data.is_none(), "no stored secret in the kubeconfig");
+    let exec = user.exec.as_ref().expect("an exec credential plugin");
+    assert_eq!(exec.command.as_deref(), Some("aws"));
+    let args = exec.args.clone().unwrap();
+    assert!(args.windows(2).any(|pair| pair == ["--cluster-name", "runner-eks"]), "{args:?}");
+    assert!(args.windows(2).any(|pair| pair == ["--role-arn", role_arn]), "{args:?}");
+    for secret in [ACCESS_KEY_ID, SECRET_ACCESS_KEY, EXTERNAL_ID] {
+        assert!(!kubeconfig.contains(secret), "a credential in the kubeconfig");
+    }
+    assert!(job.bucket_exists());
+}
+
+#[tokio::test]
+async fn a_failing_apply_reports_a_redacted_termination_message() {
+    let job = Job::new().await;
+    // A command that prints the credential it runs with, then fails: the runner must redact both its streamed
+    // output and its termination message.
+    job.write_config(
+        "apply",
+        "vanilla_kubeadm",
+        r#"resource "terraform_data" "leaky" {
+  provisioner "local-exec" {
+    command = "echo \"key=$AWS_SECRET_ACCESS_KEY id=$AWS_ACCESS_KEY_ID\"; echo \"key=$AWS_SECRET_ACCESS_KEY\" >&2; exit 3"
+  }
+}
+"#,
+    );
+    let failed = job.run("apply").await;
+    failed.assert_failure();
+    assert!(failed.output.contains("key=[REDACTED] id=[REDACTED]"), "{}", failed.output);
+    assert!(failed.termination_message.starts_with("`tofu apply -auto-approve"), "{}", failed.termination_message);
+    assert!(failed.termination_message.contains("exit status 3"), "{}", failed.termination_message);
+    assert!(job.published_kubeconfig().await.is_none(), "nothing is published after a failure");
+    assert!(!job.object_keys().iter().any(|key| key.ends_with(".tflock")), "the lock is released");
+}
+
+#[tokio::test]
+async fn a_stop_signal_interrupts_terraform_which_releases_its_lock() {
+    let job = Job::new().await;
+    job.write_config(
+        "apply",
+        "vanilla_kubeadm",
+        r#"resource "terraform_data" "slow" {
+  provisioner "local-exec" {
+    command = "sleep 120"
+  }
+}
+"#,
+    );
+    let mut child = job.command("apply").spawn().expect("start terraform-runner");
+    let output = Arc::new(Mutex::new(String::new()));
+    let readers =
+        [collect(child.stdout.take().unwrap(), output.clone()), collect(child.stderr.take().unwrap(), output.clone())];
+    // Stop it the way the kubelet stops a pod, once terraform is inside the apply holding the lock.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    while !output.lock().unwrap().contains("terraform_data.slow: Creating...") {
+        assert!(tokio::time::Instant::now() < deadline, "apply never started:\n{}", output.lock().unwrap());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(job.object_keys().iter().any(|key| key.ends_with(".tflock")), "terraform holds the state lock");
+    // SAFETY: kill(2) on the child we started; no memory is involved.
+    unsafe { libc::kill(child.id().unwrap() as libc::pid_t, libc::SIGTERM) };
+    let status = tokio::time::timeout(Duration::from_secs(60), child.wait())
+        .await
+        .expect("the runner stops soon after the signal, without waiting for the 120 s command")
+        .unwrap();
+    for reader in readers {
+        reader.await.unwrap();
+    }
+    let stopped = job.outcome(status, output.lock().unwrap().clone());
+    stopped.assert_failure();
+    assert_eq!(stopped.termination_message, "stopped by a signal before the run finished");
+    assert!(!job.object_keys().iter().any(|key| key.ends_with(".tflock")), "the lock is released");
+
+    // Nothing is left stuck: the next attempt (with a quick command now) takes the lock and finishes.
+    job.write_config("apply", "vanilla_kubeadm", &vanilla_config(&job));
+    job.put_kubeconfig_parameter("apiVersion: v1\nkind: Config\n");
+    job.run("apply").await.assert_success();
+}
+
+#[tokio::test]
+async fn bad_usage_and_bad_configuration_exit_with_2_and_name_the_problem() {
+    let job = Job::new().await;
+    let bogus = job.command("bogus").output().await.unwrap();
+    assert_eq!(bogus.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bogus.stderr).contains("--action \"bogus\" is not apply or destroy"));
+
+    let unconfigured = job.command("apply").env_remove("POD_NAMESPACE").output().await.unwrap();
+    assert_eq!(unconfigured.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unconfigured.stderr).contains("POD_NAMESPACE"));
+
+    // The Job's action and the rendered runner.json must agree.
+    job.write_config("destroy", "vanilla_kubeadm", &vanilla_config(&job));
+    let mismatch = job.run("apply").await;
+    mismatch.assert_failure();
+    assert_eq!(mismatch.termination_message, "the Job asked to apply but runner.json says destroy");
+
+    // An incomplete credential fails before anything is created, naming the missing file.
+    job.write_config("apply", "vanilla_kubeadm", &vanilla_config(&job));
+    job.write_credentials(&[("credential_type", "aws_access_key"), ("aws_access_key_id", ACCESS_KEY_ID)]);
+    let incomplete = job.run("apply").await;
+    incomplete.assert_failure();
+    assert!(
+        incomplete.termination_message.ends_with("aws_secret_access_key is missing"),
+        "{}",
+        incomplete.termination_message
+    );
+    assert!(!job.bucket_exists(), "nothing is created before the inputs are known to be complete");
+}
+
+fn collect(
+    mut stream: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+    into: Arc<Mutex<String>>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut buffer = [0u8; 4096];
+        loop {
+            match stream.read(&mut buffer).await {
+                Ok(0) | Err(_) => return,
+                Ok(read) => into.lock().unwrap().push_str(&String::from_utf8_lossy(&buffer[..read])),
+            }
+        }
+    })
+}
