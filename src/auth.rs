@@ -94,6 +94,9 @@ impl Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// The service-account key's file in the run's credentials Secret.
+pub const GCP_KEY_FILE: &str = "service_account.json";
+
 /// A cloud credential as auth-service hands it out. `Debug` shows no secret value.
 #[derive(Debug, Clone)]
 pub enum CloudCredential {
@@ -169,7 +172,7 @@ impl CloudCredential {
                 }
             }
             CloudCredential::GcpServiceAccount { project_id, service_account_key } => {
-                add("service_account.json", service_account_key.expose_secret());
+                add(GCP_KEY_FILE, service_account_key.expose_secret());
                 add("project_id", project_id);
             }
         }
@@ -208,7 +211,7 @@ impl CloudCredential {
             }),
             "gcp_service_account" => Ok(CloudCredential::GcpServiceAccount {
                 project_id: required("project_id")?,
-                service_account_key: secret("service_account.json")?,
+                service_account_key: secret(GCP_KEY_FILE)?,
             }),
             other => Err(format!(
                 "credential_type {other:?} is not one of aws_access_key, aws_assume_role, gcp_service_account"

@@ -574,6 +574,7 @@ fn runner_json_tells_the_runner_what_to_do() {
             "stateBucket": "kubeopera-terraform-state-dev-team-a-vanilla-kubeadm",
             "runtimeId": "0190b8a6-7f3e-7c4a-9a41-3f2d3c1b2a10",
             "runtimeName": "team-a-vanilla-kubeadm",
+            "ssmParameterPrefix": "/kubeopera/0190b8a6-7f3e-7c4a-9a41-3f2d3c1b2a10/",
         })
     );
 }

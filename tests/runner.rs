@@ -103,10 +103,13 @@ impl Job {
     /// The ConfigMap's files: `runner.json` as the service renders it, and a test configuration: built-in
     /// resources only, state in this run's bucket on moto.
     fn write_config(&self, action: &str, topology: &str, resources_and_outputs: &str) {
-        let manifest = json!({
+        let mut manifest = json!({
             "action": action, "topology": topology, "cloud": "aws", "region": REGION,
             "stateBucket": self.bucket, "runtimeId": self.runtime_id, "runtimeName": "runner-test",
         });
+        if topology == "vanilla_kubeadm" {
+            manifest["ssmParameterPrefix"] = json!(self.ssm_prefix());
+        }
         std::fs::write(self.path("config/runner.json"), manifest.to_string()).unwrap();
         let main_tf = format!(
             r#"terraform {{
@@ -134,8 +137,26 @@ impl Job {
         std::fs::write(self.path("config/main.tf"), main_tf).unwrap();
     }
 
+    fn ssm_prefix(&self) -> String {
+        format!("/kubeopera/{}/", self.runtime_id)
+    }
+
     fn kubeconfig_parameter(&self) -> String {
-        format!("/kubeopera/{}/kubeconfig", self.runtime_id)
+        format!("{}generation-1/kubeconfig", self.ssm_prefix())
+    }
+
+    fn parameters_under(&self, path: &str) -> Vec<String> {
+        let listing: Value = serde_json::from_str(&self.moto.aws(&[
+            "ssm",
+            "get-parameters-by-path",
+            "--path",
+            path,
+            "--recursive",
+            "--output",
+            "json",
+        ]))
+        .unwrap();
+        listing["Parameters"].as_array().unwrap().iter().map(|p| p["Name"].as_str().unwrap().to_owned()).collect()
     }
 
     fn outputs_secret(&self) -> String {
@@ -319,11 +340,29 @@ async fn vanilla_apply_publishes_the_kubeconfig_and_destroy_removes_the_bucket()
     job.run("apply").await.assert_success();
     assert_eq!(job.published_kubeconfig().await.as_deref(), Some(second_kubeconfig));
 
+    // What the nodes publish besides the kubeconfig, and a parameter of another cluster that must survive.
+    let join_token = format!("{}generation-1/join/token", job.ssm_prefix());
+    job.moto.aws(&[
+        "ssm",
+        "put-parameter",
+        "--name",
+        &join_token,
+        "--type",
+        "SecureString",
+        "--value",
+        "abcdef.0123456789abcdef",
+    ]);
+    let other_cluster = format!("/kubeopera/{}/generation-1/kubeconfig", Uuid::new_v4());
+    job.moto.aws(&["ssm", "put-parameter", "--name", &other_cluster, "--type", "SecureString", "--value", "other"]);
+    assert_eq!(job.parameters_under(&job.ssm_prefix()).len(), 2);
+
     job.write_config("destroy", "vanilla_kubeadm", &vanilla_config(&job));
     let destroyed = job.run("destroy").await;
     destroyed.assert_success();
     assert!(destroyed.output.contains("Destroy complete! Resources: 1 destroyed."), "{}", destroyed.output);
     assert!(!job.bucket_exists(), "the state bucket is removed after the destroy");
+    assert_eq!(job.parameters_under(&job.ssm_prefix()), Vec::<String>::new(), "the cluster's parameters are removed");
+    assert_eq!(job.parameters_under("/kubeopera"), [other_cluster], "another cluster's parameters stay");
 
     // A destroy retried after it finished finds nothing left to do.
     let again = job.run("destroy").await;

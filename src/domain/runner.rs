@@ -46,4 +46,8 @@ pub struct RunnerManifest {
     /// GCS buckets belong to a project, so the runner needs it to create the state bucket.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gcp_project: Option<String>,
+    /// The SSM path a vanilla cluster's nodes publish their join credentials and kubeconfig under; not Terraform
+    /// resources, so the runner removes them after a destroy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ssm_parameter_prefix: Option<String>,
 }

@@ -95,6 +95,7 @@ impl Renderer {
             runtime_id: runtime.id,
             runtime_name: runtime.name.clone(),
             gcp_project: data.project_id.map(str::to_owned),
+            ssm_parameter_prefix: data.ssm_parameter_prefix.clone(),
         };
         let mut runner_json = serde_json::to_string_pretty(&manifest)?;
         runner_json.push('\n');

@@ -299,6 +299,40 @@ impl AwsSession {
         }
     }
 
+    /// Deletes every SSM parameter under `path` (recursively). Nothing there is fine.
+    pub async fn delete_parameters_under(&self, path: &str) -> Result<()> {
+        let ssm = aws_sdk_ssm::Client::new(&self.config);
+        let mut names = Vec::new();
+        let mut next_token = None;
+        loop {
+            let page = ssm
+                .get_parameters_by_path()
+                .path(path.trim_end_matches('/'))
+                .recursive(true)
+                .set_next_token(next_token.take())
+                .send()
+                .await
+                .map_err(|error| aws_error("ssm:GetParametersByPath", error))?;
+            names.extend(page.parameters().iter().filter_map(|parameter| parameter.name().map(str::to_owned)));
+            next_token = page.next_token().map(str::to_owned);
+            if next_token.is_none() {
+                break;
+            }
+        }
+        // DeleteParameters takes at most 10 names.
+        for batch in names.chunks(10) {
+            ssm.delete_parameters()
+                .set_names(Some(batch.to_vec()))
+                .send()
+                .await
+                .map_err(|error| aws_error("ssm:DeleteParameters", error))?;
+        }
+        if !names.is_empty() {
+            tracing::info!(path, count = names.len(), "removed the parameters the cluster published");
+        }
+        Ok(())
+    }
+
     /// The API endpoint and base64 CA of an EKS cluster, which must be active.
     pub async fn eks_cluster(&self, name: &str) -> Result<(String, String)> {
         let answer = aws_sdk_eks::Client::new(&self.config)

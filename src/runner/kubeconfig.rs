@@ -23,12 +23,14 @@ pub fn eks(cluster_name: &str, endpoint: &str, ca_data: &str, region: &str, role
     render(cluster_name, endpoint, ca_data, exec)
 }
 
-/// A GKE cluster; the plugin uses the caller's Google credentials (GOOGLE_APPLICATION_CREDENTIALS).
+/// A GKE cluster; the plugin uses the caller's application default credentials.
 pub fn gke(project: &str, location: &str, cluster_name: &str, endpoint: &str, ca_data: &str) -> String {
     let exec = Exec {
         api_version: EXEC_API_VERSION,
         command: "gke-gcloud-auth-plugin",
-        args: Vec::new(),
+        // Application default credentials (GOOGLE_APPLICATION_CREDENTIALS, workload identity) need no gcloud
+        // installation on the caller's side.
+        args: vec!["--use_application_default_credentials".to_owned()],
         install_hint: "gke-gcloud-auth-plugin on PATH gets tokens for GKE: \
                        https://cloud.google.com/kubernetes-engine/docs/how-to/cluster-access-for-kubectl",
         provide_cluster_info: true,
@@ -168,6 +170,7 @@ mod tests {
         assert_eq!(parsed.clusters[0].cluster.as_ref().unwrap().server.as_deref(), Some("https://34.1.2.3"));
         let exec = parsed.auth_infos[0].auth_info.as_ref().unwrap().exec.as_ref().unwrap();
         assert_eq!(exec.command.as_deref(), Some("gke-gcloud-auth-plugin"));
+        assert_eq!(exec.args.as_deref().unwrap(), ["--use_application_default_credentials"]);
         assert!(exec.provide_cluster_info);
     }
 }

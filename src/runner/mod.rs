@@ -7,6 +7,7 @@
 //! Terraform converges, the outputs Secret is overwritten, and a destroy whose bucket is gone has nothing left.
 
 mod aws;
+mod gcp;
 mod kubeconfig;
 mod publish;
 pub mod redact;
@@ -23,6 +24,7 @@ use crate::auth::CloudCredential;
 use crate::domain::Topology;
 use crate::domain::runner::{MAIN_TF_FILE, RUNNER_MANIFEST_FILE, RunAction, RunnerManifest};
 use aws::AwsSession;
+use gcp::GcpSession;
 use redact::Redactor;
 pub use settings::RunnerSettings;
 use terraform::{Signals, Terraform};
@@ -38,6 +40,8 @@ pub enum Error {
     ActionMismatch { requested: &'static str, configured: &'static str },
     #[error("AWS {operation} failed: {message}")]
     Aws { operation: &'static str, message: String },
+    #[error("Google Cloud {operation} failed: {message}")]
+    Gcp { operation: &'static str, message: String },
     #[error("starting {} failed: {source}", binary.display())]
     Spawn { binary: PathBuf, source: std::io::Error },
     #[error("`{command}` failed ({status}): {excerpt}")]
@@ -87,7 +91,14 @@ impl Runner {
         }
         tracing::info!(runtime_id = %manifest.runtime_id, topology = manifest.topology.as_str(), action = action.as_str(), "starting");
 
-        let session = AwsSession::connect(&credential, &manifest.region, manifest.runtime_id).await?;
+        let session = match &credential {
+            CloudCredential::GcpServiceAccount { project_id, .. } => {
+                let key_file = settings.credentials_dir.join(crate::auth::GCP_KEY_FILE);
+                let project = manifest.gcp_project.as_deref().unwrap_or(project_id);
+                CloudSession::Gcp(GcpSession::connect(&key_file, project, &manifest.region).await?)
+            }
+            _ => CloudSession::Aws(AwsSession::connect(&credential, &manifest.region, manifest.runtime_id).await?),
+        };
         redactor.extend(session.secret_values());
         let mut env = vec![
             ("TF_IN_AUTOMATION".to_owned(), "1".to_owned()),
@@ -126,6 +137,9 @@ impl Runner {
                 }
                 terraform.run(&["init", "-input=false", "-no-color"], &mut signals).await?;
                 terraform.run(&["destroy", "-auto-approve", "-input=false", "-no-color"], &mut signals).await?;
+                if let (CloudSession::Aws(aws), Some(prefix)) = (&session, &manifest.ssm_parameter_prefix) {
+                    aws.delete_parameters_under(prefix).await?;
+                }
                 session.delete_state_bucket(bucket).await?;
             }
         }
@@ -137,33 +151,41 @@ impl Runner {
         &self,
         manifest: &RunnerManifest,
         credential: &CloudCredential,
-        session: &AwsSession,
+        session: &CloudSession,
         outputs: &BTreeMap<String, Value>,
         signals: &mut Signals,
     ) -> Result<String> {
-        match manifest.topology {
-            Topology::VanillaKubeadm => {
+        match (manifest.topology, session) {
+            (Topology::VanillaKubeadm, CloudSession::Aws(aws)) => {
                 let parameter = output(outputs, "kubeconfig_ssm_parameter")?;
                 let settings = &self.settings;
-                session
-                    .wait_for_parameter(
-                        parameter,
-                        settings.kubeconfig_poll_interval,
-                        settings.kubeconfig_timeout,
-                        signals,
-                    )
-                    .await
+                aws.wait_for_parameter(
+                    parameter,
+                    settings.kubeconfig_poll_interval,
+                    settings.kubeconfig_timeout,
+                    signals,
+                )
+                .await
             }
-            Topology::Eks => {
+            (Topology::Eks, CloudSession::Aws(aws)) => {
                 let name = output(outputs, "cluster_name")?;
-                let (endpoint, ca) = session.eks_cluster(name).await?;
+                let (endpoint, ca) = aws.eks_cluster(name).await?;
                 let role_arn = match credential {
                     CloudCredential::AwsAssumeRole { role_arn, .. } => Some(role_arn.as_str()),
                     _ => None,
                 };
-                Ok(kubeconfig::eks(name, &endpoint, &ca, session.region(), role_arn))
+                Ok(kubeconfig::eks(name, &endpoint, &ca, aws.region(), role_arn))
             }
-            Topology::Gke => Err(Error::Input("GKE runs are not supported by this runner build".to_owned())),
+            (Topology::Gke, CloudSession::Gcp(gcp)) => Ok(kubeconfig::gke(
+                gcp.project(),
+                output(outputs, "location")?,
+                output(outputs, "cluster_name")?,
+                output(outputs, "cluster_endpoint")?,
+                output(outputs, "cluster_ca_certificate")?,
+            )),
+            (topology, _) => {
+                Err(Error::Input(format!("no {} session for topology {}", credential.kind(), topology.as_str())))
+            }
         }
     }
 
@@ -217,4 +239,48 @@ fn prepare_work_dir(config_dir: &Path, work_dir: &Path) -> Result<PathBuf> {
     std::fs::create_dir_all(work_dir).map_err(failed)?;
     std::fs::copy(config_dir.join(MAIN_TF_FILE), work_dir.join(MAIN_TF_FILE)).map_err(failed)?;
     Ok(work_dir.to_owned())
+}
+
+/// The cloud a run works in: its credentials for Terraform and its state bucket.
+enum CloudSession {
+    Aws(AwsSession),
+    Gcp(GcpSession),
+}
+
+impl CloudSession {
+    fn terraform_env(&self) -> Vec<(String, String)> {
+        match self {
+            CloudSession::Aws(aws) => aws.terraform_env(),
+            CloudSession::Gcp(gcp) => gcp.terraform_env(),
+        }
+    }
+
+    /// Values obtained for the run (temporary keys, tokens), to redact like the credential's own.
+    fn secret_values(&self) -> Vec<String> {
+        match self {
+            CloudSession::Aws(aws) => aws.secret_values(),
+            CloudSession::Gcp(gcp) => gcp.secret_values(),
+        }
+    }
+
+    async fn state_bucket_exists(&self, bucket: &str) -> Result<bool> {
+        match self {
+            CloudSession::Aws(aws) => aws.state_bucket_exists(bucket).await,
+            CloudSession::Gcp(gcp) => gcp.state_bucket_exists(bucket).await,
+        }
+    }
+
+    async fn ensure_state_bucket(&self, bucket: &str) -> Result<()> {
+        match self {
+            CloudSession::Aws(aws) => aws.ensure_state_bucket(bucket).await,
+            CloudSession::Gcp(gcp) => gcp.ensure_state_bucket(bucket).await,
+        }
+    }
+
+    async fn delete_state_bucket(&self, bucket: &str) -> Result<()> {
+        match self {
+            CloudSession::Aws(aws) => aws.delete_state_bucket(bucket).await,
+            CloudSession::Gcp(gcp) => gcp.delete_state_bucket(bucket).await,
+        }
+    }
 }
