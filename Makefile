@@ -3,7 +3,7 @@
 TEST_DATABASE_URL ?= postgres://postgres:postgres@127.0.0.1:5432/postgres
 export TEST_DATABASE_URL
 
-.PHONY: run test-really-local test schemathesis fuzz bench postgres control-plane tofu test-tools dev-cluster gqlgen generate migrate fmt lint
+.PHONY: run test-really-local test schemathesis fuzz bench postgres control-plane tofu fake-gcs test-tools dev-cluster gqlgen generate migrate fmt lint
 
 ## Starts the server on the embedded SQLite default (./data/provisioner.db) with a development auth-service;
 ## playground at http://127.0.0.1:3000/graphql
@@ -16,9 +16,9 @@ run:
 	APP_GRAPHQL_INTROSPECTION=$${APP_GRAPHQL_INTROSPECTION:-true} \
 	cargo run --bin provisioner
 
-## Installs and starts what the tests need (PostgreSQL, the test control plane, tofu, moto and the AWS CLI), then
-## runs every test.
-test-really-local: postgres control-plane tofu test-tools
+## Installs and starts what the tests need (PostgreSQL, the test control plane, tofu, fake-gcs-server, moto and the
+## AWS CLI), then runs every test.
+test-really-local: postgres control-plane tofu fake-gcs test-tools
 	$(MAKE) --no-print-directory test
 	$(MAKE) --no-print-directory schemathesis
 
@@ -29,6 +29,7 @@ test:
 		| psql "$(TEST_DATABASE_URL)" -q >/dev/null
 	TEST_CONTROL_PLANE_BIN_DIR="$${TEST_CONTROL_PLANE_BIN_DIR:-$$(tools/build-control-plane.sh | tail -n1)}" \
 		TEST_TOFU_BIN="$${TEST_TOFU_BIN:-$$(tools/build-tofu.sh | tail -n1)/tofu}" \
+		TEST_FAKE_GCS_BIN="$${TEST_FAKE_GCS_BIN:-$$(tools/build-fake-gcs.sh | tail -n1)/fake-gcs-server}" \
 		TEST_AWS_TOOLS_BIN_DIR="$${TEST_AWS_TOOLS_BIN_DIR:-$$(tools/test-tools.sh | tail -n1)}" \
 		cargo test --workspace --locked
 
@@ -61,6 +62,11 @@ control-plane:
 ## Builds OpenTofu's CLI (tofu) from the Go module proxy into ~/.cache (once); the runner and module tests use it.
 tofu:
 	tools/build-tofu.sh
+
+## Builds fake-gcs-server (a local Google Cloud Storage) from the Go module proxy into ~/.cache (once); the runner's
+## GCP tests use it.
+fake-gcs:
+	tools/build-fake-gcs.sh
 
 ## Installs moto's server and the AWS CLI v1 (pinned, into a venv under ~/.cache) and shellcheck when missing.
 test-tools:

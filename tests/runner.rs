@@ -11,6 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::engine::apply_production_rbac;
+use common::gcp::{
+    CLIENT_EMAIL, FakeGcs, GoogleTokenServer, PROJECT_ID, SCOPE_CLOUD_PLATFORM, ServiceAccountKey, test_key_pair,
+};
 use common::moto::MotoServer;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
@@ -193,7 +196,11 @@ impl Job {
     }
 
     async fn run(&self, action: &str) -> Outcome {
-        let child = self.command(action).spawn().expect("start terraform-runner");
+        self.run_with(action, &[]).await
+    }
+
+    async fn run_with(&self, action: &str, env: &[(&str, String)]) -> Outcome {
+        let child = self.command(action).envs(env.iter().cloned()).spawn().expect("start terraform-runner");
         let output = tokio::time::timeout(Duration::from_secs(180), child.wait_with_output())
             .await
             .expect("terraform-runner finishes within 3 minutes")
@@ -536,4 +543,99 @@ fn collect(
             }
         }
     })
+}
+
+#[tokio::test]
+async fn gke_apply_keeps_state_in_gcs_and_destroy_removes_the_bucket() {
+    let job = Job::new().await;
+    let gcs = FakeGcs::start().await;
+    let token_server = GoogleTokenServer::start(&test_key_pair().public_key_der).await;
+    let key = ServiceAccountKey::generate(&token_server.token_uri());
+    job.write_credentials(&[
+        ("credential_type", "gcp_service_account"),
+        ("service_account.json", &key.json),
+        ("project_id", PROJECT_ID),
+    ]);
+    let write_config = |action: &str| {
+        let manifest = json!({
+            "action": action, "topology": "gke", "cloud": "gcp", "region": "europe-west1",
+            "stateBucket": job.bucket, "runtimeId": job.runtime_id, "runtimeName": "runner-test",
+            "gcpProject": PROJECT_ID,
+        });
+        std::fs::write(job.path("config/runner.json"), manifest.to_string()).unwrap();
+        // Terraform's GCS backend signs in with the same key file (its token_uri is the test's token server).
+        let main_tf = format!(
+            r#"terraform {{
+  backend "gcs" {{
+    bucket                  = "{bucket}"
+    prefix                  = "terraform"
+    storage_custom_endpoint = "{endpoint}/storage/v1/"
+  }}
+}}
+
+{CLUSTER_RESOURCE}
+
+output "cluster_name" {{
+  value = "runner-gke"
+}}
+
+output "cluster_endpoint" {{
+  value = "34.1.2.3"
+}}
+
+output "cluster_ca_certificate" {{
+  value = "Q0EK"
+}}
+
+output "location" {{
+  value = "europe-west1"
+}}
+"#,
+            bucket = job.bucket,
+            endpoint = gcs.base_url(),
+        );
+        std::fs::write(job.path("config/main.tf"), main_tf).unwrap();
+    };
+    let emulator = [("STORAGE_EMULATOR_HOST", gcs.emulator_host())];
+
+    write_config("apply");
+    let applied = job.run_with("apply", &emulator).await;
+    applied.assert_success();
+    assert!(!applied.output.contains(&key.key.private_key_pem.lines().nth(1).unwrap().to_owned()));
+
+    // The runner signed in as the service account and created a versioned bucket with that token.
+    let claims = token_server.accepted_claims();
+    assert!(
+        claims.iter().any(|claim| claim["iss"] == CLIENT_EMAIL && claim["scope"] == SCOPE_CLOUD_PLATFORM),
+        "{claims:?}"
+    );
+    let issued = token_server.issued_tokens();
+    let created = gcs
+        .requests()
+        .into_iter()
+        .find(|request| {
+            request.method == "POST" && request.path_and_query.starts_with("/storage/v1/b?project=kubeopera-test")
+        })
+        .expect("the runner created the bucket in the credential's project");
+    let bearer = created.authorization.as_deref().and_then(|value| value.strip_prefix("Bearer ")).unwrap();
+    assert!(issued.iter().any(|token| token == bearer), "the bucket was created with an issued token");
+    assert_eq!(gcs.bucket(&job.bucket).await.expect("the state bucket")["versioning"]["enabled"], true);
+    assert_eq!(gcs.object_names(&job.bucket).await, ["terraform/default.tfstate"], "state written, lock released");
+    for token in &issued {
+        assert!(!applied.output.contains(token.as_str()), "the access token was printed");
+    }
+
+    let kubeconfig = job.published_kubeconfig().await.expect("the kubeconfig is published");
+    let parsed = kube::config::Kubeconfig::from_yaml(&kubeconfig).expect("a valid kubeconfig");
+    assert_eq!(parsed.current_context.as_deref(), Some("gke_kubeopera-test_europe-west1_runner-gke"));
+    assert_eq!(parsed.clusters[0].cluster.as_ref().unwrap().server.as_deref(), Some("https://34.1.2.3"));
+    let exec = parsed.auth_infos[0].auth_info.as_ref().unwrap().exec.as_ref().unwrap();
+    assert_eq!(exec.command.as_deref(), Some("gke-gcloud-auth-plugin"));
+    assert!(!kubeconfig.contains("PRIVATE KEY"));
+
+    write_config("destroy");
+    let destroyed = job.run_with("destroy", &emulator).await;
+    destroyed.assert_success();
+    assert!(destroyed.output.contains("Destroy complete! Resources: 1 destroyed."), "{}", destroyed.output);
+    assert!(gcs.bucket(&job.bucket).await.is_none(), "the state bucket is removed after the destroy");
 }

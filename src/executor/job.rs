@@ -6,7 +6,8 @@ use std::time::Duration;
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     Capabilities, ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar, EnvVarSource, ObjectFieldSelector,
-    PodSecurityContext, PodSpec, PodTemplateSpec, SecretVolumeSource, SecurityContext, Volume, VolumeMount,
+    PodSecurityContext, PodSpec, PodTemplateSpec, SeccompProfile, SecretVolumeSource, SecurityContext, Volume,
+    VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -152,6 +153,12 @@ pub fn build(
                         run_as_non_root: Some(true),
                         run_as_user: Some(65532),
                         fs_group: Some(65532),
+                        // With the container settings above, this meets the "restricted" Pod Security level
+                        // that resources/namespaces.yaml enforces for the Jobs' namespace.
+                        seccomp_profile: Some(SeccompProfile {
+                            type_: "RuntimeDefault".to_owned(),
+                            ..SeccompProfile::default()
+                        }),
                         ..PodSecurityContext::default()
                     }),
                     init_containers: Some(vec![init]),

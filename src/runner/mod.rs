@@ -97,7 +97,9 @@ impl Runner {
                 let project = manifest.gcp_project.as_deref().unwrap_or(project_id);
                 CloudSession::Gcp(GcpSession::connect(&key_file, project, &manifest.region).await?)
             }
-            _ => CloudSession::Aws(AwsSession::connect(&credential, &manifest.region, manifest.runtime_id).await?),
+            _ => CloudSession::Aws(Box::new(
+                AwsSession::connect(&credential, &manifest.region, manifest.runtime_id).await?,
+            )),
         };
         redactor.extend(session.secret_values());
         let mut env = vec![
@@ -243,7 +245,8 @@ fn prepare_work_dir(config_dir: &Path, work_dir: &Path) -> Result<PathBuf> {
 
 /// The cloud a run works in: its credentials for Terraform and its state bucket.
 enum CloudSession {
-    Aws(AwsSession),
+    /// Boxed: the SDK configuration is large.
+    Aws(Box<AwsSession>),
     Gcp(GcpSession),
 }
 

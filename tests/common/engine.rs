@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Secret;
-use kube::api::{ListParams, ObjectMeta, PostParams};
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use kube::api::{ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use provisioner::startup::App;
 use serde_json::Value;
@@ -55,6 +55,7 @@ impl Engine {
         let namespace = control_plane.new_namespace("engine").await.expect("namespace");
         let admin = control_plane.admin_client().expect("admin client");
         apply_production_rbac(control_plane, &namespace).await;
+        apply_production_pod_security(&admin, &namespace).await;
 
         let folder = tempfile::tempdir().expect("temporary folder");
         let auth = FakeAuthService::start(folder.path()).await;
@@ -190,6 +191,30 @@ impl Engine {
 
 fn borrowed(pairs: &[(String, String)]) -> Vec<(&str, &str)> {
     pairs.iter().map(|(key, value)| (key.as_str(), value.as_str())).collect()
+}
+
+/// Labels `namespace` with the Pod Security labels of the production Jobs' namespace (resources/namespaces.yaml),
+/// so that the real admission plugin judges every Job pod the tests start.
+pub async fn apply_production_pod_security(admin: &Client, namespace: &str) {
+    let manifest = std::fs::read_to_string("resources/namespaces.yaml").expect("read the namespaces");
+    let documents = yaml_rust2::YamlLoader::load_from_str(&manifest).expect("namespaces.yaml is YAML");
+    let jobs_namespace = documents
+        .iter()
+        .find(|document| document["metadata"]["name"].as_str() == Some("kubeopera-provisioning"))
+        .expect("namespaces.yaml has kubeopera-provisioning");
+    let labels: BTreeMap<String, String> = jobs_namespace["metadata"]["labels"]
+        .as_hash()
+        .expect("the namespace has labels")
+        .iter()
+        .filter_map(|(key, value)| Some((key.as_str()?.to_owned(), value.as_str()?.to_owned())))
+        .filter(|(key, _)| key.starts_with("pod-security.kubernetes.io/"))
+        .collect();
+    assert!(labels.contains_key("pod-security.kubernetes.io/enforce"), "the Jobs' namespace enforces a level");
+    let patch = serde_json::json!({"metadata": {"labels": labels}});
+    Api::<Namespace>::all(admin.clone())
+        .patch(namespace, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("label the namespace");
 }
 
 /// Applies the RBAC of the production manifest to `namespace`, so the tests run with exactly the permissions

@@ -4,6 +4,7 @@
 
 pub mod auth_service;
 pub mod engine;
+pub mod gcp;
 pub mod moto;
 
 use std::collections::HashMap;
