@@ -288,6 +288,13 @@ const CLUSTER_RESOURCE: &str = r#"resource "terraform_data" "cluster" {
   input = "runner-test"
 }"#;
 
+/// A resource whose creation runs `command` (HCL-quoted already) in a shell.
+fn local_exec(name: &str, command: &str) -> String {
+    format!(
+        "resource \"terraform_data\" \"{name}\" {{\n  provisioner \"local-exec\" {{\n    command = \"{command}\"\n  }}\n}}\n"
+    )
+}
+
 fn vanilla_config(job: &Job) -> String {
     format!(
         "{CLUSTER_RESOURCE}\n\noutput \"kubeconfig_ssm_parameter\" {{\n  value = \"{}\"\n}}\n",
@@ -440,12 +447,10 @@ async fn a_failing_apply_reports_a_redacted_termination_message() {
     job.write_config(
         "apply",
         "vanilla_kubeadm",
-        r#"resource "terraform_data" "leaky" {
-  provisioner "local-exec" {
-    command = "echo \"key=$AWS_SECRET_ACCESS_KEY id=$AWS_ACCESS_KEY_ID\"; echo \"key=$AWS_SECRET_ACCESS_KEY\" >&2; exit 3"
-  }
-}
-"#,
+        &local_exec(
+            "leaky",
+            r#"echo \"key=$AWS_SECRET_ACCESS_KEY id=$AWS_ACCESS_KEY_ID\"; echo \"key=$AWS_SECRET_ACCESS_KEY\" >&2; exit 3"#,
+        ),
     );
     let failed = job.run("apply").await;
     failed.assert_failure();
@@ -459,16 +464,7 @@ async fn a_failing_apply_reports_a_redacted_termination_message() {
 #[tokio::test]
 async fn a_stop_signal_interrupts_terraform_which_releases_its_lock() {
     let job = Job::new().await;
-    job.write_config(
-        "apply",
-        "vanilla_kubeadm",
-        r#"resource "terraform_data" "slow" {
-  provisioner "local-exec" {
-    command = "sleep 120"
-  }
-}
-"#,
-    );
+    job.write_config("apply", "vanilla_kubeadm", &local_exec("slow", "sleep 120"));
     let mut child = job.command("apply").spawn().expect("start terraform-runner");
     let output = Arc::new(Mutex::new(String::new()));
     let readers =

@@ -19,13 +19,12 @@
 //!   - it ignores `Authorization` entirely (see [`FakeGcs::requests`]) and the `fields` parameter.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::Router;
 use axum::body::Body;
@@ -38,6 +37,8 @@ use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use serde_json::{Value, json};
 
+use super::server_process::ServerProcess;
+
 /// The project and service account of [`ServiceAccountKey`].
 pub const PROJECT_ID: &str = "kubeopera-test";
 pub const CLIENT_EMAIL: &str = "runner@kubeopera-test.iam.gserviceaccount.com";
@@ -46,8 +47,6 @@ pub const JWT_BEARER_GRANT: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 /// The scopes [`GoogleTokenServer`] accepts (either one).
 pub const SCOPE_DEVSTORAGE_READ_WRITE: &str = "https://www.googleapis.com/auth/devstorage.read_write";
 pub const SCOPE_CLOUD_PLATFORM: &str = "https://www.googleapis.com/auth/cloud-platform";
-
-const START_TIMEOUT: Duration = Duration::from_secs(30);
 
 // ----------------------------------------------------------------------------------------------------------------
 // fake-gcs-server
@@ -90,13 +89,11 @@ struct ProxyState {
 
 /// A running fake-gcs-server (in-memory backend) behind a recording proxy; both stop on drop.
 pub struct FakeGcs {
-    child: Child,
-    backend_port: u16,
+    process: ServerProcess,
     proxy_address: SocketAddr,
     proxy: tokio::task::JoinHandle<()>,
     state: Arc<ProxyState>,
     client: reqwest::Client,
-    folder: tempfile::TempDir,
 }
 
 impl FakeGcs {
@@ -108,87 +105,34 @@ impl FakeGcs {
 
     /// [`FakeGcs::start`] with extra command-line flags for fake-gcs-server (for example `-location EU`).
     pub async fn start_with_args(extra_args: &[&str]) -> Self {
-        provisioner::install_crypto_provider();
         let bin = fake_gcs_bin();
         let client = http_client();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind the fake GCS proxy");
         let proxy_address = listener.local_addr().expect("proxy address");
-        let mut folder = tempfile::Builder::new().prefix("fake-gcs-").tempdir().expect("temporary folder");
-        // A free port can be taken by someone else before fake-gcs-server binds it: then it exits and we try
-        // another.
-        for attempt in 1..=3 {
-            let backend_port = free_port();
-            let log = File::create(folder.path().join("fake-gcs-server.log")).expect("create fake-gcs-server's log");
+        let process = ServerProcess::start("fake-gcs-server", "/_internal/healthcheck", |port, folder| {
             let mut command = Command::new(&bin);
             command
-                .args(["-scheme", "http", "-host", "127.0.0.1", "-port", &backend_port.to_string()])
+                .args(["-scheme", "http", "-host", "127.0.0.1", "-port", &port.to_string()])
                 .args(["-backend", "memory", "-log-level", "info"])
                 // Links in answers (selfLink, mediaLink, an upload's Location) point at the proxy.
                 .args(["-external-url", &format!("http://{proxy_address}")])
                 // Object downloads at /<bucket>/<object> are served only for this Host, which the proxy sends.
-                .args(["-public-host", &format!("127.0.0.1:{backend_port}")])
+                .args(["-public-host", &format!("127.0.0.1:{port}")])
                 .args(extra_args)
-                .current_dir(folder.path())
-                .stdin(Stdio::null())
-                .stdout(log.try_clone().expect("fake-gcs-server's log"))
-                .stderr(log);
-            // Its own process group, so Drop can kill whatever it started along with it.
-            std::os::unix::process::CommandExt::process_group(&mut command, 0);
-            let child = command.spawn().unwrap_or_else(|error| panic!("cannot start {}: {error}", bin.display()));
-            let mut server = FakeGcs {
-                child,
-                backend_port,
-                proxy_address,
-                proxy: tokio::spawn(async {}),
-                state: Arc::new(ProxyState {
-                    backend: format!("http://127.0.0.1:{backend_port}"),
-                    client: client.clone(),
-                    requests: Mutex::new(Vec::new()),
-                }),
-                client: client.clone(),
-                folder,
-            };
-            match server.wait_until_ready().await {
-                Ok(()) => {
-                    let router = Router::new().fallback(forward).with_state(server.state.clone());
-                    server.proxy = tokio::spawn(async move {
-                        axum::serve(listener, router).await.expect("fake GCS proxy");
-                    });
-                    return server;
-                }
-                Err(exited) if exited && attempt < 3 => {
-                    eprintln!(
-                        "fake-gcs-server exited at start on port {backend_port} (attempt {attempt}); trying another port"
-                    );
-                    server.stop();
-                    folder = std::mem::replace(&mut server.folder, tempfile::tempdir().expect("temporary folder"));
-                }
-                Err(_) => panic!(
-                    "fake-gcs-server did not answer on port {backend_port} within {START_TIMEOUT:?}; last lines of its \
-                     log:\n{}",
-                    server.log_tail(40)
-                ),
-            }
-        }
-        unreachable!()
-    }
-
-    /// Err(true) when the process exited, Err(false) on timeout.
-    async fn wait_until_ready(&mut self) -> Result<(), bool> {
-        let url = format!("{}/_internal/healthcheck", self.backend_url());
-        let deadline = Instant::now() + START_TIMEOUT;
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return Err(true);
-            }
-            if let Ok(response) = self.client.get(&url).send().await
-                && response.status().is_success()
-            {
-                return Ok(());
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        Err(false)
+                .current_dir(folder);
+            command
+        })
+        .await;
+        let state = Arc::new(ProxyState {
+            backend: format!("http://127.0.0.1:{}", process.port()),
+            client: client.clone(),
+            requests: Mutex::new(Vec::new()),
+        });
+        let router = Router::new().fallback(forward).with_state(state.clone());
+        let proxy = tokio::spawn(async move {
+            axum::serve(listener, router).await.expect("fake GCS proxy");
+        });
+        FakeGcs { process, proxy_address, proxy, state, client }
     }
 
     /// `127.0.0.1:PORT`: the value for `STORAGE_EMULATOR_HOST` (the recording proxy).
@@ -204,7 +148,7 @@ impl FakeGcs {
 
     /// fake-gcs-server itself, without the proxy: requests to it are not recorded.
     pub fn backend_url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.backend_port)
+        format!("http://127.0.0.1:{}", self.process.port())
     }
 
     /// Every request that went through the proxy (that is, to [`FakeGcs::base_url`]), in order.
@@ -296,39 +240,11 @@ impl FakeGcs {
             }
         }
     }
-
-    /// The last `lines` lines of fake-gcs-server's log.
-    pub fn log_tail(&self, lines: usize) -> String {
-        let text = std::fs::read_to_string(self.folder.path().join("fake-gcs-server.log")).unwrap_or_default();
-        let all: Vec<&str> = text.lines().collect();
-        all[all.len().saturating_sub(lines)..].join("\n")
-    }
-
-    fn stop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let pid = self.child.id() as libc::pid_t;
-            // SAFETY: kill(2) on the process group we created for this child; no memory is involved.
-            unsafe {
-                libc::kill(-pid, libc::SIGKILL);
-            }
-            let _ = self.child.kill();
-        }
-        let _ = self.child.wait();
-    }
 }
 
 impl Drop for FakeGcs {
     fn drop(&mut self) {
         self.proxy.abort();
-        self.stop();
-        if std::thread::panicking() {
-            eprintln!(
-                "--- last lines of fake-gcs-server's log ({}, proxy {}) ---\n{}",
-                self.backend_url(),
-                self.base_url(),
-                self.log_tail(40)
-            );
-        }
     }
 }
 
@@ -389,11 +305,6 @@ async fn expect_json(response: reqwest::Response, what: &str) -> Value {
 fn http_client() -> reqwest::Client {
     provisioner::install_crypto_provider();
     reqwest::Client::builder().timeout(Duration::from_secs(10)).no_proxy().build().expect("HTTP client")
-}
-
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    listener.local_addr().expect("local address").port()
 }
 
 // ----------------------------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ pub mod auth_service;
 pub mod engine;
 pub mod gcp;
 pub mod moto;
+pub mod server_process;
 
 use std::collections::HashMap;
 

@@ -3,18 +3,16 @@
 //!
 //! One server per test: it starts in a second or two, and tests never see each other's buckets or parameters.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+
+use super::server_process::ServerProcess;
 
 /// The region the fake credentials and every child process use.
 pub const REGION: &str = "eu-west-1";
 /// Fake credentials: moto accepts any.
 pub const ACCESS_KEY_ID: &str = "testing";
 pub const SECRET_ACCESS_KEY: &str = "testing";
-
-const START_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The folder holding `moto_server` and `aws`; panics (the test fails, never skips) when it is not there.
 pub fn aws_tools_bin_dir() -> PathBuf {
@@ -37,84 +35,30 @@ pub fn aws_tools_bin_dir() -> PathBuf {
 
 /// A running moto server; killed (and reaped) on drop.
 pub struct MotoServer {
-    child: Child,
-    port: u16,
+    process: ServerProcess,
     bin_dir: PathBuf,
-    folder: tempfile::TempDir,
 }
 
 impl MotoServer {
     /// Starts `moto_server` on a free port of 127.0.0.1 and waits until it answers.
     pub async fn start() -> Self {
         let bin_dir = aws_tools_bin_dir();
-        let mut folder = tempfile::Builder::new().prefix("moto-").tempdir().expect("temporary folder for moto");
-        // A free port can be taken by someone else before moto binds it: then moto exits and we try another.
-        for attempt in 1..=3 {
-            let port = free_port();
-            let log = File::create(folder.path().join("moto.log")).expect("create moto's log");
+        let process = ServerProcess::start("moto", "/moto-api/", |port, _| {
             let mut command = Command::new(bin_dir.join("moto_server"));
+            command.args(["-H", "127.0.0.1", "-p", &port.to_string()]).env("PYTHONUNBUFFERED", "1");
             command
-                .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-                .env("PYTHONUNBUFFERED", "1")
-                .stdin(Stdio::null())
-                .stdout(log.try_clone().expect("moto's log"))
-                .stderr(log);
-            // Its own process group, so Drop can kill whatever it started along with it.
-            std::os::unix::process::CommandExt::process_group(&mut command, 0);
-            let child = command
-                .spawn()
-                .unwrap_or_else(|error| panic!("cannot start {}: {error}", bin_dir.join("moto_server").display()));
-            let mut server = MotoServer { child, port, bin_dir: bin_dir.clone(), folder };
-            match server.wait_until_ready().await {
-                Ok(()) => return server,
-                Err(exited) if exited && attempt < 3 => {
-                    eprintln!("moto exited at start on port {port} (attempt {attempt}); trying another port");
-                    folder = server.take_folder();
-                }
-                Err(_) => panic!(
-                    "moto did not answer on {} within {START_TIMEOUT:?}; last lines of its log:\n{}",
-                    server.endpoint(),
-                    server.log_tail(40)
-                ),
-            }
-        }
-        unreachable!()
-    }
-
-    /// Err(true) when the process exited, Err(false) on timeout.
-    async fn wait_until_ready(&mut self) -> Result<(), bool> {
-        provisioner::install_crypto_provider();
-        let client =
-            reqwest::Client::builder().timeout(Duration::from_secs(2)).no_proxy().build().expect("HTTP client");
-        let url = format!("{}/moto-api/", self.endpoint());
-        let deadline = Instant::now() + START_TIMEOUT;
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return Err(true);
-            }
-            if let Ok(response) = client.get(&url).send().await
-                && response.status().is_success()
-            {
-                return Ok(());
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        Err(false)
-    }
-
-    /// Stops the process and hands back the folder (for a retry); `self` is dropped with an empty folder.
-    fn take_folder(&mut self) -> tempfile::TempDir {
-        self.stop();
-        std::mem::replace(&mut self.folder, tempfile::tempdir().expect("temporary folder"))
+        })
+        .await;
+        MotoServer { process, bin_dir }
     }
 
     /// `http://127.0.0.1:PORT`
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        format!("http://127.0.0.1:{}", self.process.port())
     }
 
     pub fn port(&self) -> u16 {
-        self.port
+        self.process.port()
     }
 
     /// The venv's folder with `aws` and `moto_server`.
@@ -130,7 +74,7 @@ impl MotoServer {
     /// What a child process needs to talk to this server: the endpoint, fake credentials, the region, no
     /// instance metadata lookups, and config/credentials files that do not exist (nothing from `~/.aws`).
     pub fn env(&self) -> Vec<(String, String)> {
-        let folder = self.folder.path();
+        let folder = self.process.folder();
         [
             ("AWS_ENDPOINT_URL", self.endpoint()),
             ("AWS_ACCESS_KEY_ID", ACCESS_KEY_ID.to_owned()),
@@ -167,37 +111,4 @@ impl MotoServer {
         );
         String::from_utf8(output.stdout).expect("aws prints UTF-8")
     }
-
-    /// The last `lines` lines of moto's log.
-    pub fn log_tail(&self, lines: usize) -> String {
-        let text = std::fs::read_to_string(self.folder.path().join("moto.log")).unwrap_or_default();
-        let all: Vec<&str> = text.lines().collect();
-        all[all.len().saturating_sub(lines)..].join("\n")
-    }
-
-    fn stop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let pid = self.child.id() as libc::pid_t;
-            // SAFETY: kill(2) on the process group we created for this child; no memory is involved.
-            unsafe {
-                libc::kill(-pid, libc::SIGKILL);
-            }
-            let _ = self.child.kill();
-        }
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for MotoServer {
-    fn drop(&mut self) {
-        self.stop();
-        if std::thread::panicking() {
-            eprintln!("--- last lines of moto's log ({}) ---\n{}", self.endpoint(), self.log_tail(40));
-        }
-    }
-}
-
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    listener.local_addr().expect("local address").port()
 }

@@ -1,0 +1,96 @@
+//! A local server process for the tests (moto, fake-gcs-server): started on a free loopback port in its own
+//! process group with its output in a log file, ready once a health URL answers, and killed with its whole group
+//! and reaped on drop (printing the log's tail when the test is failing).
+
+use std::fs::File;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+const LOG_FILE: &str = "server.log";
+
+pub struct ServerProcess {
+    name: &'static str,
+    child: Child,
+    port: u16,
+    folder: tempfile::TempDir,
+}
+
+impl ServerProcess {
+    /// Starts `command_for(port, folder)` and waits until `http://127.0.0.1:PORT{health_path}` answers 2xx. A free
+    /// port can be taken by someone else before the server binds it: then it exits and another port is tried.
+    pub async fn start(name: &'static str, health_path: &str, command_for: impl Fn(u16, &Path) -> Command) -> Self {
+        provisioner::install_crypto_provider();
+        let client =
+            reqwest::Client::builder().timeout(Duration::from_secs(2)).no_proxy().build().expect("HTTP client");
+        for attempt in 1..=3 {
+            let folder = tempfile::Builder::new().prefix(name).tempdir().expect("temporary folder");
+            let port = free_port();
+            let log = File::create(folder.path().join(LOG_FILE)).expect("create the server's log");
+            let mut command = command_for(port, folder.path());
+            command.stdin(Stdio::null()).stdout(log.try_clone().expect("the server's log")).stderr(log);
+            // Its own process group, so that drop kills whatever it started along with it.
+            std::os::unix::process::CommandExt::process_group(&mut command, 0);
+            let child = command.spawn().unwrap_or_else(|error| panic!("cannot start {name}: {error}"));
+            let mut server = ServerProcess { name, child, port, folder };
+            let url = format!("http://127.0.0.1:{port}{health_path}");
+            let deadline = Instant::now() + START_TIMEOUT;
+            loop {
+                if let Ok(Some(status)) = server.child.try_wait() {
+                    assert!(attempt < 3, "{name} exited at start ({status}):\n{}", server.log_tail(40));
+                    eprintln!("{name} exited at start on port {port} (attempt {attempt}); trying another port");
+                    break;
+                }
+                if let Ok(response) = client.get(&url).send().await
+                    && response.status().is_success()
+                {
+                    return server;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "{name} did not answer on {url} within {START_TIMEOUT:?}:\n{}",
+                    server.log_tail(40)
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        unreachable!("the last attempt panics")
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// A temporary folder that lives as long as the server (its working directory, if the command sets it).
+    pub fn folder(&self) -> &Path {
+        self.folder.path()
+    }
+
+    /// The last `lines` lines of the server's output.
+    pub fn log_tail(&self, lines: usize) -> String {
+        let text = std::fs::read_to_string(self.folder.path().join(LOG_FILE)).unwrap_or_default();
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            // SAFETY: kill(2) on the process group created for this child; no memory is involved.
+            unsafe {
+                libc::kill(-(self.child.id() as libc::pid_t), libc::SIGKILL);
+            }
+        }
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            eprintln!("--- last lines of {}'s log (port {}) ---\n{}", self.name, self.port, self.log_tail(40));
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    listener.local_addr().expect("local address").port()
+}
