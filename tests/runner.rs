@@ -449,12 +449,15 @@ async fn a_failing_apply_reports_a_redacted_termination_message() {
         "vanilla_kubeadm",
         &local_exec(
             "leaky",
-            r#"echo \"key=$AWS_SECRET_ACCESS_KEY id=$AWS_ACCESS_KEY_ID\"; echo \"key=$AWS_SECRET_ACCESS_KEY\" >&2; exit 3"#,
+            r#"echo \"key=$AWS_SECRET_ACCESS_KEY id=$AWS_ACCESS_KEY_ID tmp=$TMPDIR\"; echo \"key=$AWS_SECRET_ACCESS_KEY\" >&2; exit 3"#,
         ),
     );
     let failed = job.run("apply").await;
     failed.assert_failure();
     assert!(failed.output.contains("key=[REDACTED] id=[REDACTED]"), "{}", failed.output);
+    // Terraform's temporary files go to the writable work folder: the Job's root filesystem is read-only.
+    let tmp = format!("tmp={}", job.path("work/.tmp").display());
+    assert!(failed.output.contains(&tmp), "{tmp} in\n{}", failed.output);
     assert!(failed.termination_message.starts_with("`tofu apply -auto-approve"), "{}", failed.termination_message);
     assert!(failed.termination_message.contains("exit status 3"), "{}", failed.termination_message);
     assert!(job.published_kubeconfig().await.is_none(), "nothing is published after a failure");

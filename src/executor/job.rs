@@ -25,6 +25,7 @@ const MODULES_DIR: &str = "/workspace/modules";
 const WORK_DIR: &str = "/workspace/run";
 const CONFIG_DIR: &str = "/etc/provisioner/config";
 const CREDENTIALS_DIR: &str = "/var/run/secrets/provisioner/credentials";
+const RUNNER_GRACE_PERIOD_SECONDS: i64 = 300;
 /// Finished Jobs (and their pods, with the logs) stay a week for inspection, then the TTL controller removes them.
 const FINISHED_JOB_TTL_SECONDS: i32 = 7 * 24 * 3600;
 
@@ -148,6 +149,9 @@ pub fn build(
                 metadata: Some(ObjectMeta { labels: Some(labels.clone()), ..ObjectMeta::default() }),
                 spec: Some(PodSpec {
                     restart_policy: Some("Never".to_owned()),
+                    // A stopped runner interrupts Terraform, which finishes the calls in flight, writes its state
+                    // and releases the lock; that takes longer than the default 30 s.
+                    termination_grace_period_seconds: Some(RUNNER_GRACE_PERIOD_SECONDS),
                     service_account_name: Some(settings.runner_service_account.clone()),
                     security_context: Some(PodSecurityContext {
                         run_as_non_root: Some(true),

@@ -102,15 +102,17 @@ impl Runner {
             )),
         };
         redactor.extend(session.secret_values());
+        let temporary = prepare_work_dir(&settings.config_dir, &settings.work_dir)?;
         let mut env = vec![
             ("TF_IN_AUTOMATION".to_owned(), "1".to_owned()),
             ("TF_INPUT".to_owned(), "0".to_owned()),
             ("CHECKPOINT_DISABLE".to_owned(), "1".to_owned()),
+            ("TMPDIR".to_owned(), temporary.display().to_string()),
         ];
         env.extend(session.terraform_env());
         let terraform = Terraform {
             binary: settings.terraform_binary.clone(),
-            work_dir: prepare_work_dir(&settings.config_dir, &settings.work_dir)?,
+            work_dir: settings.work_dir.clone(),
             env,
             redactor: redactor.clone(),
         };
@@ -234,13 +236,16 @@ fn read_credential(dir: &Path) -> Result<CloudCredential> {
         .map_err(|message| Error::Input(format!("credentials in {}: {message}", dir.display())))
 }
 
-/// Copies `main.tf` into the writable work folder (Terraform writes `.terraform` next to it). A folder left by
-/// an earlier attempt of the same run is reused, which saves downloading the providers again.
+/// Copies `main.tf` into the writable work folder (Terraform writes `.terraform` next to it) and makes a
+/// temporary folder there for Terraform's downloads, since the root filesystem (and so `/tmp`) is read-only. A
+/// folder left by an earlier attempt of the same run is reused, which saves downloading the providers again.
+/// Returns the temporary folder.
 fn prepare_work_dir(config_dir: &Path, work_dir: &Path) -> Result<PathBuf> {
     let failed = |error: std::io::Error| Error::Input(format!("preparing {}: {error}", work_dir.display()));
-    std::fs::create_dir_all(work_dir).map_err(failed)?;
+    let temporary = work_dir.join(".tmp");
+    std::fs::create_dir_all(&temporary).map_err(failed)?;
     std::fs::copy(config_dir.join(MAIN_TF_FILE), work_dir.join(MAIN_TF_FILE)).map_err(failed)?;
-    Ok(work_dir.to_owned())
+    Ok(temporary)
 }
 
 /// The cloud a run works in: its credentials for Terraform and its state bucket.
