@@ -64,19 +64,10 @@ impl Job {
             std::fs::create_dir(folder.path().join(sub)).unwrap();
         }
         // The runner's identity: a token of the terraform-runner ServiceAccount, like the Job's pod gets.
-        let token = control_plane.service_account_token(&namespace, "terraform-runner", &[]).await.expect("token");
-        std::fs::write(folder.path().join("ca.pem"), control_plane.ca_pem()).unwrap();
-        let kubeconfig = json!({
-            "apiVersion": "v1", "kind": "Config",
-            "clusters": [{"name": "test", "cluster": {
-                "server": control_plane.server_url(),
-                "certificate-authority": folder.path().join("ca.pem"),
-            }}],
-            "users": [{"name": "terraform-runner", "user": {"token": token}}],
-            "contexts": [{"name": "test", "context": {"cluster": "test", "user": "terraform-runner", "namespace": namespace}}],
-            "current-context": "test",
-        });
-        std::fs::write(folder.path().join("kubeconfig"), kubeconfig.to_string()).unwrap();
+        control_plane
+            .write_service_account_kubeconfig(&namespace, "terraform-runner", &folder.path().join("kubeconfig"))
+            .await
+            .expect("the runner's kubeconfig");
         let runtime_id = Uuid::new_v4();
         let bucket = format!("kubeopera-test-{}", &runtime_id.simple().to_string()[..12]);
         let job = Job { moto, control_plane, namespace, folder, runtime_id, bucket };

@@ -223,6 +223,27 @@ impl ControlPlane {
     /// Writes a kubeconfig for the admin identity (JSON, which every YAML reader accepts),
     /// readable by the owner only.
     pub fn write_kubeconfig(&self, path: &Path) -> Result<()> {
+        let admin = serde_json::json!({
+            "client-certificate-data": BASE64.encode(&self.pki.admin.cert_pem),
+            "client-key-data": BASE64.encode(&self.pki.admin.key_pem),
+        });
+        self.write_kubeconfig_as(path, "admin", admin, None)
+    }
+
+    /// Writes a kubeconfig for the ServiceAccount `namespace/name` (a TokenRequest token), the way a
+    /// pod running as it reaches the API server; readable by the owner only.
+    pub async fn write_service_account_kubeconfig(&self, namespace: &str, name: &str, path: &Path) -> Result<()> {
+        let token = self.service_account_token(namespace, name, &[]).await?;
+        self.write_kubeconfig_as(path, name, serde_json::json!({ "token": token }), Some(namespace))
+    }
+
+    fn write_kubeconfig_as(
+        &self,
+        path: &Path,
+        user_name: &str,
+        user: serde_json::Value,
+        namespace: Option<&str>,
+    ) -> Result<()> {
         let kubeconfig = serde_json::json!({
             "apiVersion": "v1",
             "kind": "Config",
@@ -230,13 +251,11 @@ impl ControlPlane {
                 "server": self.server_url,
                 "certificate-authority-data": BASE64.encode(&self.pki.ca_pem),
             }}],
-            "users": [{"name": "admin", "user": {
-                "client-certificate-data": BASE64.encode(&self.pki.admin.cert_pem),
-                "client-key-data": BASE64.encode(&self.pki.admin.key_pem),
-            }}],
+            "users": [{"name": user_name, "user": user}],
             "contexts": [{"name": "test-control-plane", "context": {
                 "cluster": "test-control-plane",
-                "user": "admin",
+                "user": user_name,
+                "namespace": namespace,
             }}],
             "current-context": "test-control-plane",
         });
