@@ -2,8 +2,9 @@
 
 mod common;
 
-use axum::http::StatusCode;
-use common::{Backend, OPERATION_STATUS_FIELDS, TestApp, provision_body, provision_input, spawn_app};
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use common::{Backend, OPERATION_STATUS_FIELDS, TestApp, call, provision_body, provision_input, spawn_app};
 use serde_json::{Value, json};
 
 async fn operation_status_via_graphql(app: &TestApp, operation_id: &str) -> Value {
@@ -362,6 +363,20 @@ on_both_databases!(
     runtimes_are_paginated_and_filtered_by_state,
     health_and_metrics,
 );
+
+#[tokio::test]
+async fn unknown_paths_and_methods_answer_json_errors() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let answer = app.get("/api/v1/no-such-thing").await;
+    assert_eq!(answer.status, StatusCode::NOT_FOUND);
+    assert_eq!(answer.json()["error"]["code"], "not_found");
+    assert_eq!(answer.json()["error"]["message"], "no such path: /api/v1/no-such-thing");
+
+    let answer = call(&app.app.router, Request::put("/api/v1/provisions").body(Body::empty()).unwrap()).await;
+    assert_eq!(answer.status, StatusCode::METHOD_NOT_ALLOWED, "{}", answer.text);
+    assert_eq!(answer.json()["error"]["code"], "method_not_allowed");
+    assert!(answer.headers.contains_key("allow"), "405 names the allowed methods");
+}
 
 #[tokio::test]
 async fn the_playground_is_served_on_get() {

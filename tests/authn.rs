@@ -156,11 +156,19 @@ async fn missing_malformed_and_foreign_tokens_are_refused() {
         ("GET", "/api/v1/openapi.json".to_owned(), None),
         ("POST", "/graphql".to_owned(), Some(&graphql)),
     ];
+    // ...and the OpenAPI document says so for every path it describes.
+    let document: Value = serde_json::from_str(&provisioner::api::rest::openapi_json()).unwrap();
     for (method, path, body) in routes {
         let answer = setup.call(method, &path, body, None).await;
         assert_refused(&answer, StatusCode::UNAUTHORIZED, "unauthenticated");
         let answer = setup.call(method, &path, body, Some(&intruder)).await;
         assert_refused(&answer, StatusCode::FORBIDDEN, "forbidden");
+        let template = path.replace(&id.to_string(), "{id}");
+        if let Some(operation) = document["paths"][&template].get(method.to_lowercase()) {
+            for status in ["401", "403"] {
+                assert!(operation["responses"].get(status).is_some(), "{method} {template} does not document {status}");
+            }
+        }
     }
 
     // Health and the static playground page stay open.

@@ -73,6 +73,8 @@ pub fn router(service: Service, settings: &HttpSettings, metrics: Metrics, authe
         .route("/", get(move || async move { Redirect::temporary(&playground_endpoint) }))
         .route("/healthz", get(rest::healthz))
         .merge(protected)
+        .fallback(rest::no_route)
+        .method_not_allowed_fallback(rest::method_not_allowed)
         .with_state(state)
         .layer(middleware::from_fn_with_state(settings.max_body_bytes, limit_body))
         .layer(

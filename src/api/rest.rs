@@ -13,6 +13,7 @@ use axum::{Extension, Json};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
 use utoipa::{Modify, OpenApi, ToSchema};
 
 use super::AppState;
@@ -161,6 +162,10 @@ pub enum ApiError {
     Overloaded,
     /// The request took longer than `APP_REQUEST_TIMEOUT`.
     Timeout(Duration),
+    /// No route has this path.
+    NoRoute(String),
+    /// The path exists, but not with this method.
+    MethodNotAllowed(String),
 }
 
 impl From<ParseRequestError> for ApiError {
@@ -219,6 +224,15 @@ impl IntoResponse for ApiError {
                 StatusCode::SERVICE_UNAVAILABLE,
                 "timeout".to_owned(),
                 format!("the request took longer than {}", humantime::format_duration(limit)),
+                None,
+            ),
+            ApiError::NoRoute(path) => {
+                (StatusCode::NOT_FOUND, "not_found".to_owned(), format!("no such path: {path}"), None)
+            }
+            ApiError::MethodNotAllowed(method) => (
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed".to_owned(),
+                format!("{method} is not allowed on this path"),
                 None,
             ),
             ApiError::Service(error) => service_error_parts(error),
@@ -476,7 +490,34 @@ impl Modify for BearerToken {
             .build();
         let components = openapi.components.get_or_insert_with(Default::default);
         components.add_security_scheme("bearer", SecurityScheme::Http(scheme));
+
+        // Every operation that keeps the document's bearer requirement (all but those that opt out with an
+        // empty one) can answer 401 and 403; listed here once rather than on every path.
+        let refusals =
+            [("401", "No valid bearer token (`unauthenticated`)"), ("403", "Not an allowed caller (`forbidden`)")];
+        for item in openapi.paths.paths.values_mut() {
+            let operations = [&mut item.get, &mut item.post, &mut item.put, &mut item.patch, &mut item.delete];
+            for operation in operations.into_iter().flatten() {
+                if operation.security.as_ref().is_some_and(|requirements| !requirements.is_empty()) {
+                    continue;
+                }
+                for (status, description) in refusals {
+                    let body = ContentBuilder::new().schema(Some(Ref::from_schema_name("ErrorBody"))).build();
+                    let response = ResponseBuilder::new().description(description).content("application/json", body);
+                    operation.responses.responses.entry(status.to_owned()).or_insert(response.build().into());
+                }
+            }
+        }
     }
+}
+
+/// Requests no route matches get the same JSON errors as everything else.
+pub async fn no_route(uri: axum::http::Uri) -> ApiError {
+    ApiError::NoRoute(uri.path().to_owned())
+}
+
+pub async fn method_not_allowed(method: axum::http::Method) -> ApiError {
+    ApiError::MethodNotAllowed(method.to_string())
 }
 
 /// The OpenAPI document served at `/api/v1/openapi.json` and kept in `assets/openapi.json`.
