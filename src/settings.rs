@@ -330,7 +330,7 @@ impl RawSettings {
                 job_namespace,
                 terraform_runner_image: self
                     .terraform_runner_image
-                    .unwrap_or_else(|| "kubeopera/terraform-runner:0.1.0".to_owned()),
+                    .unwrap_or_else(|| "kubeopera/cluster-provisioner:0.1.0".to_owned()),
                 runner_service_account: self
                     .app_runner_service_account
                     .filter(|value| !value.is_empty())
