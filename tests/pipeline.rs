@@ -139,23 +139,9 @@ async fn run_job_pod(engine: &Engine, moto: &MotoServer, job: &str, extra_env: &
 fn replace_main_tf(config_dir: &Path, moto: &MotoServer) {
     let manifest: Value =
         serde_json::from_str(&std::fs::read_to_string(config_dir.join("runner.json")).unwrap()).unwrap();
+    let backend = moto.s3_backend(manifest["stateBucket"].as_str().unwrap(), manifest["region"].as_str().unwrap());
     let main_tf = format!(
-        r#"terraform {{
-  backend "s3" {{
-    bucket       = "{bucket}"
-    key          = "terraform.tfstate"
-    region       = "{region}"
-    use_lockfile = true
-
-    endpoints                   = {{ s3 = "{endpoint}" }}
-    use_path_style              = true
-    skip_credentials_validation = true
-    skip_requesting_account_id  = true
-    skip_metadata_api_check     = true
-    skip_region_validation      = true
-  }}
-}}
-
+        r#"{backend}
 resource "terraform_data" "cluster" {{
   input = "{name}"
 }}
@@ -164,11 +150,8 @@ output "kubeconfig_ssm_parameter" {{
   value = "{prefix}generation-1/kubeconfig"
 }}
 "#,
-        bucket = manifest["stateBucket"].as_str().unwrap(),
-        region = manifest["region"].as_str().unwrap(),
         name = manifest["runtimeName"].as_str().unwrap(),
         prefix = manifest["ssmParameterPrefix"].as_str().expect("a vanilla run names its SSM prefix"),
-        endpoint = moto.endpoint(),
     );
     std::fs::write(config_dir.join("main.tf"), main_tf).unwrap();
 }

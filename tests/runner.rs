@@ -105,29 +105,7 @@ impl Job {
             manifest["ssmParameterPrefix"] = json!(self.ssm_prefix());
         }
         std::fs::write(self.path("config/runner.json"), manifest.to_string()).unwrap();
-        let main_tf = format!(
-            r#"terraform {{
-  backend "s3" {{
-    bucket       = "{bucket}"
-    key          = "terraform.tfstate"
-    region       = "{REGION}"
-    encrypt      = true
-    use_lockfile = true
-
-    endpoints                   = {{ s3 = "{endpoint}" }}
-    use_path_style              = true
-    skip_credentials_validation = true
-    skip_requesting_account_id  = true
-    skip_metadata_api_check     = true
-    skip_region_validation      = true
-  }}
-}}
-
-{resources_and_outputs}
-"#,
-            bucket = self.bucket,
-            endpoint = self.moto.endpoint(),
-        );
+        let main_tf = format!("{}\n{resources_and_outputs}\n", self.moto.s3_backend(&self.bucket, REGION));
         std::fs::write(self.path("config/main.tf"), main_tf).unwrap();
     }
 

@@ -90,6 +90,31 @@ impl MotoServer {
         .collect()
     }
 
+    /// A Terraform `terraform { backend "s3" { ... } }` block keeping state in `bucket` on this server, with S3's
+    /// own state locking.
+    pub fn s3_backend(&self, bucket: &str, region: &str) -> String {
+        format!(
+            r#"terraform {{
+  backend "s3" {{
+    bucket       = "{bucket}"
+    key          = "terraform.tfstate"
+    region       = "{region}"
+    encrypt      = true
+    use_lockfile = true
+
+    endpoints                   = {{ s3 = "{endpoint}" }}
+    use_path_style              = true
+    skip_credentials_validation = true
+    skip_requesting_account_id  = true
+    skip_metadata_api_check     = true
+    skip_region_validation      = true
+  }}
+}}
+"#,
+            endpoint = self.endpoint()
+        )
+    }
+
     /// `aws` with [`MotoServer::env`] set (and no `AWS_PROFILE`/`AWS_SESSION_TOKEN` from the caller), ready for
     /// arguments.
     pub fn aws_command(&self) -> Command {
