@@ -296,6 +296,8 @@ async fn vanilla_apply_publishes_the_kubeconfig_and_destroy_removes_the_bucket()
     publisher.await.unwrap();
     applied.assert_success();
     assert!(applied.output.contains("waiting for the cluster to publish its kubeconfig"), "{}", applied.output);
+    // The runner's own lines name the run they belong to.
+    assert!(applied.output.contains(&format!("runtime_id={}", job.runtime_id)), "{}", applied.output);
     assert_eq!(job.published_kubeconfig().await.as_deref(), Some(first_kubeconfig));
 
     // The state bucket: created by the runner, protected, holding the state of what was applied.

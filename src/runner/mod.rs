@@ -72,11 +72,13 @@ impl Runner {
     }
 
     /// Runs `action`. On failure the error's text is safe to show: see [`Runner::failure_message`].
+    #[tracing::instrument(skip_all, fields(runtime_id = tracing::field::Empty, action = action.as_str()))]
     pub async fn run(&self, action: RunAction, redactor: &mut Redactor) -> Result<()> {
         let settings = &self.settings;
         let mut signals =
             Signals::install().map_err(|error| Error::Input(format!("installing signal handlers: {error}")))?;
         let manifest = read_manifest(&settings.config_dir)?;
+        tracing::Span::current().record("runtime_id", tracing::field::display(manifest.runtime_id));
         if manifest.action != action {
             return Err(Error::ActionMismatch { requested: action.as_str(), configured: manifest.action.as_str() });
         }
@@ -89,7 +91,7 @@ impl Runner {
                 manifest.topology.as_str()
             )));
         }
-        tracing::info!(runtime_id = %manifest.runtime_id, topology = manifest.topology.as_str(), action = action.as_str(), "starting");
+        tracing::info!(topology = manifest.topology.as_str(), "starting");
 
         let session = match &credential {
             CloudCredential::GcpServiceAccount { project_id, .. } => {
