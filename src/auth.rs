@@ -186,7 +186,7 @@ impl CloudCredential {
         let required = |name: &str| text(name).filter(|value| !value.is_empty()).ok_or(format!("{name} is missing"));
         let secret = |name: &str| required(name).map(SecretString::from);
         let key_pair = || -> Result<Option<AwsKeyPair>, String> {
-            match text("aws_access_key_id") {
+            match text("aws_access_key_id").filter(|id| !id.is_empty()) {
                 None => Ok(None),
                 Some(access_key_id) => {
                     Ok(Some(AwsKeyPair { access_key_id, secret_access_key: secret("aws_secret_access_key")? }))
@@ -201,7 +201,7 @@ impl CloudCredential {
             }
             "aws_assume_role" => Ok(CloudCredential::AwsAssumeRole {
                 role_arn: required("role_arn")?,
-                external_id: text("external_id").map(SecretString::from),
+                external_id: text("external_id").filter(|id| !id.is_empty()).map(SecretString::from),
                 session_duration_seconds: text("session_duration_seconds")
                     .map(|seconds| {
                         seconds.parse().map_err(|_| format!("session_duration_seconds {seconds:?} is not a number"))
@@ -636,6 +636,15 @@ mod tests {
             "aws_secret_access_key is missing"
         );
         assert_eq!(error(&[("credential_type", "aws_assume_role")]), "role_arn is missing");
+        // Empty optional files (a Secret key with no value) count as absent, not as empty values for STS.
+        let read = CloudCredential::from_secret_files(&files(&[
+            ("credential_type", "aws_assume_role"),
+            ("role_arn", "arn:aws:iam::123456789012:role/p"),
+            ("external_id", ""),
+            ("aws_access_key_id", "\n"),
+        ]))
+        .unwrap();
+        assert!(matches!(read, CloudCredential::AwsAssumeRole { external_id: None, source: None, .. }), "{read:?}");
         assert!(error(&[("credential_type", "azure")]).starts_with("credential_type \"azure\""));
     }
 

@@ -568,6 +568,8 @@ output "location" {{
     };
     let emulator = [("STORAGE_EMULATOR_HOST", gcs.emulator_host())];
 
+    // The runner's first token is refused like an expired one: it gets a new one and carries on.
+    gcs.expire_first_token();
     write_config("apply");
     let applied = job.run_with("apply", &emulator).await;
     applied.assert_success();
@@ -589,6 +591,9 @@ output "location" {{
         .expect("the runner created the bucket in the credential's project");
     let bearer = created.authorization.as_deref().and_then(|value| value.strip_prefix("Bearer ")).unwrap();
     assert!(issued.iter().any(|token| token == bearer), "the bucket was created with an issued token");
+    let refused =
+        gcs.requests().into_iter().find(|request| request.status == 401).expect("the first token was refused");
+    assert_ne!(refused.authorization, created.authorization, "the bucket was created with a renewed token");
     assert_eq!(gcs.bucket(&job.bucket).await.expect("the state bucket")["versioning"]["enabled"], true);
     assert_eq!(gcs.object_names(&job.bucket).await, ["terraform/default.tfstate"], "state written, lock released");
     for token in &issued {

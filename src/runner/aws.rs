@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_sdk_s3::config::Credentials;
-use aws_sdk_s3::error::DisplayErrorContext;
+use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata};
 use aws_sdk_s3::types::{
     BucketLocationConstraint, BucketVersioningStatus, CreateBucketConfiguration, Delete, ObjectIdentifier,
     PublicAccessBlockConfiguration, ServerSideEncryption, ServerSideEncryptionByDefault,
@@ -275,6 +275,7 @@ impl AwsSession {
     ) -> Result<String> {
         let ssm = aws_sdk_ssm::Client::new(&self.config);
         let deadline = tokio::time::Instant::now() + timeout;
+        let mut last_error = None;
         loop {
             match ssm.get_parameter().name(name).with_decryption(true).send().await {
                 Ok(answer) => {
@@ -283,13 +284,21 @@ impl AwsSession {
                     }
                 }
                 Err(error) if error.as_service_error().is_some_and(|error| error.is_parameter_not_found()) => {}
-                // The cluster is booting for minutes; a failed poll is retried like a missing parameter.
                 Err(error) => {
-                    tracing::warn!(error = %DisplayErrorContext(&error), "reading the kubeconfig parameter failed")
+                    let status = error.raw_response().map(|response| response.status().as_u16());
+                    let code = error.as_service_error().and_then(|error| error.code());
+                    if poll_error_is_permanent(status, code) {
+                        return Err(aws_error("ssm:GetParameter", error));
+                    }
+                    // The cluster boots for minutes; a network or server failure is retried like a missing
+                    // parameter, and reported if the wait ends without the kubeconfig.
+                    let message = DisplayErrorContext(&error).to_string();
+                    tracing::warn!(error = message, "reading the kubeconfig parameter failed");
+                    last_error = Some(message);
                 }
             }
             if tokio::time::Instant::now() + interval > deadline {
-                return Err(Error::KubeconfigTimeout { parameter: name.to_owned(), waited: timeout });
+                return Err(Error::KubeconfigTimeout { parameter: name.to_owned(), waited: timeout, last_error });
             }
             tracing::info!(parameter = name, "waiting for the cluster to publish its kubeconfig");
             tokio::select! {
@@ -357,6 +366,34 @@ impl AwsSession {
     }
 }
 
-fn is_no_such_bucket<E: aws_sdk_s3::error::ProvideErrorMetadata>(error: &aws_sdk_s3::error::SdkError<E>) -> bool {
+/// Whether a failed poll cannot succeed later: a refusal (permissions, keys, KMS) will not change while we wait,
+/// unlike a missing parameter, throttling, or a server or network failure.
+fn poll_error_is_permanent(status: Option<u16>, code: Option<&str>) -> bool {
+    match (status, code) {
+        (_, Some("ParameterNotFound" | "ThrottlingException")) => false,
+        (Some(status), _) => (400..500).contains(&status) && status != 429,
+        (None, _) => false,
+    }
+}
+
+fn is_no_such_bucket<E: ProvideErrorMetadata>(error: &aws_sdk_s3::error::SdkError<E>) -> bool {
     error.as_service_error().and_then(|error| error.code()) == Some("NoSuchBucket")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::poll_error_is_permanent;
+
+    #[test]
+    fn refusals_end_the_kubeconfig_wait_and_passing_failures_do_not() {
+        assert!(poll_error_is_permanent(Some(400), Some("AccessDeniedException")));
+        assert!(poll_error_is_permanent(Some(400), Some("UnrecognizedClientException")));
+        assert!(poll_error_is_permanent(Some(403), None));
+        assert!(!poll_error_is_permanent(Some(400), Some("ParameterNotFound")));
+        assert!(!poll_error_is_permanent(Some(400), Some("ThrottlingException")));
+        assert!(!poll_error_is_permanent(Some(429), None));
+        assert!(!poll_error_is_permanent(Some(500), Some("InternalServerError")));
+        // No answer at all: a timeout or a connection failure.
+        assert!(!poll_error_is_permanent(None, None));
+    }
 }

@@ -3,6 +3,7 @@
 //! `STORAGE_EMULATOR_HOST`, the convention of Google's client libraries for a local GCS.
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
@@ -36,7 +37,9 @@ struct ServiceAccountKey {
 pub struct GcpSession {
     http: reqwest::Client,
     storage: Url,
-    token: SecretString,
+    key: ServiceAccountKey,
+    /// Renewed when GCS refuses it: a destroy can outlast the token's hour before the bucket is removed.
+    token: Mutex<SecretString>,
     project: String,
     region: String,
     key_file: PathBuf,
@@ -70,7 +73,8 @@ impl GcpSession {
         Ok(GcpSession {
             http,
             storage,
-            token,
+            key,
+            token: Mutex::new(token),
             project: project.to_owned(),
             region: region.to_owned(),
             key_file: key_file.to_owned(),
@@ -87,7 +91,11 @@ impl GcpSession {
     }
 
     pub fn secret_values(&self) -> Vec<String> {
-        vec![self.token.expose_secret().to_owned()]
+        vec![self.bearer()]
+    }
+
+    fn bearer(&self) -> String {
+        self.token.lock().expect("token lock").expose_secret().to_owned()
     }
 
     fn url(&self, segments: &[&str]) -> Url {
@@ -105,8 +113,9 @@ impl GcpSession {
         body: Option<&Value>,
     ) -> Result<(StatusCode, Value)> {
         let mut backoff = Backoff::new(Duration::from_millis(500), Duration::from_secs(8));
+        let mut renewed = false;
         loop {
-            let mut request = self.http.request(method.clone(), url.clone()).bearer_auth(self.token.expose_secret());
+            let mut request = self.http.request(method.clone(), url.clone()).bearer_auth(self.bearer());
             if let Some(body) = body {
                 request = request.json(body);
             }
@@ -115,6 +124,12 @@ impl GcpSession {
                     if response.status() == StatusCode::TOO_MANY_REQUESTS || response.status().is_server_error() =>
                 {
                     format!("{} {}", response.status(), response.text().await.unwrap_or_default())
+                }
+                Ok(response) if response.status() == StatusCode::UNAUTHORIZED && !renewed => {
+                    renewed = true;
+                    let token = access_token(&self.http, &self.key).await?;
+                    *self.token.lock().expect("token lock") = token;
+                    continue;
                 }
                 Ok(response) => {
                     let status = response.status();

@@ -29,6 +29,10 @@ use redact::Redactor;
 pub use settings::RunnerSettings;
 use terraform::{Signals, Terraform};
 
+/// How long apply and destroy wait for the state lock: longer than the grace period a replaced pod's Terraform
+/// has to release it (`terminationGracePeriodSeconds` of the Job, src/executor/job.rs).
+const LOCK_TIMEOUT: &str = "-lock-timeout=6m";
+
 /// The longest termination message; Kubernetes keeps 4 KiB, the service shows 1 KiB.
 pub const MAX_TERMINATION_MESSAGE: usize = 1024;
 
@@ -48,8 +52,12 @@ pub enum Error {
     Terraform { command: String, status: String, excerpt: String },
     #[error("Terraform outputs: {0}")]
     Outputs(String),
-    #[error("the cluster did not publish its kubeconfig to SSM parameter {parameter} within {}", humantime::format_duration(*waited))]
-    KubeconfigTimeout { parameter: String, waited: std::time::Duration },
+    #[error(
+        "the cluster did not publish its kubeconfig to SSM parameter {parameter} within {}{}",
+        humantime::format_duration(*waited),
+        last_error.as_ref().map(|error| format!(" (last error: {error})")).unwrap_or_default()
+    )]
+    KubeconfigTimeout { parameter: String, waited: std::time::Duration, last_error: Option<String> },
     #[error("publishing the kubeconfig to Secret {secret} failed: {message}")]
     Publish { secret: String, message: String },
     #[error("connecting to the Kubernetes API failed: {0}")]
@@ -97,7 +105,7 @@ impl Runner {
             CloudCredential::GcpServiceAccount { project_id, .. } => {
                 let key_file = settings.credentials_dir.join(crate::auth::GCP_KEY_FILE);
                 let project = manifest.gcp_project.as_deref().unwrap_or(project_id);
-                CloudSession::Gcp(GcpSession::connect(&key_file, project, &manifest.region).await?)
+                CloudSession::Gcp(Box::new(GcpSession::connect(&key_file, project, &manifest.region).await?))
             }
             _ => CloudSession::Aws(Box::new(
                 AwsSession::connect(&credential, &manifest.region, manifest.runtime_id).await?,
@@ -123,7 +131,9 @@ impl Runner {
             RunAction::Apply => {
                 session.ensure_state_bucket(bucket).await?;
                 terraform.run(&["init", "-input=false", "-no-color"], &mut signals).await?;
-                terraform.run(&["apply", "-auto-approve", "-input=false", "-no-color"], &mut signals).await?;
+                terraform
+                    .run(&["apply", "-auto-approve", "-input=false", "-no-color", LOCK_TIMEOUT], &mut signals)
+                    .await?;
                 let outputs = terraform.outputs().await?;
                 let kubeconfig = self.kubeconfig(&manifest, &credential, &session, &outputs, &mut signals).await?;
                 publish::publish_kubeconfig(
@@ -142,7 +152,9 @@ impl Runner {
                     return Ok(());
                 }
                 terraform.run(&["init", "-input=false", "-no-color"], &mut signals).await?;
-                terraform.run(&["destroy", "-auto-approve", "-input=false", "-no-color"], &mut signals).await?;
+                terraform
+                    .run(&["destroy", "-auto-approve", "-input=false", "-no-color", LOCK_TIMEOUT], &mut signals)
+                    .await?;
                 if let (CloudSession::Aws(aws), Some(prefix)) = (&session, &manifest.ssm_parameter_prefix) {
                     aws.delete_parameters_under(prefix).await?;
                 }
@@ -252,9 +264,9 @@ fn prepare_work_dir(config_dir: &Path, work_dir: &Path) -> Result<PathBuf> {
 
 /// The cloud a run works in: its credentials for Terraform and its state bucket.
 enum CloudSession {
-    /// Boxed: the SDK configuration is large.
+    // Boxed: both are large and of very different sizes.
     Aws(Box<AwsSession>),
-    Gcp(GcpSession),
+    Gcp(Box<GcpSession>),
 }
 
 impl CloudSession {

@@ -35,8 +35,13 @@ impl Signals {
         })
     }
 
-    /// Whether the runner was asked to stop; no further step starts after that.
-    pub fn received(&self) -> bool {
+    /// Whether the runner was asked to stop, including by a signal that arrived while no one was waiting for one;
+    /// no further step starts after that.
+    pub fn received(&mut self) -> bool {
+        if !self.received {
+            // A signal delivered since installation is pending, so this returns at once when there is one.
+            let _ = futures::FutureExt::now_or_never(self.recv());
+        }
         self.received
     }
 

@@ -85,6 +85,9 @@ struct ProxyState {
     backend: String,
     client: reqwest::Client,
     requests: Mutex<Vec<GcsRequest>>,
+    /// With [`FakeGcs::expire_first_token`]: the first bearer token seen, refused like an expired one.
+    expire_first_token: std::sync::atomic::AtomicBool,
+    expired_token: Mutex<Option<String>>,
 }
 
 /// A running fake-gcs-server (in-memory backend) behind a recording proxy; both stop on drop.
@@ -127,6 +130,8 @@ impl FakeGcs {
             backend: format!("http://127.0.0.1:{}", process.port()),
             client: client.clone(),
             requests: Mutex::new(Vec::new()),
+            expire_first_token: std::sync::atomic::AtomicBool::new(false),
+            expired_token: Mutex::new(None),
         });
         let router = Router::new().fallback(forward).with_state(state.clone());
         let proxy = tokio::spawn(async move {
@@ -149,6 +154,12 @@ impl FakeGcs {
     /// fake-gcs-server itself, without the proxy: requests to it are not recorded.
     pub fn backend_url(&self) -> String {
         format!("http://127.0.0.1:{}", self.process.port())
+    }
+
+    /// From now on the first bearer token the proxy sees is treated as expired: every request carrying it gets
+    /// GCS's 401, as a token past its hour would.
+    pub fn expire_first_token(&self) {
+        self.state.expire_first_token.store(true, Ordering::SeqCst);
     }
 
     /// Every request that went through the proxy (that is, to [`FakeGcs::base_url`]), in order.
@@ -252,12 +263,28 @@ impl Drop for FakeGcs {
 async fn forward(State(state): State<Arc<ProxyState>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let path_and_query = parts.uri.path_and_query().map(|value| value.as_str().to_owned()).unwrap_or_default();
-    let authorization =
+    let authorization: Option<String> =
         parts.headers.get("authorization").map(|value| String::from_utf8_lossy(value.as_bytes()).into());
     let body = match axum::body::to_bytes(body, usize::MAX).await {
         Ok(body) => body,
         Err(error) => return (StatusCode::BAD_REQUEST, format!("proxy: reading the body: {error}")).into_response(),
     };
+    if let Some(token) = authorization.as_ref().filter(|_| state.expire_first_token.load(Ordering::SeqCst)) {
+        let mut expired = state.expired_token.lock().unwrap();
+        if expired.get_or_insert_with(|| token.clone()) == token {
+            drop(expired);
+            let status = StatusCode::UNAUTHORIZED;
+            state.requests.lock().unwrap().push(GcsRequest {
+                method: parts.method.to_string(),
+                path_and_query,
+                authorization,
+                status: status.as_u16(),
+            });
+            let error =
+                json!({"error": {"code": 401, "message": "Invalid Credentials", "errors": [{"reason": "authError"}]}});
+            return (status, axum::Json(error)).into_response();
+        }
+    }
     let mut headers = HeaderMap::new();
     for (name, value) in &parts.headers {
         if !matches!(name.as_str(), "host" | "content-length" | "connection" | "transfer-encoding") {
