@@ -150,6 +150,7 @@ impl Job {
             .env("RUNNER_CONFIG_DIR", self.path("config"))
             .env("RUNNER_CREDENTIALS_DIR", self.path("credentials"))
             .env("RUNNER_WORK_DIR", self.path("work"))
+            .env("RUNNER_AWS_CONFIG_DIR", self.path("aws"))
             .env("RUNNER_OUTPUTS_SECRET", self.outputs_secret())
             .env("RUNNER_TERRAFORM_BINARY", tofu())
             .env("RUNNER_KUBECONFIG_POLL_INTERVAL", "1s")
@@ -383,14 +384,28 @@ async fn eks_kubeconfig_assumes_the_role_for_every_token() {
     let created: Value = serde_json::from_str(&created).unwrap();
     let endpoint = created["cluster"]["endpoint"].as_str().expect("moto gives the cluster an endpoint").to_owned();
     let ca = created["cluster"]["certificateAuthority"]["data"].as_str().expect("and a CA").to_owned();
+    // Terraform runs as the role too, through a profile that assumes it (and renews it in a long run): a command
+    // in the apply asks STS who it is.
+    let whoami = local_exec(
+        "whoami",
+        &format!("{} sts get-caller-identity --query Arn --output text", job.moto.aws_cli().display()),
+    );
     job.write_config(
         "apply",
         "eks",
-        &format!("{CLUSTER_RESOURCE}\n\noutput \"cluster_name\" {{\n  value = \"runner-eks\"\n}}\n"),
+        &format!("{CLUSTER_RESOURCE}\n\n{whoami}\noutput \"cluster_name\" {{\n  value = \"runner-eks\"\n}}\n"),
     );
 
     let applied = job.run("apply").await;
     applied.assert_success();
+    let session = format!("assumed-role/kubeopera-provisioner/kubeopera-{}", job.runtime_id);
+    assert!(applied.output.contains(&session), "Terraform ran as {session}:\n{}", applied.output);
+    // The profile sits in the memory-backed folder, readable by the runner only; the source keys are only there.
+    for file in ["config", "credentials"] {
+        let metadata = std::fs::metadata(job.path("aws").join(file)).unwrap();
+        assert_eq!(std::os::unix::fs::PermissionsExt::mode(&metadata.permissions()) & 0o777, 0o600, "{file}");
+    }
+    assert!(!std::fs::read_to_string(job.path("aws/config")).unwrap().contains(SECRET_ACCESS_KEY));
 
     let kubeconfig = job.published_kubeconfig().await.expect("the kubeconfig is published");
     let parsed = kube::config::Kubeconfig::from_yaml(&kubeconfig).expect("a valid kubeconfig");

@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::{
     PodSecurityContext, PodSpec, PodTemplateSpec, SeccompProfile, SecretVolumeSource, SecurityContext, Volume,
     VolumeMount,
 };
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::domain::OperationType;
@@ -24,6 +25,8 @@ const MODULES_DIR: &str = "/workspace/modules";
 /// read-only).
 const WORK_DIR: &str = "/workspace/run";
 const CONFIG_DIR: &str = "/etc/provisioner/config";
+/// Where the runner writes the AWS profile Terraform uses for an assume-role credential.
+const AWS_CONFIG_DIR: &str = "/var/run/provisioner/aws";
 const CREDENTIALS_DIR: &str = "/var/run/secrets/provisioner/credentials";
 const RUNNER_GRACE_PERIOD_SECONDS: i64 = 300;
 /// Finished Jobs (and their pods, with the logs) stay a week for inspection, then the TTL controller removes them.
@@ -95,6 +98,7 @@ pub fn build(
             env("RUNNER_CONFIG_DIR", CONFIG_DIR),
             env("RUNNER_CREDENTIALS_DIR", CREDENTIALS_DIR),
             env("RUNNER_WORK_DIR", WORK_DIR),
+            env("RUNNER_AWS_CONFIG_DIR", AWS_CONFIG_DIR),
             env("RUNNER_OUTPUTS_SECRET", &names.outputs_secret),
             EnvVar {
                 name: "POD_NAMESPACE".to_owned(),
@@ -110,6 +114,7 @@ pub fn build(
         ]),
         volume_mounts: Some(vec![
             mount("workspace", "/workspace", false),
+            mount("aws", AWS_CONFIG_DIR, false),
             mount("config", CONFIG_DIR, true),
             mount("credentials", CREDENTIALS_DIR, true),
         ]),
@@ -119,6 +124,15 @@ pub fn build(
     };
     let volumes = vec![
         Volume { name: "workspace".to_owned(), empty_dir: Some(EmptyDirVolumeSource::default()), ..Volume::default() },
+        // Memory-backed: the AWS profile of an assume-role credential may hold its source keys.
+        Volume {
+            name: "aws".to_owned(),
+            empty_dir: Some(EmptyDirVolumeSource {
+                medium: Some("Memory".to_owned()),
+                size_limit: Some(Quantity("1Mi".to_owned())),
+            }),
+            ..Volume::default()
+        },
         Volume {
             name: "config".to_owned(),
             config_map: Some(ConfigMapVolumeSource {

@@ -3,11 +3,13 @@
 //! kubeconfig to, and the endpoint and CA of an EKS cluster. Honours `AWS_ENDPOINT_URL` (emulators, S3-compatible
 //! endpoints), with path-style S3 addressing then.
 
-use std::time::{Duration, SystemTime};
+use std::path::Path;
+use std::time::Duration;
 
+use aws_config::sts::AssumeRoleProvider;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
-use aws_sdk_s3::config::Credentials;
+use aws_sdk_s3::config::{Credentials, ProvideCredentials};
 use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata};
 use aws_sdk_s3::types::{
     BucketLocationConstraint, BucketVersioningStatus, CreateBucketConfiguration, Delete, ObjectIdentifier,
@@ -29,19 +31,30 @@ const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(30);
 /// The credentials a run uses, and the clients built on them.
 pub struct AwsSession {
     config: SdkConfig,
-    credentials: Credentials,
     region: String,
+    /// How Terraform gets the same identity: keys, or a profile that assumes the role (and renews it).
+    terraform_env: Vec<(String, String)>,
 }
 
 fn aws_error(operation: &'static str, error: impl std::error::Error) -> Error {
     Error::Aws { operation, message: DisplayErrorContext(error).to_string() }
 }
 
+/// The profile terraform-runner writes for Terraform with an assume-role credential.
+const TERRAFORM_PROFILE: &str = "kubeopera";
+
 impl AwsSession {
-    /// Resolves the credential into the keys Terraform runs with: an access key as it is, an assume-role
-    /// credential by assuming the role (from its source keys, or else from the pod's own AWS identity).
-    pub async fn connect(credential: &CloudCredential, region: &str, runtime_id: Uuid) -> Result<Self> {
-        let loader = |credentials: Option<Credentials>| {
+    /// Resolves the credential: an access key is used as it is; an assume-role credential assumes the role (from
+    /// its source keys, or else from the pod's own AWS identity), for the runner's calls through a provider that
+    /// renews the session before it expires, and for Terraform through a profile in `config_dir` that does the
+    /// same, so a run may outlast one session.
+    pub async fn connect(
+        credential: &CloudCredential,
+        region: &str,
+        runtime_id: Uuid,
+        config_dir: &Path,
+    ) -> Result<Self> {
+        let loader = || {
             let http_client = aws_smithy_http_client::Builder::new()
                 .tls_provider(tls::Provider::Rustls(CryptoMode::Ring))
                 .build_https();
@@ -49,80 +62,64 @@ impl AwsSession {
                 .operation_timeout(OPERATION_TIMEOUT)
                 .operation_attempt_timeout(ATTEMPT_TIMEOUT)
                 .build();
-            let loader = aws_config::defaults(BehaviorVersion::latest())
+            aws_config::defaults(BehaviorVersion::latest())
                 .http_client(http_client)
                 .timeout_config(timeouts)
-                .region(Region::new(region.to_owned()));
-            match credentials {
-                Some(credentials) => loader.credentials_provider(credentials),
-                None => loader,
-            }
+                .region(Region::new(region.to_owned()))
         };
         let static_keys = |keys: &AwsKeyPair| {
             Credentials::new(&keys.access_key_id, keys.secret_access_key.expose_secret(), None, None, "auth-service")
         };
-        let credentials = match credential {
+        let mut terraform_env =
+            vec![("AWS_REGION".to_owned(), region.to_owned()), ("AWS_DEFAULT_REGION".to_owned(), region.to_owned())];
+        let config = match credential {
             CloudCredential::AwsAccessKey { access_key_id, secret_access_key, .. } => {
+                terraform_env.extend([
+                    ("AWS_ACCESS_KEY_ID".to_owned(), access_key_id.clone()),
+                    ("AWS_SECRET_ACCESS_KEY".to_owned(), secret_access_key.expose_secret().to_owned()),
+                ]);
                 let keys =
                     AwsKeyPair { access_key_id: access_key_id.clone(), secret_access_key: secret_access_key.clone() };
-                static_keys(&keys)
+                loader().credentials_provider(static_keys(&keys)).load().await
             }
             CloudCredential::AwsAssumeRole { role_arn, external_id, session_duration_seconds, source } => {
-                let base = loader(source.as_ref().map(static_keys)).load().await;
-                let assumed = aws_sdk_sts::Client::new(&base)
-                    .assume_role()
-                    .role_arn(role_arn)
-                    .role_session_name(format!("kubeopera-{runtime_id}"))
-                    .set_external_id(external_id.as_ref().map(|id| id.expose_secret().to_owned()))
-                    .set_duration_seconds(session_duration_seconds.map(|seconds| seconds as i32))
-                    .send()
-                    .await
-                    .map_err(|error| aws_error("sts:AssumeRole", error))?;
-                let keys = assumed.credentials().ok_or_else(|| Error::Aws {
-                    operation: "sts:AssumeRole",
-                    message: "the answer carried no credentials".to_owned(),
-                })?;
-                Credentials::new(
-                    keys.access_key_id(),
-                    keys.secret_access_key(),
-                    Some(keys.session_token().to_owned()),
-                    SystemTime::try_from(*keys.expiration()).ok(),
-                    "sts:AssumeRole",
-                )
+                let session_name = format!("kubeopera-{runtime_id}");
+                let base = match source {
+                    Some(keys) => loader().credentials_provider(static_keys(keys)),
+                    None => loader(),
+                }
+                .load()
+                .await;
+                let mut role = AssumeRoleProvider::builder(role_arn).session_name(&session_name).configure(&base);
+                if let Some(id) = external_id {
+                    role = role.external_id(id.expose_secret());
+                }
+                if let Some(seconds) = session_duration_seconds {
+                    role = role.session_length(Duration::from_secs(u64::from(*seconds)));
+                }
+                let role = role.build().await;
+                // Fail here, before any bucket exists, when the role cannot be assumed.
+                role.provide_credentials().await.map_err(|error| aws_error("sts:AssumeRole", error))?;
+                terraform_env.extend(write_terraform_profile(
+                    config_dir,
+                    role_arn,
+                    &session_name,
+                    external_id.as_ref().map(|id| id.expose_secret()),
+                    *session_duration_seconds,
+                    source.as_ref(),
+                )?);
+                loader().credentials_provider(role).load().await
             }
             CloudCredential::GcpServiceAccount { .. } => {
                 return Err(Error::Input("a GCP credential cannot run an AWS topology".to_owned()));
             }
         };
-        let config = loader(Some(credentials.clone())).load().await;
-        Ok(AwsSession { config, credentials, region: region.to_owned() })
+        Ok(AwsSession { config, region: region.to_owned(), terraform_env })
     }
 
-    /// Environment for Terraform: exactly these credentials, whatever else the pod has.
+    /// Environment for Terraform: exactly this identity, whatever else the pod has.
     pub fn terraform_env(&self) -> Vec<(String, String)> {
-        let mut env = vec![
-            ("AWS_ACCESS_KEY_ID".to_owned(), self.credentials.access_key_id().to_owned()),
-            ("AWS_SECRET_ACCESS_KEY".to_owned(), self.credentials.secret_access_key().to_owned()),
-            ("AWS_REGION".to_owned(), self.region.clone()),
-            ("AWS_DEFAULT_REGION".to_owned(), self.region.clone()),
-        ];
-        if let Some(token) = self.credentials.session_token() {
-            env.push(("AWS_SESSION_TOKEN".to_owned(), token.to_owned()));
-        }
-        env
-    }
-
-    /// The temporary keys of an assumed role, to redact like the credential's own.
-    pub fn secret_values(&self) -> Vec<String> {
-        [
-            Some(self.credentials.access_key_id()),
-            Some(self.credentials.secret_access_key()),
-            self.credentials.session_token(),
-        ]
-        .into_iter()
-        .flatten()
-        .map(str::to_owned)
-        .collect()
+        self.terraform_env.clone()
     }
 
     fn s3(&self) -> aws_sdk_s3::Client {
@@ -364,6 +361,72 @@ impl AwsSession {
     pub fn region(&self) -> &str {
         &self.region
     }
+}
+
+/// Writes the shared config (and, with source keys, credentials) files of a profile that assumes `role_arn`, readable
+/// by the owner only, and returns the variables that make Terraform use it. Without source keys the profile starts
+/// from the pod's own identity: web identity (IRSA), the container credentials endpoint (EKS Pod Identity), or
+/// else the instance profile.
+fn write_terraform_profile(
+    dir: &Path,
+    role_arn: &str,
+    session_name: &str,
+    external_id: Option<&str>,
+    session_duration_seconds: Option<u32>,
+    source: Option<&AwsKeyPair>,
+) -> Result<Vec<(String, String)>> {
+    let failed = |error: std::io::Error| Error::Input(format!("writing the AWS profile in {}: {error}", dir.display()));
+    let mut config =
+        format!("[profile {TERRAFORM_PROFILE}]\nrole_arn = {role_arn}\nrole_session_name = {session_name}\n");
+    if let Some(id) = external_id {
+        config.push_str(&format!("external_id = {id}\n"));
+    }
+    if let Some(seconds) = session_duration_seconds {
+        config.push_str(&format!("duration_seconds = {seconds}\n"));
+    }
+    let mut credentials = String::new();
+    let web_identity = std::env::var("AWS_WEB_IDENTITY_TOKEN_FILE").ok().zip(std::env::var("AWS_ROLE_ARN").ok());
+    match (source, web_identity) {
+        (Some(keys), _) => {
+            config.push_str(&format!("source_profile = {TERRAFORM_PROFILE}-source\n"));
+            credentials = format!(
+                "[{TERRAFORM_PROFILE}-source]\naws_access_key_id = {}\naws_secret_access_key = {}\n",
+                keys.access_key_id,
+                keys.secret_access_key.expose_secret()
+            );
+        }
+        (None, Some((token_file, pod_role))) => {
+            config.push_str(&format!(
+                "source_profile = {TERRAFORM_PROFILE}-source\n\n[profile {TERRAFORM_PROFILE}-source]\n\
+                 role_arn = {pod_role}\nweb_identity_token_file = {token_file}\n"
+            ));
+        }
+        (None, None) => {
+            let container = ["AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"]
+                .iter()
+                .any(|name| std::env::var_os(name).is_some());
+            let source = if container { "EcsContainer" } else { "Ec2InstanceMetadata" };
+            config.push_str(&format!("credential_source = {source}\n"));
+        }
+    }
+    std::fs::create_dir_all(dir).map_err(failed)?;
+    let config_file = dir.join("config");
+    let credentials_file = dir.join("credentials");
+    write_private(&config_file, &config).map_err(failed)?;
+    write_private(&credentials_file, &credentials).map_err(failed)?;
+    Ok(vec![
+        ("AWS_CONFIG_FILE".to_owned(), config_file.display().to_string()),
+        ("AWS_SHARED_CREDENTIALS_FILE".to_owned(), credentials_file.display().to_string()),
+        ("AWS_PROFILE".to_owned(), TERRAFORM_PROFILE.to_owned()),
+        ("AWS_SDK_LOAD_CONFIG".to_owned(), "1".to_owned()),
+    ])
+}
+
+fn write_private(path: &Path, content: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
+    file.write_all(content.as_bytes())
 }
 
 /// Whether a failed poll cannot succeed later: a refusal (permissions, keys, KMS) will not change while we wait,

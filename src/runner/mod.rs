@@ -108,7 +108,8 @@ impl Runner {
                 CloudSession::Gcp(Box::new(GcpSession::connect(&key_file, project, &manifest.region).await?))
             }
             _ => CloudSession::Aws(Box::new(
-                AwsSession::connect(&credential, &manifest.region, manifest.runtime_id).await?,
+                AwsSession::connect(&credential, &manifest.region, manifest.runtime_id, &settings.aws_config_dir)
+                    .await?,
             )),
         };
         redactor.extend(session.secret_values());
@@ -280,7 +281,8 @@ impl CloudSession {
     /// Values obtained for the run (temporary keys, tokens), to redact like the credential's own.
     fn secret_values(&self) -> Vec<String> {
         match self {
-            CloudSession::Aws(aws) => aws.secret_values(),
+            // The runner's assumed-role keys never leave it; Terraform assumes the role itself.
+            CloudSession::Aws(_) => Vec::new(),
             CloudSession::Gcp(gcp) => gcp.secret_values(),
         }
     }

@@ -15,6 +15,7 @@ struct RawRunnerSettings {
     runner_config_dir: Option<String>,
     runner_credentials_dir: Option<String>,
     runner_work_dir: Option<String>,
+    runner_aws_config_dir: Option<String>,
     runner_outputs_secret: Option<String>,
     runner_terraform_binary: Option<String>,
     runner_kubeconfig_poll_interval: Option<String>,
@@ -32,6 +33,9 @@ pub struct RunnerSettings {
     pub credentials_dir: PathBuf,
     /// Writable folder Terraform runs in (the ConfigMap mount is read-only).
     pub work_dir: PathBuf,
+    /// Where the AWS profile for an assume-role credential is written (a memory-backed volume in the Job: it
+    /// may hold source keys).
+    pub aws_config_dir: PathBuf,
     /// Secret the kubeconfig is published to, in `namespace`.
     pub outputs_secret: String,
     pub namespace: String,
@@ -61,6 +65,7 @@ impl RunnerSettings {
             config_dir: path(raw.runner_config_dir, "/etc/provisioner/config"),
             credentials_dir: path(raw.runner_credentials_dir, "/var/run/secrets/provisioner/credentials"),
             work_dir: path(raw.runner_work_dir, "/workspace/run"),
+            aws_config_dir: path(raw.runner_aws_config_dir, "/var/run/provisioner/aws"),
             outputs_secret: non_empty(raw.runner_outputs_secret)
                 .ok_or_else(|| invalid("RUNNER_OUTPUTS_SECRET", "must name the Secret to publish the kubeconfig to"))?,
             namespace: non_empty(raw.pod_namespace)

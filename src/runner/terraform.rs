@@ -125,6 +125,12 @@ impl Terraform {
         Command::new(&self.binary)
             .args(args)
             .current_dir(&self.work_dir)
+            // The runner alone decides Terraform's cloud identity: nothing ambient from the pod.
+            .env_remove("AWS_ACCESS_KEY_ID")
+            .env_remove("AWS_SECRET_ACCESS_KEY")
+            .env_remove("AWS_SESSION_TOKEN")
+            .env_remove("AWS_PROFILE")
+            .env_remove("GOOGLE_APPLICATION_CREDENTIALS")
             .envs(self.env.iter().map(|(name, value)| (name, value)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

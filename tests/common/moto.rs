@@ -102,7 +102,7 @@ impl MotoServer {
     encrypt      = true
     use_lockfile = true
 
-    endpoints                   = {{ s3 = "{endpoint}" }}
+    endpoints                   = {{ s3 = "{endpoint}", sts = "{endpoint}" }}
     use_path_style              = true
     skip_credentials_validation = true
     skip_requesting_account_id  = true
