@@ -17,7 +17,7 @@ use aws_sdk_s3::types::{
     ServerSideEncryptionConfiguration, ServerSideEncryptionRule, VersioningConfiguration,
 };
 use aws_smithy_http_client::tls::{self, rustls_provider::CryptoMode};
-use secrecy::ExposeSecret;
+use secrecy::{ExposeSecret, SecretString};
 use uuid::Uuid;
 
 use super::terraform::Signals;
@@ -67,8 +67,8 @@ impl AwsSession {
                 .timeout_config(timeouts)
                 .region(Region::new(region.to_owned()))
         };
-        let static_keys = |keys: &AwsKeyPair| {
-            Credentials::new(&keys.access_key_id, keys.secret_access_key.expose_secret(), None, None, "auth-service")
+        let static_keys = |access_key_id: &str, secret_access_key: &SecretString| {
+            Credentials::new(access_key_id, secret_access_key.expose_secret(), None, None, "auth-service")
         };
         let mut terraform_env =
             vec![("AWS_REGION".to_owned(), region.to_owned()), ("AWS_DEFAULT_REGION".to_owned(), region.to_owned())];
@@ -78,14 +78,14 @@ impl AwsSession {
                     ("AWS_ACCESS_KEY_ID".to_owned(), access_key_id.clone()),
                     ("AWS_SECRET_ACCESS_KEY".to_owned(), secret_access_key.expose_secret().to_owned()),
                 ]);
-                let keys =
-                    AwsKeyPair { access_key_id: access_key_id.clone(), secret_access_key: secret_access_key.clone() };
-                loader().credentials_provider(static_keys(&keys)).load().await
+                loader().credentials_provider(static_keys(access_key_id, secret_access_key)).load().await
             }
             CloudCredential::AwsAssumeRole { role_arn, external_id, session_duration_seconds, source } => {
                 let session_name = format!("kubeopera-{runtime_id}");
                 let base = match source {
-                    Some(keys) => loader().credentials_provider(static_keys(keys)),
+                    Some(keys) => {
+                        loader().credentials_provider(static_keys(&keys.access_key_id, &keys.secret_access_key))
+                    }
                     None => loader(),
                 }
                 .load()

@@ -90,10 +90,6 @@ impl GcpSession {
         ]
     }
 
-    pub fn secret_values(&self) -> Vec<String> {
-        vec![self.bearer()]
-    }
-
     fn bearer(&self) -> String {
         self.token.lock().expect("token lock").expose_secret().to_owned()
     }

@@ -112,7 +112,6 @@ impl Runner {
                     .await?,
             )),
         };
-        redactor.extend(session.secret_values());
         let temporary = prepare_work_dir(&settings.config_dir, &settings.work_dir)?;
         let mut env = vec![
             ("TF_IN_AUTOMATION".to_owned(), "1".to_owned()),
@@ -275,15 +274,6 @@ impl CloudSession {
         match self {
             CloudSession::Aws(aws) => aws.terraform_env(),
             CloudSession::Gcp(gcp) => gcp.terraform_env(),
-        }
-    }
-
-    /// Values obtained for the run (temporary keys, tokens), to redact like the credential's own.
-    fn secret_values(&self) -> Vec<String> {
-        match self {
-            // The runner's assumed-role keys never leave it; Terraform assumes the role itself.
-            CloudSession::Aws(_) => Vec::new(),
-            CloudSession::Gcp(gcp) => gcp.secret_values(),
         }
     }
 
