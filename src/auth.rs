@@ -90,6 +90,20 @@ impl Error {
     pub fn is_transient(&self) -> bool {
         matches!(self, Error::Unavailable { .. })
     }
+
+    /// What callers and operation statuses may show: the component and what went wrong, never auth-service's
+    /// address or the operating system's error text (those go to the log).
+    pub fn public_message(&self) -> String {
+        match self {
+            Error::NotFound { .. } => self.to_string(),
+            Error::Rejected { status, .. } => format!("auth-service rejected the request with {status}"),
+            Error::Unavailable { .. } => "auth-service is unavailable (no answer, or a server error)".to_owned(),
+            Error::InvalidResponse { .. } => "auth-service sent an invalid response".to_owned(),
+            Error::ClientFile { .. } | Error::Token { .. } | Error::Setup { .. } => {
+                "the provisioner cannot authenticate to auth-service (OAuth client or token endpoint)".to_owned()
+            }
+        }
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

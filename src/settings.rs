@@ -40,6 +40,7 @@ struct RawSettings {
     app_database_ssl_mode: Option<String>,
     app_database_ssl_root_cert: Option<String>,
     app_database_max_connections: Option<String>,
+    app_database_acquire_timeout: Option<String>,
     app_sqlite_path: Option<String>,
     job_namespace: Option<String>,
     terraform_runner_image: Option<String>,
@@ -92,6 +93,8 @@ pub struct DatabaseSettings {
     /// A full connection URL (it may hold a password, hence secret).
     pub url: SecretString,
     pub max_connections: u32,
+    /// How long a request or a worker step waits for a connection before the database counts as unavailable.
+    pub acquire_timeout: Duration,
 }
 
 impl DatabaseSettings {
@@ -410,23 +413,38 @@ impl RawSettings {
         if max_connections == 0 {
             return Err(invalid("APP_DATABASE_MAX_CONNECTIONS", "must be at least 1"));
         }
+        let acquire_timeout =
+            duration("APP_DATABASE_ACQUIRE_TIMEOUT", self.app_database_acquire_timeout.clone(), "3s")?;
+
         if let Some(database_url) = self.database_url.as_ref().filter(|value| !value.is_empty()) {
             let scheme = database_url.split_once("://").map(|(scheme, _)| scheme);
             if !matches!(scheme, Some("postgres" | "postgresql" | "sqlite")) {
                 // Never echo the value: it may hold a password.
                 return Err(invalid("DATABASE_URL", "expected a postgres://, postgresql:// or sqlite:// URL"));
             }
-            return Ok(DatabaseSettings { url: SecretString::from(database_url.clone()), max_connections });
+            return Ok(DatabaseSettings {
+                url: SecretString::from(database_url.clone()),
+                max_connections,
+                acquire_timeout,
+            });
         }
         if let Some(host) = self.app_database_host.as_ref().filter(|value| !value.is_empty()) {
-            return Ok(DatabaseSettings { url: SecretString::from(self.postgres_url(host)?), max_connections });
+            return Ok(DatabaseSettings {
+                url: SecretString::from(self.postgres_url(host)?),
+                max_connections,
+                acquire_timeout,
+            });
         }
         let path = self
             .app_sqlite_path
             .clone()
             .filter(|value| !value.is_empty())
             .unwrap_or_else(|| DEFAULT_SQLITE_PATH.to_owned());
-        Ok(DatabaseSettings { url: SecretString::from(format!("sqlite://{path}?mode=rwc")), max_connections })
+        Ok(DatabaseSettings {
+            url: SecretString::from(format!("sqlite://{path}?mode=rwc")),
+            max_connections,
+            acquire_timeout,
+        })
     }
 
     fn postgres_url(&self, host: &str) -> Result<String> {

@@ -86,7 +86,7 @@ impl App {
     pub async fn build_with(settings: &Settings, kube_client: Option<kube::Client>) -> Result<Self> {
         let database_url = settings.database.url.expose_secret();
         create_sqlite_folder(database_url)?;
-        let store = Store::connect(database_url, settings.database.max_connections)
+        let store = Store::connect(database_url, settings.database.max_connections, settings.database.acquire_timeout)
             .await
             .map_err(|source| Error::Database { target: settings.database.describe(), source })?;
         let auth = AuthClient::new(&settings.auth, settings.auth.timeout)?;

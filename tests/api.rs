@@ -316,6 +316,11 @@ async fn health_and_metrics(backend: Backend) {
         let health = app.get("/healthz").await;
         assert_eq!(health.status, StatusCode::SERVICE_UNAVAILABLE, "{}", health.text);
         assert_eq!(health.json()["status"], "unavailable");
+        assert_eq!(health.json()["database"], "unavailable");
+        // A read that needs the database says which dependency is missing, not 500.
+        let answer = app.get(&format!("/api/v1/provisions/{}", uuid::Uuid::now_v7())).await;
+        assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE, "{}", answer.text);
+        assert_eq!(answer.json()["error"]["component"], "database", "{}", answer.text);
     }
 }
 
@@ -339,7 +344,12 @@ async fn missing_credentials_fail_fast_and_record_nothing(backend: Backend) {
     let requests_before = app.auth.credential_requests();
     let answer = app.post_provision(&provision_body("mu")).await;
     assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE, "{}", answer.text);
-    assert!(answer.json()["error"]["message"].as_str().unwrap().contains("auth-service"), "{}", answer.text);
+    let error = &answer.json()["error"];
+    assert_eq!(error["component"], "auth-service", "{error}");
+    let message = error["message"].as_str().unwrap();
+    assert!(message.starts_with("auth-service is unavailable: no answer"), "{message}");
+    assert!(!message.contains("http://") && !message.contains("127.0.0.1"), "an internal address: {message}");
+    assert_eq!(message.matches("unavailable").count(), 1, "{message}");
     // Retried a bounded number of times before answering.
     assert!(app.auth.credential_requests() - requests_before >= 1);
 

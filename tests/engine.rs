@@ -7,11 +7,13 @@ use std::time::Duration;
 
 use axum::http::StatusCode;
 use common::auth_service::{AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY};
-use common::engine::{Engine, MODULES_REPO_URL};
+use common::engine::{Engine, MODULES_REPO_URL, RunLog};
+use common::fault_proxy::FaultProxy;
 use common::{Backend, provision_body};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::Api;
+use kube::api::{Patch, PatchParams};
 use sea_orm::{ConnectionTrait, Database};
 use serde_json::json;
 
@@ -140,7 +142,9 @@ async fn live_status_shows_a_failed_job_before_the_worker_handles_it(backend: Ba
 
 async fn a_run_past_its_timeout_fails_with_reason_timeout(backend: Backend) {
     let (engine, process) = Engine::start(backend, &[("APP_PROVISIONING_TIMEOUT", "4s")]).await;
-    let (runtime_id, _) = engine.provision(&provision_body("engine-slow")).await;
+    let (runtime_id, operation_id) = engine.provision(&provision_body("engine-slow")).await;
+    // The live status may show the Job's own deadline first; the recorded end is the worker's.
+    engine.wait_for_stage(&operation_id, "Done", WAIT).await;
     let failed = engine.wait_for_status(&runtime_id, &["failed"], WAIT).await;
     assert_eq!(failed["lastError"]["reason"], "timeout", "{failed}");
     assert!(failed["lastError"]["errMessage"].as_str().unwrap().contains("4s"), "{failed}");
@@ -259,7 +263,9 @@ async fn a_new_process_resumes_after_every_step_boundary(backend: Backend) {
         assert_eq!(jobs[0].metadata.uid, first_uid, "resumed at {stage}: the Job was recreated");
         assert!(engine.secret(&format!("{job_name}-credentials")).await.is_none(), "resumed at {stage}");
         let operation = engine.app.app.service.operation_status(&operation_id).await.unwrap();
-        assert_eq!(operation.attempts, 2, "claimed once by each process (at {stage})");
+        assert_eq!(operation.claims, 2, "claimed once by each process (at {stage})");
+        // The first process had recorded progress before it died: the resume uses no attempt.
+        assert_eq!(operation.attempts, 1, "resumed at {stage}");
         println!("resumed at {stage}: succeeded with 1 Job");
     }
     process.stop().await;
@@ -317,4 +323,412 @@ async fn two_workers_on_postgres_run_each_operation_exactly_once() {
     assert_eq!(attempts_total as usize, OPERATIONS);
     first.stop().await;
     second.stop().await;
+}
+
+/// The service restarts 15 times while a provisioning Job runs, alternately stopped gracefully (SIGTERM) and
+/// killed (SIGKILL): the run resumes each time, only waiting for its Job again, so no restart uses an attempt,
+/// and the operation ends Succeeded with its one Job.
+async fn a_run_survives_fifteen_restarts_while_its_job_runs(backend: Backend) {
+    let worker = [("APP_WORKER_LEASE", "2s"), ("APP_WORKER_POLL_INTERVAL", "100ms")];
+    let (engine, api) = Engine::start_api_only(backend, &worker).await;
+    let (runtime_id, operation_id) = engine.provision(&provision_body("restarts")).await;
+    let job_name = format!("provision-{runtime_id}");
+    let mut service = engine.start_service_process(&[]).await;
+    engine.wait_for_stage(&operation_id, "WaitForJob", WAIT).await;
+    let job_uid = engine.jobs_of_operation(&operation_id).await[0].metadata.uid.clone();
+    let attempts = engine.operation(&operation_id).await.attempts;
+    let mut claims = engine.operation(&operation_id).await.claims;
+
+    for restart in 1..=15 {
+        if restart % 2 == 1 {
+            let status = service.terminate(Duration::from_secs(40)).await.expect("the service stops on SIGTERM");
+            assert!(status.success(), "restart {restart}: exit {status}\n{}", service.log_tail(20));
+        } else {
+            service.kill();
+        }
+        let runs = RunLog::read(&service.log());
+        runs.assert_no_overlap();
+        assert_eq!(runs.started, 1, "restart {restart}");
+        service = engine.start_service_process(&[]).await;
+        // The new process claims the operation again (after the lease expired, when the last one was killed).
+        let deadline = tokio::time::Instant::now() + WAIT;
+        while engine.operation(&operation_id).await.claims == claims {
+            assert!(tokio::time::Instant::now() < deadline, "restart {restart}: the operation was not resumed");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let operation = engine.operation(&operation_id).await;
+        claims = operation.claims;
+        assert_eq!(operation.state, provisioner::domain::OperationState::InProgress, "restart {restart}");
+        assert_eq!(operation.attempts, attempts, "restart {restart} used an attempt");
+        assert!(engine.secret(&format!("{job_name}-credentials")).await.is_some(), "restart {restart}");
+    }
+
+    engine.runner_succeeds(&job_name, Some((&format!("provision-{runtime_id}-outputs"), KUBECONFIG))).await;
+    let done = engine.wait_for_status(&runtime_id, &["succeeded", "failed"], WAIT).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let operation = engine.operation(&operation_id).await;
+    assert_eq!(operation.attempts, attempts, "the restarts used no attempt");
+    assert_eq!(operation.claims, 16);
+    let jobs = engine.jobs_of_operation(&operation_id).await;
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0].metadata.uid, job_uid, "the Job was recreated");
+    assert_eq!(engine.pods_of_operation(&operation_id).await.len(), 1);
+    RunLog::read(&service.log()).assert_no_overlap();
+    println!("15 restarts (8 SIGTERM, 7 SIGKILL): succeeded, attempts {attempts}, 16 claims, 1 Job, 1 pod");
+    service.terminate(Duration::from_secs(40)).await;
+    api.stop().await;
+}
+
+on_both_databases!(a_run_survives_fifteen_restarts_while_its_job_runs);
+
+/// A run that times out while its pod is still running stops the Job and waits for the pod (held here by a
+/// finalizer, as a runner interrupting Terraform would hold it) before it removes the credentials and ends.
+#[tokio::test]
+async fn a_timed_out_run_ends_only_after_its_pods_are_gone() {
+    let (engine, process) = Engine::start(Backend::Sqlite, &[("APP_PROVISIONING_TIMEOUT", "8s")]).await;
+    let (runtime_id, operation_id) = engine.provision(&provision_body("stopped")).await;
+    let job_name = format!("provision-{runtime_id}");
+    let credentials = format!("{job_name}-credentials");
+    let pod = engine.control_plane.wait_for_job_pod(&engine.namespace, &job_name).await.expect("job pod");
+    let pod_name = pod.metadata.name.clone().unwrap();
+    let pods: Api<Pod> = Api::namespaced(engine.admin.clone(), &engine.namespace);
+    let hold = json!({"metadata": {"finalizers": ["kubeopera.io/test-hold"]}});
+    pods.patch(&pod_name, &PatchParams::default(), &Patch::Merge(&hold)).await.expect("hold the pod");
+
+    // The deadline passes: the worker deletes the Job; its pod is terminating but still there.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let pod = pods.get(&pod_name).await.expect("the held pod exists");
+        if pod.metadata.deletion_timestamp.is_some() {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the timed-out run's pod was never deleted");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let jobs = Api::<Job>::namespaced(engine.admin.clone(), &engine.namespace);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while jobs.get_opt(&job_name).await.unwrap().is_some() {
+        assert!(tokio::time::Instant::now() < deadline, "the timed-out run's Job was never deleted");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let operation = engine.operation(&operation_id).await;
+    assert_eq!(operation.state, provisioner::domain::OperationState::InProgress, "{operation:?}");
+    assert_eq!(operation.stage, "Cleanup");
+    assert!(engine.secret(&credentials).await.is_some(), "the credentials went while the pod still runs");
+
+    // The pod goes: now the run ends, Failed with reason timeout, and the credentials are removed.
+    let release = json!({"metadata": {"finalizers": null}});
+    pods.patch(&pod_name, &PatchParams::default(), &Patch::Merge(&release)).await.expect("release the pod");
+    let failed = engine.wait_for_status(&runtime_id, &["failed"], WAIT).await;
+    assert_eq!(failed["lastError"]["reason"], "timeout", "{failed}");
+    assert!(pods.get_opt(&pod_name).await.unwrap().is_none());
+    assert!(engine.secret(&credentials).await.is_none());
+    process.stop().await;
+}
+
+/// Marks an operation Failed directly in the database, as a run of an earlier version could leave it while its
+/// Job still ran.
+async fn fail_in_database(engine: &Engine, operation_id: &str) {
+    let db = Database::connect(&engine.app.database.url).await.unwrap();
+    let backend = db.get_database_backend();
+    let statement = sea_orm::Statement::from_sql_and_values(
+        backend,
+        match backend {
+            sea_orm::DbBackend::Postgres => {
+                "UPDATE operation SET state = 'Failed', owner = NULL, claim_token = NULL WHERE id = $1"
+            }
+            _ => "UPDATE operation SET state = 'Failed', owner = NULL, claim_token = NULL WHERE id = ?",
+        },
+        [uuid::Uuid::parse_str(operation_id).unwrap().into()],
+    );
+    db.execute_raw(statement).await.unwrap();
+}
+
+/// One Terraform per runtime, enforced twice: while the Job of a failed provisioning still runs, DELETE answers
+/// 409 `job_still_running`, and a deprovisioning queued anyway (past the service) waits at CreateJob until that
+/// Job has ended.
+async fn no_second_job_starts_while_one_of_the_runtime_runs(backend: Backend) {
+    let (mut engine, process) = Engine::start(backend, &[]).await;
+    let (runtime_id, operation_id) = engine.provision(&provision_body("one-terraform")).await;
+    engine.wait_for_stage(&operation_id, "WaitForJob", WAIT).await;
+    process.stop().await;
+    fail_in_database(&engine, &operation_id).await;
+    let api = engine.start_process(&[("MODULES_REPO_URL", "")]).await;
+
+    let provision_job = format!("provision-{runtime_id}");
+    // A process that just started waits for its Job cache's first list before it answers.
+    let refused = engine.app.delete(&format!("/api/v1/provisions/{runtime_id}")).await;
+    assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.text);
+    let error = &refused.json()["error"];
+    assert_eq!(error["code"], "job_still_running", "{error}");
+    assert!(error["message"].as_str().unwrap().contains(&provision_job), "{error}");
+    let query = "mutation($id: String!) { deprovisionRuntime(id: $id) }";
+    let response = engine.app.graphql(query, json!({ "id": runtime_id })).await;
+    assert_eq!(response["errors"][0]["extensions"]["error_reason"], "job_still_running", "{response}");
+    api.stop().await;
+
+    // Past the service: a deprovisioning recorded directly waits for the provisioning Job to end.
+    let store = provisioner::store::Store::connect(&engine.app.database.url, 2, Duration::from_secs(3)).await.unwrap();
+    let runtime = uuid::Uuid::parse_str(&runtime_id).unwrap();
+    let deprovision = provisioner::domain::Operation::queued(
+        runtime,
+        provisioner::domain::OperationType::Deprovision,
+        provisioner::store::now(),
+    );
+    store.insert_operation(&deprovision).await.unwrap();
+    let deprovision_id = deprovision.id.to_string();
+    let worker = engine.start_process(&[]).await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let operation = engine.operation(&deprovision_id).await;
+        if operation.last_error.as_ref().is_some_and(|error| error.reason == "job_still_running") {
+            assert_eq!(operation.stage, "CreateJob");
+            assert!(operation.last_error.unwrap().err_message.contains(&provision_job));
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the deprovisioning did not wait: {operation:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(engine.jobs_of_operation(&deprovision_id).await.is_empty(), "a second Job started beside the first");
+
+    engine.runner_succeeds(&provision_job, Some((&format!("provision-{runtime_id}-outputs"), KUBECONFIG))).await;
+    engine.wait_for_stage(&deprovision_id, "WaitForJob", WAIT).await;
+    engine.runner_succeeds(&format!("deprovision-{runtime_id}"), None).await;
+    let done = engine.wait_for_status(&runtime_id, &["succeeded", "failed"], WAIT).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(done["operation"], "deprovision");
+    worker.stop().await;
+}
+
+on_both_databases!(no_second_job_starts_while_one_of_the_runtime_runs);
+
+/// A small deterministic generator (xorshift), so the crash points are the same in every run.
+struct Seeded(u64);
+
+impl Seeded {
+    fn below(&mut self, bound: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % bound
+    }
+}
+
+/// 20 operations while the service is SIGKILLed 20 times at random moments (fixed seed), the test playing
+/// kubelet and runner throughout: every operation ends Succeeded with one Job and one pod, and no credentials
+/// Secret is left.
+#[tokio::test]
+async fn twenty_operations_survive_twenty_kills() {
+    const OPERATIONS: usize = 20;
+    let worker = [("APP_WORKER_LEASE", "2s"), ("APP_WORKER_POLL_INTERVAL", "100ms")];
+    let (engine, api) = Engine::start_api_only(Backend::Postgres, &worker).await;
+    let mut operations = Vec::new();
+    for index in 0..OPERATIONS {
+        operations.push(engine.provision(&provision_body(&format!("crash-{index}"))).await);
+    }
+    let mut random = Seeded(0x5eed_cafe_f00d);
+    let mut finished_pods = 0;
+    for _ in 0..20 {
+        let mut service = engine.start_service_process(&[]).await;
+        let lifetime = Duration::from_millis(200 + random.below(2500));
+        let until = tokio::time::Instant::now() + lifetime;
+        while tokio::time::Instant::now() < until {
+            finished_pods += engine.finish_running_pods().await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        service.kill();
+        RunLog::read(&service.log()).assert_no_overlap();
+    }
+    let service = engine.start_service_process(&[]).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(180);
+    loop {
+        finished_pods += engine.finish_running_pods().await;
+        let mut done = 0;
+        for (_, operation_id) in &operations {
+            done += usize::from(!engine.operation(operation_id).await.state.is_active());
+        }
+        if done == OPERATIONS {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "only {done} of {OPERATIONS} operations ended");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (mut attempts, mut claims) = (0, 0);
+    for (runtime_id, operation_id) in &operations {
+        let operation = engine.operation(operation_id).await;
+        assert_eq!(operation.state, provisioner::domain::OperationState::Succeeded, "{runtime_id}: {operation:?}");
+        assert_eq!(engine.jobs_of_operation(operation_id).await.len(), 1, "{runtime_id}");
+        assert_eq!(engine.pods_of_operation(operation_id).await.len(), 1, "{runtime_id}");
+        attempts += operation.attempts;
+        claims += operation.claims;
+    }
+    assert_eq!(engine.credentials_secrets().await, Vec::<String>::new());
+    RunLog::read(&service.log()).assert_no_overlap();
+    println!(
+        "crash cycle: {OPERATIONS} operations, 20 SIGKILLs: {OPERATIONS} succeeded, {OPERATIONS} Jobs, {finished_pods} \
+         pods, {claims} claims, {attempts} attempts, 0 credentials Secrets left"
+    );
+    drop(service);
+    api.stop().await;
+}
+
+/// A GET to a service child process: the status, the JSON body and how long it took.
+async fn timed_get(http: &reqwest::Client, url: &str) -> (StatusCode, serde_json::Value, Duration) {
+    let started = tokio::time::Instant::now();
+    let response = http.get(url).send().await.unwrap_or_else(|error| panic!("GET {url}: {error}"));
+    let status = StatusCode::from_u16(response.status().as_u16()).unwrap();
+    let body = response.json().await.unwrap_or(serde_json::Value::Null);
+    (status, body, started.elapsed())
+}
+
+/// The in-flight gauge of a service child process.
+async fn runs_in_flight(http: &reqwest::Client, metrics_url: &str) -> i64 {
+    let metrics = http.get(metrics_url).send().await.unwrap().text().await.unwrap();
+    let line = metrics.lines().find(|line| line.starts_with("provisioner_operations_in_flight ")).expect("gauge");
+    line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+fn socket_address(url: &str) -> std::net::SocketAddr {
+    let url = reqwest::Url::parse(url).unwrap();
+    format!("{}:{}", url.host_str().unwrap(), url.port_or_known_default().unwrap()).parse().unwrap()
+}
+
+/// Runs in flight while the database is cut for 15 s and for 40 s and the API server for 20 s, each through a
+/// fault-injecting proxy in front of the service (a child process): no operation runs twice, requests answer 503
+/// fast while the database is away, /healthz tells which dependency is missing, and everything recovers by
+/// itself; every run ends Succeeded, the outages having used no attempt.
+#[tokio::test]
+async fn runs_survive_database_and_api_server_outages() {
+    const RUNS: usize = 10;
+    let worker = [("APP_WORKER_LEASE", "3s"), ("APP_WORKER_POLL_INTERVAL", "200ms")];
+    let (engine, api) = Engine::start_api_only(Backend::Postgres, &worker).await;
+    let direct = provisioner::store::Store::connect(&engine.app.database.url, 2, Duration::from_secs(3)).await.unwrap();
+    let database = FaultProxy::start(socket_address(&engine.app.database.url)).await;
+    let mut proxied_url = reqwest::Url::parse(&engine.app.database.url).unwrap();
+    proxied_url.set_port(Some(database.address().port())).unwrap();
+    let api_server = FaultProxy::start(socket_address(engine.control_plane.server_url())).await;
+    let metrics_address = format!("127.0.0.1:{}", common::server_process::free_port());
+    let settings = [
+        ("DATABASE_URL", proxied_url.as_str()),
+        ("APP_DATABASE_ACQUIRE_TIMEOUT", "1s"),
+        ("APP_METRICS_ADDRESS", metrics_address.as_str()),
+    ];
+    let mut service = engine.start_service_process_via(&settings, &format!("https://{}", api_server.address())).await;
+    let base = format!("http://127.0.0.1:{}", service.port());
+    let metrics_url = format!("http://{metrics_address}/metrics");
+    let http = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(30)).build().unwrap();
+
+    let mut operations = Vec::new();
+    for index in 0..RUNS {
+        operations.push(engine.provision(&provision_body(&format!("outage-{index}"))).await);
+    }
+    for (_, operation_id) in &operations {
+        engine.wait_for_stage(operation_id, "WaitForJob", WAIT).await;
+    }
+    let in_progress = async || {
+        let mut count = 0;
+        for (_, operation_id) in &operations {
+            let operation = direct.find_operation(operation_id.parse().unwrap()).await.unwrap().unwrap();
+            count += i64::from(operation.state == provisioner::domain::OperationState::InProgress);
+        }
+        count
+    };
+    let status_url = format!("{base}/api/v1/provisions/{}", operations[0].0);
+    let health_url = format!("{base}/healthz");
+    // The acquire timeout (1 s) plus a margin.
+    let limit = Duration::from_millis(2500);
+    let mut most_in_flight = 0;
+
+    for outage in [Duration::from_secs(15), Duration::from_secs(40)] {
+        database.cut();
+        let restore_at = tokio::time::Instant::now() + outage;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let mut checks = 0;
+        while tokio::time::Instant::now() + limit * 2 < restore_at {
+            let (status, body, took) = timed_get(&http, &status_url).await;
+            assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+            assert!(took < limit, "a status read took {took:?} to answer 503");
+            assert_eq!(body["error"]["code"], "unavailable", "{body}");
+            assert_eq!(body["error"]["component"], "database", "{body}");
+            let message = body["error"]["message"].as_str().unwrap();
+            assert!(!message.contains("127.0.0.1") && !message.contains("os error"), "internal detail: {message}");
+            let (status, body, took) = timed_get(&http, &health_url).await;
+            assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+            assert!(took < limit, "/healthz took {took:?} to answer 503");
+            assert_eq!(body["database"], "unavailable", "{body}");
+            let in_flight = runs_in_flight(&http, &metrics_url).await;
+            most_in_flight = most_in_flight.max(in_flight);
+            assert!(in_flight <= in_progress().await, "more runs than operations in progress");
+            checks += 1;
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        tokio::time::sleep_until(restore_at).await;
+        database.restore();
+        let recovered = tokio::time::Instant::now() + WAIT;
+        while timed_get(&http, &health_url).await.0 != StatusCode::OK {
+            assert!(tokio::time::Instant::now() < recovered, "/healthz did not recover after the database outage");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        println!("database cut for {outage:?}: {checks} rounds of reads answered 503 within {limit:?}; recovered");
+    }
+
+    // Every run is followed again once its lease has expired and the worker claimed it anew.
+    let resumed = tokio::time::Instant::now() + WAIT;
+    while runs_in_flight(&http, &metrics_url).await < RUNS as i64 {
+        assert!(tokio::time::Instant::now() < resumed, "the runs were not resumed after the outages");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    api_server.cut();
+    let restore_at = tokio::time::Instant::now() + Duration::from_secs(20);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    while tokio::time::Instant::now() + limit < restore_at {
+        let (status, body, took) = timed_get(&http, &health_url).await;
+        assert!(took < limit, "/healthz took {took:?}");
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["kubernetes"], "unavailable", "{body}");
+        assert_eq!(body["database"], "ok", "{body}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    tokio::time::sleep_until(restore_at).await;
+    api_server.restore();
+    let recovered = tokio::time::Instant::now() + WAIT;
+    while timed_get(&http, &health_url).await.1["kubernetes"] != "ok" {
+        assert!(tokio::time::Instant::now() < recovered, "/healthz did not recover after the API server outage");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    println!("API server cut for 20s: /healthz said kubernetes unavailable; recovered");
+
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        engine.finish_running_pods().await;
+        if in_progress().await == 0 {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "runs did not finish after the outages");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (mut claims, mut attempts) = (0, 0);
+    for (runtime_id, operation_id) in &operations {
+        let operation = direct.find_operation(operation_id.parse().unwrap()).await.unwrap().unwrap();
+        assert_eq!(operation.state, provisioner::domain::OperationState::Succeeded, "{runtime_id}: {operation:?}");
+        assert_eq!(operation.attempts, 1, "{runtime_id}: the outages used an attempt");
+        assert_eq!(engine.jobs_of_operation(operation_id).await.len(), 1, "{runtime_id}");
+        assert_eq!(engine.pods_of_operation(operation_id).await.len(), 1, "{runtime_id}");
+        claims += operation.claims;
+        attempts += operation.attempts;
+    }
+    let status = service.terminate(Duration::from_secs(40)).await.expect("the service stops");
+    assert!(status.success(), "{status}");
+    let runs = RunLog::read(&service.log());
+    runs.assert_no_overlap();
+    assert!(runs.started >= RUNS * 2, "the runs were not stopped by the database outages: {runs:?}");
+    println!(
+        "outages: {RUNS} runs, all Succeeded with 1 Job and 1 pod each; {} runs started, {claims} claims, \
+         {attempts} attempts; at most {most_in_flight} runs in flight during the database outages, never more than \
+         the operations in progress; never two runs of one operation at once",
+        runs.started
+    );
+    api.stop().await;
 }

@@ -14,3 +14,11 @@ CREATE INDEX "operation_state_created_at_idx" ON "operation" ("state", "created_
 CREATE UNIQUE INDEX "operation_one_active_per_runtime_idx" ON "operation" ("runtime_id") WHERE "state" IN ('Pending', 'InProgress');
 
 CREATE UNIQUE INDEX "runtime_live_name_idx" ON "runtime" ("name") WHERE "deleted_at" IS NULL;
+
+ALTER TABLE "operation" ADD COLUMN "claim_token" uuid;
+
+ALTER TABLE "operation" ADD COLUMN "claims" integer NOT NULL DEFAULT 0;
+
+ALTER TABLE "operation" ADD COLUMN "progress_since_claim" bool NOT NULL DEFAULT FALSE;
+
+UPDATE "operation" SET "claims" = "attempts";

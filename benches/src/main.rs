@@ -215,7 +215,7 @@ async fn phases(
 
     // Phase 2: seeding through the store, concurrently.
     eprintln!("seeding {} runtimes through the store...", args.runtimes);
-    let store = Store::connect(&reads_db, 16).await?;
+    let store = Store::connect(&reads_db, 16, std::time::Duration::from_secs(3)).await?;
     let started = Instant::now();
     let seeded = seed(&store, args.runtimes).await?;
     let seed_secs = started.elapsed().as_secs_f64();
@@ -224,7 +224,7 @@ async fn phases(
     let rss_seeded = server.rss_kib()?;
 
     // The baseline: the same two queries behind a bare axum handler in this process.
-    let baseline_store = Store::connect(&reads_db, 10).await?;
+    let baseline_store = Store::connect(&reads_db, 10, std::time::Duration::from_secs(3)).await?;
     let baseline = start_baseline(baseline_store).await?;
 
     // Background API-server traffic while nothing is asked of the server.

@@ -6,6 +6,7 @@ use sea_orm_migration::prelude::*;
 use sea_orm_migration::sea_orm::DbBackend;
 
 mod m20261129_000001_create_runtime_and_operation;
+mod m20261201_000001_claim_tokens;
 
 pub use sea_orm_migration::MigratorTrait;
 
@@ -19,7 +20,10 @@ pub(crate) trait SchemaStatements {
 #[async_trait::async_trait]
 impl MigratorTrait for Migrator {
     fn migrations() -> Vec<Box<dyn MigrationTrait>> {
-        vec![Box::new(m20261129_000001_create_runtime_and_operation::Migration)]
+        vec![
+            Box::new(m20261129_000001_create_runtime_and_operation::Migration),
+            Box::new(m20261201_000001_claim_tokens::Migration),
+        ]
     }
 }
 
@@ -38,7 +42,8 @@ pub fn postgres_schema_sql() -> String {
         "-- Generated from the migrations crate by `make generate`; do not edit by hand.\n\
          -- The service applies these migrations itself at start-up (or run `cargo run -p migrations -- up`).\n",
     );
-    let migrations: Vec<&dyn SchemaStatements> = vec![&m20261129_000001_create_runtime_and_operation::Migration];
+    let migrations: Vec<&dyn SchemaStatements> =
+        vec![&m20261129_000001_create_runtime_and_operation::Migration, &m20261201_000001_claim_tokens::Migration];
     for migration in migrations {
         for statement in migration.statements(DbBackend::Postgres) {
             sql.push('\n');

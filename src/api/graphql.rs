@@ -16,6 +16,7 @@ use chrono::{DateTime, Utc};
 
 use super::authn::Identity;
 
+use super::error::classify;
 use crate::domain::{ClusterConfig, Labels, LastError, Operation, OperationState, OperationType, ProvisionRequest};
 use crate::service::{self, Conflict, Service};
 
@@ -101,32 +102,20 @@ pub fn schema_sdl() -> String {
 /// The one place where service errors get their GraphQL form: a message plus `extensions` with `code`
 /// (a GraphQL-style name), the Kyma-style `error_code`, `error_reason` and `error_component`, and `field`.
 pub fn graphql_error(error: service::Error) -> async_graphql::Error {
-    let (code, status, reason, component, field) = match &error {
-        service::Error::Invalid(invalid) => {
-            ("BAD_REQUEST", 400, "invalid_input", "provisioner", Some(invalid.field.clone()))
-        }
-        service::Error::NotFound { .. } => ("NOT_FOUND", 404, "not_found", "provisioner", None),
-        service::Error::Conflict { conflict, .. } => ("CONFLICT", 409, conflict.code(), "provisioner", None),
-        service::Error::IdempotencyKeyReused => {
-            ("BAD_REQUEST", 422, "idempotency_key_reused", "provisioner", Some("Idempotency-Key".to_owned()))
-        }
-        service::Error::Unavailable { component, .. } => ("UNAVAILABLE", 503, "unavailable", *component, None),
-        service::Error::Store(_) => ("INTERNAL", 500, "internal", "database", None),
+    let classified = classify(error);
+    let code = match classified.status {
+        StatusCode::BAD_REQUEST | StatusCode::UNPROCESSABLE_ENTITY => "BAD_REQUEST",
+        StatusCode::NOT_FOUND => "NOT_FOUND",
+        StatusCode::CONFLICT => "CONFLICT",
+        StatusCode::SERVICE_UNAVAILABLE => "UNAVAILABLE",
+        _ => "INTERNAL",
     };
-    let message = match &error {
-        // Internal details stay in the log, not in the answer.
-        service::Error::Store(store_error) => {
-            tracing::error!(error = %store_error, "store failure while answering a GraphQL request");
-            "internal error".to_owned()
-        }
-        other => other.to_string(),
-    };
-    async_graphql::Error::new(message).extend_with(|_, extensions| {
+    async_graphql::Error::new(classified.message).extend_with(|_, extensions| {
         extensions.set("code", code);
-        extensions.set("error_code", status);
-        extensions.set("error_reason", reason);
-        extensions.set("error_component", component);
-        if let Some(field) = &field {
+        extensions.set("error_code", classified.status.as_u16());
+        extensions.set("error_reason", classified.code);
+        extensions.set("error_component", classified.component);
+        if let Some(field) = &classified.field {
             extensions.set("field", field.as_str());
         }
     })

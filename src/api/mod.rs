@@ -2,6 +2,7 @@
 //! request limits (body size, time, concurrency) and the per-request tracing and metrics.
 
 pub mod authn;
+pub mod error;
 pub mod graphql;
 pub mod rest;
 

@@ -18,6 +18,7 @@ use utoipa::{Modify, OpenApi, ToSchema};
 
 use super::AppState;
 use super::authn::Identity;
+use super::error::classify;
 use crate::domain::{LastError, Operation, OperationState, OperationType, ProvisionRequest};
 use crate::service::{self, ExecutorHealth, RuntimeStatus};
 
@@ -125,15 +126,20 @@ pub struct ErrorDetail {
     /// The offending field, as a path into the request body (or a header name).
     #[serde(skip_serializing_if = "Option::is_none")]
     field: Option<String>,
+    /// For `unavailable`: the dependency that did not answer (`database`, `auth-service`, `kubernetes`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    component: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Health {
     /// `ok`, or `unavailable` when the database cannot be reached (then the answer is 503).
     status: String,
+    /// `ok`, or `unavailable` when a ping does not succeed within 1 s.
     database: String,
-    /// `ok`, `syncing` (the Job cache has not listed yet) or `unavailable` (no cluster configured: operations
-    /// wait in the queue).
+    /// `ok`, `syncing` (the Job cache has not listed yet) or `unavailable` (the API server does not answer within
+    /// 1 s, or no cluster is configured: operations wait in the queue). It does not make the answer 503: the API
+    /// still serves, and restarting would not help.
     kubernetes: String,
 }
 
@@ -185,6 +191,7 @@ impl From<service::Error> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let mut component = None;
         let (status, code, message, field) = match self {
             ApiError::UnsupportedMediaType => (
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -235,34 +242,21 @@ impl IntoResponse for ApiError {
                 format!("{method} is not allowed on this path"),
                 None,
             ),
-            ApiError::Service(error) => service_error_parts(error),
+            ApiError::Service(error) => {
+                let classified = classify(error);
+                if classified.status == StatusCode::SERVICE_UNAVAILABLE {
+                    component = Some(classified.component.to_owned());
+                }
+                (classified.status, classified.code.to_owned(), classified.message, classified.field)
+            }
         };
-        let mut response = (status, Json(ErrorBody { error: ErrorDetail { code, message, field } })).into_response();
+        let mut response =
+            (status, Json(ErrorBody { error: ErrorDetail { code, message, field, component } })).into_response();
         if status == StatusCode::UNAUTHORIZED {
             // RFC 6750: names the scheme the client has to use.
             response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         response
-    }
-}
-
-fn service_error_parts(error: service::Error) -> (StatusCode, String, String, Option<String>) {
-    let message = error.to_string();
-    match error {
-        service::Error::Invalid(invalid) => {
-            (StatusCode::BAD_REQUEST, "invalid_input".into(), message, Some(invalid.field))
-        }
-        service::Error::NotFound { .. } => (StatusCode::NOT_FOUND, "not_found".into(), message, None),
-        service::Error::Conflict { conflict, .. } => (StatusCode::CONFLICT, conflict.code().into(), message, None),
-        service::Error::IdempotencyKeyReused => {
-            (StatusCode::UNPROCESSABLE_ENTITY, "idempotency_key_reused".into(), message, Some("Idempotency-Key".into()))
-        }
-        service::Error::Unavailable { .. } => (StatusCode::SERVICE_UNAVAILABLE, "unavailable".into(), message, None),
-        service::Error::Store(store_error) => {
-            // Internal details stay in the log, not in the answer.
-            tracing::error!(error = %store_error, "store failure while answering a REST request");
-            (StatusCode::INTERNAL_SERVER_ERROR, "internal".into(), "internal error".into(), None)
-        }
     }
 }
 
@@ -452,17 +446,19 @@ pub async fn delete_provision(
     )
 )]
 pub async fn healthz(State(state): State<AppState>) -> Response {
-    let kubernetes = match state.service.executor_health().await {
+    // Each dependency has its own budget, checked at the same time, so the answer comes within about a second.
+    let (kubernetes, database) = tokio::join!(state.service.executor_health(), state.service.database_health());
+    let kubernetes = match kubernetes {
         ExecutorHealth::Ready => "ok",
         ExecutorHealth::Syncing => "syncing",
-        ExecutorHealth::NotConfigured => "unavailable",
+        ExecutorHealth::Unreachable | ExecutorHealth::NotConfigured => "unavailable",
     }
     .to_owned();
-    match state.service.database_health().await {
+    match database {
         Ok(()) => Json(Health { status: "ok".into(), database: "ok".into(), kubernetes }).into_response(),
         Err(error) => {
             tracing::warn!(%error, "health check failed");
-            let health = Health { status: "unavailable".into(), database: error.to_string(), kubernetes };
+            let health = Health { status: "unavailable".into(), database: "unavailable".into(), kubernetes };
             (StatusCode::SERVICE_UNAVAILABLE, Json(health)).into_response()
         }
     }

@@ -225,7 +225,10 @@ pub struct Operation {
     pub stage: String,
     pub message: String,
     pub last_error: Option<LastError>,
+    /// Claims that used the attempt budget: the first, and resumes after a holder that made no progress.
     pub attempts: i32,
+    /// Every claim by a worker, including resumes after a graceful release or while only waiting for the Job.
+    pub claims: i32,
     pub created_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,
     pub updated_at: DateTime<Utc>,
@@ -248,6 +251,7 @@ impl Operation {
             message: format!("Operation queued: waiting for a worker to start {verb}"),
             last_error: None,
             attempts: 0,
+            claims: 0,
             created_at: now,
             started_at: None,
             updated_at: now,

@@ -29,6 +29,8 @@ const CONFIG_DIR: &str = "/etc/provisioner/config";
 const AWS_CONFIG_DIR: &str = "/var/run/provisioner/aws";
 const CREDENTIALS_DIR: &str = "/var/run/secrets/provisioner/credentials";
 const RUNNER_GRACE_PERIOD_SECONDS: i64 = 300;
+/// How long a stopped runner may take to interrupt Terraform and exit.
+pub const RUNNER_GRACE_PERIOD: Duration = Duration::from_secs(RUNNER_GRACE_PERIOD_SECONDS as u64);
 /// Finished Jobs (and their pods, with the logs) stay a week for inspection, then the TTL controller removes them.
 const FINISHED_JOB_TTL_SECONDS: i32 = 7 * 24 * 3600;
 

@@ -23,7 +23,7 @@ use uuid::Uuid;
 
 use crate::domain::OperationType;
 use crate::domain::run::{JobState, RunNames};
-pub use job::{JobSettings, RUNNER_CONTAINER};
+pub use job::{JobSettings, RUNNER_CONTAINER, RUNNER_GRACE_PERIOD};
 
 /// Labels on every object this service creates; the operation label says which run an object belongs to.
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
@@ -51,6 +51,8 @@ pub enum Error {
     NoKubeconfig(String),
     #[error("no runner pod exists for Job {0}")]
     NoPod(String),
+    #[error("the Job cache has not listed the Jobs yet")]
+    CacheNotSynced,
 }
 
 impl Error {
@@ -58,8 +60,23 @@ impl Error {
     pub fn is_transient(&self) -> bool {
         match self {
             Error::Kube(kube::Error::Api(status)) => status.code >= 500 || status.code == 409 || status.code == 429,
-            Error::Kube(_) | Error::StillDeleting { .. } => true,
+            Error::Kube(_) | Error::StillDeleting { .. } | Error::CacheNotSynced => true,
             Error::NotOurs { .. } | Error::NoKubeconfig(_) | Error::NoPod(_) => false,
+        }
+    }
+
+    /// What operation statuses may show: the API server's own refusal, or that it could not be reached, never
+    /// its address or the operating system's error text (those go to the log).
+    pub fn public_message(&self) -> String {
+        match self {
+            Error::Kube(kube::Error::Api(status)) => {
+                format!("the Kubernetes API server refused the request ({}): {}", status.code, status.message)
+            }
+            Error::Kube(_) => "the Kubernetes API server is unreachable".to_owned(),
+            Error::CacheNotSynced => "the Job cache has not synced with the Kubernetes API server yet".to_owned(),
+            Error::NotOurs { .. } | Error::StillDeleting { .. } | Error::NoKubeconfig(_) | Error::NoPod(_) => {
+                self.to_string()
+            }
         }
     }
 
@@ -371,6 +388,101 @@ impl Executor {
         Ok(logs)
     }
 
+    /// Stops a run's Job before the run ends, so that no Terraform of it can still be running afterwards: a Job
+    /// that has not finished is deleted with background propagation (its pods get their grace period, in which
+    /// the runner interrupts Terraform so that it writes its state and releases the lock), after the credentials
+    /// Secret was taken out of the Job's ownership so that the garbage collector cannot remove it while a pod
+    /// still mounts it. Then waits up to `wait` until no pod of the run is running.
+    pub async fn stop_job(&self, names: &RunNames, operation_id: Uuid, wait: Duration) -> Result<JobStop> {
+        let mut stop = JobStop::NotRunning;
+        if let Some(job) = self.api::<Job>().get_opt(&names.job).await?
+            && belongs_to(job.meta(), operation_id)
+            && job.metadata.deletion_timestamp.is_none()
+            && job::finished(&job).is_none()
+        {
+            self.remove_owner::<Secret>(&names.credentials_secret, &job.uid().unwrap_or_default()).await?;
+            let params =
+                DeleteParams { propagation_policy: Some(PropagationPolicy::Background), ..DeleteParams::default() };
+            match self.api::<Job>().delete(&names.job, &params).await {
+                Ok(_) => stop = JobStop::Stopped,
+                Err(kube::Error::Api(status)) if status.code == 404 => {}
+                Err(error) => return Err(error.into()),
+            }
+        }
+        let deadline = tokio::time::Instant::now() + wait;
+        let selector = format!("{OPERATION_LABEL}={operation_id}");
+        loop {
+            let running = self.running_pods(&selector).await?;
+            if running.is_empty() {
+                return Ok(stop);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Ok(JobStop::StillRunning { pods: running });
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    /// Names of the pods matching `selector` that have not reached a final phase (a pod being deleted counts
+    /// until it is gone or its containers have stopped).
+    async fn running_pods(&self, selector: &str) -> Result<Vec<String>> {
+        let pods = self.api::<Pod>().list(&ListParams::default().labels(selector)).await?;
+        Ok(pods.items.into_iter().filter(|pod| !pod_finished(pod)).map(|pod| pod.name_any()).collect())
+    }
+
+    /// A Job or pod of another operation on the same runtime that may still run Terraform, asked of the API
+    /// server (not the cache, which may not have seen a Job another replica created a moment ago).
+    pub async fn other_run_of_runtime(&self, runtime_id: Uuid, operation_id: Uuid) -> Result<Option<String>> {
+        let selector =
+            ListParams::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY},{RUNTIME_LABEL}={runtime_id}"));
+        let others = |meta: &ObjectMeta| !belongs_to(meta, operation_id);
+        let jobs = self.api::<Job>().list(&selector).await?;
+        if let Some(job) = jobs.items.iter().find(|job| others(job.meta()) && job::finished(job).is_none()) {
+            return Ok(Some(format!("Job {}", job.name_any())));
+        }
+        let pods = self.api::<Pod>().list(&selector).await?;
+        Ok(pods
+            .items
+            .iter()
+            .find(|pod| others(pod.meta()) && !pod_finished(pod))
+            .map(|pod| format!("pod {}", pod.name_any())))
+    }
+
+    /// A Job of the runtime that has not finished, from the watch-backed cache (no API request once it has
+    /// listed; a process that just started waits up to `sync` for that first list).
+    pub async fn cached_active_job_of_runtime(&self, runtime_id: Uuid, sync: Duration) -> Result<Option<String>> {
+        if !matches!(tokio::time::timeout(sync, self.wait_until_cache_ready()).await, Ok(true)) {
+            return Err(Error::CacheNotSynced);
+        }
+        let runtime_id = runtime_id.to_string();
+        Ok(self
+            .jobs
+            .state()
+            .into_iter()
+            .filter(|job| job.labels().get(RUNTIME_LABEL) == Some(&runtime_id))
+            .find(|job| job::finished(job).is_none())
+            .map(|job| job.name_any()))
+    }
+
+    /// Whether the API server answers within `budget` (for `/healthz`: the cache alone cannot tell an outage
+    /// from a quiet period).
+    pub async fn api_server_reachable(&self, budget: Duration) -> bool {
+        matches!(tokio::time::timeout(budget, self.client.apiserver_version()).await, Ok(Ok(_)))
+    }
+
+    async fn remove_owner<K: RunObject>(&self, name: &str, owner_uid: &str) -> Result<()> {
+        let api = self.api::<K>();
+        let Some(mut object) = api.get_opt(name).await? else { return Ok(()) };
+        let Some(owners) = object.meta_mut().owner_references.as_mut() else { return Ok(()) };
+        let before = owners.len();
+        owners.retain(|owner| owner.uid != owner_uid);
+        if owners.len() == before {
+            return Ok(());
+        }
+        api.replace(name, &PostParams::default(), &object).await?;
+        Ok(())
+    }
+
     /// The kubeconfig terraform-runner published; `None` while the outputs Secret does not exist.
     pub async fn kubeconfig(&self, names: &RunNames) -> Result<Option<String>> {
         let Some(secret) = self.api::<Secret>().get_opt(&names.outputs_secret).await? else { return Ok(None) };
@@ -390,6 +502,22 @@ impl Executor {
             }
         }
     }
+}
+
+/// What stopping a run's Job found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobStop {
+    /// The Job had finished (or did not exist) and no pod of the run is running.
+    NotRunning,
+    /// The Job was still running: it was deleted, and its pods are gone now.
+    Stopped,
+    /// Pods of the run were still running when the wait ended.
+    StillRunning { pods: Vec<String> },
+}
+
+fn pod_finished(pod: &Pod) -> bool {
+    let phase = pod.status.as_ref().and_then(|status| status.phase.as_deref());
+    matches!(phase, Some("Succeeded" | "Failed"))
 }
 
 /// The labels of one run's objects.

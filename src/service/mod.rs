@@ -29,6 +29,8 @@ pub enum Conflict {
     AlreadyDeprovisioned,
     /// No runner pod exists yet, so there are no logs.
     NoRunnerPod,
+    /// A Job of an earlier operation on the runtime is still running: only one Terraform per runtime at a time.
+    JobStillRunning,
 }
 
 impl Conflict {
@@ -39,6 +41,7 @@ impl Conflict {
             Conflict::NotReady => "not_ready",
             Conflict::AlreadyDeprovisioned => "already_deprovisioned",
             Conflict::NoRunnerPod => "no_runner_pod",
+            Conflict::JobStillRunning => "job_still_running",
         }
     }
 }
@@ -53,10 +56,25 @@ pub enum Error {
     Conflict { conflict: Conflict, message: String },
     #[error("the Idempotency-Key was already used for a different request")]
     IdempotencyKeyReused,
+    /// A dependency did not answer; `message` says what the caller can do (never an internal address).
     #[error("{component} is unavailable: {message}")]
     Unavailable { component: &'static str, message: String },
     #[error(transparent)]
-    Store(#[from] store::Error),
+    Store(store::Error),
+}
+
+impl From<store::Error> for Error {
+    fn from(error: store::Error) -> Self {
+        if error.is_unavailable() {
+            // The detail (host, OS error) stays in the log, with the request's id from its span.
+            tracing::warn!(%error, "the database is unavailable");
+            return Error::Unavailable {
+                component: "database",
+                message: "it did not answer in time; nothing was changed, try again shortly".to_owned(),
+            };
+        }
+        Error::Store(error)
+    }
 }
 
 impl From<Invalid> for Error {
@@ -85,12 +103,20 @@ pub struct RuntimeStatus {
 /// Largest page of `runtimes`.
 pub const MAX_PAGE_SIZE: i32 = 100;
 
+/// How long a request of a process that just started waits for the Job cache's first list.
+const JOB_CACHE_SYNC: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How long `/healthz` waits for each dependency.
+pub const HEALTH_BUDGET: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Whether the Kubernetes side can be reached, for `/healthz`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExecutorHealth {
     Ready,
     /// Configured, but the Job cache has not synced with the API server (yet).
     Syncing,
+    /// The API server does not answer within [`HEALTH_BUDGET`].
+    Unreachable,
     /// No cluster configured: the API works, operations wait in the queue.
     NotConfigured,
 }
@@ -186,7 +212,16 @@ impl Service {
             .into()),
             Err(error) => {
                 tracing::warn!(%error, "could not resolve the credential at request time");
-                Err(Error::Unavailable { component: "auth-service", message: error.to_string() })
+                let what = match &error {
+                    auth::Error::Unavailable { .. } => "no answer, or a server error".to_owned(),
+                    other => other.public_message(),
+                };
+                Err(Error::Unavailable {
+                    component: "auth-service",
+                    message: format!(
+                        "{what}; the credential could not be checked and nothing was recorded, try again shortly"
+                    ),
+                })
             }
         }
     }
@@ -215,6 +250,24 @@ impl Service {
         }
         if status.last_operation.state.is_active() {
             return Err(operation_in_progress(&status.last_operation));
+        }
+        // The earlier operation ended, but its Job may not have (a run that ended without stopping it): a second
+        // Terraform on the same state must not start beside it.
+        let running = match &self.executor {
+            Some(executor) => executor
+                .cached_active_job_of_runtime(status.runtime.id, JOB_CACHE_SYNC)
+                .await
+                .map_err(executor_error)?,
+            None => None,
+        };
+        if let Some(job) = running {
+            return Err(Error::Conflict {
+                conflict: Conflict::JobStillRunning,
+                message: format!(
+                    "Job {job} of an earlier operation on runtime {} is still running; try again once it has ended",
+                    status.runtime.id
+                ),
+            });
         }
         let operation = Operation::queued(status.runtime.id, OperationType::Deprovision, store::now());
         match self.store.insert_operation(&operation).await {
@@ -345,6 +398,9 @@ impl Service {
         match &self.executor {
             None => ExecutorHealth::NotConfigured,
             Some(executor) => {
+                if !executor.api_server_reachable(HEALTH_BUDGET).await {
+                    return ExecutorHealth::Unreachable;
+                }
                 let ready =
                     tokio::time::timeout(std::time::Duration::from_millis(50), executor.wait_until_cache_ready()).await;
                 if matches!(ready, Ok(true)) { ExecutorHealth::Ready } else { ExecutorHealth::Syncing }
@@ -368,10 +424,15 @@ impl Service {
     }
 
     pub async fn database_health(&self) -> Result<()> {
-        self.store
-            .ping()
-            .await
-            .map_err(|error| Error::Unavailable { component: "database", message: error.to_string() })
+        let unavailable = |message: &str| Error::Unavailable { component: "database", message: message.to_owned() };
+        match tokio::time::timeout(HEALTH_BUDGET, self.store.ping()).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "health check: the database is unavailable");
+                Err(unavailable("the ping failed"))
+            }
+            Err(_) => Err(unavailable("no answer within 1s")),
+        }
     }
 
     pub async fn operation_counts(&self) -> Result<Vec<OperationCount>> {
@@ -381,7 +442,7 @@ impl Service {
 
 fn executor_error(error: executor::Error) -> Error {
     tracing::warn!(%error, "Kubernetes request failed");
-    Error::Unavailable { component: "kubernetes", message: error.to_string() }
+    Error::Unavailable { component: "kubernetes", message: format!("{}; try again shortly", error.public_message()) }
 }
 
 fn operation_in_progress(operation: &Operation) -> Error {

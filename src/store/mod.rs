@@ -9,11 +9,13 @@ use chrono::{DateTime, Utc};
 use migrations::{Migrator, MigratorTrait};
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, ConnectOptions, Database, DatabaseConnection, DbBackend, DbErr, EntityTrait,
-    IntoActiveModel, JoinType, QueryFilter, QueryOrder, QuerySelect, RelationDef, SqlErr, Statement, TransactionTrait,
+    ActiveModelTrait, ColumnTrait, ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend, DbErr,
+    EntityTrait, IntoActiveModel, JoinType, QueryFilter, QueryOrder, QuerySelect, RelationDef, SqlErr, Statement,
+    TransactionTrait,
 };
 use uuid::Uuid;
 
+use crate::domain::run::Stage;
 use crate::domain::{ClusterConfig, Labels, LastError, Operation, OperationState, OperationType, Runtime, RuntimePage};
 use entity::{idempotency_key, operation, runtime};
 
@@ -31,6 +33,30 @@ pub enum Error {
     Corrupt(String),
     #[error("database error: {0}")]
     Database(#[from] DbErr),
+}
+
+impl Error {
+    /// Whether the database could not be reached (no connection within the acquire timeout, a dropped connection),
+    /// as opposed to a statement it refused: callers answer 503 and retry rather than report a bug.
+    pub fn is_unavailable(&self) -> bool {
+        let Error::Database(error) = self else { return false };
+        let runtime = match error {
+            DbErr::ConnectionAcquire(_) | DbErr::Conn(_) => return true,
+            DbErr::Exec(runtime) | DbErr::Query(runtime) => runtime,
+            _ => return false,
+        };
+        match runtime {
+            sea_orm::RuntimeErr::SqlxError(sqlx) => matches!(
+                **sqlx,
+                sea_orm::sqlx::Error::Io(_)
+                    | sea_orm::sqlx::Error::PoolTimedOut
+                    | sea_orm::sqlx::Error::PoolClosed
+                    | sea_orm::sqlx::Error::Tls(_)
+                    | sea_orm::sqlx::Error::WorkerCrashed
+            ),
+            _ => false,
+        }
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -59,9 +85,14 @@ pub struct Store {
 
 impl Store {
     /// Connects and applies pending migrations, so a new database is ready on first start.
-    pub async fn connect(url: &str, max_connections: u32) -> Result<Self> {
+    pub async fn connect(url: &str, max_connections: u32, acquire_timeout: std::time::Duration) -> Result<Self> {
         let mut options = ConnectOptions::new(url.to_owned());
-        options.max_connections(max_connections).sqlx_logging(false);
+        // Without a short acquire timeout a database outage makes every request hang for the library's 30 s.
+        options
+            .max_connections(max_connections)
+            .acquire_timeout(acquire_timeout)
+            .connect_timeout(acquire_timeout)
+            .sqlx_logging(false);
         let db = Database::connect(options).await?;
         Migrator::up(&db, None).await?;
         Ok(Store { db })
@@ -198,104 +229,192 @@ impl Store {
     }
 }
 
-/// A worker's claim on an operation: who holds it and until when, unless the heartbeat extends it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Lease {
-    pub owner: String,
-    pub expires_at: DateTime<Utc>,
-}
-
-/// How an owned operation moves on; each write is fenced by the lease owner, so a worker that lost its lease
-/// can no longer change the operation.
+/// How an owned operation moves on; each write is fenced by the claim token, so a run whose claim was superseded
+/// (its lease expired and another claim took the operation) can no longer change it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Progress {
-    /// Now at `stage`, with this status message.
+    /// Now at `stage`, with this status message; a transient error shown while retrying is cleared.
     Stage { stage: String, message: String },
+    /// The step at the current stage failed transiently and is retried: shown as the status message and the
+    /// last error until the stage moves on.
+    Retrying { message: String, error: LastError },
     /// The run failed; the remaining steps only clean up.
     Failing { stage: String, message: String, error: LastError },
     /// The run ended. For a successful deprovisioning, the runtime is marked deleted in the same transaction.
     Finished { state: OperationState, stage: String, message: String },
 }
 
+/// One SQL statement with its parameters, numbered for the backend (`$n` on PostgreSQL, `?` in order on SQLite).
+struct Sql {
+    backend: DbBackend,
+    text: String,
+    values: Vec<sea_orm::Value>,
+}
+
+impl Sql {
+    fn new(backend: DbBackend) -> Self {
+        Sql { backend, text: String::new(), values: Vec::new() }
+    }
+
+    fn push(&mut self, text: &str) -> &mut Self {
+        self.text.push_str(text);
+        self
+    }
+
+    fn param(&mut self, value: impl Into<sea_orm::Value>) -> &mut Self {
+        self.values.push(value.into());
+        match self.backend {
+            DbBackend::Postgres => self.text.push_str(&format!("${}", self.values.len())),
+            _ => self.text.push('?'),
+        }
+        self
+    }
+
+    /// The database's clock: a claim that waited for a connection still gets its whole lease.
+    fn now(&mut self) -> &mut Self {
+        match self.backend {
+            DbBackend::Postgres => self.push("CURRENT_TIMESTAMP"),
+            // The format sqlx writes timestamps in (RFC 3339, UTC), so that stored values compare as text.
+            _ => self.push("strftime('%Y-%m-%dT%H:%M:%f+00:00', 'now')"),
+        }
+    }
+
+    fn now_plus(&mut self, duration: std::time::Duration) -> &mut Self {
+        match self.backend {
+            DbBackend::Postgres => {
+                self.push("(CURRENT_TIMESTAMP + make_interval(secs => ").param(duration.as_secs_f64()).push("))")
+            }
+            _ => self
+                .push("strftime('%Y-%m-%dT%H:%M:%f+00:00', 'now', ")
+                .param(format!("+{:.3} seconds", duration.as_secs_f64()))
+                .push(")"),
+        }
+    }
+
+    fn statement(&self) -> Statement {
+        Statement::from_sql_and_values(self.backend, self.text.clone(), self.values.clone())
+    }
+}
+
+/// A worker's hold on an operation: `token` is new for every claim and fences every write of the run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claim {
+    pub operation: Operation,
+    pub token: Uuid,
+}
+
 impl Store {
-    /// Claims the oldest Pending operation, or (with `resume_expired`) an InProgress one whose lease expired,
-    /// marking it InProgress under `lease` in the same statement. On PostgreSQL the row lock with SKIP LOCKED
-    /// makes concurrent claims from several processes skip each other's rows; SQLite serialises writers.
+    /// Claims the oldest Pending operation, or (with `resume_expired`) an InProgress one whose lease expired, except
+    /// those in `exclude` (the runs this process still follows), marking it InProgress under a new claim token with
+    /// a lease of `lease` from the database's clock, all in one statement. The claim uses an attempt when the
+    /// operation was Pending, or when the previous holder recorded no progress and was not waiting for its Job.
+    /// On PostgreSQL the row lock with SKIP LOCKED makes concurrent claims skip each other's rows; SQLite serialises
+    /// writers.
     pub async fn claim_operation(
         &self,
-        lease: &Lease,
-        now: DateTime<Utc>,
+        owner: &str,
+        lease: std::time::Duration,
         resume_expired: bool,
-    ) -> Result<Option<Operation>> {
+        exclude: &[Uuid],
+    ) -> Result<Option<Claim>> {
         let backend = self.db.get_database_backend();
-        let lock = match backend {
-            DbBackend::Postgres => "FOR UPDATE SKIP LOCKED",
-            _ => "",
-        };
-        let (p1, p2, p3, p4) = match backend {
-            DbBackend::Postgres => ("$1", "$2", "$3", "$4"),
-            _ => ("?", "?", "?", "?"),
-        };
-        let sql = format!(
-            "UPDATE operation SET state = 'InProgress', owner = {p1}, lease_expires_at = {p2}, \
-             started_at = COALESCE(started_at, {p3}), updated_at = {p3}, attempts = attempts + 1 \
-             WHERE id = (SELECT id FROM operation \
-                         WHERE state = 'Pending' OR (state = 'InProgress' AND {p4} AND lease_expires_at < {p3}) \
-                         ORDER BY created_at, id LIMIT 1 {lock}) \
-             RETURNING *"
-        );
-        let values: Vec<sea_orm::Value> = match backend {
-            DbBackend::Postgres => {
-                vec![lease.owner.clone().into(), lease.expires_at.into(), now.into(), resume_expired.into()]
+        let token = Uuid::now_v7();
+        let pending = state_to_str(OperationState::Pending);
+        let in_progress = state_to_str(OperationState::InProgress);
+        let mut sql = Sql::new(backend);
+        sql.push("UPDATE operation SET state = ")
+            .param(in_progress)
+            .push(", owner = ")
+            .param(owner)
+            .push(", claim_token = ")
+            .param(token)
+            .push(", lease_expires_at = ")
+            .now_plus(lease)
+            .push(", started_at = COALESCE(started_at, ")
+            .now()
+            .push("), updated_at = ")
+            .now()
+            .push(", claims = claims + 1, attempts = attempts + CASE WHEN state = ")
+            .param(pending)
+            .push(" OR (NOT progress_since_claim AND stage <> ")
+            .param(Stage::WaitForJob.as_str())
+            .push(") THEN 1 ELSE 0 END, progress_since_claim = ")
+            .param(false)
+            .push(" WHERE id = (SELECT id FROM operation WHERE (state = ")
+            .param(pending)
+            .push(" OR (state = ")
+            .param(in_progress)
+            .push(" AND ")
+            .param(resume_expired)
+            .push(" AND lease_expires_at < ")
+            .now()
+            .push("))");
+        if !exclude.is_empty() {
+            sql.push(" AND id NOT IN (");
+            for (index, id) in exclude.iter().enumerate() {
+                if index > 0 {
+                    sql.push(", ");
+                }
+                sql.param(*id);
             }
-            // Positional `?` parameters are bound in order of appearance.
-            _ => vec![
-                lease.owner.clone().into(),
-                lease.expires_at.into(),
-                now.into(),
-                now.into(),
-                resume_expired.into(),
-                now.into(),
-            ],
-        };
-        let claimed = operation::Entity::find()
-            .from_raw_sql(Statement::from_sql_and_values(backend, sql, values))
-            .one(&self.db)
-            .await?;
-        claimed.map(operation_from_model).transpose()
+            sql.push(")");
+        }
+        sql.push(" ORDER BY created_at, id LIMIT 1");
+        if backend == DbBackend::Postgres {
+            sql.push(" FOR UPDATE SKIP LOCKED");
+        }
+        sql.push(") RETURNING *");
+        let claimed = operation::Entity::find().from_raw_sql(sql.statement()).one(&self.db).await?;
+        claimed.map(|model| Ok(Claim { operation: operation_from_model(model)?, token })).transpose()
     }
 
-    /// Extends a lease; false when the operation is no longer ours (another worker took over, or it ended).
-    pub async fn extend_lease(&self, operation_id: Uuid, lease: &Lease) -> Result<bool> {
-        let updated = operation::Entity::update_many()
-            .col_expr(operation::Column::LeaseExpiresAt, Expr::value(lease.expires_at))
-            .filter(operation::Column::Id.eq(operation_id))
-            .filter(operation::Column::Owner.eq(lease.owner.clone()))
-            .filter(operation::Column::State.eq(state_to_str(OperationState::InProgress)))
-            .exec(&self.db)
-            .await?;
-        Ok(updated.rows_affected == 1)
+    /// Extends a lease by `lease` from the database's clock; false when the claim is no longer current (another
+    /// claim took over, or the operation ended).
+    pub async fn extend_lease(&self, operation_id: Uuid, token: Uuid, lease: std::time::Duration) -> Result<bool> {
+        let mut sql = Sql::new(self.db.get_database_backend());
+        sql.push("UPDATE operation SET lease_expires_at = ")
+            .now_plus(lease)
+            .push(" WHERE id = ")
+            .param(operation_id)
+            .push(" AND claim_token = ")
+            .param(token)
+            .push(" AND state = ")
+            .param(state_to_str(OperationState::InProgress));
+        Ok(self.db.execute_raw(sql.statement()).await?.rows_affected() == 1)
     }
 
-    /// Records progress of an owned operation; false when the lease was lost (the caller must stop).
-    pub async fn record_progress(&self, operation: &Operation, owner: &str, progress: Progress) -> Result<bool> {
+    /// Records progress of a claimed operation; false when the claim is no longer current (the caller must stop).
+    pub async fn record_progress(&self, operation: &Operation, token: Uuid, progress: Progress) -> Result<bool> {
         let now = now();
+        let no_text = || Expr::value(Option::<String>::None);
         let mut update = operation::Entity::update_many()
             .col_expr(operation::Column::UpdatedAt, Expr::value(now))
             .filter(operation::Column::Id.eq(operation.id))
-            .filter(operation::Column::Owner.eq(owner))
+            .filter(operation::Column::ClaimToken.eq(token))
             .filter(operation::Column::State.eq(state_to_str(OperationState::InProgress)));
         let mut runtime_deleted = false;
         match progress {
             Progress::Stage { stage, message } => {
                 update = update
                     .col_expr(operation::Column::Stage, Expr::value(stage))
-                    .col_expr(operation::Column::Message, Expr::value(message));
+                    .col_expr(operation::Column::Message, Expr::value(message))
+                    .col_expr(operation::Column::ProgressSinceClaim, Expr::value(true))
+                    .col_expr(operation::Column::LastErrorMessage, no_text())
+                    .col_expr(operation::Column::LastErrorReason, no_text())
+                    .col_expr(operation::Column::LastErrorComponent, no_text());
+            }
+            Progress::Retrying { message, error } => {
+                update = update
+                    .col_expr(operation::Column::Message, Expr::value(message))
+                    .col_expr(operation::Column::LastErrorMessage, Expr::value(error.err_message))
+                    .col_expr(operation::Column::LastErrorReason, Expr::value(error.reason))
+                    .col_expr(operation::Column::LastErrorComponent, Expr::value(error.component));
             }
             Progress::Failing { stage, message, error } => {
                 update = update
                     .col_expr(operation::Column::Stage, Expr::value(stage))
                     .col_expr(operation::Column::Message, Expr::value(message))
+                    .col_expr(operation::Column::ProgressSinceClaim, Expr::value(true))
                     .col_expr(operation::Column::LastErrorMessage, Expr::value(error.err_message))
                     .col_expr(operation::Column::LastErrorReason, Expr::value(error.reason))
                     .col_expr(operation::Column::LastErrorComponent, Expr::value(error.component));
@@ -303,12 +422,19 @@ impl Store {
             Progress::Finished { state, stage, message } => {
                 runtime_deleted =
                     state == OperationState::Succeeded && operation.operation_type == OperationType::Deprovision;
+                if state == OperationState::Succeeded {
+                    update = update
+                        .col_expr(operation::Column::LastErrorMessage, no_text())
+                        .col_expr(operation::Column::LastErrorReason, no_text())
+                        .col_expr(operation::Column::LastErrorComponent, no_text());
+                }
                 update = update
                     .col_expr(operation::Column::State, Expr::value(state_to_str(state)))
                     .col_expr(operation::Column::Stage, Expr::value(stage))
                     .col_expr(operation::Column::Message, Expr::value(message))
                     .col_expr(operation::Column::FinishedAt, Expr::value(now))
-                    .col_expr(operation::Column::Owner, Expr::value(Option::<String>::None))
+                    .col_expr(operation::Column::Owner, no_text())
+                    .col_expr(operation::Column::ClaimToken, Expr::value(Option::<Uuid>::None))
                     .col_expr(operation::Column::LeaseExpiresAt, Expr::value(Option::<DateTime<Utc>>::None));
             }
         }
@@ -328,15 +454,19 @@ impl Store {
         Ok(true)
     }
 
-    /// Gives an operation back on shutdown: it stays InProgress with an expired lease, so the next process
-    /// resumes it at once instead of waiting for the lease to run out.
-    pub async fn release(&self, operation_id: Uuid, owner: &str) -> Result<()> {
-        operation::Entity::update_many()
-            .col_expr(operation::Column::LeaseExpiresAt, Expr::value(now()))
-            .filter(operation::Column::Id.eq(operation_id))
-            .filter(operation::Column::Owner.eq(owner))
-            .exec(&self.db)
-            .await?;
+    /// Gives a claim back on shutdown: the operation stays InProgress with an expired lease, so the next process
+    /// resumes it at once instead of waiting for the lease to run out, and that resume uses no attempt.
+    pub async fn release(&self, operation_id: Uuid, token: Uuid) -> Result<()> {
+        let mut sql = Sql::new(self.db.get_database_backend());
+        sql.push("UPDATE operation SET lease_expires_at = ")
+            .now()
+            .push(", progress_since_claim = ")
+            .param(true)
+            .push(" WHERE id = ")
+            .param(operation_id)
+            .push(" AND claim_token = ")
+            .param(token);
+        self.db.execute_raw(sql.statement()).await?;
         Ok(())
     }
 }
@@ -407,6 +537,9 @@ fn operation_to_model(operation: &Operation) -> operation::Model {
         last_error_reason: last_error.map(|error| error.reason.clone()),
         last_error_component: last_error.map(|error| error.component.clone()),
         attempts: operation.attempts,
+        claims: operation.claims,
+        claim_token: None,
+        progress_since_claim: false,
         owner: None,
         lease_expires_at: None,
         created_at: operation.created_at,
@@ -434,6 +567,7 @@ fn operation_from_model(model: operation::Model) -> Result<Operation> {
         message: model.message,
         last_error,
         attempts: model.attempts,
+        claims: model.claims,
         created_at: model.created_at,
         started_at: model.started_at,
         updated_at: model.updated_at,

@@ -2,31 +2,38 @@
 //! machine of [`crate::domain::run`], and records the stage after every step, so that a crash, a restart or a
 //! second replica never loses an operation or runs one twice at the same time.
 
+use std::collections::HashSet;
+use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use tokio::sync::{Notify, Semaphore, watch};
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 use tracing::instrument;
 use uuid::Uuid;
 
 use crate::auth::{self, AuthClient};
 use crate::backoff::Backoff;
 use crate::domain::run::{JobState, RunNames, Stage};
-use crate::domain::{LastError, Operation, OperationState, OperationType, Runtime};
-use crate::executor::{self, Executor, run_labels};
+use crate::domain::{LastError, OperationState, OperationType, Runtime};
+use crate::executor::{self, Executor, JobStop, RUNNER_GRACE_PERIOD, run_labels};
 use crate::render::{Renderer, RunAction};
-use crate::store::{self, Lease, Progress, Store};
+use crate::store::{self, Claim, Progress, Store};
 use crate::telemetry::Metrics;
 
 /// How long one step's remote calls may take before the attempt counts as a transient failure.
 const STEP_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a store call may take.
 const STORE_TIMEOUT: Duration = Duration::from_secs(10);
-/// After this many claims an operation fails instead of being resumed again (a run that crashes its process
-/// every time must not block its runtime forever).
+/// After this many attempts an operation fails instead of being resumed again: a step that crashes its process
+/// every time must not block its runtime forever. Restarts do not count (see `Store::claim_operation`).
 const MAX_ATTEMPTS: i32 = 10;
+/// How much longer than the operation's remaining time its Job may run.
+const JOB_DEADLINE_MARGIN: Duration = Duration::from_secs(30);
+/// How long past the runner's grace period a stopped Job's pods may take to go away.
+const STOP_MARGIN: Duration = Duration::from_secs(60);
 /// Retries of a failing step start after about half a second and back off up to half a minute.
 const RETRY_INITIAL: Duration = Duration::from_millis(500);
 const RETRY_MAX: Duration = Duration::from_secs(30);
@@ -60,15 +67,18 @@ pub struct Worker {
 }
 
 /// A failed step: transient ones are retried until the operation's deadline, permanent ones fail the run.
+/// `error` is what the operation's status shows; `detail` (which may name internal addresses) goes to the log only.
 #[derive(Debug)]
 struct StepError {
     transient: bool,
     error: LastError,
+    detail: String,
 }
 
 impl StepError {
     fn permanent(reason: &str, component: &str, message: impl Into<String>) -> Self {
-        StepError { transient: false, error: last_error(reason, component, message) }
+        let error = last_error(reason, component, message);
+        StepError { transient: false, detail: error.err_message.clone(), error }
     }
 }
 
@@ -76,7 +86,8 @@ impl From<executor::Error> for StepError {
     fn from(error: executor::Error) -> Self {
         StepError {
             transient: error.is_transient(),
-            error: last_error("kubernetes_error", "kubernetes", error.to_string()),
+            error: last_error("kubernetes_error", "kubernetes", error.public_message()),
+            detail: error.to_string(),
         }
     }
 }
@@ -87,13 +98,21 @@ impl From<auth::Error> for StepError {
             auth::Error::NotFound { .. } => "credential_not_found",
             _ => "auth_service_error",
         };
-        StepError { transient: error.is_transient(), error: last_error(reason, "auth-service", error.to_string()) }
+        StepError {
+            transient: error.is_transient(),
+            error: last_error(reason, "auth-service", error.public_message()),
+            detail: error.to_string(),
+        }
     }
 }
 
 impl From<store::Error> for StepError {
     fn from(error: store::Error) -> Self {
-        StepError { transient: true, error: last_error("database_error", "database", error.to_string()) }
+        StepError {
+            transient: true,
+            error: last_error("database_error", "database", "the database is unavailable"),
+            detail: error.to_string(),
+        }
     }
 }
 
@@ -108,6 +127,44 @@ enum StepOutcome {
     Fail(LastError),
 }
 
+/// How recording progress ended.
+enum Recorded {
+    Yes,
+    /// The claim is no longer current (or the heartbeat could not renew it in time): stop at once.
+    LeaseLost,
+    /// The store stayed unreachable: stop; the operation resumes from its last recorded stage later.
+    Unreachable,
+}
+
+/// The operations this process runs now, so that it never claims one of them a second time (after an outage let
+/// their leases expire); an entry leaves when its run's future ends, however it ends.
+#[derive(Default)]
+struct Following(std::sync::Mutex<HashSet<Uuid>>);
+
+impl Following {
+    fn ids(&self) -> Vec<Uuid> {
+        self.0.lock().expect("never poisoned: no code panics while holding it").iter().copied().collect()
+    }
+
+    fn follow(self: &Arc<Self>, id: Uuid) -> Followed {
+        self.0.lock().expect("never poisoned: no code panics while holding it").insert(id);
+        Followed { following: self.clone(), id }
+    }
+}
+
+struct Followed {
+    following: Arc<Following>,
+    id: Uuid,
+}
+
+impl Drop for Followed {
+    fn drop(&mut self) {
+        if let Ok(mut ids) = self.following.0.lock() {
+            ids.remove(&self.id);
+        }
+    }
+}
+
 impl Worker {
     /// Claims and runs operations until `shutdown` turns true; in-flight runs then release their operations so
     /// the next process resumes them at once.
@@ -115,6 +172,7 @@ impl Worker {
         let context = Arc::new(self);
         let run_permits = Arc::new(Semaphore::new(context.settings.max_runs.max(1)));
         let steps = Arc::new(Semaphore::new(context.settings.concurrency.max(1)));
+        let following = Arc::new(Following::default());
         let mut runs = JoinSet::new();
         tracing::info!(
             owner = %context.settings.owner,
@@ -124,13 +182,15 @@ impl Worker {
         );
         loop {
             while let Ok(permit) = run_permits.clone().try_acquire_owned() {
-                let Some(operation) = context.claim().await else { break };
+                let Some((claim, lease_valid_until)) = context.claim(&following).await else { break };
+                let followed = following.follow(claim.operation.id);
                 let context = context.clone();
                 let shutdown = shutdown.clone();
                 let steps = steps.clone();
                 runs.spawn(async move {
                     let _permit = permit;
-                    context.run_operation(operation, &steps, shutdown).await;
+                    let _followed = followed;
+                    context.run_operation(claim, lease_valid_until, &steps, shutdown).await;
                 });
             }
             tokio::select! {
@@ -138,7 +198,7 @@ impl Worker {
                 _ = tokio::time::sleep(context.settings.poll_interval) => {}
                 () = context.wake.notified() => {}
                 Some(finished) = runs.join_next(), if !runs.is_empty() => {
-                    // A panicking run keeps its lease until it expires; then it is resumed (and counted).
+                    // A panicking run keeps its lease until it expires; then it is resumed.
                     if let Err(error) = finished {
                         tracing::error!(%error, "a run panicked; its operation will be resumed after its lease expires");
                     }
@@ -149,15 +209,15 @@ impl Worker {
         tracing::info!("worker stopped");
     }
 
-    fn lease(&self) -> Lease {
-        Lease { owner: self.settings.owner.clone(), expires_at: store::now() + self.settings.lease }
-    }
-
-    async fn claim(&self) -> Option<Operation> {
-        let lease = self.lease();
-        let claim = self.store.claim_operation(&lease, store::now(), self.settings.resume_in_progress);
+    /// Claims the next operation; also returns until when the lease surely holds by this process's clock (the
+    /// database set it from its own clock after the call started).
+    async fn claim(&self, following: &Following) -> Option<(Claim, Instant)> {
+        let started = Instant::now();
+        let settings = &self.settings;
+        let exclude = following.ids();
+        let claim = self.store.claim_operation(&settings.owner, settings.lease, settings.resume_in_progress, &exclude);
         match tokio::time::timeout(STORE_TIMEOUT, claim).await {
-            Ok(Ok(operation)) => operation,
+            Ok(Ok(claim)) => claim.map(|claim| (claim, started + settings.lease)),
             Ok(Err(error)) => {
                 tracing::warn!(%error, "could not claim an operation");
                 None
@@ -177,27 +237,36 @@ impl Worker {
     }
 
     /// Runs one claimed operation to its end, or until its lease is lost or the process shuts down.
-    #[instrument(skip_all, fields(operation_id = %operation.id, runtime_id = %operation.runtime_id))]
+    #[instrument(skip_all, fields(operation_id = %claim.operation.id, runtime_id = %claim.operation.runtime_id))]
     async fn run_operation(
         self: Arc<Self>,
-        operation: Operation,
+        claim: Claim,
+        lease_valid_until: Instant,
         steps: &Semaphore,
         mut shutdown: watch::Receiver<bool>,
     ) {
+        let operation = &claim.operation;
         self.metrics.run_started(operation.operation_type);
+        tracing::info!(
+            operation_id = %operation.id,
+            stage = %operation.stage,
+            attempts = operation.attempts,
+            claims = operation.claims,
+            "run started"
+        );
         // The watch guard is not Send: wait inside a block that drops it before returning.
         let shutting_down = async move {
             let _ = shutdown.wait_for(|stop| *stop).await;
         };
-        // No task is spawned here: when this future is dropped (the process dies), everything stops with it.
+        let (lost, lease_lost) = watch::channel(false);
+        // No task is spawned here: when this future is dropped (the process dies), everything stops with it. The
+        // heartbeat only raises `lost`; the step loop stops at that signal, but never in the middle of recording
+        // progress, so a run that just finished is not mistaken for one that lost its lease.
         let finished = tokio::select! {
-            finished = self.drive(&operation, steps) => finished,
-            () = self.heartbeat(operation.id) => {
-                tracing::warn!("lease lost: another worker owns this operation now; stopping");
-                None
-            }
+            finished = self.drive(&claim, steps, lease_lost) => finished,
+            never = self.heartbeat(&claim, lease_valid_until, lost) => match never {},
             () = shutting_down => {
-                if let Err(error) = self.store.release(operation.id, &self.settings.owner).await {
+                if let Err(error) = self.store.release(operation.id, claim.token).await {
                     tracing::warn!(%error, "could not release the operation on shutdown; it resumes when its lease expires");
                 }
                 tracing::info!("shutting down: operation released for the next process");
@@ -206,41 +275,76 @@ impl Worker {
         };
         self.metrics
             .run_ended(operation.operation_type, finished.as_ref().map(|(state, reason)| (*state, reason.as_str())));
+        tracing::info!(operation_id = %operation.id, finished = finished.is_some(), "run ended");
     }
 
-    /// Extends the lease every third of its length; returns when the lease is lost.
-    async fn heartbeat(&self, operation_id: Uuid) {
-        let mut ticker = tokio::time::interval(self.settings.lease / 3);
-        ticker.tick().await;
+    /// Extends the lease every third of its length. When the claim is superseded, or the lease may have expired
+    /// because the database did not answer in time, it raises `lost` (the run must stop: another worker may take
+    /// the operation now) and then waits forever.
+    async fn heartbeat(&self, claim: &Claim, mut valid_until: Instant, lost: watch::Sender<bool>) -> Infallible {
+        let lease = self.settings.lease;
+        let mut next = Instant::now() + lease / 3;
         loop {
-            ticker.tick().await;
-            match tokio::time::timeout(STORE_TIMEOUT, self.store.extend_lease(operation_id, &self.lease())).await {
-                Ok(Ok(true)) => {}
-                Ok(Ok(false)) => return,
-                // A slow or failing database: try again at the next tick, the lease still has two thirds left.
-                Ok(Err(error)) => tracing::warn!(%error, "could not extend the lease"),
-                Err(_) => tracing::warn!("extending the lease timed out"),
+            tokio::time::sleep_until(next.min(valid_until)).await;
+            let started = Instant::now();
+            if started >= valid_until {
+                tracing::warn!("the lease could not be renewed before it expired; stopping this run");
+                break;
             }
+            let extend = self.store.extend_lease(claim.operation.id, claim.token, lease);
+            next = match tokio::time::timeout(STORE_TIMEOUT.min(valid_until - started), extend).await {
+                Ok(Ok(true)) => {
+                    valid_until = started + lease;
+                    started + lease / 3
+                }
+                // Superseded, or finished by this run a moment ago: the step loop tells which when it looks.
+                Ok(Ok(false)) => break,
+                // A slow or failing database: try again soon, while the lease still holds.
+                Ok(Err(error)) => {
+                    tracing::warn!(%error, "could not extend the lease");
+                    Instant::now() + (lease / 10).min(Duration::from_secs(1))
+                }
+                Err(_) => {
+                    tracing::warn!("extending the lease timed out");
+                    Instant::now() + (lease / 10).min(Duration::from_secs(1))
+                }
+            };
         }
+        let _ = lost.send(true);
+        std::future::pending().await
     }
 
     /// The step loop. Returns the end state and reason once the operation reached it; `None` when it stopped
     /// earlier (lease lost, store unreachable), leaving the operation to be resumed.
-    async fn drive(&self, operation: &Operation, steps: &Semaphore) -> Option<(OperationState, String)> {
+    async fn drive(
+        &self,
+        claim: &Claim,
+        steps: &Semaphore,
+        mut lease_lost: watch::Receiver<bool>,
+    ) -> Option<(OperationState, String)> {
+        let operation = &claim.operation;
         let started = operation.started_at.unwrap_or(operation.created_at);
         let deadline = started + self.timeout_of(operation.operation_type);
         let names = RunNames::new(operation.operation_type, operation.runtime_id);
-        let mut run = Run { operation, names, redact: Vec::new(), runtime: None };
-        let mut failure = operation.last_error.clone();
         let mut stage = match Stage::parse(&operation.stage) {
             Some(Stage::Queued) | None => Stage::ResolveCredential,
             Some(stage) => stage,
         };
+        // A failure is recorded together with the move to Cleanup; an error stored at an earlier stage is a
+        // transient one that was being retried.
+        let mut failure = if stage >= Stage::Cleanup { operation.last_error.clone() } else { None };
+        let mut run = Run { claim, names, redact: Vec::new(), runtime: None };
         if operation.attempts > MAX_ATTEMPTS && failure.is_none() {
+            tracing::error!(
+                operation_id = %operation.id,
+                job = %run.names.job,
+                attempts = operation.attempts,
+                "attempts exhausted: the operation was started {MAX_ATTEMPTS} times without progress; stopping its Job and failing it"
+            );
             failure = Some(last_error(
                 "attempts_exhausted",
                 "provisioner",
-                format!("the operation was started {MAX_ATTEMPTS} times without finishing"),
+                format!("the operation was started {MAX_ATTEMPTS} times without making progress"),
             ));
             stage = Stage::Cleanup;
         }
@@ -272,16 +376,25 @@ impl Worker {
                 },
             };
             let finished = matches!(progress, Progress::Finished { .. });
-            if !self.persist(operation, progress).await {
-                return None;
+            match self.persist(claim, progress, &lease_lost).await {
+                Recorded::Yes => {}
+                Recorded::LeaseLost => {
+                    tracing::warn!("lease lost: another worker owns this operation now; stopping");
+                    return None;
+                }
+                Recorded::Unreachable => return None,
             }
             if finished {
-                let (state, reason) = match &failure {
-                    None => (OperationState::Succeeded, "succeeded".to_owned()),
-                    Some(error) => (OperationState::Failed, error.reason.clone()),
-                };
-                tracing::info!(?state, %reason, "operation finished");
-                return Some((state, reason));
+                return Some(match &failure {
+                    None => {
+                        tracing::info!("operation succeeded");
+                        (OperationState::Succeeded, "succeeded".to_owned())
+                    }
+                    Some(error) => {
+                        tracing::warn!(reason = %error.reason, component = %error.component, message = %error.err_message, "operation failed");
+                        (OperationState::Failed, error.reason.clone())
+                    }
+                });
             }
 
             let step_started = std::time::Instant::now();
@@ -291,95 +404,135 @@ impl Worker {
                 Stage::WaitForJob => None,
                 _ => Some(steps.acquire().await.expect("the step semaphore is never closed")),
             };
-            let outcome = self.attempt_until(deadline, stage, &mut run).await;
+            let outcome = tokio::select! {
+                outcome = self.attempt_until(deadline, stage, &mut run, failure.is_some()) => outcome,
+                _ = lease_lost.wait_for(|lost| *lost) => {
+                    tracing::warn!(stage = stage.as_str(), "lease lost during a step; stopping");
+                    return None;
+                }
+            };
             self.metrics.observe_step(stage.as_str(), step_started.elapsed());
             match outcome {
                 Ok(StepOutcome::Next) => stage = stage.next(),
                 Ok(StepOutcome::Fail(error)) | Err(StepError { error, .. }) if stage < Stage::Cleanup => {
-                    tracing::warn!(stage = stage.as_str(), reason = %error.reason, "run failed");
+                    tracing::warn!(
+                        stage = stage.as_str(),
+                        reason = %error.reason,
+                        component = %error.component,
+                        "run failed; stopping its Job and cleaning up"
+                    );
                     failure.get_or_insert(error);
                     stage = Stage::Cleanup;
                 }
-                // Cleanup is best effort: the Secret is owned by the Job and goes with it anyway.
+                // Only a permanent refusal ends cleanup early (transient failures are retried until they pass).
                 Ok(StepOutcome::Fail(error)) | Err(StepError { error, .. }) => {
-                    tracing::warn!(stage = stage.as_str(), error = %error.err_message, "cleanup failed");
+                    tracing::error!(stage = stage.as_str(), job = %run.names.job, error = %error.err_message, "cleanup failed");
                     stage = stage.next();
                 }
             }
         }
     }
 
-    /// Records progress, retrying briefly; false when the lease is lost or the store stays unreachable.
-    async fn persist(&self, operation: &Operation, progress: Progress) -> bool {
+    /// Records progress, retrying briefly while the lease holds.
+    async fn persist(&self, claim: &Claim, progress: Progress, lease_lost: &watch::Receiver<bool>) -> Recorded {
         let mut backoff = Backoff::new(RETRY_INITIAL, RETRY_MAX);
         for _ in 0..5 {
-            match tokio::time::timeout(
-                STORE_TIMEOUT,
-                self.store.record_progress(operation, &self.settings.owner, progress.clone()),
-            )
-            .await
-            {
-                Ok(Ok(owned)) => return owned,
+            if *lease_lost.borrow() {
+                return Recorded::LeaseLost;
+            }
+            let record = self.store.record_progress(&claim.operation, claim.token, progress.clone());
+            match tokio::time::timeout(STORE_TIMEOUT, record).await {
+                Ok(Ok(true)) => return Recorded::Yes,
+                Ok(Ok(false)) => return Recorded::LeaseLost,
                 Ok(Err(error)) => tracing::warn!(%error, "could not record progress; retrying"),
                 Err(_) => tracing::warn!("recording progress timed out; retrying"),
             }
             tokio::time::sleep(backoff.next_delay()).await;
         }
-        // Stop without the lease's heartbeat: the operation resumes from its last recorded stage later.
-        false
+        tracing::warn!("the database stayed unreachable; stopping this run, it resumes from its last recorded stage");
+        Recorded::Unreachable
     }
 
-    /// Runs a step, retrying transient failures with exponential backoff and jitter until the deadline.
+    /// Runs a step, retrying transient failures with exponential backoff and jitter: until the deadline for the
+    /// steps of a run, without end for cleanup (a run must not end while its Job may still be running). A retry
+    /// is shown in the operation's status (unless the run is already failing: then its failure stays shown).
     async fn attempt_until(
         &self,
         deadline: DateTime<Utc>,
         stage: Stage,
         run: &mut Run<'_>,
+        failing: bool,
     ) -> Result<StepOutcome, StepError> {
         let mut backoff = Backoff::new(RETRY_INITIAL, RETRY_MAX);
+        let operation_type = run.claim.operation.operation_type;
         loop {
-            let limit = if stage == Stage::WaitForJob { None } else { Some(STEP_TIMEOUT) };
-            let result = match limit {
+            let result = match step_limit(stage, failing) {
                 Some(limit) => {
-                    tokio::time::timeout(limit, self.step(stage, run, deadline)).await.unwrap_or_else(|_| {
+                    tokio::time::timeout(limit, self.step(stage, run, deadline, failing)).await.unwrap_or_else(|_| {
+                        let message =
+                            format!("step {} took longer than {}", stage.as_str(), humantime::format_duration(limit));
                         Err(StepError {
                             transient: true,
-                            error: last_error(
-                                "step_timeout",
-                                "provisioner",
-                                format!("step {} took longer than {limit:?}", stage.as_str()),
-                            ),
+                            detail: message.clone(),
+                            error: last_error("step_timeout", "provisioner", message),
                         })
                     })
                 }
-                None => self.step(stage, run, deadline).await,
+                None => self.step(stage, run, deadline, failing).await,
             };
             match result {
                 Err(error) if error.transient => {
                     let delay = backoff.next_delay();
                     if store::now() + delay > deadline && stage < Stage::Cleanup {
-                        return Err(StepError { transient: false, error: error.error });
+                        return Err(StepError { transient: false, ..error });
                     }
-                    if stage >= Stage::Cleanup && backoff.attempts() > 5 {
-                        return Err(error);
+                    tracing::warn!(
+                        stage = stage.as_str(),
+                        component = %error.error.component,
+                        error = %error.detail,
+                        ?delay,
+                        "transient failure; retrying"
+                    );
+                    if !failing {
+                        let shown = LastError {
+                            err_message: format!("{}; retrying", error.error.err_message),
+                            ..error.error.clone()
+                        };
+                        let progress = Progress::Retrying {
+                            message: format!("{}: retrying after a transient failure", stage.message(operation_type)),
+                            error: shown,
+                        };
+                        let record = self.store.record_progress(&run.claim.operation, run.claim.token, progress);
+                        if let Ok(Err(error)) = tokio::time::timeout(STORE_TIMEOUT, record).await {
+                            tracing::debug!(%error, "could not show the retry in the status");
+                        }
                     }
-                    tracing::info!(stage = stage.as_str(), error = %error.error.err_message, ?delay, "transient failure; retrying");
                     tokio::time::sleep(delay).await;
+                }
+                Err(error) => {
+                    tracing::warn!(stage = stage.as_str(), component = %error.error.component, error = %error.detail, "step failed");
+                    return Err(error);
                 }
                 other => return other,
             }
         }
     }
 
-    async fn step(&self, stage: Stage, run: &mut Run<'_>, deadline: DateTime<Utc>) -> Result<StepOutcome, StepError> {
-        let operation = run.operation;
+    async fn step(
+        &self,
+        stage: Stage,
+        run: &mut Run<'_>,
+        deadline: DateTime<Utc>,
+        failing: bool,
+    ) -> Result<StepOutcome, StepError> {
+        let operation = &run.claim.operation;
         let labels = run_labels(operation.runtime_id, operation.id);
         match stage {
             Stage::Queued | Stage::Done => Ok(StepOutcome::Next),
             Stage::ResolveCredential => {
                 // Once per run: after a restart the Secret written earlier is reused. On the first claim no
-                // earlier attempt can have written it, which saves a request per run.
-                if operation.attempts > 1 && self.executor.credentials_exist(&run.names, operation.id).await? {
+                // earlier claim can have written it, which saves a request per run.
+                if operation.claims > 1 && self.executor.credentials_exist(&run.names, operation.id).await? {
                     run.redact = self.executor.credential_values(&run.names).await?;
                     return Ok(StepOutcome::Next);
                 }
@@ -417,8 +570,25 @@ impl Worker {
                 Ok(StepOutcome::Next)
             }
             Stage::CreateJob => {
+                // One Terraform per runtime: a Job of an earlier operation that is still running (its run ended
+                // without stopping it, or another replica's) must end first. Waiting is transient: it is retried
+                // until the deadline.
+                if let Some(other) = self.executor.other_run_of_runtime(operation.runtime_id, operation.id).await? {
+                    return Err(StepError {
+                        transient: true,
+                        detail: format!("{other} of another operation on this runtime is still running"),
+                        error: last_error(
+                            "job_still_running",
+                            "kubernetes",
+                            format!("waiting for {other} of an earlier operation on this runtime to end"),
+                        ),
+                    });
+                }
+                // The Job's own deadline is a backstop for a service that is gone: the worker's comes first and
+                // stops the Job gracefully, with the operation's timeout in its message.
                 let remaining = (deadline - store::now()).to_std().unwrap_or(Duration::from_secs(1));
-                self.executor.ensure_job(operation.operation_type, &run.names, &labels, remaining).await?;
+                let job_deadline = remaining + JOB_DEADLINE_MARGIN;
+                self.executor.ensure_job(operation.operation_type, &run.names, &labels, job_deadline).await?;
                 Ok(StepOutcome::Next)
             }
             Stage::WaitForJob => {
@@ -460,10 +630,39 @@ impl Worker {
                 }
             },
             Stage::Cleanup => {
+                // A failed run may have left its Job running (a timeout, exhausted attempts): stop it and wait
+                // for its pods before the credentials they mount go away and the run ends.
+                if failing {
+                    match self.executor.stop_job(&run.names, operation.id, RUNNER_GRACE_PERIOD + STOP_MARGIN).await? {
+                        JobStop::NotRunning => {}
+                        JobStop::Stopped => tracing::error!(
+                            operation_id = %operation.id,
+                            job = %run.names.job,
+                            "stopped the Job of a failed run; its pods are gone"
+                        ),
+                        JobStop::StillRunning { pods } => tracing::error!(
+                            operation_id = %operation.id,
+                            job = %run.names.job,
+                            ?pods,
+                            "pods of a stopped Job were still running after their grace period; a new operation on \
+                             this runtime waits for them"
+                        ),
+                    }
+                }
                 self.executor.delete_secret(&run.names.credentials_secret).await?;
                 Ok(StepOutcome::Next)
             }
         }
+    }
+}
+
+/// How long one try of a step may take: waiting for the Job is bounded by the deadline instead, and stopping a
+/// failed run's Job by the runner's grace period.
+fn step_limit(stage: Stage, failing: bool) -> Option<Duration> {
+    match stage {
+        Stage::WaitForJob => None,
+        Stage::Cleanup if failing => Some(STEP_TIMEOUT + RUNNER_GRACE_PERIOD + STOP_MARGIN),
+        _ => Some(STEP_TIMEOUT),
     }
 }
 
@@ -481,7 +680,7 @@ fn timeout_error(operation_type: OperationType, timeout: Duration) -> LastError 
 
 /// The state of one run while it is driven.
 struct Run<'a> {
-    operation: &'a Operation,
+    claim: &'a Claim,
     names: RunNames,
     /// Credential values to keep out of failure messages.
     redact: Vec<String>,
@@ -491,12 +690,9 @@ struct Run<'a> {
 impl Run<'_> {
     async fn runtime(&mut self, store: &Store) -> Result<&Runtime, StepError> {
         if self.runtime.is_none() {
-            let runtime = store.find_runtime(self.operation.runtime_id).await?.ok_or_else(|| {
-                StepError::permanent(
-                    "runtime_missing",
-                    "database",
-                    format!("runtime {} does not exist", self.operation.runtime_id),
-                )
+            let runtime_id = self.claim.operation.runtime_id;
+            let runtime = store.find_runtime(runtime_id).await?.ok_or_else(|| {
+                StepError::permanent("runtime_missing", "database", format!("runtime {runtime_id} does not exist"))
             })?;
             self.runtime = Some(runtime);
         }

@@ -7,16 +7,18 @@ use std::time::Duration;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Namespace, Secret};
+use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
 use kube::api::{ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
+use provisioner::domain::Operation;
 use provisioner::startup::App;
 use serde_json::Value;
 use test_control_plane::ControlPlane;
 use tokio::sync::watch;
 
 use super::auth_service::FakeAuthService;
-use super::{Backend, TestApp, TestDatabase, settings_for};
+use super::server_process::{ServerProcess, free_port};
+use super::{Backend, TestApp, TestDatabase, settings_for, test_environment};
 
 pub const MODULES_REPO_URL: &str = "https://git.example.invalid/tcr/terraform-modules.git";
 
@@ -45,6 +47,8 @@ pub struct Engine {
     pub namespace: String,
     pub admin: Client,
     extra: Vec<(String, String)>,
+    /// Kubeconfigs and logs of service child processes.
+    folder: tempfile::TempDir,
 }
 
 impl Engine {
@@ -74,21 +78,38 @@ impl Engine {
             namespace,
             admin,
             extra,
+            folder: tempfile::tempdir().expect("temporary folder"),
         };
         let process = engine.start_process(&[]).await;
         (engine, process)
     }
 
+    /// [`Engine::start`] with a first process that serves the API and follows the Jobs but runs no worker (the
+    /// tests then run workers in child processes or later in-process ones).
+    pub async fn start_api_only(backend: Backend, extra: &[(&str, &str)]) -> (Engine, Process) {
+        let (mut engine, process) = Engine::start(backend, extra).await;
+        process.stop().await;
+        let api = engine.start_process(&[("MODULES_REPO_URL", "")]).await;
+        (engine, api)
+    }
+
     /// Starts a new process over the same database and namespace, as the `cluster-provisioner` identity.
     pub async fn start_process(&mut self, extra: &[(&str, &str)]) -> Process {
+        self.start_process_via(extra, None).await
+    }
+
+    /// [`Engine::start_process`] reaching the API server through `api_server_url` (a proxy) when given.
+    pub async fn start_process_via(&mut self, extra: &[(&str, &str)], api_server_url: Option<&str>) -> Process {
         let mut variables = borrowed(&self.extra);
         variables.extend_from_slice(extra);
         let settings = settings_for(&self.app.database.url, &self.app.auth, &variables);
-        let client = self
-            .control_plane
-            .client_for_service_account(&self.namespace, "cluster-provisioner")
-            .await
-            .expect("cluster-provisioner client");
+        let client = match api_server_url {
+            Some(url) => {
+                self.control_plane.client_for_service_account_via(&self.namespace, "cluster-provisioner", url).await
+            }
+            None => self.control_plane.client_for_service_account(&self.namespace, "cluster-provisioner").await,
+        }
+        .expect("cluster-provisioner client");
         let mut app = App::build_with(&settings, Some(client)).await.expect("app starts");
         let background = std::mem::take(&mut app.background);
         let (stop, stopped) = watch::channel(false);
@@ -96,6 +117,94 @@ impl Engine {
         self.app.app = app;
         self.app.settings = settings;
         Process { stop, background }
+    }
+
+    /// The provisioner binary as a child process (a real process, which a test can stop with SIGTERM or kill with
+    /// SIGKILL) over the same database and namespace, as the `cluster-provisioner` identity, logging JSON.
+    pub async fn start_service_process(&self, extra: &[(&str, &str)]) -> ServerProcess {
+        self.start_service_process_via(extra, self.control_plane.server_url()).await
+    }
+
+    /// [`Engine::start_service_process`] reaching the API server through `api_server_url` (a proxy). `extra` may
+    /// set `APP_METRICS_ADDRESS` (otherwise a free port) and `DATABASE_URL`.
+    pub async fn start_service_process_via(&self, extra: &[(&str, &str)], api_server_url: &str) -> ServerProcess {
+        let kubeconfig = self.folder.path().join(format!("cluster-provisioner-{}.kubeconfig", uuid::Uuid::new_v4()));
+        self.control_plane
+            .write_service_account_kubeconfig_via(&self.namespace, "cluster-provisioner", &kubeconfig, api_server_url)
+            .await
+            .expect("kubeconfig of cluster-provisioner");
+        let metrics_address = format!("127.0.0.1:{}", free_port());
+        let mut variables = borrowed(&self.extra);
+        variables.push(("APP_METRICS_ADDRESS", &metrics_address));
+        variables.extend_from_slice(extra);
+        let mut environment = test_environment(&self.app.database.url, &self.app.auth, &variables);
+        environment.insert("KUBECONFIG".into(), kubeconfig.display().to_string());
+        environment.insert("APP_LOG_FORMAT".into(), "json".into());
+        environment.insert("APP_LOG_LEVEL".into(), "info".into());
+        ServerProcess::start("provisioner", "/healthz", move |port, _folder| {
+            let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_provisioner"));
+            command.envs(&environment).env("APP_ADDRESS", format!("127.0.0.1:{port}"));
+            command
+        })
+        .await
+    }
+
+    pub async fn operation(&self, operation_id: &str) -> Operation {
+        self.app.app.service.operation_status(operation_id).await.expect("operation")
+    }
+
+    pub async fn pods_of_operation(&self, operation_id: &str) -> Vec<Pod> {
+        let pods: Api<Pod> = Api::namespaced(self.admin.clone(), &self.namespace);
+        let selector = ListParams::default().labels(&format!("kubeopera.io/operation-id={operation_id}"));
+        pods.list(&selector).await.expect("list pods").items
+    }
+
+    /// Names of the runs' credentials Secrets still in the namespace.
+    pub async fn credentials_secrets(&self) -> Vec<String> {
+        let secrets: Api<Secret> = Api::namespaced(self.admin.clone(), &self.namespace);
+        let names = secrets.list(&ListParams::default()).await.expect("list secrets").items.into_iter();
+        names.filter_map(|secret| secret.metadata.name).filter(|name| name.ends_with("-credentials")).collect()
+    }
+
+    /// Plays kubelet and a successful terraform-runner for every pod of a Job that has not finished yet: the
+    /// kubeconfig is published for provisioning Jobs (unless it already is). Returns how many pods it finished.
+    pub async fn finish_running_pods(&self) -> usize {
+        let pods: Api<Pod> = Api::namespaced(self.admin.clone(), &self.namespace);
+        let mut finished = 0;
+        for pod in pods.list(&ListParams::default()).await.expect("list pods").items {
+            let phase = pod.status.as_ref().and_then(|status| status.phase.as_deref());
+            if matches!(phase, Some("Succeeded" | "Failed")) || pod.metadata.deletion_timestamp.is_some() {
+                continue;
+            }
+            let labels = pod.metadata.labels.clone().unwrap_or_default();
+            let Some(job) = labels.get("batch.kubernetes.io/job-name") else { continue };
+            if let Some(runtime_id) = job.strip_prefix("provision-") {
+                self.publish_outputs(&format!("provision-{runtime_id}-outputs"), KUBECONFIG_OUTPUT).await;
+            }
+            let name = pod.metadata.name.clone().unwrap();
+            if self.control_plane.terminate_pod(&self.namespace, &name, "terraform-runner", 0, "").await.is_ok() {
+                finished += 1;
+            }
+        }
+        finished
+    }
+
+    async fn publish_outputs(&self, secret_name: &str, kubeconfig: &str) {
+        let runner = self
+            .control_plane
+            .client_for_service_account(&self.namespace, "terraform-runner")
+            .await
+            .expect("terraform-runner client");
+        let secret = Secret {
+            metadata: ObjectMeta { name: Some(secret_name.to_owned()), ..ObjectMeta::default() },
+            data: Some(BTreeMap::from([("kubeconfig".to_owned(), ByteString(kubeconfig.as_bytes().to_vec()))])),
+            ..Secret::default()
+        };
+        match Api::<Secret>::namespaced(runner, &self.namespace).create(&PostParams::default(), &secret).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 409 => {}
+            Err(error) => panic!("terraform-runner publishes its outputs: {error}"),
+        }
     }
 
     /// Provisions a runtime over REST and returns (runtime id, operation id).
@@ -157,20 +266,7 @@ impl Engine {
     pub async fn runner_succeeds(&self, job: &str, outputs: Option<(&str, &str)>) {
         let pod = self.control_plane.wait_for_job_pod(&self.namespace, job).await.expect("job pod");
         if let Some((secret_name, kubeconfig)) = outputs {
-            let runner = self
-                .control_plane
-                .client_for_service_account(&self.namespace, "terraform-runner")
-                .await
-                .expect("terraform-runner client");
-            let secret = Secret {
-                metadata: ObjectMeta { name: Some(secret_name.to_owned()), ..ObjectMeta::default() },
-                data: Some(BTreeMap::from([("kubeconfig".to_owned(), ByteString(kubeconfig.as_bytes().to_vec()))])),
-                ..Secret::default()
-            };
-            Api::<Secret>::namespaced(runner, &self.namespace)
-                .create(&PostParams::default(), &secret)
-                .await
-                .expect("terraform-runner publishes its outputs");
+            self.publish_outputs(secret_name, kubeconfig).await;
         }
         let name = pod.metadata.name.unwrap();
         self.control_plane
@@ -186,6 +282,52 @@ impl Engine {
             .terminate_pod(&self.namespace, &name, "terraform-runner", 1, message)
             .await
             .expect("pod fails");
+    }
+}
+
+/// The kubeconfig [`Engine::finish_running_pods`] publishes.
+pub const KUBECONFIG_OUTPUT: &str = "apiVersion: v1\nkind: Config\nclusters: []\n";
+
+/// Runs seen in a worker's log (JSON, one event per line) by its `run started` and `run ended` lines.
+#[derive(Debug, Default)]
+pub struct RunLog {
+    pub started: usize,
+    /// The first operation whose run started again before its earlier run ended, with the log lines of its runs.
+    pub overlap: Option<String>,
+}
+
+impl RunLog {
+    pub fn read(log: &str) -> RunLog {
+        let mut running: std::collections::HashMap<String, (usize, Vec<String>)> = Default::default();
+        let mut runs = RunLog::default();
+        for line in log.lines() {
+            let Ok(event) = serde_json::from_str::<Value>(line) else { continue };
+            let Some(operation_id) = event["operation_id"].as_str() else { continue };
+            let (count, lines) = running.entry(operation_id.to_owned()).or_default();
+            match event["message"].as_str() {
+                Some("run started") => {
+                    runs.started += 1;
+                    *count += 1;
+                }
+                Some("run ended") => *count = count.saturating_sub(1),
+                _ => continue,
+            }
+            lines.push(line.to_owned());
+            if *count > 1 && runs.overlap.is_none() {
+                // Everything the log says about that operation, and any panic, to tell why.
+                let related: Vec<&str> =
+                    log.lines().filter(|line| line.contains(operation_id) || line.contains("panicked")).collect();
+                runs.overlap = Some(format!("operation {operation_id} ran twice at once:\n{}", related.join("\n")));
+            }
+        }
+        runs
+    }
+
+    /// Panics when an operation ran twice at once.
+    pub fn assert_no_overlap(&self) {
+        if let Some(overlap) = &self.overlap {
+            panic!("{overlap}");
+        }
     }
 }
 

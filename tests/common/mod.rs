@@ -4,6 +4,7 @@
 
 pub mod auth_service;
 pub mod engine;
+pub mod fault_proxy;
 pub mod gcp;
 pub mod moto;
 pub mod server_process;
@@ -98,6 +99,11 @@ impl TestDatabase {
 
 /// Test settings: the database, the fake auth-service, and any extra variables (which win).
 pub fn settings_for(database_url: &str, auth: &FakeAuthService, extra: &[(&str, &str)]) -> Settings {
+    Settings::from_environment(test_environment(database_url, auth, extra)).expect("test settings")
+}
+
+/// The environment of [`settings_for`], for a service started as a child process.
+pub fn test_environment(database_url: &str, auth: &FakeAuthService, extra: &[(&str, &str)]) -> HashMap<String, String> {
     let client_file = auth.client_file.display().to_string();
     let mut environment: HashMap<String, String> = [
         ("DATABASE_URL", database_url),
@@ -114,7 +120,7 @@ pub fn settings_for(database_url: &str, auth: &FakeAuthService, extra: &[(&str, 
     .map(|(key, value)| (key.to_owned(), value.to_owned()))
     .collect();
     environment.extend(extra.iter().map(|(key, value)| (key.to_string(), value.to_string())));
-    Settings::from_environment(environment).expect("test settings")
+    environment
 }
 
 /// The application over a fresh database, driven in-process through its router.

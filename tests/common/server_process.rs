@@ -67,6 +67,39 @@ impl ServerProcess {
         self.folder.path()
     }
 
+    /// Everything the server wrote so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.folder.path().join(LOG_FILE)).unwrap_or_default()
+    }
+
+    /// Kills the server's process group at once (SIGKILL), as a crash or an OOM kill would, and reaps it.
+    pub fn kill(&mut self) {
+        self.signal(libc::SIGKILL);
+        let _ = self.child.wait();
+    }
+
+    /// Asks the server to stop (SIGTERM) and waits up to `timeout` for it to exit; `None` if it did not.
+    pub async fn terminate(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        self.signal(libc::SIGTERM);
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        None
+    }
+
+    fn signal(&mut self, signal: libc::c_int) {
+        if let Ok(None) = self.child.try_wait() {
+            // SAFETY: kill(2) on the process group created for this child; no memory is involved.
+            unsafe {
+                libc::kill(-(self.child.id() as libc::pid_t), signal);
+            }
+        }
+    }
+
     /// The last `lines` lines of the server's output.
     pub fn log_tail(&self, lines: usize) -> String {
         let text = std::fs::read_to_string(self.folder.path().join(LOG_FILE)).unwrap_or_default();
@@ -77,20 +110,14 @@ impl ServerProcess {
 
 impl Drop for ServerProcess {
     fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            // SAFETY: kill(2) on the process group created for this child; no memory is involved.
-            unsafe {
-                libc::kill(-(self.child.id() as libc::pid_t), libc::SIGKILL);
-            }
-        }
-        let _ = self.child.wait();
+        self.kill();
         if std::thread::panicking() {
             eprintln!("--- last lines of {}'s log (port {}) ---\n{}", self.name, self.port, self.log_tail(40));
         }
     }
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
     listener.local_addr().expect("local address").port()
 }

@@ -20,6 +20,9 @@ pub struct Model {
     pub started_at: Option<DateTimeUtc>,
     pub updated_at: DateTimeUtc,
     pub finished_at: Option<DateTimeUtc>,
+    pub claim_token: Option<Uuid>,
+    pub claims: i32,
+    pub progress_since_claim: bool,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -188,6 +188,21 @@ impl ControlPlane {
         self.client(AuthInfo { token: Some(token.into().into()), ..AuthInfo::default() })
     }
 
+    /// [`ControlPlane::client_for_service_account`] reaching the API server through `server_url` (for example a
+    /// fault-injecting proxy on another loopback port; the serving certificate is for 127.0.0.1, any port).
+    pub async fn client_for_service_account_via(
+        &self,
+        namespace: &str,
+        name: &str,
+        server_url: &str,
+    ) -> Result<Client> {
+        let token = self.service_account_token(namespace, name, &[]).await?;
+        let mut config = Config::new(server_url.parse()?);
+        config.root_cert = Some(vec![self.pki.ca_der.clone()]);
+        config.auth_info = AuthInfo { token: Some(token.into()), ..AuthInfo::default() };
+        Ok(Client::try_from(config)?)
+    }
+
     /// Mints a token for the ServiceAccount `namespace/name` by TokenRequest; no `audiences`
     /// means the API server's default audience.
     pub async fn service_account_token(&self, namespace: &str, name: &str, audiences: &[&str]) -> Result<String> {
@@ -227,14 +242,25 @@ impl ControlPlane {
             "client-certificate-data": BASE64.encode(&self.pki.admin.cert_pem),
             "client-key-data": BASE64.encode(&self.pki.admin.key_pem),
         });
-        self.write_kubeconfig_as(path, "admin", admin, None)
+        self.write_kubeconfig_as(path, "admin", admin, None, &self.server_url)
     }
 
     /// Writes a kubeconfig for the ServiceAccount `namespace/name` (a TokenRequest token), the way a
     /// pod running as it reaches the API server; readable by the owner only.
     pub async fn write_service_account_kubeconfig(&self, namespace: &str, name: &str, path: &Path) -> Result<()> {
+        self.write_service_account_kubeconfig_via(namespace, name, path, &self.server_url).await
+    }
+
+    /// [`ControlPlane::write_service_account_kubeconfig`] reaching the API server through `server_url` (a proxy).
+    pub async fn write_service_account_kubeconfig_via(
+        &self,
+        namespace: &str,
+        name: &str,
+        path: &Path,
+        server_url: &str,
+    ) -> Result<()> {
         let token = self.service_account_token(namespace, name, &[]).await?;
-        self.write_kubeconfig_as(path, name, serde_json::json!({ "token": token }), Some(namespace))
+        self.write_kubeconfig_as(path, name, serde_json::json!({ "token": token }), Some(namespace), server_url)
     }
 
     fn write_kubeconfig_as(
@@ -243,12 +269,13 @@ impl ControlPlane {
         user_name: &str,
         user: serde_json::Value,
         namespace: Option<&str>,
+        server_url: &str,
     ) -> Result<()> {
         let kubeconfig = serde_json::json!({
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [{"name": "test-control-plane", "cluster": {
-                "server": self.server_url,
+                "server": server_url,
                 "certificate-authority-data": BASE64.encode(&self.pki.ca_pem),
             }}],
             "users": [{"name": user_name, "user": user}],
