@@ -2,7 +2,9 @@
 # End-to-end test against a running provisioner and a real cloud account: provisions a cluster through the
 # GraphQL API, polls runtimeOperationStatus until it ends, checks the kubeconfig over REST, then deprovisions.
 # It creates real (billable) cloud resources, so it never runs in CI. The variables it needs are listed below;
-# it says which ones are missing.
+# it says which ones are missing. Authentication is on by default in a deployment: the bearer token of an allowed
+# caller comes from PROVISIONER_TOKEN or a file named by PROVISIONER_TOKEN_FILE (for example a projected
+# ServiceAccount token for the audience APP_AUTH_AUDIENCE).
 set -euo pipefail
 
 required=(PROVISIONER_URL CREDENTIAL_ID TOPOLOGY REGION ZONES)
@@ -16,9 +18,24 @@ missing: ${missing[*]}
   TOPOLOGY         VANILLA_KUBEADM, EKS or GKE
   REGION           for example eu-central-1 or europe-west3
   ZONES            comma-separated zones, for example eu-central-1a,eu-central-1b
+  PROVISIONER_TOKEN or PROVISIONER_TOKEN_FILE
+                   bearer token of a caller in APP_AUTH_ALLOWED_USERS (not needed with APP_AUTH_ENABLED=false)
 optional: GCP_PROJECT_ID (GKE), KUBERNETES_VERSION (1.34), MACHINE_TYPE, NAME, TIMEOUT_MINUTES (60)
 USAGE
   exit 2
+fi
+
+token="${PROVISIONER_TOKEN:-}"
+if [ -z "$token" ] && [ -n "${PROVISIONER_TOKEN_FILE:-}" ]; then token=$(<"$PROVISIONER_TOKEN_FILE"); fi
+# Sent only when there is one; curl reads the header from a private file, so the token is not on a command line.
+temporary_files=()
+trap 'rm -f "${temporary_files[@]}"' EXIT
+auth=()
+if [ -n "$token" ]; then
+  header_file=$(mktemp)
+  temporary_files+=("$header_file")
+  printf 'Authorization: Bearer %s\n' "$token" >"$header_file"
+  auth=(-H "@$header_file")
 fi
 
 name="${NAME:-e2e-$(date +%s | tail -c 7)}"
@@ -26,7 +43,7 @@ timeout_minutes="${TIMEOUT_MINUTES:-60}"
 
 graphql() { # query, variables (JSON) -> response JSON
   python3 -c 'import json,sys; print(json.dumps({"query": sys.argv[1], "variables": json.loads(sys.argv[2])}))' "$1" "$2" \
-    | curl -sS -X POST -H 'Content-Type: application/json' --data-binary @- "$PROVISIONER_URL/graphql"
+    | curl -sS -X POST "${auth[@]}" -H 'Content-Type: application/json' --data-binary @- "$PROVISIONER_URL/graphql"
 }
 field() { python3 -c 'import json,sys; d=json.load(sys.stdin)
 for k in sys.argv[1].split("."): d=d[k] if d is not None else None
@@ -76,8 +93,8 @@ echo "provisioning runtime $runtime (operation $operation)"
 wait_for "$operation"
 
 kubeconfig=$(mktemp)
-trap 'rm -f "$kubeconfig"' EXIT
-curl -sSf "$PROVISIONER_URL/api/v1/provisions/$runtime/kubeconfig" -o "$kubeconfig"
+temporary_files+=("$kubeconfig")
+curl -sSf "${auth[@]}" "$PROVISIONER_URL/api/v1/provisions/$runtime/kubeconfig" -o "$kubeconfig"
 if command -v kubectl >/dev/null; then KUBECONFIG="$kubeconfig" kubectl get nodes; fi
 
 operation=$(graphql 'mutation($id: String!) { deprovisionRuntime(id: $id) }' "{\"id\": \"$runtime\"}" | field data.deprovisionRuntime)

@@ -2,6 +2,7 @@
 //!
 //! Layers: [`api`] (GraphQL and REST adapters) calls [`service`] (use cases, validation), which works on
 //! [`domain`] types and the [`store`] adapter. [`startup`] wires them; `main.rs` only calls it.
+#![deny(rust_2018_idioms)]
 
 pub mod api;
 pub mod auth;

@@ -1,3 +1,5 @@
+#![deny(rust_2018_idioms)]
+#![forbid(unsafe_code)]
 use std::process::ExitCode;
 
 use provisioner::settings::Settings;

@@ -5,6 +5,8 @@
 //! status reads over REST and GraphQL at several concurrencies, against a bare axum baseline doing the same two
 //! queries; API-server requests caused per read; a burst of provisioning requests with the worker running.
 //! It prints a table and writes the same figures as JSON. It never asserts: the figures are the output.
+#![deny(rust_2018_idioms)]
+#![forbid(unsafe_code)]
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};

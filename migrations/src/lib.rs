@@ -1,6 +1,7 @@
 //! Database schema of the provisioner, shared by the service (which migrates at start-up) and the `migrations`
 //! binary. Every migration is a list of statements per backend, so the PostgreSQL schema file in
 //! `assets/database/provisioner.sql` is generated from exactly what the migrations execute.
+#![forbid(unsafe_code)]
 
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::sea_orm::DbBackend;

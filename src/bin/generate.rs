@@ -1,5 +1,7 @@
 //! Prints a generated artifact: `graphql` (schema.graphql), `openapi` (assets/openapi.json) or `sql`
 //! (assets/database/provisioner.sql). Used by gqlgen.sh and `make generate`; tests check the files are current.
+#![deny(rust_2018_idioms)]
+#![forbid(unsafe_code)]
 
 fn main() -> std::process::ExitCode {
     let artifact = std::env::args().nth(1).unwrap_or_default();

@@ -12,6 +12,8 @@
 //! The ServiceAccount admission plugin stays enabled, as in production: the controller manager
 //! runs the service-account controller, which creates every namespace's `default` account that
 //! Pods (and so Jobs) need.
+#![deny(rust_2018_idioms)]
+#![forbid(unsafe_code)]
 
 mod kubelet;
 mod manifest;
