@@ -22,7 +22,7 @@ use crate::render::{self, Renderer};
 use crate::service::Service;
 use crate::settings::{AuthnSettings, Settings};
 use crate::store::{self, Store};
-use crate::telemetry::Metrics;
+use crate::telemetry::{Metrics, WorkerHealth};
 use crate::worker::{Worker, WorkerSettings};
 
 /// How long in-flight work may take to wind down after a shutdown signal.
@@ -42,11 +42,15 @@ pub enum Error {
     Bind { address: SocketAddr, source: std::io::Error },
     #[error("server failed: {0}")]
     Serve(std::io::Error),
+    /// A long-running task ended before shutdown; the process goes down with it.
+    #[error("the {task} stopped: {reason}")]
+    TaskEnded { task: &'static str, reason: String },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-type Task = Pin<Box<dyn Future<Output = ()> + Send>>;
+/// A supervised task: ends with why, if it ends on its own.
+type Task = Pin<Box<dyn Future<Output = Result<(), String>> + Send>>;
 
 /// The wired application: one service behind the API and metrics routers, and the background work.
 pub struct App {
@@ -57,10 +61,16 @@ pub struct App {
 }
 
 /// What runs beside the servers: the watch that keeps the Job cache in sync, and the worker.
-#[derive(Default)]
 pub struct Background {
     job_cache: Option<Task>,
     worker: Option<Worker>,
+    worker_health: WorkerHealth,
+}
+
+impl Default for Background {
+    fn default() -> Self {
+        Background { job_cache: None, worker: None, worker_health: WorkerHealth::disabled() }
+    }
 }
 
 impl App {
@@ -105,19 +115,27 @@ impl App {
                     modules_ref: kubernetes.modules_repo_ref.clone(),
                 };
                 let (executor, sync) = Executor::new(client, job_settings);
+                let sync = async move {
+                    sync.await;
+                    Err("the Job watch ended".to_owned())
+                };
                 (Some(executor), Some(Box::pin(sync) as Task))
             }
             None => (None, None),
         };
+        let worker_settings = worker_settings(settings);
+        // Longer than any turn of the worker's loop may take: a poll, and claims bounded by their store timeout.
+        let worker_health = WorkerHealth::running(worker_settings.poll_interval * 2 + Duration::from_secs(60));
         let worker = match (&executor, &kubernetes.modules_repo_url) {
             (Some(executor), Some(_)) => Some(Worker {
                 store: store.clone(),
                 executor: executor.clone(),
                 auth: auth.clone(),
                 renderer: Renderer::new()?,
-                settings: worker_settings(settings),
+                settings: worker_settings,
                 metrics: metrics.clone(),
                 wake: wake.clone(),
+                health: worker_health.clone(),
             }),
             (Some(_), None) => {
                 tracing::warn!(
@@ -141,11 +159,12 @@ impl App {
                 introspection: settings.server.graphql_introspection,
             },
         };
+        let worker_health = if worker.is_some() { worker_health } else { WorkerHealth::disabled() };
         Ok(App {
-            router: api::router(service.clone(), &http, metrics.clone(), authentication),
+            router: api::router(service.clone(), &http, metrics.clone(), authentication, worker_health.clone()),
             metrics_router: api::metrics_router(service.clone(), metrics),
             service,
-            background: Background { job_cache, worker },
+            background: Background { job_cache, worker, worker_health },
         })
     }
 }
@@ -189,24 +208,101 @@ fn worker_settings(settings: &Settings) -> WorkerSettings {
     }
 }
 
+/// The process's long-running tasks, supervised together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TaskName {
+    ApiServer,
+    MetricsServer,
+    JobCache,
+    Worker,
+}
+
+impl TaskName {
+    fn as_str(self) -> &'static str {
+        match self {
+            TaskName::ApiServer => "API server",
+            TaskName::MetricsServer => "metrics server",
+            TaskName::JobCache => "Job cache",
+            TaskName::Worker => "worker",
+        }
+    }
+}
+
+/// How long a process whose worker failed keeps answering (`/healthz` with 503) before it exits, so that probes
+/// and load balancers see it go.
+const FAILURE_DRAIN: Duration = Duration::from_secs(3);
+
+/// Runs named tasks until `shutdown` completes or one of them ends on its own. The first to end is logged with
+/// its name and why; then every task is told to stop (`stop`) and given [`SHUTDOWN_GRACE`]. Dropping this future
+/// stops everything at once, as a crash would (tests rely on that).
+async fn supervise(
+    tasks: Vec<(TaskName, Task)>,
+    stop: watch::Sender<bool>,
+    shutdown: impl Future<Output = ()>,
+    worker_health: &WorkerHealth,
+) -> Result<()> {
+    let mut running = JoinSet::new();
+    let mut names = std::collections::HashMap::new();
+    for (name, task) in tasks {
+        names.insert(running.spawn(task).id(), name);
+    }
+    let ended = tokio::select! {
+        () = shutdown => None,
+        Some(ended) = running.join_next_with_id() => Some(match ended {
+            Ok((id, Ok(()))) => (names[&id], "it ended without an error".to_owned()),
+            Ok((id, Err(reason))) => (names[&id], reason),
+            Err(error) => (names[&error.id()], format!("it panicked: {error}")),
+        }),
+    };
+    if let Some((task, reason)) = &ended {
+        tracing::error!(task = task.as_str(), %reason, "a long-running task stopped; shutting the process down");
+        if *task == TaskName::Worker {
+            worker_health.stopped();
+            tokio::time::sleep(FAILURE_DRAIN).await;
+        }
+    }
+    let _ = stop.send(true);
+    if tokio::time::timeout(SHUTDOWN_GRACE, async { while running.join_next().await.is_some() {} }).await.is_err() {
+        tracing::warn!("tasks did not stop within {SHUTDOWN_GRACE:?}");
+        running.shutdown().await;
+    }
+    match ended {
+        None => Ok(()),
+        Some((task, reason)) => Err(Error::TaskEnded { task: task.as_str(), reason }),
+    }
+}
+
 impl Background {
-    /// Runs the Job cache and the worker until `shutdown` turns true; the worker then releases its operations.
-    /// Dropping this future stops everything at once, as a crash would (tests rely on that).
-    pub async fn run(self, shutdown: watch::Receiver<bool>) {
-        let mut job_cache = JoinSet::new();
+    /// The Job cache and the worker as supervised tasks; they stop when `stopped` turns true (the worker then
+    /// releases its operations).
+    fn tasks(self, stopped: watch::Receiver<bool>) -> Vec<(TaskName, Task)> {
+        let mut tasks = Vec::new();
         if let Some(sync) = self.job_cache {
-            job_cache.spawn(sync);
+            let mut stopped = stopped.clone();
+            let sync = async move {
+                tokio::select! {
+                    result = sync => result,
+                    _ = stopped.wait_for(|stop| *stop) => Ok(()),
+                }
+            };
+            tasks.push((TaskName::JobCache, Box::pin(sync) as Task));
         }
-        let mut worker = JoinSet::new();
-        if let Some(runner) = self.worker {
-            worker.spawn(runner.run(shutdown.clone()));
+        if let Some(worker) = self.worker {
+            let run = async move { worker.run(stopped).await.map_err(|error| error.to_string()) };
+            tasks.push((TaskName::Worker, Box::pin(run) as Task));
         }
+        tasks
+    }
+
+    /// Runs the Job cache and the worker, supervised, until `shutdown` turns true or one of them fails.
+    pub async fn run(self, shutdown: watch::Receiver<bool>) -> Result<()> {
+        let worker_health = self.worker_health.clone();
+        let (stop, stopped) = watch::channel(false);
         let mut shutdown = shutdown;
-        let _ = shutdown.wait_for(|stop| *stop).await;
-        if tokio::time::timeout(SHUTDOWN_GRACE, worker.join_all()).await.is_err() {
-            tracing::warn!("the worker did not stop within {SHUTDOWN_GRACE:?}");
-        }
-        job_cache.shutdown().await;
+        let shutdown = async move {
+            let _ = shutdown.wait_for(|stop| *stop).await;
+        };
+        supervise(self.tasks(stopped), stop, shutdown, &worker_health).await
     }
 }
 
@@ -239,33 +335,57 @@ impl Listeners {
     }
 }
 
-/// Serves the API and the metrics and runs the background work until `shutdown` completes or a server fails;
-/// then drains in-flight requests and lets the worker release its operations.
+/// Serves the API and the metrics and runs the background work, all supervised together, until `shutdown`
+/// completes or one of them ends; then drains in-flight requests and lets the worker release its operations.
 pub async fn serve(app: App, listeners: Listeners, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
     let (stop, stopped) = watch::channel(false);
     let wait_for_stop = |stopped: watch::Receiver<bool>| async move {
         let mut stopped = stopped;
         let _ = stopped.wait_for(|stop| *stop).await;
     };
-    let api = axum::serve(listeners.api, app.router).with_graceful_shutdown(wait_for_stop(stopped.clone()));
-    let metrics =
-        axum::serve(listeners.metrics, app.metrics_router).with_graceful_shutdown(wait_for_stop(stopped.clone()));
-    let mut servers = JoinSet::new();
-    servers.spawn(api.into_future());
-    servers.spawn(metrics.into_future());
-    let background = tokio::spawn(app.background.run(stopped));
-
-    // Supervision: the first of a shutdown signal or a failing server stops everything.
-    let result = tokio::select! {
-        () = shutdown => Ok(()),
-        Some(finished) = servers.join_next() => match finished {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(error)) => Err(Error::Serve(error)),
-            Err(panic) => Err(Error::Serve(std::io::Error::other(panic.to_string()))),
-        },
+    let server = |listener: TcpListener, router: Router| -> Task {
+        let serving = axum::serve(listener, router).with_graceful_shutdown(wait_for_stop(stopped.clone()));
+        let stopped = stopped.clone();
+        Box::pin(async move {
+            serving.await.map_err(|error| error.to_string())?;
+            // A server that returns before it was told to stop has stopped serving.
+            if *stopped.borrow() { Ok(()) } else { Err("it stopped serving".to_owned()) }
+        })
     };
-    let _ = stop.send(true);
-    while servers.join_next().await.is_some() {}
-    let _ = background.await;
-    result
+    let worker_health = app.background.worker_health.clone();
+    let mut tasks = vec![
+        (TaskName::ApiServer, server(listeners.api, app.router)),
+        (TaskName::MetricsServer, server(listeners.metrics, app.metrics_router)),
+    ];
+    tasks.extend(app.background.tasks(stopped.clone()));
+    supervise(tasks, stop, shutdown, &worker_health).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_first_task_to_end_is_named_and_the_others_are_stopped() {
+        let (stop, stopped) = watch::channel(false);
+        let mut told = stopped.clone();
+        let patient: Task = Box::pin(async move {
+            let _ = told.wait_for(|stop| *stop).await;
+            Ok(())
+        });
+        let failing: Task = Box::pin(async { panic!("injected") });
+        let health = WorkerHealth::running(Duration::from_secs(60));
+        let tasks = vec![(TaskName::JobCache, patient), (TaskName::MetricsServer, failing)];
+        let result = supervise(tasks, stop, std::future::pending(), &health).await;
+        match result {
+            Err(Error::TaskEnded { task, reason }) => {
+                assert_eq!(task, "metrics server");
+                assert!(reason.contains("panicked"), "{reason}");
+            }
+            other => panic!("expected the metrics server to be named: {other:?}"),
+        }
+        assert!(*stopped.borrow(), "the other tasks were told to stop");
+        // Only the worker's end makes /healthz report it.
+        assert_eq!(health.status(), crate::telemetry::WorkerStatus::Running);
+    }
 }

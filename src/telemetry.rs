@@ -195,3 +195,119 @@ impl Metrics {
         text
     }
 }
+
+/// Whether this process's worker is alive, for `/healthz`: the worker ticks it on every turn of its loop, the
+/// supervisor marks it stopped when the worker's task ends.
+#[derive(Clone)]
+pub struct WorkerHealth {
+    inner: Arc<WorkerHealthInner>,
+}
+
+struct WorkerHealthInner {
+    started: std::time::Instant,
+    /// Milliseconds after `started` of the last tick.
+    last_tick_ms: std::sync::atomic::AtomicU64,
+    state: std::sync::atomic::AtomicU8,
+    /// A running worker that has not ticked for this long counts as stalled.
+    stall_after: Duration,
+}
+
+/// What `/healthz` says about the worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkerStatus {
+    /// This process runs no worker (no cluster or no modules repository configured); not a failure.
+    Disabled,
+    Running,
+    /// Running, but its loop has not turned for longer than it ever should.
+    Stalled,
+    /// Its task ended: the process is going down.
+    Stopped,
+}
+
+impl WorkerStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkerStatus::Disabled => "disabled",
+            WorkerStatus::Running => "ok",
+            WorkerStatus::Stalled => "stalled",
+            WorkerStatus::Stopped => "stopped",
+        }
+    }
+
+    pub fn is_healthy(self) -> bool {
+        matches!(self, WorkerStatus::Disabled | WorkerStatus::Running)
+    }
+}
+
+const WORKER_DISABLED: u8 = 0;
+const WORKER_RUNNING: u8 = 1;
+const WORKER_STOPPED: u8 = 2;
+
+impl WorkerHealth {
+    /// For a process that runs no worker.
+    pub fn disabled() -> Self {
+        Self::with_state(WORKER_DISABLED, Duration::MAX)
+    }
+
+    pub fn running(stall_after: Duration) -> Self {
+        Self::with_state(WORKER_RUNNING, stall_after)
+    }
+
+    fn with_state(state: u8, stall_after: Duration) -> Self {
+        WorkerHealth {
+            inner: Arc::new(WorkerHealthInner {
+                started: std::time::Instant::now(),
+                last_tick_ms: Default::default(),
+                state: state.into(),
+                stall_after,
+            }),
+        }
+    }
+
+    pub fn tick(&self) {
+        let elapsed = u64::try_from(self.inner.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.inner.last_tick_ms.store(elapsed, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn stopped(&self) {
+        self.inner.state.store(WORKER_STOPPED, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn status(&self) -> WorkerStatus {
+        match self.inner.state.load(std::sync::atomic::Ordering::Relaxed) {
+            WORKER_DISABLED => WorkerStatus::Disabled,
+            WORKER_STOPPED => WorkerStatus::Stopped,
+            _ => {
+                let last_tick =
+                    Duration::from_millis(self.inner.last_tick_ms.load(std::sync::atomic::Ordering::Relaxed));
+                if self.inner.started.elapsed().saturating_sub(last_tick) > self.inner.stall_after {
+                    WorkerStatus::Stalled
+                } else {
+                    WorkerStatus::Running
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod worker_health_tests {
+    use super::*;
+
+    #[test]
+    fn a_worker_is_healthy_while_it_ticks_and_not_once_stopped_or_stalled() {
+        assert_eq!(WorkerHealth::disabled().status(), WorkerStatus::Disabled);
+        let health = WorkerHealth::running(Duration::from_secs(60));
+        health.tick();
+        assert_eq!(health.status(), WorkerStatus::Running);
+        health.stopped();
+        assert_eq!(health.status(), WorkerStatus::Stopped);
+        assert!(!health.status().is_healthy());
+
+        let stalled = WorkerHealth::running(Duration::from_millis(1));
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(stalled.status(), WorkerStatus::Stalled);
+        stalled.tick();
+        assert_eq!(stalled.status(), WorkerStatus::Running);
+    }
+}

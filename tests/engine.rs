@@ -427,6 +427,46 @@ async fn a_timed_out_run_ends_only_after_its_pods_are_gone() {
     process.stop().await;
 }
 
+/// A worker that fails (here: it claims an operation this version cannot read) takes its process down: /healthz
+/// answers 503 with the worker stopped, then the process exits non-zero, its log naming the worker and why.
+#[tokio::test]
+async fn a_failing_worker_takes_the_process_down() {
+    let (engine, api) = Engine::start_api_only(Backend::Sqlite, &[("APP_WORKER_POLL_INTERVAL", "100ms")]).await;
+    let (_, operation_id) = engine.provision(&provision_body("unreadable")).await;
+    let db = Database::connect(&engine.app.database.url).await.unwrap();
+    let statement = sea_orm::Statement::from_sql_and_values(
+        db.get_database_backend(),
+        "UPDATE operation SET operation_type = 'Bogus' WHERE id = ?",
+        [uuid::Uuid::parse_str(&operation_id).unwrap().into()],
+    );
+    db.execute_raw(statement).await.unwrap();
+
+    let mut service = engine.start_service_process(&[]).await;
+    let health_url = format!("http://127.0.0.1:{}/healthz", service.port());
+    let http = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(2)).build().unwrap();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let mut reported_stopped = false;
+    let status = loop {
+        if let Some(status) = service.exited() {
+            break status;
+        }
+        if let Ok(response) = http.get(&health_url).send().await
+            && response.status() == reqwest::StatusCode::SERVICE_UNAVAILABLE
+        {
+            let body: serde_json::Value = response.json().await.unwrap();
+            reported_stopped |= body["worker"] == "stopped";
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the process did not exit:\n{}", service.log_tail(20));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(status.code(), Some(1), "{}", service.log_tail(20));
+    assert!(reported_stopped, "/healthz never said the worker stopped");
+    let log = service.log();
+    assert!(log.contains("the worker stopped: cannot read a claimed operation"), "{}", service.log_tail(20));
+    assert!(log.contains("unknown operation type"), "{}", service.log_tail(20));
+    api.stop().await;
+}
+
 /// Marks an operation Failed directly in the database, as a run of an earlier version could leave it while its
 /// Job still ran.
 async fn fail_in_database(engine: &Engine, operation_id: &str) {

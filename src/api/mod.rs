@@ -23,7 +23,7 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, RequestId
 use tower_http::trace::TraceLayer;
 
 use crate::service::Service;
-use crate::telemetry::Metrics;
+use crate::telemetry::{Metrics, WorkerHealth};
 use authn::{Authentication, Identity};
 use rest::ApiError;
 
@@ -42,11 +42,18 @@ pub struct HttpSettings {
 pub struct AppState {
     pub service: Service,
     pub max_body_bytes: usize,
+    pub worker_health: WorkerHealth,
 }
 
-pub fn router(service: Service, settings: &HttpSettings, metrics: Metrics, authentication: Authentication) -> Router {
+pub fn router(
+    service: Service,
+    settings: &HttpSettings,
+    metrics: Metrics,
+    authentication: Authentication,
+    worker_health: WorkerHealth,
+) -> Router {
     let schema = graphql::schema(service.clone(), settings.graphql);
-    let state = AppState { service, max_body_bytes: settings.max_body_bytes };
+    let state = AppState { service, max_body_bytes: settings.max_body_bytes, worker_health };
     let playground = GraphiQLSource::build().endpoint(&settings.api_endpoint).finish();
     let playground_endpoint = settings.playground_endpoint.clone();
 

@@ -133,7 +133,7 @@ pub struct ErrorDetail {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Health {
-    /// `ok`, or `unavailable` when the database cannot be reached (then the answer is 503).
+    /// `ok`, or `unavailable` when the database cannot be reached or the worker is gone (then the answer is 503).
     status: String,
     /// `ok`, or `unavailable` when a ping does not succeed within 1 s.
     database: String,
@@ -141,6 +141,8 @@ pub struct Health {
     /// 1 s, or no cluster is configured: operations wait in the queue). It does not make the answer 503: the API
     /// still serves, and restarting would not help.
     kubernetes: String,
+    /// `ok`, `disabled` (this process runs no worker), or `stalled` / `stopped` (then the answer is 503).
+    worker: String,
 }
 
 /// Every REST error, with its status and JSON body decided in [`IntoResponse`] below.
@@ -442,7 +444,7 @@ pub async fn delete_provision(
     security(()),
     responses(
         (status = 200, description = "Healthy", body = Health),
-        (status = 503, description = "The database is unreachable", body = Health),
+        (status = 503, description = "The database is unreachable or the worker is gone", body = Health),
     )
 )]
 pub async fn healthz(State(state): State<AppState>) -> Response {
@@ -454,14 +456,23 @@ pub async fn healthz(State(state): State<AppState>) -> Response {
         ExecutorHealth::Unreachable | ExecutorHealth::NotConfigured => "unavailable",
     }
     .to_owned();
-    match database {
-        Ok(()) => Json(Health { status: "ok".into(), database: "ok".into(), kubernetes }).into_response(),
+    let worker = state.worker_health.status();
+    let database = match database {
+        Ok(()) => "ok",
         Err(error) => {
             tracing::warn!(%error, "health check failed");
-            let health = Health { status: "unavailable".into(), database: "unavailable".into(), kubernetes };
-            (StatusCode::SERVICE_UNAVAILABLE, Json(health)).into_response()
+            "unavailable"
         }
-    }
+    };
+    let healthy = database == "ok" && worker.is_healthy();
+    let health = Health {
+        status: if healthy { "ok" } else { "unavailable" }.into(),
+        database: database.into(),
+        kubernetes,
+        worker: worker.as_str().into(),
+    };
+    let status = if healthy { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (status, Json(health)).into_response()
 }
 
 #[derive(OpenApi)]

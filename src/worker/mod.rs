@@ -21,7 +21,7 @@ use crate::domain::{LastError, OperationState, OperationType, Runtime};
 use crate::executor::{self, Executor, JobStop, RUNNER_GRACE_PERIOD, run_labels};
 use crate::render::{Renderer, RunAction};
 use crate::store::{self, Claim, Progress, Store};
-use crate::telemetry::Metrics;
+use crate::telemetry::{Metrics, WorkerHealth};
 
 /// How long one step's remote calls may take before the attempt counts as a transient failure.
 const STEP_TIMEOUT: Duration = Duration::from_secs(60);
@@ -64,6 +64,17 @@ pub struct Worker {
     pub metrics: Metrics,
     /// Signalled when this process queues an operation, so the worker need not wait for its next poll.
     pub wake: Arc<Notify>,
+    /// Ticked on every turn of the loop, for `/healthz`.
+    pub health: WorkerHealth,
+}
+
+/// Why the worker stopped before it was asked to.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The database holds an operation this version cannot read (an unknown state, type or stage): stop loudly
+    /// rather than skip it or run it wrongly.
+    #[error("cannot read a claimed operation: {0}")]
+    Unreadable(store::Error),
 }
 
 /// A failed step: transient ones are retried until the operation's deadline, permanent ones fail the run.
@@ -167,12 +178,14 @@ impl Drop for Followed {
 
 impl Worker {
     /// Claims and runs operations until `shutdown` turns true; in-flight runs then release their operations so
-    /// the next process resumes them at once.
-    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+    /// the next process resumes them at once. Ends early only when a claimed operation cannot be read.
+    pub async fn run(self, mut shutdown: watch::Receiver<bool>) -> Result<(), Error> {
         let context = Arc::new(self);
         let run_permits = Arc::new(Semaphore::new(context.settings.max_runs.max(1)));
         let steps = Arc::new(Semaphore::new(context.settings.concurrency.max(1)));
         let following = Arc::new(Following::default());
+        // The runs stop (and release their claims) on the process's shutdown and when the worker fails.
+        let (stop_runs, runs_stop) = watch::channel(false);
         let mut runs = JoinSet::new();
         tracing::info!(
             owner = %context.settings.owner,
@@ -180,21 +193,27 @@ impl Worker {
             max_runs = context.settings.max_runs,
             "worker started"
         );
-        loop {
+        let result = 'poll: loop {
+            context.health.tick();
             while let Ok(permit) = run_permits.clone().try_acquire_owned() {
-                let Some((claim, lease_valid_until)) = context.claim(&following).await else { break };
+                let (claim, lease_valid_until) = match context.claim(&following).await {
+                    Ok(Some(claimed)) => claimed,
+                    Ok(None) => break,
+                    Err(error) => break 'poll Err(error),
+                };
+                context.health.tick();
                 let followed = following.follow(claim.operation.id);
                 let context = context.clone();
-                let shutdown = shutdown.clone();
+                let runs_stop = runs_stop.clone();
                 let steps = steps.clone();
                 runs.spawn(async move {
                     let _permit = permit;
                     let _followed = followed;
-                    context.run_operation(claim, lease_valid_until, &steps, shutdown).await;
+                    context.run_operation(claim, lease_valid_until, &steps, runs_stop).await;
                 });
             }
             tokio::select! {
-                _ = shutdown.changed() => break,
+                _ = shutdown.changed() => break Ok(()),
                 _ = tokio::time::sleep(context.settings.poll_interval) => {}
                 () = context.wake.notified() => {}
                 Some(finished) = runs.join_next(), if !runs.is_empty() => {
@@ -204,27 +223,34 @@ impl Worker {
                     }
                 }
             }
-        }
+        };
+        let _ = stop_runs.send(true);
         while runs.join_next().await.is_some() {}
         tracing::info!("worker stopped");
+        result
     }
 
     /// Claims the next operation; also returns until when the lease surely holds by this process's clock (the
-    /// database set it from its own clock after the call started).
-    async fn claim(&self, following: &Following) -> Option<(Claim, Instant)> {
+    /// database set it from its own clock after the call started). A database that does not answer is not an
+    /// error here (the next poll tries again); an operation that cannot be read is.
+    async fn claim(&self, following: &Following) -> Result<Option<(Claim, Instant)>, Error> {
         let started = Instant::now();
         let settings = &self.settings;
         let exclude = following.ids();
         let claim = self.store.claim_operation(&settings.owner, settings.lease, settings.resume_in_progress, &exclude);
         match tokio::time::timeout(STORE_TIMEOUT, claim).await {
-            Ok(Ok(claim)) => claim.map(|claim| (claim, started + settings.lease)),
+            Ok(Ok(claim)) => Ok(claim.map(|claim| (claim, started + settings.lease))),
+            Ok(Err(error @ store::Error::Corrupt(_))) => {
+                tracing::error!(%error, "a claimed operation cannot be read; stopping the worker");
+                Err(Error::Unreadable(error))
+            }
             Ok(Err(error)) => {
                 tracing::warn!(%error, "could not claim an operation");
-                None
+                Ok(None)
             }
             Err(_) => {
                 tracing::warn!("claiming an operation timed out");
-                None
+                Ok(None)
             }
         }
     }

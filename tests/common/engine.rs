@@ -26,14 +26,14 @@ pub const MODULES_REPO_URL: &str = "https://git.example.invalid/tcr/terraform-mo
 /// without [`Process::stop`] is a crash: all its tasks end at once and its leases stay until they expire.
 pub struct Process {
     stop: watch::Sender<bool>,
-    background: tokio::task::JoinHandle<()>,
+    background: tokio::task::JoinHandle<Result<(), provisioner::startup::Error>>,
 }
 
 impl Process {
     /// A graceful stop: the worker releases its operations for the next process.
     pub async fn stop(self) {
         let _ = self.stop.send(true);
-        let _ = self.background.await;
+        self.background.await.expect("the background work ends").expect("the background work stops cleanly");
     }
 
     pub fn crash(self) {

@@ -72,6 +72,11 @@ impl ServerProcess {
         std::fs::read_to_string(self.folder.path().join(LOG_FILE)).unwrap_or_default()
     }
 
+    /// The exit status once the server has exited on its own.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().expect("the child's status")
+    }
+
     /// Kills the server's process group at once (SIGKILL), as a crash or an OOM kill would, and reaps it.
     pub fn kill(&mut self) {
         self.signal(libc::SIGKILL);
