@@ -92,6 +92,8 @@ migrate:
 fmt:
 	cargo fmt --all
 
+## Formatting, clippy with warnings as errors, and no import cycles between modules.
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets --locked -- -D warnings
+	tools/import-cycles.py src migrations/src tools/test-control-plane/src benches/src

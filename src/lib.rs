@@ -6,7 +6,6 @@
 
 pub mod api;
 pub mod auth;
-pub mod authn;
 pub mod backoff;
 pub mod domain;
 pub mod executor;
@@ -17,6 +16,7 @@ pub mod settings;
 pub mod startup;
 pub mod store;
 pub mod telemetry;
+pub mod token_review;
 pub mod worker;
 
 /// Installs the one TLS crypto provider of the process (ring); call once before any TLS client is built.

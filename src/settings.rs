@@ -11,7 +11,7 @@ use reqwest::Url;
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 
-use crate::service::{KubernetesVersion, ValidationPolicy};
+use crate::domain::policy::{KubernetesVersion, ValidationPolicy};
 use crate::telemetry::LogFormat;
 
 #[derive(Debug, thiserror::Error)]

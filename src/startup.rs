@@ -13,16 +13,16 @@ use tokio::net::TcpListener;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
-use crate::api::authn::Authentication;
+use crate::api::caller::Authentication;
 use crate::api::{self, HttpSettings, graphql};
 use crate::auth::{self, AuthClient};
-use crate::authn::TokenReviewer;
 use crate::executor::{Executor, JobSettings};
 use crate::render::{self, Renderer};
 use crate::service::Service;
 use crate::settings::{AuthnSettings, Settings};
 use crate::store::{self, Store};
 use crate::telemetry::{Metrics, WorkerHealth};
+use crate::token_review::TokenReviewer;
 use crate::worker::{Worker, WorkerSettings};
 
 /// How long in-flight work may take to wind down after a shutdown signal.

@@ -102,8 +102,18 @@ async fn an_allowed_service_account_gets_in_and_its_changes_are_audited() {
     let operation = answer.json()["data"]["provisionRuntime"].clone();
     assert!(operation.is_object(), "{}", answer.text);
 
+    // A retry with the same Idempotency-Key changes nothing, so it is not audited again.
+    let bearer = format!("Bearer {token}");
+    let headers = [("authorization", bearer.as_str()), ("idempotency-key", "authn-replay")];
+    let body = provision_body("authn-replay");
+    let first = setup.app.request("POST", "/api/v1/provisions", Some(&body), &headers).await;
+    let replayed = setup.app.request("POST", "/api/v1/provisions", Some(&body), &headers).await;
+    assert_eq!(first.status, StatusCode::ACCEPTED, "{}", first.text);
+    assert_eq!(replayed.json()["operationId"], first.json()["operationId"], "{}", replayed.text);
+
     let audit = audit_lines(&logs);
-    assert_eq!(audit.len(), 2, "{audit:?}");
+    assert_eq!(audit.len(), 3, "{audit:?}");
+    assert_eq!(audit[2]["operation_id"], first.json()["operationId"], "{audit:?}");
     for (line, api, runtime_id, operation_id) in [
         (&audit[0], "rest", &accepted["id"], &accepted["operationId"]),
         (&audit[1], "graphql", &operation["runtimeID"], &operation["id"]),

@@ -1,7 +1,14 @@
 //! The one place where a service error gets its HTTP status, its code, the component that caused it and the
-//! message a caller may see; the REST and GraphQL adapters both render from this.
+//! message a caller may see; the REST and GraphQL adapters both render from this. Also every REST error body.
 
-use axum::http::StatusCode;
+use std::time::Duration;
+
+use async_graphql::ParseRequestError;
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::service;
 
@@ -45,4 +52,139 @@ pub fn classify(error: service::Error) -> Classified {
         }
     };
     Classified { status, code, component, field, message }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    error: ErrorDetail,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// A stable machine-readable code, for example `invalid_input` or `operation_in_progress`.
+    code: String,
+    message: String,
+    /// The offending field, as a path into the request body (or a header name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    field: Option<String>,
+    /// For `unavailable`: the dependency that did not answer (`database`, `auth-service`, `kubernetes`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    component: Option<String>,
+}
+
+/// Every REST error, with its status and JSON body decided in [`IntoResponse`] below.
+#[derive(Debug)]
+pub enum ApiError {
+    Service(service::Error),
+    UnsupportedMediaType,
+    PayloadTooLarge {
+        limit: usize,
+    },
+    /// The body is not the JSON the path expects; `field` is the path serde stopped at.
+    MalformedBody {
+        field: Option<String>,
+        message: String,
+    },
+    /// GraphQL batches (a JSON array) would bypass the per-request limits.
+    BatchUnsupported,
+    /// No usable bearer token; answered with `WWW-Authenticate: Bearer`.
+    Unauthenticated(String),
+    /// A valid identity that is not allowed.
+    Forbidden(String),
+    /// A dependency of the request itself (not of the service) is missing or failing.
+    Unavailable(String),
+    /// More than `APP_MAX_CONCURRENT_REQUESTS` requests at once.
+    Overloaded,
+    /// The request took longer than `APP_REQUEST_TIMEOUT`.
+    Timeout(Duration),
+    /// No route has this path.
+    NoRoute(String),
+    /// The path exists, but not with this method.
+    MethodNotAllowed(String),
+}
+
+impl From<ParseRequestError> for ApiError {
+    fn from(error: ParseRequestError) -> Self {
+        match error {
+            ParseRequestError::UnsupportedBatch => ApiError::BatchUnsupported,
+            other => ApiError::MalformedBody { field: None, message: format!("invalid GraphQL request: {other}") },
+        }
+    }
+}
+
+impl From<service::Error> for ApiError {
+    fn from(error: service::Error) -> Self {
+        ApiError::Service(error)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut component = None;
+        let (status, code, message, field) = match self {
+            ApiError::UnsupportedMediaType => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type".to_owned(),
+                "the body must be JSON sent with Content-Type: application/json".to_owned(),
+                Some("Content-Type".to_owned()),
+            ),
+            ApiError::PayloadTooLarge { limit } => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large".to_owned(),
+                format!("the body is larger than {limit} bytes"),
+                None,
+            ),
+            ApiError::MalformedBody { field, message } => {
+                (StatusCode::BAD_REQUEST, "invalid_input".to_owned(), message, field)
+            }
+            ApiError::BatchUnsupported => (
+                StatusCode::BAD_REQUEST,
+                "batch_not_supported".to_owned(),
+                "batch requests are not supported: send one GraphQL operation per request".to_owned(),
+                None,
+            ),
+            ApiError::Unauthenticated(message) => {
+                (StatusCode::UNAUTHORIZED, "unauthenticated".to_owned(), message, None)
+            }
+            ApiError::Forbidden(message) => (StatusCode::FORBIDDEN, "forbidden".to_owned(), message, None),
+            ApiError::Unavailable(message) => {
+                (StatusCode::SERVICE_UNAVAILABLE, "unavailable".to_owned(), message, None)
+            }
+            ApiError::Overloaded => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "overloaded".to_owned(),
+                "too many requests at once: retry shortly".to_owned(),
+                None,
+            ),
+            ApiError::Timeout(limit) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "timeout".to_owned(),
+                format!("the request took longer than {}", humantime::format_duration(limit)),
+                None,
+            ),
+            ApiError::NoRoute(path) => {
+                (StatusCode::NOT_FOUND, "not_found".to_owned(), format!("no such path: {path}"), None)
+            }
+            ApiError::MethodNotAllowed(method) => (
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed".to_owned(),
+                format!("{method} is not allowed on this path"),
+                None,
+            ),
+            ApiError::Service(error) => {
+                let classified = classify(error);
+                if classified.status == StatusCode::SERVICE_UNAVAILABLE {
+                    component = Some(classified.component.to_owned());
+                }
+                (classified.status, classified.code.to_owned(), classified.message, classified.field)
+            }
+        };
+        let mut response =
+            (status, Json(ErrorBody { error: ErrorDetail { code, message, field, component } })).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            // RFC 6750: names the scheme the client has to use.
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
 }

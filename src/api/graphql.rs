@@ -14,7 +14,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 
-use super::authn::Identity;
+use super::caller::Identity;
 
 use super::error::classify;
 use crate::domain::{ClusterConfig, Labels, LastError, Operation, OperationState, OperationType, ProvisionRequest};
@@ -273,7 +273,9 @@ impl Mutation {
     ) -> GraphQLResult<OperationStatus> {
         let identity = context.data::<Identity>()?;
         let accepted = service(context).provision_runtime(config, None).await.map_err(graphql_error)?;
-        identity.audit("graphql", &accepted.operation);
+        if !accepted.replayed {
+            identity.audit("graphql", &accepted.operation);
+        }
         Ok(accepted.operation.into())
     }
 

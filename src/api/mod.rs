@@ -1,7 +1,7 @@
 //! HTTP surface: GraphQL and REST adapters over one [`Service`], health, and around them authentication, the
 //! request limits (body size, time, concurrency) and the per-request tracing and metrics.
 
-pub mod authn;
+pub mod caller;
 pub mod error;
 pub mod graphql;
 pub mod rest;
@@ -24,8 +24,8 @@ use tower_http::trace::TraceLayer;
 
 use crate::service::Service;
 use crate::telemetry::{Metrics, WorkerHealth};
-use authn::{Authentication, Identity};
-use rest::ApiError;
+use caller::{Authentication, Identity};
+use error::ApiError;
 
 /// Where the GraphQL endpoints live and the limits every request is held to.
 #[derive(Debug, Clone)]
@@ -41,7 +41,6 @@ pub struct HttpSettings {
 #[derive(Clone)]
 pub struct AppState {
     pub service: Service,
-    pub max_body_bytes: usize,
     pub worker_health: WorkerHealth,
 }
 
@@ -53,7 +52,7 @@ pub fn router(
     worker_health: WorkerHealth,
 ) -> Router {
     let schema = graphql::schema(service.clone(), settings.graphql);
-    let state = AppState { service, max_body_bytes: settings.max_body_bytes, worker_health };
+    let state = AppState { service, worker_health };
     let playground = GraphiQLSource::build().endpoint(&settings.api_endpoint).finish();
     let playground_endpoint = settings.playground_endpoint.clone();
 
@@ -72,7 +71,7 @@ pub fn router(
         .route("/api/v1/provisions/{id}/logs", get(rest::get_logs))
         .route("/api/v1/provisions/{id}/kubeconfig", get(rest::get_kubeconfig))
         .route("/api/v1/openapi.json", get(rest::openapi))
-        .route_layer(middleware::from_fn_with_state(authentication, authn::authenticate));
+        .route_layer(middleware::from_fn_with_state(authentication, caller::authenticate));
 
     let timeout = settings.request_timeout;
     let x_request_id = axum::http::HeaderName::from_static("x-request-id");

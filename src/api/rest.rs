@@ -1,13 +1,10 @@
 //! REST adapter with the cluster-provisioner's paths. Handlers only translate HTTP to service calls and back;
 //! [`ApiError`] is the one place where errors get their HTTP status and JSON body.
 
-use std::time::Duration;
-
-use async_graphql::ParseRequestError;
 use axum::body::Body;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use chrono::{DateTime, Utc};
@@ -17,8 +14,8 @@ use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
 use utoipa::{Modify, OpenApi, ToSchema};
 
 use super::AppState;
-use super::authn::Identity;
-use super::error::classify;
+use super::caller::Identity;
+use super::error::{ApiError, ErrorBody};
 use crate::domain::{LastError, Operation, OperationState, OperationType, ProvisionRequest};
 use crate::service::{self, ExecutorHealth, RuntimeStatus};
 
@@ -114,24 +111,6 @@ impl From<RuntimeStatus> for ProvisionStatusResponse {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct ErrorBody {
-    error: ErrorDetail,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ErrorDetail {
-    /// A stable machine-readable code, for example `invalid_input` or `operation_in_progress`.
-    code: String,
-    message: String,
-    /// The offending field, as a path into the request body (or a header name).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    field: Option<String>,
-    /// For `unavailable`: the dependency that did not answer (`database`, `auth-service`, `kubernetes`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    component: Option<String>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
 pub struct Health {
     /// `ok`, or `unavailable` when the database cannot be reached or the worker is gone (then the answer is 503).
     status: String,
@@ -145,127 +124,10 @@ pub struct Health {
     worker: String,
 }
 
-/// Every REST error, with its status and JSON body decided in [`IntoResponse`] below.
-#[derive(Debug)]
-pub enum ApiError {
-    Service(service::Error),
-    UnsupportedMediaType,
-    PayloadTooLarge {
-        limit: usize,
-    },
-    /// The body is not the JSON the path expects; `field` is the path serde stopped at.
-    MalformedBody {
-        field: Option<String>,
-        message: String,
-    },
-    /// GraphQL batches (a JSON array) would bypass the per-request limits.
-    BatchUnsupported,
-    /// No usable bearer token; answered with `WWW-Authenticate: Bearer`.
-    Unauthenticated(String),
-    /// A valid identity that is not allowed.
-    Forbidden(String),
-    /// A dependency of the request itself (not of the service) is missing or failing.
-    Unavailable(String),
-    /// More than `APP_MAX_CONCURRENT_REQUESTS` requests at once.
-    Overloaded,
-    /// The request took longer than `APP_REQUEST_TIMEOUT`.
-    Timeout(Duration),
-    /// No route has this path.
-    NoRoute(String),
-    /// The path exists, but not with this method.
-    MethodNotAllowed(String),
-}
-
-impl From<ParseRequestError> for ApiError {
-    fn from(error: ParseRequestError) -> Self {
-        match error {
-            ParseRequestError::UnsupportedBatch => ApiError::BatchUnsupported,
-            other => ApiError::MalformedBody { field: None, message: format!("invalid GraphQL request: {other}") },
-        }
-    }
-}
-
-impl From<service::Error> for ApiError {
-    fn from(error: service::Error) -> Self {
-        ApiError::Service(error)
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let mut component = None;
-        let (status, code, message, field) = match self {
-            ApiError::UnsupportedMediaType => (
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "unsupported_media_type".to_owned(),
-                "the body must be JSON sent with Content-Type: application/json".to_owned(),
-                Some("Content-Type".to_owned()),
-            ),
-            ApiError::PayloadTooLarge { limit } => (
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "payload_too_large".to_owned(),
-                format!("the body is larger than {limit} bytes"),
-                None,
-            ),
-            ApiError::MalformedBody { field, message } => {
-                (StatusCode::BAD_REQUEST, "invalid_input".to_owned(), message, field)
-            }
-            ApiError::BatchUnsupported => (
-                StatusCode::BAD_REQUEST,
-                "batch_not_supported".to_owned(),
-                "batch requests are not supported: send one GraphQL operation per request".to_owned(),
-                None,
-            ),
-            ApiError::Unauthenticated(message) => {
-                (StatusCode::UNAUTHORIZED, "unauthenticated".to_owned(), message, None)
-            }
-            ApiError::Forbidden(message) => (StatusCode::FORBIDDEN, "forbidden".to_owned(), message, None),
-            ApiError::Unavailable(message) => {
-                (StatusCode::SERVICE_UNAVAILABLE, "unavailable".to_owned(), message, None)
-            }
-            ApiError::Overloaded => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "overloaded".to_owned(),
-                "too many requests at once: retry shortly".to_owned(),
-                None,
-            ),
-            ApiError::Timeout(limit) => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "timeout".to_owned(),
-                format!("the request took longer than {}", humantime::format_duration(limit)),
-                None,
-            ),
-            ApiError::NoRoute(path) => {
-                (StatusCode::NOT_FOUND, "not_found".to_owned(), format!("no such path: {path}"), None)
-            }
-            ApiError::MethodNotAllowed(method) => (
-                StatusCode::METHOD_NOT_ALLOWED,
-                "method_not_allowed".to_owned(),
-                format!("{method} is not allowed on this path"),
-                None,
-            ),
-            ApiError::Service(error) => {
-                let classified = classify(error);
-                if classified.status == StatusCode::SERVICE_UNAVAILABLE {
-                    component = Some(classified.component.to_owned());
-                }
-                (classified.status, classified.code.to_owned(), classified.message, classified.field)
-            }
-        };
-        let mut response =
-            (status, Json(ErrorBody { error: ErrorDetail { code, message, field, component } })).into_response();
-        if status == StatusCode::UNAUTHORIZED {
-            // RFC 6750: names the scheme the client has to use.
-            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-        }
-        response
-    }
-}
-
 type ApiResult<T> = Result<T, ApiError>;
 
 /// Reads a JSON body within the size limit, refusing other content types with 415.
-async fn json_body<T: serde::de::DeserializeOwned>(headers: &HeaderMap, body: Body, limit: usize) -> ApiResult<T> {
+async fn json_body<T: serde::de::DeserializeOwned>(headers: &HeaderMap, body: Body) -> ApiResult<T> {
     let is_json = headers
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
@@ -274,7 +136,10 @@ async fn json_body<T: serde::de::DeserializeOwned>(headers: &HeaderMap, body: Bo
     if !is_json {
         return Err(ApiError::UnsupportedMediaType);
     }
-    let bytes = axum::body::to_bytes(body, limit).await.map_err(|_| ApiError::PayloadTooLarge { limit })?;
+    // The body limit layer (`limit_body` in api/mod.rs) has already read the whole body within the limit.
+    let bytes = axum::body::to_bytes(body, usize::MAX)
+        .await
+        .map_err(|error| ApiError::MalformedBody { field: None, message: format!("unreadable body: {error}") })?;
     let deserializer = &mut serde_json::Deserializer::from_slice(&bytes);
     serde_path_to_error::deserialize(deserializer).map_err(|error| {
         let path = error.path().to_string();
@@ -322,7 +187,7 @@ pub async fn create_provision(
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
-    let request: ProvisionRequest = json_body(&headers, body, state.max_body_bytes).await?;
+    let request: ProvisionRequest = json_body(&headers, body).await?;
     let idempotency_key = match headers.get("idempotency-key") {
         Some(value) => Some(value.to_str().map_err(|_| {
             service::Error::Invalid(service::Invalid {
@@ -333,7 +198,10 @@ pub async fn create_provision(
         None => None,
     };
     let accepted = state.service.provision_runtime(request, idempotency_key).await?;
-    identity.audit("rest", &accepted.operation);
+    // A replayed request changed nothing: its audit line is the first request's.
+    if !accepted.replayed {
+        identity.audit("rest", &accepted.operation);
+    }
     let location = format!("/api/v1/provisions/{}", accepted.operation.runtime_id);
     Ok((StatusCode::ACCEPTED, [(header::LOCATION, location)], Json(Accepted::from(&accepted.operation)))
         .into_response())

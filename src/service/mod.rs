@@ -10,13 +10,14 @@ use tokio::sync::Notify;
 use tracing::instrument;
 
 use crate::auth::{self, AuthClient};
+pub use crate::domain::policy::{KubernetesVersion, ValidationPolicy};
 use crate::domain::run::{JobState, RunNames, Stage};
 use crate::domain::{
     ClusterConfig, LastError, Operation, OperationState, OperationType, ProvisionRequest, Runtime, RuntimePage,
 };
 use crate::executor::{self, Executor};
 use crate::store::{self, IdempotencyRecord, OperationCount, Store};
-pub use validation::{Invalid, KubernetesVersion, ValidationPolicy};
+pub use validation::Invalid;
 
 /// Why a request conflicts with the state of a runtime.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

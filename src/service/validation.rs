@@ -3,6 +3,7 @@
 
 use ipnet::Ipv4Net;
 
+use crate::domain::policy::{KubernetesVersion, ValidationPolicy};
 use crate::domain::{ClusterConfig, Labels, ProvisionRequest, Topology};
 
 /// The longest runtime name: the name ends up in cloud resource names with tighter limits than Kubernetes
@@ -32,41 +33,6 @@ impl Invalid {
 }
 
 type Check = Result<(), Invalid>;
-
-/// A Kubernetes `MAJOR.MINOR` version.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct KubernetesVersion {
-    pub major: u32,
-    pub minor: u32,
-}
-
-impl std::str::FromStr for KubernetesVersion {
-    type Err = String;
-
-    fn from_str(value: &str) -> Result<Self, Self::Err> {
-        let (major, minor) = value.split_once('.').ok_or_else(|| format!("{value:?} is not MAJOR.MINOR"))?;
-        let number = |part: &str| -> Result<u32, String> {
-            if part.is_empty() || !part.bytes().all(|byte| byte.is_ascii_digit()) || part.len() > 4 {
-                return Err(format!("{value:?} is not MAJOR.MINOR"));
-            }
-            part.parse().map_err(|_| format!("{value:?} is not MAJOR.MINOR"))
-        };
-        Ok(KubernetesVersion { major: number(major)?, minor: number(minor)? })
-    }
-}
-
-impl std::fmt::Display for KubernetesVersion {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(formatter, "{}.{}", self.major, self.minor)
-    }
-}
-
-/// The request rules that operators can tune.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ValidationPolicy {
-    pub min_kubernetes_version: KubernetesVersion,
-    pub max_kubernetes_version: KubernetesVersion,
-}
 
 impl ValidationPolicy {
     pub fn validate(&self, request: &ProvisionRequest) -> Check {

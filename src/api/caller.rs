@@ -10,9 +10,9 @@ use axum::http::{HeaderMap, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::rest::ApiError;
-use crate::authn::{Review, TokenReviewer};
+use super::error::ApiError;
 use crate::domain::Operation;
+use crate::token_review::{Review, TokenReviewer};
 
 /// The authenticated caller.
 #[derive(Debug, Clone)]

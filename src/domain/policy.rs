@@ -1,0 +1,37 @@
+//! The request rules operators can tune (from the settings), as plain types: the settings build them, the
+//! service's validation applies them.
+
+/// A Kubernetes `MAJOR.MINOR` version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct KubernetesVersion {
+    pub major: u32,
+    pub minor: u32,
+}
+
+impl std::str::FromStr for KubernetesVersion {
+    type Err = String;
+
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        let (major, minor) = value.split_once('.').ok_or_else(|| format!("{value:?} is not MAJOR.MINOR"))?;
+        let number = |part: &str| -> Result<u32, String> {
+            if part.is_empty() || !part.bytes().all(|byte| byte.is_ascii_digit()) || part.len() > 4 {
+                return Err(format!("{value:?} is not MAJOR.MINOR"));
+            }
+            part.parse().map_err(|_| format!("{value:?} is not MAJOR.MINOR"))
+        };
+        Ok(KubernetesVersion { major: number(major)?, minor: number(minor)? })
+    }
+}
+
+impl std::fmt::Display for KubernetesVersion {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(formatter, "{}.{}", self.major, self.minor)
+    }
+}
+
+/// The request rules that operators can tune.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValidationPolicy {
+    pub min_kubernetes_version: KubernetesVersion,
+    pub max_kubernetes_version: KubernetesVersion,
+}
