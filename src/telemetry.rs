@@ -11,7 +11,8 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use tracing_subscriber::EnvFilter;
 
-use crate::domain::{OperationState, OperationType};
+use crate::domain::run::Stage;
+use crate::domain::{FailureReason, OperationState, OperationType};
 use crate::store::OperationCount;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,22 +43,23 @@ struct HttpLabels {
     status: u16,
 }
 
+// Labels from enums (their `as_str()`), never free text.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OperationLabels {
-    r#type: String,
-    state: String,
+    r#type: &'static str,
+    state: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct TypeLabels {
-    r#type: String,
+    r#type: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct FinishedLabels {
-    r#type: String,
-    state: String,
-    reason: String,
+    r#type: &'static str,
+    state: &'static str,
+    reason: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -67,7 +69,7 @@ struct ResultLabels {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StageLabels {
-    stage: String,
+    stage: &'static str,
 }
 
 /// The service's metrics; cheap to clone (shared registry).
@@ -152,35 +154,32 @@ impl Metrics {
         self.inner.queued.set(i64::try_from(queued).unwrap_or(i64::MAX));
         self.inner.operations.clear();
         for count in counts {
-            let labels =
-                OperationLabels { r#type: format!("{:?}", count.operation_type), state: format!("{:?}", count.state) };
+            let labels = OperationLabels { r#type: count.operation_type.as_str(), state: count.state.as_str() };
             self.inner.operations.get_or_create(&labels).set(count.count as i64);
         }
     }
 
     pub fn run_started(&self, operation_type: OperationType) {
-        self.inner.runs_started.get_or_create(&TypeLabels { r#type: format!("{operation_type:?}") }).inc();
+        self.inner.runs_started.get_or_create(&TypeLabels { r#type: operation_type.as_str() }).inc();
         self.inner.runs_in_flight.inc();
     }
 
-    /// `finished` is the end state and reason, or `None` when the run stopped early and will be resumed.
-    pub fn run_ended(&self, operation_type: OperationType, finished: Option<(OperationState, &str)>) {
+    /// `finished` is the end state and the failure's reason, or `None` when the run stopped early and will be
+    /// resumed. A success is counted with reason `succeeded`.
+    pub fn run_ended(&self, operation_type: OperationType, finished: Option<(OperationState, Option<FailureReason>)>) {
         self.inner.runs_in_flight.dec();
         if let Some((state, reason)) = finished {
             let labels = FinishedLabels {
-                r#type: format!("{operation_type:?}"),
-                state: format!("{state:?}"),
-                reason: reason.to_owned(),
+                r#type: operation_type.as_str(),
+                state: state.as_str(),
+                reason: reason.map_or("succeeded", FailureReason::as_str),
             };
             self.inner.runs_finished.get_or_create(&labels).inc();
         }
     }
 
-    pub fn observe_step(&self, stage: &str, duration: Duration) {
-        self.inner
-            .step_duration
-            .get_or_create(&StageLabels { stage: stage.to_owned() })
-            .observe(duration.as_secs_f64());
+    pub fn observe_step(&self, stage: Stage, duration: Duration) {
+        self.inner.step_duration.get_or_create(&StageLabels { stage: stage.as_str() }).observe(duration.as_secs_f64());
     }
 
     /// `result` is `authenticated`, `rejected` or `error`.

@@ -136,7 +136,7 @@ async fn live_status_shows_a_failed_job_before_the_worker_handles_it(backend: Ba
     assert_eq!(status["lastError"]["reason"], "job_failed", "{status}");
     assert_eq!(status["lastError"]["component"], "terraform-runner", "{status}");
     let stored = engine.app.app.service.operation_status(&operation_id).await.unwrap();
-    assert_eq!(stored.stage, "WaitForJob", "the reconciled status comes from the Job, not from the worker");
+    assert_eq!(stored.stage.as_str(), "WaitForJob", "the reconciled status comes from the Job, not from the worker");
     reader.stop().await;
 }
 
@@ -414,7 +414,7 @@ async fn a_timed_out_run_ends_only_after_its_pods_are_gone() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     let operation = engine.operation(&operation_id).await;
     assert_eq!(operation.state, provisioner::domain::OperationState::InProgress, "{operation:?}");
-    assert_eq!(operation.stage, "Cleanup");
+    assert_eq!(operation.stage.as_str(), "Cleanup");
     assert!(engine.secret(&credentials).await.is_some(), "the credentials went while the pod still runs");
 
     // The pod goes: now the run ends, Failed with reason timeout, and the credentials are removed.
@@ -522,8 +522,8 @@ async fn no_second_job_starts_while_one_of_the_runtime_runs(backend: Backend) {
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
         let operation = engine.operation(&deprovision_id).await;
-        if operation.last_error.as_ref().is_some_and(|error| error.reason == "job_still_running") {
-            assert_eq!(operation.stage, "CreateJob");
+        if operation.last_error.as_ref().is_some_and(|error| error.reason.as_str() == "job_still_running") {
+            assert_eq!(operation.stage.as_str(), "CreateJob");
             assert!(operation.last_error.unwrap().err_message.contains(&provision_job));
             break;
         }

@@ -587,7 +587,7 @@ async fn start_baseline(store: Store) -> Result<String> {
                 "name": runtime.name,
                 "operationId": operation.id,
                 "status": format!("{:?}", operation.state),
-                "stage": operation.stage,
+                "stage": operation.stage.as_str(),
                 "message": operation.message,
             }))
             .into_response(),

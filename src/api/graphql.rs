@@ -149,7 +149,7 @@ impl From<Operation> for OperationStatus {
             state: operation.state,
             message: operation.message,
             runtime_id: operation.runtime_id.to_string(),
-            stage: operation.stage,
+            stage: operation.stage.as_str().to_owned(),
             last_error: operation.last_error,
         }
     }

@@ -101,7 +101,7 @@ impl From<RuntimeStatus> for ProvisionStatusResponse {
             operation_id: operation.id.to_string(),
             operation: operation.operation_type.into(),
             status: operation.state.into(),
-            stage: operation.stage,
+            stage: operation.stage.as_str().to_owned(),
             message: operation.message,
             last_error: operation.last_error,
             created_at: operation.created_at,

@@ -11,6 +11,40 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+/// An enum whose variants are stored and shown as fixed spellings: `as_str()` is what the database, the APIs and
+/// the metrics show, `parse()` its inverse (`None` for an unknown value, which readers report as corrupt data).
+macro_rules! spelled {
+    ($(#[$meta:meta])* $vis:vis enum $name:ident { $($(#[$variant_meta:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        $vis enum $name {
+            $($(#[$variant_meta])* $variant),+
+        }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+
+            pub fn parse(value: &str) -> Option<Self> {
+                match value {
+                    $($text => Some($name::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                formatter.write_str(self.as_str())
+            }
+        }
+    };
+}
+
 pub mod policy;
 pub mod run;
 pub mod runner;
@@ -62,22 +96,88 @@ impl Cloud {
     }
 }
 
-/// Kyma spells these values in PascalCase; its clients expect exactly that.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Enum)]
-#[graphql(rename_items = "PascalCase")]
-pub enum OperationType {
-    Provision,
-    Deprovision,
+spelled! {
+    /// Kyma spells these values in PascalCase; its clients expect exactly that.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Enum)]
+    #[graphql(rename_items = "PascalCase")]
+    pub enum OperationType {
+        Provision => "Provision",
+        Deprovision => "Deprovision",
+    }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Enum)]
-#[graphql(rename_items = "PascalCase")]
-pub enum OperationState {
-    Pending,
-    InProgress,
-    Succeeded,
-    Failed,
+impl OperationType {
+    /// The noun for messages: "provisioning did not finish within 1h".
+    pub fn verb(self) -> &'static str {
+        match self {
+            OperationType::Provision => "provisioning",
+            OperationType::Deprovision => "deprovisioning",
+        }
+    }
 }
+
+spelled! {
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Enum)]
+    #[graphql(rename_items = "PascalCase")]
+    pub enum OperationState {
+        Pending => "Pending",
+        InProgress => "InProgress",
+        Succeeded => "Succeeded",
+        Failed => "Failed",
+    }
+}
+
+spelled! {
+    /// Why an operation failed, or why its current step is being retried.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum FailureReason {
+        /// A Kubernetes request failed (or the API server could not be reached).
+        KubernetesError => "kubernetes_error",
+        CredentialNotFound => "credential_not_found",
+        AuthServiceError => "auth_service_error",
+        CredentialMismatch => "credential_mismatch",
+        DatabaseError => "database_error",
+        /// One try of a step took longer than its limit.
+        StepTimeout => "step_timeout",
+        /// The operation's deadline passed.
+        Timeout => "timeout",
+        /// A Job of another operation on the runtime is still running.
+        JobStillRunning => "job_still_running",
+        RenderFailed => "render_failed",
+        JobFailed => "job_failed",
+        JobMissing => "job_missing",
+        MissingOutputs => "missing_outputs",
+        RuntimeMissing => "runtime_missing",
+        /// Started too often without progress.
+        AttemptsExhausted => "attempts_exhausted",
+    }
+}
+
+spelled! {
+    /// The part of the system an error comes from.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Component {
+        Provisioner => "provisioner",
+        Kubernetes => "kubernetes",
+        AuthService => "auth-service",
+        Database => "database",
+        Renderer => "renderer",
+        TerraformRunner => "terraform-runner",
+    }
+}
+
+/// Both are shown as their spelling.
+macro_rules! serialize_spelled {
+    ($($name:ident),+) => {
+        $(impl Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        })+
+    };
+}
+
+serialize_spelled!(FailureReason, Component);
 
 impl OperationState {
     pub fn is_active(self) -> bool {
@@ -206,14 +306,36 @@ impl Runtime {
     }
 }
 
-/// Why an operation failed, and which part of the system said so.
+/// Why an operation failed (or why its step is being retried), and which part of the system said so. Kyma's
+/// clients read `reason` and `component` as strings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, SimpleObject, ToSchema)]
 #[serde(rename_all = "camelCase")]
-#[graphql(name = "LastError")]
+#[graphql(name = "LastError", complex)]
 pub struct LastError {
     pub err_message: String,
-    pub reason: String,
-    pub component: String,
+    #[graphql(skip)]
+    #[schema(value_type = String)]
+    pub reason: FailureReason,
+    #[graphql(skip)]
+    #[schema(value_type = String)]
+    pub component: Component,
+}
+
+impl LastError {
+    pub fn new(reason: FailureReason, component: Component, message: impl Into<String>) -> Self {
+        LastError { err_message: message.into(), reason, component }
+    }
+}
+
+#[async_graphql::ComplexObject]
+impl LastError {
+    async fn reason(&self) -> &'static str {
+        self.reason.as_str()
+    }
+
+    async fn component(&self) -> &'static str {
+        self.component.as_str()
+    }
 }
 
 /// One asynchronous operation (provision or deprovision) on a runtime.
@@ -223,7 +345,7 @@ pub struct Operation {
     pub runtime_id: Uuid,
     pub operation_type: OperationType,
     pub state: OperationState,
-    pub stage: String,
+    pub stage: Stage,
     pub message: String,
     pub last_error: Option<LastError>,
     /// Claims that used the attempt budget: the first, and resumes after a holder that made no progress.
@@ -239,16 +361,13 @@ pub struct Operation {
 impl Operation {
     /// A new operation, recorded before any side effect happens.
     pub fn queued(runtime_id: Uuid, operation_type: OperationType, now: DateTime<Utc>) -> Self {
-        let verb = match operation_type {
-            OperationType::Provision => "provisioning",
-            OperationType::Deprovision => "deprovisioning",
-        };
+        let verb = operation_type.verb();
         Operation {
             id: Uuid::now_v7(),
             runtime_id,
             operation_type,
             state: OperationState::Pending,
-            stage: Stage::Queued.as_str().to_owned(),
+            stage: Stage::Queued,
             message: format!("Operation queued: waiting for a worker to start {verb}"),
             last_error: None,
             attempts: 0,
@@ -289,6 +408,23 @@ mod tests {
     }
 
     #[test]
+    fn spelled_enums_round_trip_and_refuse_unknown_values() {
+        for reason in FailureReason::ALL {
+            assert_eq!(FailureReason::parse(reason.as_str()), Some(*reason));
+        }
+        for component in Component::ALL {
+            assert_eq!(Component::parse(component.as_str()), Some(*component));
+        }
+        for state in OperationState::ALL {
+            assert_eq!(OperationState::parse(state.as_str()), Some(*state));
+        }
+        assert_eq!(OperationType::parse("Provision"), Some(OperationType::Provision));
+        assert_eq!(OperationType::parse("Upgrade"), None);
+        assert_eq!(Component::AuthService.as_str(), "auth-service");
+        assert_eq!(serde_json::to_string(&FailureReason::JobStillRunning).unwrap(), "\"job_still_running\"");
+    }
+
+    #[test]
     fn only_pending_and_in_progress_are_active() {
         assert!(OperationState::Pending.is_active());
         assert!(OperationState::InProgress.is_active());
@@ -301,7 +437,7 @@ mod tests {
         let runtime_id = Uuid::now_v7();
         let operation = Operation::queued(runtime_id, OperationType::Deprovision, Utc::now());
         assert_eq!(operation.state, OperationState::Pending);
-        assert_eq!(operation.stage, Stage::Queued.as_str());
+        assert_eq!(operation.stage, Stage::Queued);
         assert_eq!(operation.runtime_id, runtime_id);
         assert!(operation.message.contains("deprovisioning"));
         assert!(operation.last_error.is_none());

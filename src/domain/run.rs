@@ -3,59 +3,33 @@
 
 use uuid::Uuid;
 
-use super::OperationType;
+use super::{Component, FailureReason, LastError, OperationState, OperationType};
 
-/// The steps of a run, in order (the derived ordering is the step order). The current one is stored with the
-/// operation, so a new process resumes there.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Stage {
-    /// Recorded, not yet picked up by a worker.
-    Queued,
-    /// Resolve the cloud credential in auth-service and write it to the credentials Secret.
-    ResolveCredential,
-    /// Render the Terraform configuration into the config ConfigMap.
-    RenderConfig,
-    /// Create the Job that runs terraform.
-    CreateJob,
-    /// Follow the Job until it completes or fails.
-    WaitForJob,
-    /// Provisioning: require the outputs Secret. Deprovisioning: remove it and mark the runtime deleted.
-    Finalize,
-    /// Delete the credentials Secret, whatever the result.
-    Cleanup,
-    /// Nothing left to do.
-    Done,
+spelled! {
+    /// The steps of a run, in order (the derived ordering is the step order). The current one is stored with the
+    /// operation, so a new process resumes there.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+    pub enum Stage {
+        /// Recorded, not yet picked up by a worker.
+        Queued => "Queued",
+        /// Resolve the cloud credential in auth-service and write it to the credentials Secret.
+        ResolveCredential => "ResolveCredential",
+        /// Render the Terraform configuration into the config ConfigMap.
+        RenderConfig => "RenderConfig",
+        /// Create the Job that runs terraform.
+        CreateJob => "CreateJob",
+        /// Follow the Job until it completes or fails.
+        WaitForJob => "WaitForJob",
+        /// Provisioning: require the outputs Secret. Deprovisioning: remove it and mark the runtime deleted.
+        Finalize => "Finalize",
+        /// Stop the Job of a failed run, then delete the credentials Secret, whatever the result.
+        Cleanup => "Cleanup",
+        /// Nothing left to do.
+        Done => "Done",
+    }
 }
 
 impl Stage {
-    pub const ALL: [Stage; 8] = [
-        Stage::Queued,
-        Stage::ResolveCredential,
-        Stage::RenderConfig,
-        Stage::CreateJob,
-        Stage::WaitForJob,
-        Stage::Finalize,
-        Stage::Cleanup,
-        Stage::Done,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Stage::Queued => "Queued",
-            Stage::ResolveCredential => "ResolveCredential",
-            Stage::RenderConfig => "RenderConfig",
-            Stage::CreateJob => "CreateJob",
-            Stage::WaitForJob => "WaitForJob",
-            Stage::Finalize => "Finalize",
-            Stage::Cleanup => "Cleanup",
-            Stage::Done => "Done",
-        }
-    }
-
-    pub fn parse(value: &str) -> Option<Stage> {
-        Stage::ALL.into_iter().find(|stage| stage.as_str() == value)
-    }
-
     /// The step after this one has succeeded.
     pub fn next(self) -> Stage {
         match self {
@@ -88,6 +62,90 @@ impl Stage {
     }
 }
 
+/// Where a run stands between two steps: its stage and, once it has failed, why. These are the step loop's rules,
+/// without I/O: the worker performs the steps and records what [`RunState::record`] says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunState {
+    pub stage: Stage,
+    pub failure: Option<LastError>,
+}
+
+/// What the worker records before the next step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Record {
+    /// At a stage, moving on normally.
+    Stage,
+    /// At a stage of the clean-up after the failure.
+    Failing,
+    /// The run ended in this state.
+    Finished(OperationState),
+}
+
+/// What a step's end meant for the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterStep {
+    Next,
+    /// The run failed: it cleans up now.
+    Failed,
+    /// A clean-up step failed for good; the run goes on with the next one.
+    CleanupFailed,
+}
+
+impl RunState {
+    /// Where a claimed operation resumes. A queued one starts at its first step. A stored error is the run's
+    /// failure only once the run has moved to Cleanup with it (an error stored at an earlier stage was a transient
+    /// one being retried). An operation past its attempts fails and cleans up.
+    pub fn resume(stage: Stage, stored_error: Option<&LastError>, attempts: i32, max_attempts: i32) -> RunState {
+        let stage = if stage == Stage::Queued { Stage::ResolveCredential } else { stage };
+        let failure = stored_error.filter(|_| stage >= Stage::Cleanup).cloned();
+        if attempts > max_attempts && failure.is_none() {
+            let message = format!("the operation was started {max_attempts} times without making progress");
+            return RunState {
+                stage: Stage::Cleanup,
+                failure: Some(LastError::new(FailureReason::AttemptsExhausted, Component::Provisioner, message)),
+            };
+        }
+        RunState { stage, failure }
+    }
+
+    /// A run whose deadline has passed fails with `timeout` and cleans up, unless it already is.
+    pub fn deadline_passed(&mut self, timeout: LastError) {
+        if self.failure.is_none() && self.stage < Stage::Cleanup {
+            self.failure = Some(timeout);
+            self.stage = Stage::Cleanup;
+        }
+    }
+
+    /// Moves on after a step: to the next stage when it succeeded; to Cleanup when a step of the run failed (the
+    /// first failure is the one kept); to the next clean-up step when a clean-up step failed for good.
+    pub fn after_step(&mut self, result: Result<(), LastError>) -> AfterStep {
+        match result {
+            Ok(()) => {
+                self.stage = self.stage.next();
+                AfterStep::Next
+            }
+            Err(error) if self.stage < Stage::Cleanup => {
+                self.failure.get_or_insert(error);
+                self.stage = Stage::Cleanup;
+                AfterStep::Failed
+            }
+            Err(_) => {
+                self.stage = self.stage.next();
+                AfterStep::CleanupFailed
+            }
+        }
+    }
+
+    pub fn record(&self) -> Record {
+        match (&self.failure, self.stage) {
+            (None, Stage::Done) => Record::Finished(OperationState::Succeeded),
+            (Some(_), Stage::Done) => Record::Finished(OperationState::Failed),
+            (Some(_), _) => Record::Failing,
+            (None, _) => Record::Stage,
+        }
+    }
+}
+
 /// What a run's Job is doing, as far as the API server says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JobState {
@@ -96,7 +154,7 @@ pub enum JobState {
     Succeeded,
     /// `message` is the runner's termination message (bounded and redacted) or the Job's failure reason.
     Failed {
-        reason: String,
+        reason: FailureReason,
         message: String,
     },
 }
@@ -145,9 +203,61 @@ mod tests {
     #[test]
     fn stages_round_trip_through_their_stored_names() {
         for stage in Stage::ALL {
-            assert_eq!(Stage::parse(stage.as_str()), Some(stage));
+            assert_eq!(Stage::parse(stage.as_str()), Some(*stage));
         }
         assert_eq!(Stage::parse("Nope"), None);
+    }
+
+    fn error(reason: FailureReason) -> LastError {
+        LastError::new(reason, Component::Kubernetes, "x")
+    }
+
+    #[test]
+    fn runs_resume_where_they_stopped_and_only_a_cleanup_error_is_a_failure() {
+        let retrying = error(FailureReason::KubernetesError);
+        let cases = [
+            // (stored stage, stored error, attempts, resumes at, failed with)
+            (Stage::Queued, None, 1, Stage::ResolveCredential, None),
+            (Stage::WaitForJob, None, 3, Stage::WaitForJob, None),
+            (Stage::CreateJob, Some(&retrying), 2, Stage::CreateJob, None),
+            (Stage::Cleanup, Some(&retrying), 2, Stage::Cleanup, Some(FailureReason::KubernetesError)),
+            (Stage::RenderConfig, None, 11, Stage::Cleanup, Some(FailureReason::AttemptsExhausted)),
+            (Stage::Cleanup, Some(&retrying), 11, Stage::Cleanup, Some(FailureReason::KubernetesError)),
+        ];
+        for (stage, stored, attempts, resumes_at, failed_with) in cases {
+            let run = RunState::resume(stage, stored, attempts, 10);
+            assert_eq!(run.stage, resumes_at, "{stage:?} {stored:?} {attempts}");
+            assert_eq!(run.failure.map(|failure| failure.reason), failed_with, "{stage:?} {stored:?} {attempts}");
+        }
+    }
+
+    #[test]
+    fn a_failure_sends_the_run_to_cleanup_once_and_cleanup_goes_on_to_the_end() {
+        let mut run = RunState::resume(Stage::CreateJob, None, 1, 10);
+        assert_eq!(run.record(), Record::Stage);
+        assert_eq!(run.after_step(Ok(())), AfterStep::Next);
+        assert_eq!(run.stage, Stage::WaitForJob);
+        assert_eq!(run.after_step(Err(error(FailureReason::JobFailed))), AfterStep::Failed);
+        assert_eq!((run.stage, run.record()), (Stage::Cleanup, Record::Failing));
+        // A deadline after the failure changes nothing: the first failure is the one reported.
+        run.deadline_passed(error(FailureReason::Timeout));
+        assert_eq!(run.failure.as_ref().map(|failure| failure.reason), Some(FailureReason::JobFailed));
+        assert_eq!(run.after_step(Err(error(FailureReason::KubernetesError))), AfterStep::CleanupFailed);
+        assert_eq!(run.stage, Stage::Done);
+        assert_eq!(run.record(), Record::Finished(OperationState::Failed));
+        assert_eq!(run.failure.map(|failure| failure.reason), Some(FailureReason::JobFailed));
+    }
+
+    #[test]
+    fn a_deadline_fails_a_run_only_before_cleanup() {
+        let mut run = RunState::resume(Stage::WaitForJob, None, 1, 10);
+        run.deadline_passed(error(FailureReason::Timeout));
+        assert_eq!((run.stage, run.record()), (Stage::Cleanup, Record::Failing));
+        let mut cleaning = RunState::resume(Stage::Cleanup, None, 1, 10);
+        cleaning.deadline_passed(error(FailureReason::Timeout));
+        assert_eq!(cleaning.failure, None, "a successful run that is cleaning up does not time out");
+        assert_eq!(cleaning.after_step(Ok(())), AfterStep::Next);
+        assert_eq!(cleaning.record(), Record::Finished(OperationState::Succeeded));
     }
 
     #[test]

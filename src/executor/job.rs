@@ -12,8 +12,8 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::domain::OperationType;
 use crate::domain::run::RunNames;
+use crate::domain::{FailureReason, OperationType};
 
 pub const INIT_CONTAINER: &str = "init";
 pub const RUNNER_CONTAINER: &str = "terraform-runner";
@@ -206,15 +206,15 @@ pub fn finished(job: &Job) -> Option<bool> {
 }
 
 /// The reason of a failed Job (`timeout` when it hit its deadline) and the Job's own message.
-pub fn failure(job: &Job) -> (String, String) {
+pub fn failure(job: &Job) -> (FailureReason, String) {
     let condition = job.status.as_ref().and_then(|status| status.conditions.as_ref()).and_then(|conditions| {
         conditions.iter().find(|condition| condition.type_ == "Failed" && condition.status == "True")
     });
     let job_reason = condition.and_then(|condition| condition.reason.clone()).unwrap_or_default();
     let message =
         condition.and_then(|condition| condition.message.clone()).unwrap_or_else(|| "the Job failed".to_owned());
-    let reason = if job_reason == "DeadlineExceeded" { "timeout" } else { "job_failed" };
-    (reason.to_owned(), message)
+    let reason = if job_reason == "DeadlineExceeded" { FailureReason::Timeout } else { FailureReason::JobFailed };
+    (reason, message)
 }
 
 #[cfg(test)]

@@ -13,7 +13,8 @@ use crate::auth::{self, AuthClient};
 pub use crate::domain::policy::{KubernetesVersion, ValidationPolicy};
 use crate::domain::run::{JobState, RunNames, Stage};
 use crate::domain::{
-    ClusterConfig, LastError, Operation, OperationState, OperationType, ProvisionRequest, Runtime, RuntimePage,
+    ClusterConfig, Component, LastError, Operation, OperationState, OperationType, ProvisionRequest, Runtime,
+    RuntimePage,
 };
 use crate::executor::{self, Executor};
 use crate::store::{self, IdempotencyRecord, OperationCount, Store};
@@ -311,10 +312,9 @@ impl Service {
             JobState::Failed { reason, message } => {
                 operation.state = OperationState::Failed;
                 operation.message = message.clone();
-                operation.last_error =
-                    Some(LastError { err_message: message, reason, component: "terraform-runner".to_owned() });
+                operation.last_error = Some(LastError::new(reason, Component::TerraformRunner, message));
             }
-            JobState::Succeeded if operation.stage == Stage::WaitForJob.as_str() => {
+            JobState::Succeeded if operation.stage == Stage::WaitForJob => {
                 operation.message = format!("Job {} completed; finishing the operation", names.job);
             }
             JobState::Succeeded | JobState::Running | JobState::Missing => {}
@@ -365,12 +365,13 @@ impl Service {
         let operation = &status.last_operation;
         let names = RunNames::new(operation.operation_type, operation.runtime_id);
         // Before the Job is created there is no pod to ask about.
-        if Stage::parse(&operation.stage).is_some_and(|stage| stage < Stage::CreateJob) {
+        if operation.stage < Stage::CreateJob {
             return Err(Error::Conflict {
                 conflict: Conflict::NoRunnerPod,
                 message: format!(
                     "no runner pod exists yet: operation {} is at stage {}",
-                    operation.id, operation.stage
+                    operation.id,
+                    operation.stage.as_str()
                 ),
             });
         }
@@ -380,7 +381,8 @@ impl Service {
                 conflict: Conflict::NoRunnerPod,
                 message: format!(
                     "no runner pod exists for Job {job} of operation {} (stage {})",
-                    operation.id, operation.stage
+                    operation.id,
+                    operation.stage.as_str()
                 ),
             }),
             Err(error) => Err(executor_error(error)),

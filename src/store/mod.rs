@@ -16,7 +16,10 @@ use sea_orm::{
 use uuid::Uuid;
 
 use crate::domain::run::Stage;
-use crate::domain::{ClusterConfig, Labels, LastError, Operation, OperationState, OperationType, Runtime, RuntimePage};
+use crate::domain::{
+    ClusterConfig, Component, FailureReason, Labels, LastError, Operation, OperationState, OperationType, Runtime,
+    RuntimePage,
+};
 use entity::{idempotency_key, operation, runtime};
 
 #[derive(Debug, thiserror::Error)]
@@ -189,7 +192,7 @@ impl Store {
             .order_by_asc(runtime::Column::Id)
             .limit(limit + 1);
         if let Some(state) = state {
-            query = query.filter(operation::Column::State.eq(state_to_str(state)));
+            query = query.filter(operation::Column::State.eq(state.as_str()));
         }
         if let Some(after) = after {
             query = query.filter(runtime::Column::Id.gt(after));
@@ -234,14 +237,14 @@ impl Store {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Progress {
     /// Now at `stage`, with this status message; a transient error shown while retrying is cleared.
-    Stage { stage: String, message: String },
+    Stage { stage: Stage, message: String },
     /// The step at the current stage failed transiently and is retried: shown as the status message and the
     /// last error until the stage moves on.
     Retrying { message: String, error: LastError },
     /// The run failed; the remaining steps only clean up.
-    Failing { stage: String, message: String, error: LastError },
+    Failing { stage: Stage, message: String, error: LastError },
     /// The run ended. For a successful deprovisioning, the runtime is marked deleted in the same transaction.
-    Finished { state: OperationState, stage: String, message: String },
+    Finished { state: OperationState, stage: Stage, message: String },
 }
 
 /// One SQL statement with its parameters, numbered for the backend (`$n` on PostgreSQL, `?` in order on SQLite).
@@ -319,8 +322,8 @@ impl Store {
     ) -> Result<Option<Claim>> {
         let backend = self.db.get_database_backend();
         let token = Uuid::now_v7();
-        let pending = state_to_str(OperationState::Pending);
-        let in_progress = state_to_str(OperationState::InProgress);
+        let pending = OperationState::Pending.as_str();
+        let in_progress = OperationState::InProgress.as_str();
         let mut sql = Sql::new(backend);
         sql.push("UPDATE operation SET state = ")
             .param(in_progress)
@@ -379,7 +382,7 @@ impl Store {
             .push(" AND claim_token = ")
             .param(token)
             .push(" AND state = ")
-            .param(state_to_str(OperationState::InProgress));
+            .param(OperationState::InProgress.as_str());
         Ok(self.db.execute_raw(sql.statement()).await?.rows_affected() == 1)
     }
 
@@ -391,12 +394,12 @@ impl Store {
             .col_expr(operation::Column::UpdatedAt, Expr::value(now))
             .filter(operation::Column::Id.eq(operation.id))
             .filter(operation::Column::ClaimToken.eq(token))
-            .filter(operation::Column::State.eq(state_to_str(OperationState::InProgress)));
+            .filter(operation::Column::State.eq(OperationState::InProgress.as_str()));
         let mut runtime_deleted = false;
         match progress {
             Progress::Stage { stage, message } => {
                 update = update
-                    .col_expr(operation::Column::Stage, Expr::value(stage))
+                    .col_expr(operation::Column::Stage, Expr::value(stage.as_str()))
                     .col_expr(operation::Column::Message, Expr::value(message))
                     .col_expr(operation::Column::ProgressSinceClaim, Expr::value(true))
                     .col_expr(operation::Column::LastErrorMessage, no_text())
@@ -407,17 +410,17 @@ impl Store {
                 update = update
                     .col_expr(operation::Column::Message, Expr::value(message))
                     .col_expr(operation::Column::LastErrorMessage, Expr::value(error.err_message))
-                    .col_expr(operation::Column::LastErrorReason, Expr::value(error.reason))
-                    .col_expr(operation::Column::LastErrorComponent, Expr::value(error.component));
+                    .col_expr(operation::Column::LastErrorReason, Expr::value(error.reason.as_str()))
+                    .col_expr(operation::Column::LastErrorComponent, Expr::value(error.component.as_str()));
             }
             Progress::Failing { stage, message, error } => {
                 update = update
-                    .col_expr(operation::Column::Stage, Expr::value(stage))
+                    .col_expr(operation::Column::Stage, Expr::value(stage.as_str()))
                     .col_expr(operation::Column::Message, Expr::value(message))
                     .col_expr(operation::Column::ProgressSinceClaim, Expr::value(true))
                     .col_expr(operation::Column::LastErrorMessage, Expr::value(error.err_message))
-                    .col_expr(operation::Column::LastErrorReason, Expr::value(error.reason))
-                    .col_expr(operation::Column::LastErrorComponent, Expr::value(error.component));
+                    .col_expr(operation::Column::LastErrorReason, Expr::value(error.reason.as_str()))
+                    .col_expr(operation::Column::LastErrorComponent, Expr::value(error.component.as_str()));
             }
             Progress::Finished { state, stage, message } => {
                 runtime_deleted =
@@ -429,8 +432,8 @@ impl Store {
                         .col_expr(operation::Column::LastErrorComponent, no_text());
                 }
                 update = update
-                    .col_expr(operation::Column::State, Expr::value(state_to_str(state)))
-                    .col_expr(operation::Column::Stage, Expr::value(stage))
+                    .col_expr(operation::Column::State, Expr::value(state.as_str()))
+                    .col_expr(operation::Column::Stage, Expr::value(stage.as_str()))
                     .col_expr(operation::Column::Message, Expr::value(message))
                     .col_expr(operation::Column::FinishedAt, Expr::value(now))
                     .col_expr(operation::Column::Owner, no_text())
@@ -529,13 +532,13 @@ fn operation_to_model(operation: &Operation) -> operation::Model {
     operation::Model {
         id: operation.id,
         runtime_id: operation.runtime_id,
-        operation_type: type_to_str(operation.operation_type).to_owned(),
-        state: state_to_str(operation.state).to_owned(),
-        stage: operation.stage.clone(),
+        operation_type: operation.operation_type.as_str().to_owned(),
+        state: operation.state.as_str().to_owned(),
+        stage: operation.stage.as_str().to_owned(),
         message: operation.message.clone(),
         last_error_message: last_error.map(|error| error.err_message.clone()),
-        last_error_reason: last_error.map(|error| error.reason.clone()),
-        last_error_component: last_error.map(|error| error.component.clone()),
+        last_error_reason: last_error.map(|error| error.reason.as_str().to_owned()),
+        last_error_component: last_error.map(|error| error.component.as_str().to_owned()),
         attempts: operation.attempts,
         claims: operation.claims,
         claim_token: None,
@@ -551,19 +554,22 @@ fn operation_to_model(operation: &Operation) -> operation::Model {
 
 fn operation_from_model(model: operation::Model) -> Result<Operation> {
     let last_error = match (model.last_error_message, model.last_error_reason, model.last_error_component) {
-        (Some(err_message), reason, component) => Some(LastError {
+        (Some(err_message), Some(reason), Some(component)) => Some(LastError {
             err_message,
-            reason: reason.unwrap_or_default(),
-            component: component.unwrap_or_default(),
+            reason: FailureReason::parse(&reason).ok_or_else(|| corrupt("failure reason", &reason))?,
+            component: Component::parse(&component).ok_or_else(|| corrupt("component", &component))?,
         }),
         (None, _, _) => None,
+        (Some(_), _, _) => {
+            return Err(Error::Corrupt(format!("operation {} has an error without reason or component", model.id)));
+        }
     };
     Ok(Operation {
         id: model.id,
         runtime_id: model.runtime_id,
         operation_type: type_from_str(&model.operation_type)?,
         state: state_from_str(&model.state)?,
-        stage: model.stage,
+        stage: Stage::parse(&model.stage).ok_or_else(|| corrupt("stage", &model.stage))?,
         message: model.message,
         last_error,
         attempts: model.attempts,
@@ -575,38 +581,16 @@ fn operation_from_model(model: operation::Model) -> Result<Operation> {
     })
 }
 
-fn type_to_str(operation_type: OperationType) -> &'static str {
-    match operation_type {
-        OperationType::Provision => "Provision",
-        OperationType::Deprovision => "Deprovision",
-    }
+fn corrupt(what: &str, value: &str) -> Error {
+    Error::Corrupt(format!("unknown {what} {value:?}"))
 }
 
 fn type_from_str(value: &str) -> Result<OperationType> {
-    match value {
-        "Provision" => Ok(OperationType::Provision),
-        "Deprovision" => Ok(OperationType::Deprovision),
-        other => Err(Error::Corrupt(format!("unknown operation type {other:?}"))),
-    }
-}
-
-fn state_to_str(state: OperationState) -> &'static str {
-    match state {
-        OperationState::Pending => "Pending",
-        OperationState::InProgress => "InProgress",
-        OperationState::Succeeded => "Succeeded",
-        OperationState::Failed => "Failed",
-    }
+    OperationType::parse(value).ok_or_else(|| corrupt("operation type", value))
 }
 
 fn state_from_str(value: &str) -> Result<OperationState> {
-    match value {
-        "Pending" => Ok(OperationState::Pending),
-        "InProgress" => Ok(OperationState::InProgress),
-        "Succeeded" => Ok(OperationState::Succeeded),
-        "Failed" => Ok(OperationState::Failed),
-        other => Err(Error::Corrupt(format!("unknown operation state {other:?}"))),
-    }
+    OperationState::parse(value).ok_or_else(|| corrupt("operation state", value))
 }
 
 /// The current time, truncated to microseconds: both databases store that precision, so values read back

@@ -16,8 +16,8 @@ use uuid::Uuid;
 
 use crate::auth::{self, AuthClient};
 use crate::backoff::Backoff;
-use crate::domain::run::{JobState, RunNames, Stage};
-use crate::domain::{LastError, OperationState, OperationType, Runtime};
+use crate::domain::run::{AfterStep, JobState, Record, RunNames, RunState, Stage};
+use crate::domain::{Component, FailureReason, LastError, OperationState, OperationType, Runtime};
 use crate::executor::{self, Executor, JobStop, RUNNER_GRACE_PERIOD, run_labels};
 use crate::render::{Renderer, RunAction};
 use crate::store::{self, Claim, Progress, Store};
@@ -87,8 +87,8 @@ struct StepError {
 }
 
 impl StepError {
-    fn permanent(reason: &str, component: &str, message: impl Into<String>) -> Self {
-        let error = last_error(reason, component, message);
+    fn permanent(reason: FailureReason, component: Component, message: impl Into<String>) -> Self {
+        let error = LastError::new(reason, component, message);
         StepError { transient: false, detail: error.err_message.clone(), error }
     }
 }
@@ -97,7 +97,7 @@ impl From<executor::Error> for StepError {
     fn from(error: executor::Error) -> Self {
         StepError {
             transient: error.is_transient(),
-            error: last_error("kubernetes_error", "kubernetes", error.public_message()),
+            error: LastError::new(FailureReason::KubernetesError, Component::Kubernetes, error.public_message()),
             detail: error.to_string(),
         }
     }
@@ -106,12 +106,12 @@ impl From<executor::Error> for StepError {
 impl From<auth::Error> for StepError {
     fn from(error: auth::Error) -> Self {
         let reason = match &error {
-            auth::Error::NotFound { .. } => "credential_not_found",
-            _ => "auth_service_error",
+            auth::Error::NotFound { .. } => FailureReason::CredentialNotFound,
+            _ => FailureReason::AuthServiceError,
         };
         StepError {
             transient: error.is_transient(),
-            error: last_error(reason, "auth-service", error.public_message()),
+            error: LastError::new(reason, Component::AuthService, error.public_message()),
             detail: error.to_string(),
         }
     }
@@ -121,14 +121,10 @@ impl From<store::Error> for StepError {
     fn from(error: store::Error) -> Self {
         StepError {
             transient: true,
-            error: last_error("database_error", "database", "the database is unavailable"),
+            error: LastError::new(FailureReason::DatabaseError, Component::Database, "the database is unavailable"),
             detail: error.to_string(),
         }
     }
-}
-
-fn last_error(reason: &str, component: &str, message: impl Into<String>) -> LastError {
-    LastError { err_message: message.into(), reason: reason.to_owned(), component: component.to_owned() }
 }
 
 /// What a successful step says about the run.
@@ -299,8 +295,7 @@ impl Worker {
                 None
             }
         };
-        self.metrics
-            .run_ended(operation.operation_type, finished.as_ref().map(|(state, reason)| (*state, reason.as_str())));
+        self.metrics.run_ended(operation.operation_type, finished);
         tracing::info!(operation_id = %operation.id, finished = finished.is_some(), "run ended");
     }
 
@@ -347,61 +342,50 @@ impl Worker {
         claim: &Claim,
         steps: &Semaphore,
         mut lease_lost: watch::Receiver<bool>,
-    ) -> Option<(OperationState, String)> {
+    ) -> Option<(OperationState, Option<FailureReason>)> {
         let operation = &claim.operation;
         let started = operation.started_at.unwrap_or(operation.created_at);
         let deadline = started + self.timeout_of(operation.operation_type);
         let names = RunNames::new(operation.operation_type, operation.runtime_id);
-        let mut stage = match Stage::parse(&operation.stage) {
-            Some(Stage::Queued) | None => Stage::ResolveCredential,
-            Some(stage) => stage,
-        };
-        // A failure is recorded together with the move to Cleanup; an error stored at an earlier stage is a
-        // transient one that was being retried.
-        let mut failure = if stage >= Stage::Cleanup { operation.last_error.clone() } else { None };
-        let mut run = Run { claim, names, redact: Vec::new(), runtime: None };
-        if operation.attempts > MAX_ATTEMPTS && failure.is_none() {
+        let mut state =
+            RunState::resume(operation.stage, operation.last_error.as_ref(), operation.attempts, MAX_ATTEMPTS);
+        if state.failure.as_ref().is_some_and(|failure| failure.reason == FailureReason::AttemptsExhausted) {
             tracing::error!(
                 operation_id = %operation.id,
-                job = %run.names.job,
+                job = %names.job,
                 attempts = operation.attempts,
                 "attempts exhausted: the operation was started {MAX_ATTEMPTS} times without progress; stopping its Job and failing it"
             );
-            failure = Some(last_error(
-                "attempts_exhausted",
-                "provisioner",
-                format!("the operation was started {MAX_ATTEMPTS} times without making progress"),
-            ));
-            stage = Stage::Cleanup;
         }
+        let mut run = Run { claim, names, redact: Vec::new(), runtime: None };
 
         loop {
-            if failure.is_none() && stage < Stage::Cleanup && store::now() > deadline {
-                failure = Some(timeout_error(operation.operation_type, self.timeout_of(operation.operation_type)));
-                stage = Stage::Cleanup;
+            if store::now() > deadline {
+                state.deadline_passed(timeout_error(
+                    operation.operation_type,
+                    self.timeout_of(operation.operation_type),
+                ));
             }
-            let progress = match (&failure, stage) {
-                (None, Stage::Done) => Progress::Finished {
-                    state: OperationState::Succeeded,
-                    stage: stage.as_str().to_owned(),
-                    message: stage.message(operation.operation_type).to_owned(),
+            let stage = state.stage;
+            let record = state.record();
+            let progress = match (record, &state.failure) {
+                (Record::Finished(finished), failure) => Progress::Finished {
+                    state: finished,
+                    stage,
+                    message: match failure {
+                        Some(error) => error.err_message.clone(),
+                        None => stage.message(operation.operation_type).to_owned(),
+                    },
                 },
-                (Some(error), Stage::Done) => Progress::Finished {
-                    state: OperationState::Failed,
-                    stage: stage.as_str().to_owned(),
-                    message: error.err_message.clone(),
-                },
-                (Some(error), _) => Progress::Failing {
-                    stage: stage.as_str().to_owned(),
+                (Record::Failing, Some(error)) => Progress::Failing {
+                    stage,
                     message: format!("{} after a failure", stage.message(operation.operation_type)),
                     error: error.clone(),
                 },
-                (None, _) => Progress::Stage {
-                    stage: stage.as_str().to_owned(),
-                    message: stage.message(operation.operation_type).to_owned(),
-                },
+                (Record::Stage | Record::Failing, _) => {
+                    Progress::Stage { stage, message: stage.message(operation.operation_type).to_owned() }
+                }
             };
-            let finished = matches!(progress, Progress::Finished { .. });
             match self.persist(claim, progress, &lease_lost).await {
                 Recorded::Yes => {}
                 Recorded::LeaseLost => {
@@ -410,17 +394,17 @@ impl Worker {
                 }
                 Recorded::Unreachable => return None,
             }
-            if finished {
-                return Some(match &failure {
-                    None => {
-                        tracing::info!("operation succeeded");
-                        (OperationState::Succeeded, "succeeded".to_owned())
-                    }
-                    Some(error) => {
-                        tracing::warn!(reason = %error.reason, component = %error.component, message = %error.err_message, "operation failed");
-                        (OperationState::Failed, error.reason.clone())
-                    }
-                });
+            if let Record::Finished(finished) = record {
+                match &state.failure {
+                    None => tracing::info!("operation succeeded"),
+                    Some(error) => tracing::warn!(
+                        reason = %error.reason,
+                        component = %error.component,
+                        message = %error.err_message,
+                        "operation failed"
+                    ),
+                }
+                return Some((finished, state.failure.map(|failure| failure.reason)));
             }
 
             let step_started = std::time::Instant::now();
@@ -430,31 +414,32 @@ impl Worker {
                 Stage::WaitForJob => None,
                 _ => Some(steps.acquire().await.expect("the step semaphore is never closed")),
             };
+            let failing = state.failure.is_some();
             let outcome = tokio::select! {
-                outcome = self.attempt_until(deadline, stage, &mut run, failure.is_some()) => outcome,
+                outcome = self.attempt_until(deadline, stage, &mut run, failing) => outcome,
                 _ = lease_lost.wait_for(|lost| *lost) => {
                     tracing::warn!(stage = stage.as_str(), "lease lost during a step; stopping");
                     return None;
                 }
             };
-            self.metrics.observe_step(stage.as_str(), step_started.elapsed());
-            match outcome {
-                Ok(StepOutcome::Next) => stage = stage.next(),
-                Ok(StepOutcome::Fail(error)) | Err(StepError { error, .. }) if stage < Stage::Cleanup => {
-                    tracing::warn!(
-                        stage = stage.as_str(),
-                        reason = %error.reason,
-                        component = %error.component,
-                        "run failed; stopping its Job and cleaning up"
-                    );
-                    failure.get_or_insert(error);
-                    stage = Stage::Cleanup;
+            self.metrics.observe_step(stage, step_started.elapsed());
+            let result = match outcome {
+                Ok(StepOutcome::Next) => Ok(()),
+                // Only a permanent refusal ends a clean-up step early (transient failures are retried until they pass).
+                Ok(StepOutcome::Fail(error)) | Err(StepError { error, .. }) => Err(error),
+            };
+            let error = result.as_ref().err().cloned();
+            match (state.after_step(result), error) {
+                (AfterStep::Failed, Some(error)) => tracing::warn!(
+                    stage = stage.as_str(),
+                    reason = %error.reason,
+                    component = %error.component,
+                    "run failed; stopping its Job and cleaning up"
+                ),
+                (AfterStep::CleanupFailed, Some(error)) => {
+                    tracing::error!(stage = stage.as_str(), job = %run.names.job, error = %error.err_message, "cleanup failed")
                 }
-                // Only a permanent refusal ends cleanup early (transient failures are retried until they pass).
-                Ok(StepOutcome::Fail(error)) | Err(StepError { error, .. }) => {
-                    tracing::error!(stage = stage.as_str(), job = %run.names.job, error = %error.err_message, "cleanup failed");
-                    stage = stage.next();
-                }
+                _ => {}
             }
         }
     }
@@ -500,7 +485,7 @@ impl Worker {
                         Err(StepError {
                             transient: true,
                             detail: message.clone(),
-                            error: last_error("step_timeout", "provisioner", message),
+                            error: LastError::new(FailureReason::StepTimeout, Component::Provisioner, message),
                         })
                     })
                 }
@@ -566,9 +551,9 @@ impl Worker {
                 let config = &runtime.cluster_config;
                 let credential = self.auth.credential(&config.credential_id).await?;
                 if credential.cloud() != config.topology.cloud() {
-                    return Ok(StepOutcome::Fail(last_error(
-                        "credential_mismatch",
-                        "auth-service",
+                    return Ok(StepOutcome::Fail(LastError::new(
+                        FailureReason::CredentialMismatch,
+                        Component::AuthService,
                         format!(
                             "credential {} is for {}, but topology {} needs {}",
                             config.credential_id,
@@ -588,10 +573,9 @@ impl Worker {
                     OperationType::Deprovision => RunAction::Destroy,
                 };
                 let runtime = run.runtime(&self.store).await?;
-                let rendered = self
-                    .renderer
-                    .render(runtime, action)
-                    .map_err(|error| StepError::permanent("render_failed", "renderer", error.to_string()))?;
+                let rendered = self.renderer.render(runtime, action).map_err(|error| {
+                    StepError::permanent(FailureReason::RenderFailed, Component::Renderer, error.to_string())
+                })?;
                 self.executor.ensure_config(&run.names, &labels, rendered.files).await?;
                 Ok(StepOutcome::Next)
             }
@@ -603,9 +587,9 @@ impl Worker {
                     return Err(StepError {
                         transient: true,
                         detail: format!("{other} of another operation on this runtime is still running"),
-                        error: last_error(
-                            "job_still_running",
-                            "kubernetes",
+                        error: LastError::new(
+                            FailureReason::JobStillRunning,
+                            Component::Kubernetes,
                             format!("waiting for {other} of an earlier operation on this runtime to end"),
                         ),
                     });
@@ -628,22 +612,22 @@ impl Worker {
                         operation.operation_type,
                         self.timeout_of(operation.operation_type),
                     ))),
-                    JobState::Missing => Ok(StepOutcome::Fail(last_error(
-                        "job_missing",
-                        "kubernetes",
+                    JobState::Missing => Ok(StepOutcome::Fail(LastError::new(
+                        FailureReason::JobMissing,
+                        Component::Kubernetes,
                         format!("Job {} disappeared before it finished", run.names.job),
                     ))),
                     JobState::Failed { reason, message } => {
-                        Ok(StepOutcome::Fail(last_error(&reason, "terraform-runner", message)))
+                        Ok(StepOutcome::Fail(LastError::new(reason, Component::TerraformRunner, message)))
                     }
                 }
             }
             Stage::Finalize => match operation.operation_type {
                 OperationType::Provision => match self.executor.kubeconfig(&run.names).await? {
                     Some(_) => Ok(StepOutcome::Next),
-                    None => Ok(StepOutcome::Fail(last_error(
-                        "missing_outputs",
-                        "terraform-runner",
+                    None => Ok(StepOutcome::Fail(LastError::new(
+                        FailureReason::MissingOutputs,
+                        Component::TerraformRunner,
                         format!(
                             "the Job succeeded but Secret {} with the kubeconfig does not exist",
                             run.names.outputs_secret
@@ -693,13 +677,10 @@ fn step_limit(stage: Stage, failing: bool) -> Option<Duration> {
 }
 
 fn timeout_error(operation_type: OperationType, timeout: Duration) -> LastError {
-    let what = match operation_type {
-        OperationType::Provision => "provisioning",
-        OperationType::Deprovision => "deprovisioning",
-    };
-    last_error(
-        "timeout",
-        "provisioner",
+    let what = operation_type.verb();
+    LastError::new(
+        FailureReason::Timeout,
+        Component::Provisioner,
         format!("{what} did not finish within {}", humantime::format_duration(timeout)),
     )
 }
@@ -718,7 +699,11 @@ impl Run<'_> {
         if self.runtime.is_none() {
             let runtime_id = self.claim.operation.runtime_id;
             let runtime = store.find_runtime(runtime_id).await?.ok_or_else(|| {
-                StepError::permanent("runtime_missing", "database", format!("runtime {runtime_id} does not exist"))
+                StepError::permanent(
+                    FailureReason::RuntimeMissing,
+                    Component::Database,
+                    format!("runtime {runtime_id} does not exist"),
+                )
             })?;
             self.runtime = Some(runtime);
         }

@@ -240,7 +240,7 @@ impl Engine {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let operation = self.app.app.service.operation_status(operation_id).await.expect("operation");
-            if operation.stage == stage {
+            if operation.stage.as_str() == stage {
                 return;
             }
             assert!(
