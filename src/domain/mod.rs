@@ -71,6 +71,18 @@ impl Topology {
         }
     }
 
+    /// Why a credential of `kind` for `cloud` cannot build this topology, or `None` when it can: one rule and one
+    /// message for the request check and the worker's.
+    pub fn credential_mismatch(self, credential_id: &str, kind: &str, cloud: Cloud) -> Option<String> {
+        (cloud != self.cloud()).then(|| {
+            format!(
+                "credential {credential_id:?} is a {kind} credential, but topology {} runs on {}",
+                self.as_str(),
+                self.cloud().as_str()
+            )
+        })
+    }
+
     /// The spelling used in storage and in the REST API.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -396,6 +408,13 @@ mod tests {
         assert_eq!(Topology::VanillaKubeadm.cloud(), Cloud::Aws);
         assert_eq!(Topology::Eks.cloud(), Cloud::Aws);
         assert_eq!(Topology::Gke.cloud(), Cloud::Gcp);
+    }
+
+    #[test]
+    fn only_a_credential_of_the_topologys_cloud_fits() {
+        assert_eq!(Topology::Eks.credential_mismatch("a", "aws_access_key", Cloud::Aws), None);
+        let message = Topology::Gke.credential_mismatch("a", "aws_access_key", Cloud::Aws).unwrap();
+        assert_eq!(message, "credential \"a\" is a aws_access_key credential, but topology gke runs on gcp");
     }
 
     #[test]

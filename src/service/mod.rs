@@ -195,18 +195,12 @@ impl Service {
     async fn check_credential(&self, config: &ClusterConfig) -> Result<()> {
         let field = "clusterConfig.credentialId";
         match self.auth.credential(&config.credential_id).await {
-            Ok(credential) if credential.cloud() == config.topology.cloud() => Ok(()),
-            Ok(credential) => Err(Invalid {
-                field: field.into(),
-                message: format!(
-                    "credential {:?} is a {} credential, but topology {} runs on {}",
-                    config.credential_id,
-                    credential.kind(),
-                    config.topology.as_str(),
-                    config.topology.cloud().as_str()
-                ),
+            Ok(credential) => {
+                match config.topology.credential_mismatch(&config.credential_id, credential.kind(), credential.cloud()) {
+                    None => Ok(()),
+                    Some(message) => Err(Invalid { field: field.into(), message }.into()),
+                }
             }
-            .into()),
             Err(auth::Error::NotFound { id }) => Err(Invalid {
                 field: field.into(),
                 message: format!("credential {id:?} does not exist in auth-service"),

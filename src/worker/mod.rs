@@ -550,17 +550,14 @@ impl Worker {
                 let runtime = run.runtime(&self.store).await?;
                 let config = &runtime.cluster_config;
                 let credential = self.auth.credential(&config.credential_id).await?;
-                if credential.cloud() != config.topology.cloud() {
+                // The credential may have changed in auth-service since the request was checked.
+                let mismatch =
+                    config.topology.credential_mismatch(&config.credential_id, credential.kind(), credential.cloud());
+                if let Some(message) = mismatch {
                     return Ok(StepOutcome::Fail(LastError::new(
                         FailureReason::CredentialMismatch,
                         Component::AuthService,
-                        format!(
-                            "credential {} is for {}, but topology {} needs {}",
-                            config.credential_id,
-                            credential.cloud().as_str(),
-                            config.topology.as_str(),
-                            config.topology.cloud().as_str()
-                        ),
+                        message,
                     )));
                 }
                 run.redact = credential.secret_values();
