@@ -47,6 +47,10 @@ struct Args {
     burst_timeout: Duration,
     out: PathBuf,
     server_bin: Option<PathBuf>,
+    /// Runs the worker follows (each renewing its lease) during the reads under write load.
+    load_runs: usize,
+    /// Provisioning requests per second during the reads under write load.
+    load_posts_per_second: f64,
 }
 
 impl Args {
@@ -60,6 +64,8 @@ impl Args {
             burst_timeout: Duration::from_secs(120),
             out: PathBuf::from("target/bench/results.json"),
             server_bin: None,
+            load_runs: 200,
+            load_posts_per_second: 20.0,
         };
         let mut raw = std::env::args().skip(1);
         while let Some(flag) = raw.next() {
@@ -73,12 +79,16 @@ impl Args {
                 "--burst-timeout" => args.burst_timeout = Duration::from_secs_f64(value()?.parse()?),
                 "--out" => args.out = PathBuf::from(value()?),
                 "--server-bin" => args.server_bin = Some(PathBuf::from(value()?)),
+                "--load-runs" => args.load_runs = value()?.parse()?,
+                "--load-posts-per-second" => args.load_posts_per_second = value()?.parse()?,
                 "-h" | "--help" => {
                     println!(
                         "bench [--runtimes N (10000)] [--burst N (1000)] [--duration SECONDS per read run (5)] \
                          [--idle SECONDS of API-server background measure (10)] [--worker-concurrency N (16)] \
                          [--burst-timeout SECONDS (120)] [--out FILE (target/bench/results.json)] \
-                         [--server-bin PATH (the provisioner binary next to this one)]"
+                         [--server-bin PATH (the provisioner binary next to this one)] \
+                         [--load-runs N followed during the reads under write load (200)] \
+                         [--load-posts-per-second N (20)]"
                     );
                     std::process::exit(0);
                 }
@@ -289,6 +299,16 @@ async fn phases(
     let burst_server_stats = worker_server.stop().await;
     let _ = control_plane;
 
+    // Phase 5: the same status reads on PostgreSQL and on SQLite, idle and under a write load.
+    let mut under_load = Vec::new();
+    for backend in [Backend::Postgres, Backend::Sqlite] {
+        let database_url = match backend {
+            Backend::Postgres => databases.create("load").await?,
+            Backend::Sqlite => format!("sqlite://{}?mode=rwc", work.join("load.db").display()),
+        };
+        under_load.extend(write_load(args, work, server_bin, &http, base_env(&database_url), backend).await?);
+    }
+
     let baseline_of = |concurrency: usize| {
         reads
             .iter()
@@ -329,6 +349,8 @@ async fn phases(
             "burst": args.burst,
             "read_seconds": args.duration.as_secs_f64(),
             "worker_concurrency": args.worker_concurrency,
+            "load_runs": args.load_runs,
+            "load_posts_per_second": args.load_posts_per_second,
         },
         "startup": {
             "healthz_ok_ms": startup.0,
@@ -348,7 +370,125 @@ async fn phases(
             "burst_server_exit": burst_server_stats,
         },
         "burst": burst,
+        "reads_under_write_load": under_load,
     }))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Backend {
+    Postgres,
+    Sqlite,
+}
+
+impl Backend {
+    fn name(self) -> &'static str {
+        match self {
+            Backend::Postgres => "postgres",
+            Backend::Sqlite => "sqlite",
+        }
+    }
+}
+
+/// REST status reads at each concurrency on one database: first with the server idle (no worker), then with the
+/// worker following `load_runs` runs (their Jobs never finish: no kubelet), each renewing its lease every second,
+/// and provisioning requests arriving at a fixed rate.
+async fn write_load(
+    args: &Args,
+    work: &Path,
+    server_bin: &Path,
+    http: &reqwest::Client,
+    env: Vec<(String, String)>,
+    backend: Backend,
+) -> Result<Vec<Value>> {
+    let log = |phase: &str| work.join(format!("server-{}-{phase}.log", backend.name()));
+    let mut rows = Vec::new();
+    let row = |load: &str, concurrency: usize, stats: &Stats| {
+        json!({
+            "backend": backend.name(), "load": load, "concurrency": concurrency, "requests": stats.ok,
+            "errors": stats.errors, "requests_per_second": stats.rps(), "p50_ms": stats.p50, "p99_ms": stats.p99,
+            "p999_ms": stats.p999,
+        })
+    };
+
+    // Idle: runtimes written straight through the store, read by a server without a worker.
+    let mut idle_env = env.clone();
+    idle_env.push(("APP_DATABASE_MAX_CONNECTIONS".to_owned(), "16".to_owned()));
+    let server = Server::start(server_bin, idle_env, &log("idle"), http).await?;
+    let url = format!("http://{}/api/v1/provisions/", server.api);
+    let database_url = &env.iter().find(|(key, _)| key == "DATABASE_URL").ok_or("no DATABASE_URL")?.1;
+    let store = Store::connect(database_url, 4, Duration::from_secs(10)).await?;
+    let ids = Arc::new(seed(&store, 1_000).await?);
+    drop(store);
+    for concurrency in CONCURRENCIES {
+        eprintln!("reads on {} (idle) at concurrency {concurrency}...", backend.name());
+        let stats = load(http, Target::Rest, &url, &ids, concurrency, args.duration).await;
+        rows.push(row("idle", concurrency, &stats));
+    }
+    server.stop().await;
+
+    // Under load: the worker follows the runs, which heartbeat; POSTs keep coming.
+    let mut load_env = env;
+    load_env.extend(
+        [
+            ("MODULES_REPO_URL", MODULES_REPO_URL.to_owned()),
+            ("APP_DATABASE_MAX_CONNECTIONS", "16".to_owned()),
+            ("APP_WORKER_LEASE", "3s".to_owned()),
+            ("APP_WORKER_MAX_RUNS", (args.load_runs * 4).to_string()),
+            ("APP_WORKER_CONCURRENCY", args.worker_concurrency.to_string()),
+        ]
+        .map(|(key, value)| (key.to_owned(), value)),
+    );
+    let server = Server::start(server_bin, load_env, &log("load"), http).await?;
+    let posts = format!("http://{}/api/v1/provisions", server.api);
+    eprintln!("{}: starting {} runs for the worker to follow...", backend.name(), args.load_runs);
+    let started: Vec<Result<reqwest::Response, reqwest::Error>> = futures::stream::iter(0..args.load_runs)
+        .map(|index| http.post(&posts).json(&provision_body(&format!("load-{index}"))).send())
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    let accepted = started.iter().filter(|answer| answer.as_ref().is_ok_and(|a| a.status().is_success())).count();
+    eprintln!("  {accepted} accepted; waiting until the worker follows them...");
+    let metrics = format!("http://{}/metrics", server.metrics);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while runs_in_flight(http, &metrics).await < accepted as f64 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let stop_posting = Arc::new(AtomicBool::new(false));
+    let poster = {
+        let (http, posts, stop) = (http.clone(), posts.clone(), stop_posting.clone());
+        let interval = Duration::from_secs_f64(1.0 / args.load_posts_per_second.max(0.1));
+        tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(interval);
+            let mut index = 0;
+            while !stop.load(Ordering::Relaxed) {
+                ticker.tick().await;
+                let body = provision_body(&format!("load-post-{index}"));
+                let _ = http.post(&posts).json(&body).send().await;
+                index += 1;
+            }
+            index
+        })
+    };
+    for concurrency in CONCURRENCIES {
+        eprintln!("reads on {} (under write load) at concurrency {concurrency}...", backend.name());
+        let url = format!("http://{}/api/v1/provisions/", server.api);
+        let stats = load(http, Target::Rest, &url, &ids, concurrency, args.duration).await;
+        rows.push(row("write load", concurrency, &stats));
+    }
+    stop_posting.store(true, Ordering::Relaxed);
+    let posted = poster.await.unwrap_or(0);
+    eprintln!("  {posted} provisioning requests posted during the reads");
+    server.stop().await;
+    Ok(rows)
+}
+
+async fn runs_in_flight(http: &reqwest::Client, metrics_url: &str) -> f64 {
+    let Ok(response) = http.get(metrics_url).send().await else { return 0.0 };
+    let text = response.text().await.unwrap_or_default();
+    text.lines()
+        .find_map(|line| line.strip_prefix("provisioner_operations_in_flight "))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or(0.0)
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -358,6 +498,7 @@ struct Server {
     child: tokio::process::Child,
     pid: u32,
     api: String,
+    metrics: String,
     ready_ms: f64,
     healthy_ms: f64,
 }
@@ -397,7 +538,9 @@ impl Server {
                 let elapsed = started.elapsed().as_secs_f64() * 1000.0;
                 ready_ms.get_or_insert(elapsed);
                 if body["kubernetes"] == "ok" {
-                    return Ok(Server { child, pid, api, ready_ms: ready_ms.unwrap_or(elapsed), healthy_ms: elapsed });
+                    let metrics = format!("127.0.0.1:{metrics_port}");
+                    let ready_ms = ready_ms.unwrap_or(elapsed);
+                    return Ok(Server { child, pid, api, metrics, ready_ms, healthy_ms: elapsed });
                 }
             }
             if Instant::now() > deadline {
@@ -912,4 +1055,41 @@ fn print_table(figures: &Value) {
         number(&burst["job_creation_rate_per_second"]),
         if burst["stalled"] == true { "; STALLED: no new Job for 15 s" } else { "" }
     );
+
+    let parameters = &figures["parameters"];
+    println!(
+        "\nREST status reads by database, idle and under write load ({} runs renewing leases, {} POSTs/s):",
+        parameters["load_runs"], parameters["load_posts_per_second"]
+    );
+    println!(
+        "{:<9} {:<11} {:>4} {:>9} {:>8} {:>8} {:>7}  {:>17}  {:>15}",
+        "database", "load", "conc", "req/s", "p50 ms", "p99 ms", "errors", "vs postgres rps", "vs baseline rps"
+    );
+    let rows = figures["reads_under_write_load"].as_array().cloned().unwrap_or_default();
+    let find = |backend: &str, load: &Value, concurrency: &Value| {
+        rows.iter().find(|row| row["backend"] == backend && row["load"] == *load && row["concurrency"] == *concurrency)
+    };
+    for row in &rows {
+        let postgres = find("postgres", &row["load"], &row["concurrency"]);
+        let baseline = figures["reads"].as_array().into_iter().flatten().find(|read| {
+            read["target"] == Target::Baseline.name() && read["concurrency"] == row["concurrency"]
+        });
+        let ratio = |other: Option<&Value>| {
+            other.map_or("-".to_owned(), |other| {
+                format!("{:.2}x", number(&row["requests_per_second"]) / number(&other["requests_per_second"]))
+            })
+        };
+        println!(
+            "{:<9} {:<11} {:>4} {:>9.0} {:>8.2} {:>8.2} {:>7}  {:>17}  {:>15}",
+            row["backend"].as_str().unwrap_or_default(),
+            row["load"].as_str().unwrap_or_default(),
+            row["concurrency"].as_u64().unwrap_or(0),
+            number(&row["requests_per_second"]),
+            number(&row["p50_ms"]),
+            number(&row["p99_ms"]),
+            row["errors"].as_u64().unwrap_or(0),
+            ratio(postgres),
+            ratio(baseline),
+        );
+    }
 }

@@ -196,7 +196,8 @@ impl Service {
         let field = "clusterConfig.credentialId";
         match self.auth.credential(&config.credential_id).await {
             Ok(credential) => {
-                match config.topology.credential_mismatch(&config.credential_id, credential.kind(), credential.cloud()) {
+                match config.topology.credential_mismatch(&config.credential_id, credential.kind(), credential.cloud())
+                {
                     None => Ok(()),
                     Some(message) => Err(Invalid { field: field.into(), message }.into()),
                 }

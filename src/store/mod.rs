@@ -8,6 +8,7 @@ mod entity;
 use chrono::{DateTime, Utc};
 use migrations::{Migrator, MigratorTrait};
 use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend, DbErr,
     EntityTrait, IntoActiveModel, JoinType, QueryFilter, QueryOrder, QuerySelect, RelationDef, SqlErr, Statement,
@@ -81,28 +82,57 @@ pub struct OperationCount {
     pub count: u64,
 }
 
+/// How long an SQLite connection waits for another process's write lock before it reports SQLITE_BUSY. Within this
+/// process writes never wait for it: they share one connection.
+const SQLITE_BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 #[derive(Clone)]
 pub struct Store {
+    /// Every write goes here. On SQLite this pool has one connection: SQLite has one writer at a time, and a queue
+    /// in the pool is fair and bounded by the acquire timeout, where competing connections would sleep in
+    /// SQLite's busy handler and could fail with SQLITE_BUSY.
     db: DatabaseConnection,
+    /// Reads. On SQLite a pool of its own, so that in WAL mode readers never queue behind the writer; on
+    /// PostgreSQL the same pool as `db`.
+    reads: DatabaseConnection,
 }
 
 impl Store {
-    /// Connects and applies pending migrations, so a new database is ready on first start.
+    /// Connects and applies pending migrations, so a new database is ready on first start. SQLite is opened as a
+    /// server database: WAL journal (readers and the writer do not block each other), `synchronous=NORMAL`
+    /// (durable across process crashes in WAL mode; a power loss may lose the last transactions, never corrupt
+    /// the file), a busy timeout, and foreign keys on.
     pub async fn connect(url: &str, max_connections: u32, acquire_timeout: std::time::Duration) -> Result<Self> {
-        let mut options = ConnectOptions::new(url.to_owned());
-        // Without a short acquire timeout a database outage makes every request hang for the library's 30 s.
-        options
-            .max_connections(max_connections)
-            .acquire_timeout(acquire_timeout)
-            .connect_timeout(acquire_timeout)
-            .sqlx_logging(false);
-        let db = Database::connect(options).await?;
+        let options = |max_connections: u32| {
+            let mut options = ConnectOptions::new(url.to_owned());
+            // Without a short acquire timeout a database outage makes every request hang for the library's 30 s.
+            options
+                .max_connections(max_connections)
+                .acquire_timeout(acquire_timeout)
+                .connect_timeout(acquire_timeout)
+                .sqlx_logging(false)
+                .map_sqlx_sqlite_opts(|sqlite| {
+                    sqlite
+                        .journal_mode(SqliteJournalMode::Wal)
+                        .synchronous(SqliteSynchronous::Normal)
+                        .busy_timeout(SQLITE_BUSY_TIMEOUT)
+                        .foreign_keys(true)
+                });
+            options
+        };
+        if url.starts_with("sqlite:") {
+            let db = Database::connect(options(1)).await?;
+            Migrator::up(&db, None).await?;
+            let reads = Database::connect(options(max_connections)).await?;
+            return Ok(Store { db, reads });
+        }
+        let db = Database::connect(options(max_connections)).await?;
         Migrator::up(&db, None).await?;
-        Ok(Store { db })
+        Ok(Store { reads: db.clone(), db })
     }
 
     pub async fn ping(&self) -> Result<()> {
-        Ok(self.db.ping().await?)
+        Ok(self.reads.ping().await?)
     }
 
     /// Records a new runtime with its first operation (and the idempotency record, if any) atomically.
@@ -163,15 +193,15 @@ impl Store {
     }
 
     pub async fn find_runtime(&self, id: Uuid) -> Result<Option<Runtime>> {
-        runtime::Entity::find_by_id(id).one(&self.db).await?.map(runtime_from_model).transpose()
+        runtime::Entity::find_by_id(id).one(&self.reads).await?.map(runtime_from_model).transpose()
     }
 
     pub async fn find_operation(&self, id: Uuid) -> Result<Option<Operation>> {
-        operation::Entity::find_by_id(id).one(&self.db).await?.map(operation_from_model).transpose()
+        operation::Entity::find_by_id(id).one(&self.reads).await?.map(operation_from_model).transpose()
     }
 
     pub async fn find_idempotency_record(&self, key: &str) -> Result<Option<IdempotencyRecord>> {
-        Ok(idempotency_key::Entity::find_by_id(key.to_owned()).one(&self.db).await?.map(|model| IdempotencyRecord {
+        Ok(idempotency_key::Entity::find_by_id(key.to_owned()).one(&self.reads).await?.map(|model| IdempotencyRecord {
             key: model.key,
             request_fingerprint: model.request_fingerprint,
             runtime_id: model.runtime_id,
@@ -197,7 +227,7 @@ impl Store {
         if let Some(after) = after {
             query = query.filter(runtime::Column::Id.gt(after));
         }
-        let mut rows = query.all(&self.db).await?;
+        let mut rows = query.all(&self.reads).await?;
         let has_next_page = rows.len() as u64 > limit;
         rows.truncate(limit as usize);
         let runtimes = rows
@@ -218,7 +248,7 @@ impl Store {
             .group_by(operation::Column::OperationType)
             .group_by(operation::Column::State)
             .into_tuple()
-            .all(&self.db)
+            .all(&self.reads)
             .await?;
         rows.into_iter()
             .map(|(operation_type, state, count)| {
