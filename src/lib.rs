@@ -6,7 +6,6 @@
 pub mod api;
 pub mod auth;
 pub mod authn;
-pub mod backoff;
 pub mod domain;
 pub mod executor;
 pub mod render;
@@ -18,8 +17,5 @@ pub mod store;
 pub mod telemetry;
 pub mod worker;
 
-/// Installs the one TLS crypto provider of the process (ring); call once before any TLS client is built.
-pub fn install_crypto_provider() {
-    // Err means a provider is already installed, which is what we want.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-}
+/// Shared with terraform-runner: retry delays, and the one TLS crypto provider of the process.
+pub use process_support::{backoff, install_crypto_provider};

@@ -207,13 +207,7 @@ fn parse<T: std::str::FromStr>(variable: &'static str, value: Option<String>, de
 
 pub(crate) fn duration(variable: &'static str, value: Option<String>, default: &str) -> Result<Duration> {
     let value = value.filter(|value| !value.trim().is_empty()).unwrap_or_else(|| default.to_owned());
-    let parsed = humantime::parse_duration(value.trim()).map_err(|error| {
-        invalid(variable, format!("invalid duration {value:?} ({error}); use for example 90m or 1h30m"))
-    })?;
-    if parsed.is_zero() {
-        return Err(invalid(variable, "must be longer than zero"));
-    }
-    Ok(parsed)
+    process_support::parse_positive_duration(&value).map_err(|message| invalid(variable, message))
 }
 
 fn flag(variable: &'static str, value: Option<String>, default: bool) -> Result<bool> {
