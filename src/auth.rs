@@ -35,12 +35,9 @@
 //!
 //! Every call has a timeout (connect and whole request). Tokens and secret values are never logged.
 //!
-//! **Runner files.** [`CloudCredential::secret_files`] is what the run's credentials Secret holds, mounted into
-//! the terraform-runner: `credential_type` always; AWS: `aws_access_key_id` and `aws_secret_access_key` (when
-//! there are keys), `aws_region` (when given), `role_arn`, `external_id` and `session_duration_seconds` (assume
-//! role, when given); GCP: `service_account.json` and `project_id`.
+//! **Runner files.** The resolved [`CloudCredential`] goes to the runner as the files of the run's credentials
+//! Secret, as `runner_contract::credential` defines them.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -52,8 +49,9 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Deserializer, de};
 use tokio::sync::Mutex;
 
+use runner_contract::credential::{AwsKeyPair, CloudCredential, CredentialType};
+
 use crate::backoff::Backoff;
-use crate::domain::Cloud;
 use crate::settings::AuthSettings;
 
 /// Attempts of one [`AuthClient::credential`] call when auth-service is unavailable.
@@ -108,159 +106,6 @@ impl Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// The service-account key's file in the run's credentials Secret.
-pub const GCP_KEY_FILE: &str = "service_account.json";
-
-/// A cloud credential as auth-service hands it out. `Debug` shows no secret value.
-#[derive(Debug, Clone)]
-pub enum CloudCredential {
-    AwsAccessKey {
-        access_key_id: String,
-        secret_access_key: SecretString,
-        region: Option<String>,
-    },
-    AwsAssumeRole {
-        role_arn: String,
-        /// Not a secret to AWS, but it guards against the confused deputy, so it stays out of logs.
-        external_id: Option<SecretString>,
-        session_duration_seconds: Option<u32>,
-        /// The credentials that assume the role; without them the runner uses its own workload identity.
-        source: Option<AwsKeyPair>,
-    },
-    GcpServiceAccount {
-        project_id: String,
-        /// The JSON key file's text.
-        service_account_key: SecretString,
-    },
-}
-
-#[derive(Debug, Clone)]
-pub struct AwsKeyPair {
-    pub access_key_id: String,
-    pub secret_access_key: SecretString,
-}
-
-impl CloudCredential {
-    /// The `type` of the credential in auth-service.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            CloudCredential::AwsAccessKey { .. } => "aws_access_key",
-            CloudCredential::AwsAssumeRole { .. } => "aws_assume_role",
-            CloudCredential::GcpServiceAccount { .. } => "gcp_service_account",
-        }
-    }
-
-    pub fn cloud(&self) -> Cloud {
-        match self {
-            CloudCredential::AwsAccessKey { .. } | CloudCredential::AwsAssumeRole { .. } => Cloud::Aws,
-            CloudCredential::GcpServiceAccount { .. } => Cloud::Gcp,
-        }
-    }
-
-    /// File name → content of the run's credentials Secret, which is mounted into the terraform-runner.
-    pub fn secret_files(&self) -> BTreeMap<String, SecretString> {
-        let mut files = BTreeMap::new();
-        let mut add = |name: &str, value: &str| {
-            files.insert(name.to_owned(), SecretString::from(value));
-        };
-        add("credential_type", self.kind());
-        match self {
-            CloudCredential::AwsAccessKey { access_key_id, secret_access_key, region } => {
-                add("aws_access_key_id", access_key_id);
-                add("aws_secret_access_key", secret_access_key.expose_secret());
-                if let Some(region) = region {
-                    add("aws_region", region);
-                }
-            }
-            CloudCredential::AwsAssumeRole { role_arn, external_id, session_duration_seconds, source } => {
-                add("role_arn", role_arn);
-                if let Some(external_id) = external_id {
-                    add("external_id", external_id.expose_secret());
-                }
-                if let Some(seconds) = session_duration_seconds {
-                    add("session_duration_seconds", &seconds.to_string());
-                }
-                if let Some(source) = source {
-                    add("aws_access_key_id", &source.access_key_id);
-                    add("aws_secret_access_key", source.secret_access_key.expose_secret());
-                }
-            }
-            CloudCredential::GcpServiceAccount { project_id, service_account_key } => {
-                add(GCP_KEY_FILE, service_account_key.expose_secret());
-                add("project_id", project_id);
-            }
-        }
-        files
-    }
-
-    /// Reads back what [`CloudCredential::secret_files`] wrote (terraform-runner, from the mounted Secret).
-    /// The error names the missing or bad file.
-    pub fn from_secret_files(files: &BTreeMap<String, SecretString>) -> Result<Self, String> {
-        let text = |name: &str| files.get(name).map(|value| value.expose_secret().trim().to_owned());
-        let required = |name: &str| text(name).filter(|value| !value.is_empty()).ok_or(format!("{name} is missing"));
-        let secret = |name: &str| required(name).map(SecretString::from);
-        let key_pair = || -> Result<Option<AwsKeyPair>, String> {
-            match text("aws_access_key_id").filter(|id| !id.is_empty()) {
-                None => Ok(None),
-                Some(access_key_id) => {
-                    Ok(Some(AwsKeyPair { access_key_id, secret_access_key: secret("aws_secret_access_key")? }))
-                }
-            }
-        };
-        match required("credential_type")?.as_str() {
-            "aws_access_key" => {
-                let AwsKeyPair { access_key_id, secret_access_key } =
-                    key_pair()?.ok_or("aws_access_key_id is missing")?;
-                Ok(CloudCredential::AwsAccessKey { access_key_id, secret_access_key, region: text("aws_region") })
-            }
-            "aws_assume_role" => Ok(CloudCredential::AwsAssumeRole {
-                role_arn: required("role_arn")?,
-                external_id: text("external_id").filter(|id| !id.is_empty()).map(SecretString::from),
-                session_duration_seconds: text("session_duration_seconds")
-                    .map(|seconds| {
-                        seconds.parse().map_err(|_| format!("session_duration_seconds {seconds:?} is not a number"))
-                    })
-                    .transpose()?,
-                source: key_pair()?,
-            }),
-            "gcp_service_account" => Ok(CloudCredential::GcpServiceAccount {
-                project_id: required("project_id")?,
-                service_account_key: secret(GCP_KEY_FILE)?,
-            }),
-            other => Err(format!(
-                "credential_type {other:?} is not one of aws_access_key, aws_assume_role, gcp_service_account"
-            )),
-        }
-    }
-
-    /// Every value to keep out of output we did not write (the runner's messages): the secrets, and the access
-    /// key ids too, which identify the credential. For GCP also the key's own secret fields, which a tool may
-    /// print without the rest of the key file.
-    pub fn secret_values(&self) -> Vec<String> {
-        match self {
-            CloudCredential::AwsAccessKey { access_key_id, secret_access_key, .. } => {
-                vec![access_key_id.clone(), secret_access_key.expose_secret().to_owned()]
-            }
-            CloudCredential::AwsAssumeRole { external_id, source, .. } => external_id
-                .iter()
-                .map(|external_id| external_id.expose_secret().to_owned())
-                .chain(source.iter().flat_map(|source| {
-                    [source.access_key_id.clone(), source.secret_access_key.expose_secret().to_owned()]
-                }))
-                .collect(),
-            CloudCredential::GcpServiceAccount { service_account_key, .. } => {
-                let key = service_account_key.expose_secret();
-                let fields = serde_json::from_str::<serde_json::Value>(key).ok();
-                std::iter::once(key.to_owned())
-                    .chain(["private_key", "private_key_id"].into_iter().filter_map(|field| {
-                        fields.as_ref().and_then(|fields| fields[field].as_str()).map(str::to_owned)
-                    }))
-                    .collect()
-            }
-        }
-    }
-}
-
 /// The answer of auth-service as it arrives; [`WireCredential::into_credential`] checks it against its `type`.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -302,11 +147,11 @@ impl<'de> Deserialize<'de> for WireJsonObject {
     }
 }
 
-fn required<T>(value: Option<T>, field: &str, kind: &str) -> Result<T, String> {
+fn required<T>(value: Option<T>, field: &str, kind: CredentialType) -> Result<T, String> {
     value.ok_or_else(|| format!("{field} is required for type {kind}"))
 }
 
-fn required_text(value: Option<String>, field: &str, kind: &str) -> Result<String, String> {
+fn required_text(value: Option<String>, field: &str, kind: CredentialType) -> Result<String, String> {
     required(value.filter(|value| !value.is_empty()), field, kind)
 }
 
@@ -328,14 +173,16 @@ impl WireCredential {
         if self.id != requested_id {
             return Err(format!("id {:?} is not the requested {requested_id:?}", self.id));
         }
-        let kind = self.kind.as_str();
+        let Some(kind) = CredentialType::parse(&self.kind) else {
+            return Err(format!("unknown credential type {:?}", self.kind));
+        };
         match kind {
-            "aws_access_key" => Ok(CloudCredential::AwsAccessKey {
+            CredentialType::AwsAccessKey => Ok(CloudCredential::AwsAccessKey {
                 access_key_id: required_text(self.access_key_id, "accessKeyId", kind)?,
                 secret_access_key: required(self.secret_access_key, "secretAccessKey", kind)?.0,
                 region: self.region.filter(|region| !region.is_empty()),
             }),
-            "aws_assume_role" => {
+            CredentialType::AwsAssumeRole => {
                 let role_arn = required_text(self.role_arn, "roleArn", kind)?;
                 if !valid_role_arn(&role_arn) {
                     return Err(format!(
@@ -363,11 +210,10 @@ impl WireCredential {
                     source,
                 })
             }
-            "gcp_service_account" => Ok(CloudCredential::GcpServiceAccount {
+            CredentialType::GcpServiceAccount => Ok(CloudCredential::GcpServiceAccount {
                 project_id: required_text(self.project_id, "projectId", kind)?,
                 service_account_key: required(self.service_account_key, "serviceAccountKey", kind)?.0,
             }),
-            other => Err(format!("unknown credential type {other:?}")),
         }
     }
 }
@@ -529,7 +375,7 @@ impl AuthClient {
                     attempt += 1;
                 }
                 Ok(credential) => {
-                    tracing::debug!(kind = credential.kind(), "resolved the credential");
+                    tracing::debug!(kind = credential.kind().as_str(), "resolved the credential");
                     return Ok(credential);
                 }
                 Err(error) => return Err(error),
@@ -600,66 +446,14 @@ impl AuthClient {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
+    use runner_contract::Cloud;
+
     use super::*;
 
     fn parse(json: serde_json::Value) -> Result<CloudCredential, String> {
         parse_credential("cred-1", json.to_string().as_bytes())
-    }
-
-    fn json_credential(json: serde_json::Value) -> CloudCredential {
-        parse_credential("c", json.to_string().as_bytes()).expect("a valid credential")
-    }
-
-    #[test]
-    fn secret_files_read_back_into_the_same_credential() {
-        let credentials = [
-            json_credential(serde_json::json!({
-                "id": "c", "type": "aws_access_key", "accessKeyId": "AKIAEXAMPLE", "secretAccessKey": "k", "region": "eu-west-1",
-            })),
-            json_credential(serde_json::json!({
-                "id": "c", "type": "aws_assume_role", "roleArn": "arn:aws:iam::123456789012:role/p",
-                "externalId": "ext", "sessionDurationSeconds": 3600, "accessKeyId": "AKIASOURCE", "secretAccessKey": "s",
-            })),
-            json_credential(serde_json::json!({
-                "id": "c", "type": "aws_assume_role", "roleArn": "arn:aws:iam::123456789012:role/p",
-            })),
-            json_credential(serde_json::json!({
-                "id": "c", "type": "gcp_service_account", "projectId": "p", "serviceAccountKey": {"private_key": "k"},
-            })),
-        ];
-        for credential in credentials {
-            let files = credential.secret_files();
-            let read = CloudCredential::from_secret_files(&files).unwrap();
-            let exposed = |files: BTreeMap<String, SecretString>| -> BTreeMap<String, String> {
-                files.into_iter().map(|(name, value)| (name, value.expose_secret().to_owned())).collect()
-            };
-            assert_eq!(exposed(read.secret_files()), exposed(files), "{}", credential.kind());
-        }
-    }
-
-    #[test]
-    fn unreadable_secret_files_name_the_file() {
-        let files = |pairs: &[(&str, &str)]| -> BTreeMap<String, SecretString> {
-            pairs.iter().map(|(name, value)| (name.to_string(), SecretString::from(*value))).collect()
-        };
-        let error = |pairs| CloudCredential::from_secret_files(&files(pairs)).unwrap_err();
-        assert_eq!(error(&[]), "credential_type is missing");
-        assert_eq!(error(&[("credential_type", "aws_access_key")]), "aws_access_key_id is missing");
-        assert_eq!(
-            error(&[("credential_type", "aws_access_key"), ("aws_access_key_id", "A")]),
-            "aws_secret_access_key is missing"
-        );
-        assert_eq!(error(&[("credential_type", "aws_assume_role")]), "role_arn is missing");
-        // Empty optional files (a Secret key with no value) count as absent, not as empty values for STS.
-        let read = CloudCredential::from_secret_files(&files(&[
-            ("credential_type", "aws_assume_role"),
-            ("role_arn", "arn:aws:iam::123456789012:role/p"),
-            ("external_id", ""),
-            ("aws_access_key_id", "\n"),
-        ]))
-        .unwrap();
-        assert!(matches!(read, CloudCredential::AwsAssumeRole { external_id: None, source: None, .. }), "{read:?}");
-        assert!(error(&[("credential_type", "azure")]).starts_with("credential_type \"azure\""));
     }
 
     #[test]
@@ -669,7 +463,7 @@ mod tests {
             "accessKeyId": "AKIAEXAMPLE", "secretAccessKey": "s3cr3t-key", "region": "eu-west-1",
         }))
         .unwrap();
-        assert_eq!(credential.kind(), "aws_access_key");
+        assert_eq!(credential.kind(), CredentialType::AwsAccessKey);
         assert_eq!(credential.cloud(), Cloud::Aws);
         assert_eq!(credential.secret_values(), ["AKIAEXAMPLE", "s3cr3t-key"]);
         let files = credential.secret_files();
@@ -694,7 +488,7 @@ mod tests {
             "accessKeyId": "AKIAEXAMPLE", "secretAccessKey": "s3cr3t-key",
         }))
         .unwrap();
-        assert_eq!(credential.kind(), "aws_assume_role");
+        assert_eq!(credential.kind(), CredentialType::AwsAssumeRole);
         assert_eq!(credential.secret_values(), ["ext-secret", "AKIAEXAMPLE", "s3cr3t-key"]);
         let files = credential.secret_files();
         assert_eq!(
@@ -726,7 +520,7 @@ mod tests {
             "id": "cred-1", "type": "gcp_service_account", "projectId": "my-project", "serviceAccountKey": key,
         }))
         .unwrap();
-        assert_eq!(credential.kind(), "gcp_service_account");
+        assert_eq!(credential.kind(), CredentialType::GcpServiceAccount);
         assert_eq!(credential.cloud(), Cloud::Gcp);
         let files = credential.secret_files();
         let written: serde_json::Value = serde_json::from_str(files["service_account.json"].expose_secret()).unwrap();
@@ -772,24 +566,6 @@ mod tests {
             assert!(!message.contains("12345678"), "{json}: {message}");
         }
         assert!(parse_credential("cred-1", b"<html>").is_err());
-    }
-
-    #[test]
-    fn debug_shows_no_secret_values() {
-        let credential = CloudCredential::AwsAssumeRole {
-            role_arn: "arn:aws:iam::123456789012:role/x".to_owned(),
-            external_id: Some("ext-secret".into()),
-            session_duration_seconds: None,
-            source: Some(AwsKeyPair {
-                access_key_id: "AKIAEXAMPLE".to_owned(),
-                secret_access_key: "s3cr3t-key".into(),
-            }),
-        };
-        let debug = format!("{credential:?}");
-        assert!(debug.contains("AKIAEXAMPLE"), "{debug}");
-        assert!(!debug.contains("ext-secret") && !debug.contains("s3cr3t-key"), "{debug}");
-        let debug = format!("{:?}", credential.secret_files());
-        assert!(!debug.contains("s3cr3t-key"), "{debug}");
     }
 
     #[test]

@@ -192,7 +192,7 @@ impl Settings {
     }
 }
 
-pub(crate) fn invalid(variable: &'static str, message: impl Into<String>) -> Error {
+fn invalid(variable: &'static str, message: impl Into<String>) -> Error {
     Error::Invalid { variable, message: message.into() }
 }
 
@@ -205,7 +205,7 @@ fn parse<T: std::str::FromStr>(variable: &'static str, value: Option<String>, de
     }
 }
 
-pub(crate) fn duration(variable: &'static str, value: Option<String>, default: &str) -> Result<Duration> {
+fn duration(variable: &'static str, value: Option<String>, default: &str) -> Result<Duration> {
     let value = value.filter(|value| !value.trim().is_empty()).unwrap_or_else(|| default.to_owned());
     process_support::parse_positive_duration(&value).map_err(|message| invalid(variable, message))
 }

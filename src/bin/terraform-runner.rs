@@ -4,11 +4,11 @@
 
 use std::process::ExitCode;
 
-use provisioner::domain::runner::RunAction;
-use provisioner::install_crypto_provider;
-use provisioner::runner::redact::Redactor;
+use process_support::install_crypto_provider;
+use process_support::logging::{self, LogFormat};
 use provisioner::runner::{Runner, RunnerSettings};
-use provisioner::telemetry::{self, LogFormat};
+use runner_contract::manifest::RunAction;
+use runner_contract::redact::Redactor;
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -28,7 +28,7 @@ async fn main() -> ExitCode {
     };
     install_crypto_provider();
     // Plain lines: people read these with `kubectl logs job/provision-<id>`, between Terraform's own.
-    telemetry::init_tracing(&settings.log_level, LogFormat::Text);
+    logging::init_tracing(&settings.log_level, LogFormat::Text);
 
     let termination_log = settings.termination_log.clone();
     let mut redactor = Redactor::default();
@@ -52,9 +52,9 @@ async fn main() -> ExitCode {
 
 fn parse_action(mut args: impl Iterator<Item = String>) -> Result<RunAction, String> {
     match (args.next().as_deref(), args.next().as_deref(), args.next()) {
-        (Some("--action"), Some("apply"), None) => Ok(RunAction::Apply),
-        (Some("--action"), Some("destroy"), None) => Ok(RunAction::Destroy),
-        (Some("--action"), Some(other), None) => Err(format!("--action {other:?} is not apply or destroy")),
+        (Some("--action"), Some(action), None) => {
+            RunAction::parse(action).ok_or_else(|| format!("--action {action:?} is not apply or destroy"))
+        }
         _ => Err("expected exactly --action apply|destroy".to_owned()),
     }
 }

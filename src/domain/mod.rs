@@ -12,54 +12,11 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 pub mod run;
-pub mod runner;
 
 use run::Stage;
 
-/// The kind of cluster to build.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Enum, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Topology {
-    /// AWS instances that bootstrap themselves with kubeadm.
-    VanillaKubeadm,
-    /// AWS EKS with a managed node group.
-    Eks,
-    /// GCP GKE with a node pool.
-    Gke,
-}
-
-impl Topology {
-    pub fn cloud(self) -> Cloud {
-        match self {
-            Topology::VanillaKubeadm | Topology::Eks => Cloud::Aws,
-            Topology::Gke => Cloud::Gcp,
-        }
-    }
-
-    /// The spelling used in storage and in the REST API.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Topology::VanillaKubeadm => "vanilla_kubeadm",
-            Topology::Eks => "eks",
-            Topology::Gke => "gke",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cloud {
-    Aws,
-    Gcp,
-}
-
-impl Cloud {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Cloud::Aws => "aws",
-            Cloud::Gcp => "gcp",
-        }
-    }
-}
+/// Shared with terraform-runner, which reads them from `runner.json`; the service enables their API derives.
+pub use runner_contract::{Cloud, Topology};
 
 /// Kyma spells these values in PascalCase; its clients expect exactly that.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Enum)]
@@ -270,22 +227,6 @@ pub struct RuntimePage {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn topology_maps_to_its_cloud() {
-        assert_eq!(Topology::VanillaKubeadm.cloud(), Cloud::Aws);
-        assert_eq!(Topology::Eks.cloud(), Cloud::Aws);
-        assert_eq!(Topology::Gke.cloud(), Cloud::Gcp);
-    }
-
-    #[test]
-    fn topology_is_spelled_like_the_seed_in_json() {
-        let json = serde_json::to_string(&Topology::VanillaKubeadm).unwrap();
-        assert_eq!(json, "\"vanilla_kubeadm\"");
-        let parsed: Topology = serde_json::from_str("\"gke\"").unwrap();
-        assert_eq!(parsed, Topology::Gke);
-        assert_eq!(Topology::Eks.as_str(), "eks");
-    }
 
     #[test]
     fn only_pending_and_in_progress_are_active() {

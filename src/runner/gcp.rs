@@ -15,8 +15,9 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use process_support::backoff::Backoff;
+
 use super::{Error, Result};
-use crate::backoff::Backoff;
 
 const SCOPE: &str = "https://www.googleapis.com/auth/cloud-platform";
 const STORAGE_URL: &str = "https://storage.googleapis.com";

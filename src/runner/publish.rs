@@ -10,10 +10,11 @@ use kube::api::{ObjectMeta, PostParams};
 use kube::{Api, Client};
 use uuid::Uuid;
 
+use process_support::backoff::Backoff;
+use runner_contract::job::{MANAGED_BY, MANAGED_BY_LABEL, RUNTIME_LABEL};
+use runner_contract::manifest::KUBECONFIG_KEY;
+
 use super::{Error, Result};
-use crate::backoff::Backoff;
-use crate::domain::runner::KUBECONFIG_KEY;
-use crate::executor::{MANAGED_BY, MANAGED_BY_LABEL, RUNTIME_LABEL};
 
 const CALL_TIMEOUT: Duration = Duration::from_secs(20);
 const ATTEMPTS: u32 = 5;
