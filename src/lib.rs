@@ -9,7 +9,6 @@ pub mod authn;
 pub mod domain;
 pub mod executor;
 pub mod render;
-pub mod runner;
 pub mod service;
 pub mod settings;
 pub mod startup;

@@ -1,4 +1,4 @@
-//! terraform-runner, the main container of every provisioning Job (`src/bin/terraform-runner.rs` wires it):
+//! terraform-runner, the main container of every provisioning Job (`src/main.rs` wires it):
 //! reads the rendered configuration and the credential from their mounts, prepares the cloud side (credentials,
 //! the cluster's own state bucket), runs Terraform, and delivers the kubeconfig to the outputs Secret; or
 //! destroys, and removes the state bucket only after the destroy succeeded.
@@ -11,7 +11,7 @@ mod gcp;
 mod kubeconfig;
 mod publish;
 pub mod settings;
-pub mod terraform;
+mod terraform;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

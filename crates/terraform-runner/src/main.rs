@@ -1,14 +1,14 @@
 //! terraform-runner: the main container of a provisioning Job. `terraform-runner --action apply|destroy`;
-//! configuration from the environment (see `provisioner::runner::RunnerSettings` and the README).
+//! configuration from the environment (see [`RunnerSettings`] and the README).
 //! Exit codes: 0 done, 1 the run failed (the termination message says why), 2 bad usage or configuration.
 
 use std::process::ExitCode;
 
 use process_support::install_crypto_provider;
 use process_support::logging::{self, LogFormat};
-use provisioner::runner::{Runner, RunnerSettings};
 use runner_contract::manifest::RunAction;
 use runner_contract::redact::Redactor;
+use terraform_runner::{Runner, RunnerSettings};
 
 #[tokio::main]
 async fn main() -> ExitCode {
