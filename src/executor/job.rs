@@ -11,7 +11,6 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
 use runner_contract::environment::{POD_NAMESPACE_FIELD, RunnerEnvironment, mount, var};
 use runner_contract::job::{RUNNER_BINARY, RUNNER_GRACE_PERIOD};
 use runner_contract::manifest::RunAction;

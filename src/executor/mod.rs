@@ -16,6 +16,9 @@ use kube::api::{DeleteParams, ListParams, LogParams, PostParams, PropagationPoli
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
+use runner_contract::job::{MANAGED_BY, MANAGED_BY_LABEL, OPERATION_LABEL, RUNTIME_LABEL};
+use runner_contract::manifest::KUBECONFIG_KEY;
+use runner_contract::redact::{Redactor, bounded_failure_message};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -25,9 +28,6 @@ use crate::domain::OperationType;
 use crate::domain::run::{JobState, RunNames};
 pub use job::{JobSettings, RUNNER_CONTAINER};
 pub use runner_contract::job::RUNNER_GRACE_PERIOD;
-use runner_contract::job::{MANAGED_BY, MANAGED_BY_LABEL, OPERATION_LABEL, RUNTIME_LABEL};
-use runner_contract::manifest::KUBECONFIG_KEY;
-use runner_contract::redact::{Redactor, bounded_failure_message};
 const DELETION_TIMEOUT: Duration = Duration::from_secs(60);
 /// How often a waiting run looks at the (in-memory) Job cache.
 const JOB_POLL_INTERVAL: Duration = Duration::from_millis(250);

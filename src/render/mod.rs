@@ -12,6 +12,7 @@ mod escape;
 use std::collections::BTreeMap;
 
 use handlebars::Handlebars;
+use runner_contract::manifest::{MAIN_TF_FILE, RUNNER_MANIFEST_FILE, RunnerManifest};
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -19,7 +20,6 @@ use crate::domain::{Runtime, Topology};
 pub use bucket::state_bucket_name;
 use escape::escape_hcl_string;
 pub use runner_contract::manifest::RunAction;
-use runner_contract::manifest::{MAIN_TF_FILE, RUNNER_MANIFEST_FILE, RunnerManifest};
 
 /// Well under the 1 MiB a ConfigMap can hold, leaving room for its metadata.
 const MAX_RENDERED_BYTES: usize = 512 * 1024;

@@ -21,8 +21,8 @@ use runner_contract::credential::{AwsKeyPair, CloudCredential};
 use secrecy::{ExposeSecret, SecretString};
 use uuid::Uuid;
 
-use super::terraform::Signals;
-use super::{Error, Result};
+use crate::terraform::Signals;
+use crate::{Error, Result};
 
 /// Bounds every AWS call, retries included.
 const OPERATION_TIMEOUT: Duration = Duration::from_secs(120);

@@ -16,8 +16,6 @@ mod terraform;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use aws::AwsSession;
-use gcp::GcpSession;
 use runner_contract::Topology;
 use runner_contract::credential::{self, CloudCredential};
 use runner_contract::job::STATE_LOCK_TIMEOUT;
@@ -25,6 +23,9 @@ use runner_contract::manifest::{MAIN_TF_FILE, RUNNER_MANIFEST_FILE, RunAction, R
 use runner_contract::redact::{Redactor, bounded_failure_message};
 use secrecy::SecretString;
 use serde_json::Value;
+
+use aws::AwsSession;
+use gcp::GcpSession;
 pub use settings::RunnerSettings;
 use terraform::{Signals, Terraform};
 

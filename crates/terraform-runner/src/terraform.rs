@@ -7,13 +7,12 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
+use runner_contract::redact::Redactor;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
-use runner_contract::redact::Redactor;
-
-use super::{Error, Result};
+use crate::{Error, Result};
 
 /// Lines of output kept to explain a failure.
 const TAIL_LINES: usize = 40;
@@ -47,7 +46,7 @@ impl Signals {
         self.received
     }
 
-    pub(super) async fn recv(&mut self) {
+    pub(crate) async fn recv(&mut self) {
         tokio::select! {
             _ = self.terminate.recv() => {},
             _ = self.interrupt.recv() => {},
