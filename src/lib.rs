@@ -4,8 +4,8 @@
 //! [`domain`] types and the [`store`] adapter. [`startup`] wires them; `main.rs` only calls it.
 
 pub mod api;
-pub mod auth;
 pub mod authn;
+pub mod credentials;
 pub mod domain;
 pub mod executor;
 pub mod render;

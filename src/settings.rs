@@ -11,6 +11,7 @@ use reqwest::Url;
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 
+use crate::credentials::AuthSettings;
 use crate::service::{KubernetesVersion, ValidationPolicy};
 use crate::telemetry::LogFormat;
 
@@ -124,14 +125,6 @@ pub struct KubernetesSettings {
     pub runner_service_account: String,
     pub modules_repo_url: Option<String>,
     pub modules_repo_ref: String,
-}
-
-#[derive(Debug, Clone)]
-pub struct AuthSettings {
-    pub service_base_url: Url,
-    pub oauth_client_file: PathBuf,
-    /// Time limit of one call to auth-service or its token endpoint.
-    pub timeout: Duration,
 }
 
 /// Who may call the API: Kubernetes ServiceAccount tokens for `audience`, from one of `allowed_users`.

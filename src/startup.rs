@@ -15,8 +15,8 @@ use tokio::task::JoinSet;
 
 use crate::api::authn::Authentication;
 use crate::api::{self, HttpSettings, graphql};
-use crate::auth::{self, AuthClient};
 use crate::authn::TokenReviewer;
+use crate::credentials::{self as auth, AuthClient};
 use crate::executor::{Executor, JobSettings};
 use crate::render::{self, Renderer};
 use crate::service::Service;

@@ -11,7 +11,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use provisioner::auth::{AuthClient, Error};
+use provisioner::credentials::{AuthClient, Error};
 use provisioner::settings::Settings;
 use runner_contract::credential::{CloudCredential, CredentialType};
 use secrecy::ExposeSecret;

@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::Notify;
 use tracing::instrument;
 
-use crate::auth::{self, AuthClient};
+use crate::credentials::{self as auth, AuthClient};
 use crate::domain::run::{JobState, RunNames, Stage};
 use crate::domain::{
     ClusterConfig, LastError, Operation, OperationState, OperationType, ProvisionRequest, Runtime, RuntimePage,

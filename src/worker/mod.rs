@@ -14,8 +14,8 @@ use tokio::time::Instant;
 use tracing::instrument;
 use uuid::Uuid;
 
-use crate::auth::{self, AuthClient};
 use crate::backoff::Backoff;
+use crate::credentials::{self as auth, AuthClient};
 use crate::domain::run::{JobState, RunNames, Stage};
 use crate::domain::{LastError, OperationState, OperationType, Runtime};
 use crate::executor::{self, Executor, JobStop, RUNNER_GRACE_PERIOD, run_labels};
