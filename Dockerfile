@@ -2,7 +2,7 @@
 # One image for the service and for its Jobs (TERRAFORM_RUNNER_IMAGE names the same image):
 #   the Deployment runs `provisioner` (the default command, also named by the Deployment);
 #   each Job (src/executor/job.rs) names its own commands: the init container `git clone ...`, the runner
-#   container `terraform-runner --action apply|destroy`. There is deliberately no ENTRYPOINT: the default is only
+#   container `terraform-runner --action apply|destroy` (crates/terraform-runner). There is deliberately no ENTRYPOINT: the default is only
 #   CMD ["provisioner"], so `docker run IMAGE terraform-runner --action apply` runs the runner as well.
 # Both run as the non-root user 65532 with a read-only root filesystem; only mounted volumes are writable.
 #
@@ -22,7 +22,7 @@ WORKDIR /src
 COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target,sharing=locked \
-    cargo build --release --locked --bin provisioner --bin terraform-runner \
+    cargo build --release --locked -p provisioner -p terraform-runner --bin provisioner --bin terraform-runner \
  && install -D -m 0755 -t /out target/release/provisioner target/release/terraform-runner
 
 # --- OpenTofu, built from source at the version pinned by tools/opentofu/go.mod (the same tofu the tests use) ----

@@ -27,7 +27,11 @@ test:
 	@# Databases left by earlier test runs (each test creates its own).
 	@psql "$(TEST_DATABASE_URL)" -qtA -c "SELECT format('DROP DATABASE %I WITH (FORCE);', datname) FROM pg_database WHERE datname LIKE 'provisioner\_test\_%'" \
 		| psql "$(TEST_DATABASE_URL)" -q >/dev/null
-	TEST_CONTROL_PLANE_BIN_DIR="$${TEST_CONTROL_PLANE_BIN_DIR:-$$(tools/build-control-plane.sh | tail -n1)}" \
+	@# The runner and pipeline tests (package provisioner) run the binary of another package, which Cargo does not
+	@# build for them.
+	cargo build --locked -p terraform-runner
+	TEST_TERRAFORM_RUNNER_BIN="$${CARGO_TARGET_DIR:-$(CURDIR)/target}/debug/terraform-runner" \
+		TEST_CONTROL_PLANE_BIN_DIR="$${TEST_CONTROL_PLANE_BIN_DIR:-$$(tools/build-control-plane.sh | tail -n1)}" \
 		TEST_TOFU_BIN="$${TEST_TOFU_BIN:-$$(tools/build-tofu.sh | tail -n1)/tofu}" \
 		TEST_FAKE_GCS_BIN="$${TEST_FAKE_GCS_BIN:-$$(tools/build-fake-gcs.sh | tail -n1)/fake-gcs-server}" \
 		TEST_AWS_TOOLS_BIN_DIR="$${TEST_AWS_TOOLS_BIN_DIR:-$$(tools/test-tools.sh | tail -n1)}" \
@@ -96,4 +100,4 @@ fmt:
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets --locked -- -D warnings
-	tools/import-cycles.py src migrations/src tools/test-control-plane/src benches/src
+	tools/import-cycles.py src migrations/src tools/test-control-plane/src benches/src crates/*/src

@@ -2,15 +2,14 @@
 //!
 //! Layers: [`api`] (GraphQL and REST adapters) calls [`service`] (use cases, validation), which works on
 //! [`domain`] types and the [`store`] adapter. [`startup`] wires them; `main.rs` only calls it.
+#![forbid(unsafe_code)]
 #![deny(rust_2018_idioms)]
 
 pub mod api;
-pub mod auth;
-pub mod backoff;
+pub mod credentials;
 pub mod domain;
 pub mod executor;
 pub mod render;
-pub mod runner;
 pub mod service;
 pub mod settings;
 pub mod startup;
@@ -19,8 +18,5 @@ pub mod telemetry;
 pub mod token_review;
 pub mod worker;
 
-/// Installs the one TLS crypto provider of the process (ring); call once before any TLS client is built.
-pub fn install_crypto_provider() {
-    // Err means a provider is already installed, which is what we want.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-}
+/// Shared with terraform-runner: retry delays, and the one TLS crypto provider of the process.
+pub use process_support::{backoff, install_crypto_provider};

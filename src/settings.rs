@@ -11,6 +11,7 @@ use reqwest::Url;
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 
+use crate::credentials::AuthSettings;
 use crate::domain::policy::{KubernetesVersion, ValidationPolicy};
 use crate::telemetry::LogFormat;
 
@@ -126,14 +127,6 @@ pub struct KubernetesSettings {
     pub modules_repo_ref: String,
 }
 
-#[derive(Debug, Clone)]
-pub struct AuthSettings {
-    pub service_base_url: Url,
-    pub oauth_client_file: PathBuf,
-    /// Time limit of one call to auth-service or its token endpoint.
-    pub timeout: Duration,
-}
-
 /// Who may call the API: Kubernetes ServiceAccount tokens for `audience`, from one of `allowed_users`.
 #[derive(Debug, Clone)]
 pub struct AuthnSettings {
@@ -192,7 +185,7 @@ impl Settings {
     }
 }
 
-pub(crate) fn invalid(variable: &'static str, message: impl Into<String>) -> Error {
+fn invalid(variable: &'static str, message: impl Into<String>) -> Error {
     Error::Invalid { variable, message: message.into() }
 }
 
@@ -205,15 +198,9 @@ fn parse<T: std::str::FromStr>(variable: &'static str, value: Option<String>, de
     }
 }
 
-pub(crate) fn duration(variable: &'static str, value: Option<String>, default: &str) -> Result<Duration> {
+fn duration(variable: &'static str, value: Option<String>, default: &str) -> Result<Duration> {
     let value = value.filter(|value| !value.trim().is_empty()).unwrap_or_else(|| default.to_owned());
-    let parsed = humantime::parse_duration(value.trim()).map_err(|error| {
-        invalid(variable, format!("invalid duration {value:?} ({error}); use for example 90m or 1h30m"))
-    })?;
-    if parsed.is_zero() {
-        return Err(invalid(variable, "must be longer than zero"));
-    }
-    Ok(parsed)
+    process_support::parse_positive_duration(&value).map_err(|message| invalid(variable, message))
 }
 
 fn flag(variable: &'static str, value: Option<String>, default: bool) -> Result<bool> {

@@ -15,7 +15,7 @@ use tokio::task::JoinSet;
 
 use crate::api::caller::Authentication;
 use crate::api::{self, HttpSettings, graphql};
-use crate::auth::{self, AuthClient};
+use crate::credentials::{self as auth, AuthClient};
 use crate::executor::{Executor, JobSettings};
 use crate::render::{self, Renderer};
 use crate::service::Service;

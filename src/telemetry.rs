@@ -9,32 +9,13 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
-use tracing_subscriber::EnvFilter;
 
 use crate::domain::run::Stage;
 use crate::domain::{FailureReason, OperationState, OperationType};
 use crate::store::OperationCount;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogFormat {
-    Json,
-    Text,
-}
-
-/// Installs the global subscriber. `level` is an env-filter directive such as `info` or `provisioner=debug`.
-pub fn init_tracing(level: &str, format: LogFormat) {
-    let filter = EnvFilter::try_new(level).unwrap_or_else(|_| EnvFilter::new("info"));
-    // Colours only for a person at a terminal; `kubectl logs` and log collectors get plain text.
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_target(true)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()));
-    // A second initialisation (tests start several apps in one process) keeps the first subscriber.
-    let _ = match format {
-        LogFormat::Json => builder.json().flatten_event(true).with_current_span(true).try_init(),
-        LogFormat::Text => builder.try_init(),
-    };
-}
+/// The same logs as terraform-runner's.
+pub use process_support::logging::{LogFormat, init_tracing};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct HttpLabels {

@@ -11,8 +11,9 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use provisioner::auth::{AuthClient, CloudCredential, Error};
+use provisioner::credentials::{AuthClient, Error};
 use provisioner::settings::Settings;
+use runner_contract::credential::{CloudCredential, CredentialType};
 use secrecy::ExposeSecret;
 use serde_json::json;
 
@@ -192,7 +193,7 @@ async fn each_credential_kind_parses() {
     assert_eq!(credential.secret_values(), [SECRET]);
 
     let credential = client.credential("gcp-sa").await.unwrap();
-    assert_eq!(credential.kind(), "gcp_service_account");
+    assert_eq!(credential.kind(), CredentialType::GcpServiceAccount);
     let files = credential.secret_files();
     let key: serde_json::Value = serde_json::from_str(files["service_account.json"].expose_secret()).unwrap();
     assert_eq!(key["private_key"], SECRET);
@@ -200,7 +201,7 @@ async fn each_credential_kind_parses() {
 
     // The id travels as one percent-encoded path segment.
     let credential = client.credential("a/b c?").await.unwrap();
-    assert_eq!(credential.kind(), "aws_access_key");
+    assert_eq!(credential.kind(), CredentialType::AwsAccessKey);
 }
 
 #[tokio::test]
@@ -275,7 +276,7 @@ async fn unavailability_is_retried_until_it_passes() {
     let service = AuthService { failures_left: AtomicUsize::new(2), ..with_long_tokens() };
     let (service, client) = start(service).await;
     let credential = client.credential("flaky").await.unwrap();
-    assert_eq!(credential.kind(), "aws_access_key");
+    assert_eq!(credential.kind(), CredentialType::AwsAccessKey);
     assert_eq!(service.credential_requests(), 3);
     assert_eq!(service.token_requests(), 1);
 }

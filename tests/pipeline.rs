@@ -24,7 +24,6 @@ use kube::Api;
 use serde_json::Value;
 
 const WAIT: Duration = Duration::from_secs(60);
-const RUNNER: &str = env!("CARGO_BIN_EXE_terraform-runner");
 const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters: []\n# published by the cluster\n";
 
 /// What happened to the pod.
@@ -113,7 +112,7 @@ async fn run_job_pod(engine: &Engine, moto: &MotoServer, job: &str, extra_env: &
 
     let command = container.command.as_ref().unwrap();
     assert_eq!(command, &["terraform-runner"], "the Job starts the runner binary of the image");
-    let output = tokio::process::Command::new(RUNNER)
+    let output = tokio::process::Command::new(common::terraform_runner_bin())
         .args(container.args.iter().flatten())
         .env_clear()
         .envs(&env)

@@ -27,7 +27,6 @@ const ACCESS_KEY_ID: &str = "AKIAFAKERUNNER000001";
 const SECRET_ACCESS_KEY: &str = "fake-runner-secret-access-key-000001";
 const EXTERNAL_ID: &str = "fake-runner-external-id-000001";
 const REGION: &str = "eu-west-1";
-const RUNNER: &str = env!("CARGO_BIN_EXE_terraform-runner");
 
 fn tofu() -> PathBuf {
     let tofu = std::env::var_os("TEST_TOFU_BIN").map(PathBuf::from).unwrap_or_else(|| {
@@ -137,7 +136,7 @@ impl Job {
 
     /// The runner process with the Job's environment (src/executor/job.rs) pointed at the test's parts.
     fn command(&self, action: &str) -> tokio::process::Command {
-        let mut command = tokio::process::Command::new(RUNNER);
+        let mut command = tokio::process::Command::new(common::terraform_runner_bin());
         command
             .args(["--action", action])
             .env_clear()

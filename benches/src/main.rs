@@ -1071,9 +1071,11 @@ fn print_table(figures: &Value) {
     };
     for row in &rows {
         let postgres = find("postgres", &row["load"], &row["concurrency"]);
-        let baseline = figures["reads"].as_array().into_iter().flatten().find(|read| {
-            read["target"] == Target::Baseline.name() && read["concurrency"] == row["concurrency"]
-        });
+        let baseline = figures["reads"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|read| read["target"] == Target::Baseline.name() && read["concurrency"] == row["concurrency"]);
         let ratio = |other: Option<&Value>| {
             other.map_or("-".to_owned(), |other| {
                 format!("{:.2}x", number(&row["requests_per_second"]) / number(&other["requests_per_second"]))

@@ -11,26 +11,14 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use runner_contract::environment::{POD_NAMESPACE_FIELD, RunnerEnvironment, mount, var};
+use runner_contract::job::{RUNNER_BINARY, RUNNER_GRACE_PERIOD};
 
 use crate::domain::run::RunNames;
 use crate::domain::{FailureReason, OperationType};
 
 pub const INIT_CONTAINER: &str = "init";
 pub const RUNNER_CONTAINER: &str = "terraform-runner";
-/// The runner binary in the image (src/bin/terraform-runner.rs).
-const RUNNER_BINARY: &str = "terraform-runner";
-/// Where the init container clones the modules; the rendered configurations name this path.
-const MODULES_DIR: &str = "/workspace/modules";
-/// Where the runner copies the configuration and Terraform writes `.terraform` (the root filesystem is
-/// read-only).
-const WORK_DIR: &str = "/workspace/run";
-const CONFIG_DIR: &str = "/etc/provisioner/config";
-/// Where the runner writes the AWS profile Terraform uses for an assume-role credential.
-const AWS_CONFIG_DIR: &str = "/var/run/provisioner/aws";
-const CREDENTIALS_DIR: &str = "/var/run/secrets/provisioner/credentials";
-const RUNNER_GRACE_PERIOD_SECONDS: i64 = 300;
-/// How long a stopped runner may take to interrupt Terraform and exit.
-pub const RUNNER_GRACE_PERIOD: Duration = Duration::from_secs(RUNNER_GRACE_PERIOD_SECONDS as u64);
 /// Finished Jobs (and their pods, with the logs) stay a week for inspection, then the TTL controller removes them.
 const FINISHED_JOB_TTL_SECONDS: i32 = 7 * 24 * 3600;
 
@@ -53,18 +41,30 @@ pub fn build(
     labels: &BTreeMap<String, String>,
     active_deadline: Duration,
 ) -> Job {
-    let action = match operation_type {
-        OperationType::Provision => "apply",
-        OperationType::Deprovision => "destroy",
-    };
-    let mount = |name: &str, path: &str, read_only: bool| VolumeMount {
+    let action = operation_type.run_action();
+    let volume_mount = |name: &str, path: &str, read_only: bool| VolumeMount {
         name: name.to_owned(),
         mount_path: path.to_owned(),
         read_only: Some(read_only),
         ..VolumeMount::default()
     };
-    let env =
-        |name: &str, value: &str| EnvVar { name: name.to_owned(), value: Some(value.to_owned()), ..EnvVar::default() };
+    let env = RunnerEnvironment::for_job(names.outputs_secret.clone())
+        .variables()
+        .into_iter()
+        .map(|(name, value)| EnvVar { name: name.to_owned(), value: Some(value), ..EnvVar::default() })
+        // The Secret goes into the pod's own namespace, whatever it is.
+        .chain([EnvVar {
+            name: var::POD_NAMESPACE.to_owned(),
+            value_from: Some(EnvVarSource {
+                field_ref: Some(ObjectFieldSelector {
+                    field_path: POD_NAMESPACE_FIELD.to_owned(),
+                    ..ObjectFieldSelector::default()
+                }),
+                ..EnvVarSource::default()
+            }),
+            ..EnvVar::default()
+        }])
+        .collect();
     let restricted = SecurityContext {
         allow_privilege_escalation: Some(false),
         read_only_root_filesystem: Some(true),
@@ -82,9 +82,9 @@ pub fn build(
             "--branch".to_owned(),
             settings.modules_ref.clone(),
             settings.modules_repo_url.clone(),
-            MODULES_DIR.to_owned(),
+            mount::MODULES_DIR.to_owned(),
         ]),
-        volume_mounts: Some(vec![mount("workspace", "/workspace", false)]),
+        volume_mounts: Some(vec![volume_mount("workspace", mount::WORKSPACE, false)]),
         security_context: Some(restricted.clone()),
         termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
         ..Container::default()
@@ -95,30 +95,13 @@ pub fn build(
         // The binary is named here rather than by the image's entrypoint (the service), so that any image
         // holding both works.
         command: Some(vec![RUNNER_BINARY.to_owned()]),
-        args: Some(vec!["--action".to_owned(), action.to_owned()]),
-        env: Some(vec![
-            env("RUNNER_CONFIG_DIR", CONFIG_DIR),
-            env("RUNNER_CREDENTIALS_DIR", CREDENTIALS_DIR),
-            env("RUNNER_WORK_DIR", WORK_DIR),
-            env("RUNNER_AWS_CONFIG_DIR", AWS_CONFIG_DIR),
-            env("RUNNER_OUTPUTS_SECRET", &names.outputs_secret),
-            EnvVar {
-                name: "POD_NAMESPACE".to_owned(),
-                value_from: Some(EnvVarSource {
-                    field_ref: Some(ObjectFieldSelector {
-                        field_path: "metadata.namespace".to_owned(),
-                        ..ObjectFieldSelector::default()
-                    }),
-                    ..EnvVarSource::default()
-                }),
-                ..EnvVar::default()
-            },
-        ]),
+        args: Some(vec!["--action".to_owned(), action.as_str().to_owned()]),
+        env: Some(env),
         volume_mounts: Some(vec![
-            mount("workspace", "/workspace", false),
-            mount("aws", AWS_CONFIG_DIR, false),
-            mount("config", CONFIG_DIR, true),
-            mount("credentials", CREDENTIALS_DIR, true),
+            volume_mount("workspace", mount::WORKSPACE, false),
+            volume_mount("aws", mount::AWS_CONFIG_DIR, false),
+            volume_mount("config", mount::CONFIG_DIR, true),
+            volume_mount("credentials", mount::CREDENTIALS_DIR, true),
         ]),
         security_context: Some(restricted),
         termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
@@ -167,7 +150,7 @@ pub fn build(
                     restart_policy: Some("Never".to_owned()),
                     // A stopped runner interrupts Terraform, which finishes the calls in flight, writes its state
                     // and releases the lock; that takes longer than the default 30 s.
-                    termination_grace_period_seconds: Some(RUNNER_GRACE_PERIOD_SECONDS),
+                    termination_grace_period_seconds: Some(RUNNER_GRACE_PERIOD.as_secs() as i64),
                     service_account_name: Some(settings.runner_service_account.clone()),
                     security_context: Some(PodSecurityContext {
                         run_as_non_root: Some(true),
@@ -260,5 +243,31 @@ mod tests {
         );
         let init = &pod.init_containers.unwrap()[0];
         assert!(init.command.as_ref().unwrap().contains(&"v1.0.0".to_owned()));
+    }
+
+    #[test]
+    fn the_runner_reads_what_the_job_sets_and_finds_it_mounted() {
+        let names = RunNames::new(OperationType::Provision, Uuid::now_v7());
+        let job = build(&settings(), OperationType::Provision, &names, &BTreeMap::new(), Duration::from_secs(600));
+        let pod = job.spec.unwrap().template.spec.unwrap();
+        let runner = &pod.containers[0];
+        assert_eq!(runner.args.as_ref().unwrap(), &["--action", "apply"]);
+        let variables: std::collections::HashMap<String, String> = runner
+            .env
+            .iter()
+            .flatten()
+            .filter_map(|variable| Some((variable.name.clone(), variable.value.clone()?)))
+            .collect();
+        let environment = RunnerEnvironment::parse(&variables).unwrap();
+        assert_eq!(environment, RunnerEnvironment::for_job(names.outputs_secret.clone()));
+        let mounted = |path: &std::path::Path| {
+            runner.volume_mounts.iter().flatten().any(|mount| path.starts_with(&mount.mount_path))
+        };
+        for path in
+            [&environment.config_dir, &environment.credentials_dir, &environment.work_dir, &environment.aws_config_dir]
+        {
+            assert!(mounted(path), "{} is not on a volume", path.display());
+        }
+        assert_eq!(pod.termination_grace_period_seconds, Some(RUNNER_GRACE_PERIOD.as_secs() as i64));
     }
 }

@@ -16,6 +16,9 @@ use kube::api::{DeleteParams, ListParams, LogParams, PostParams, PropagationPoli
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
+use runner_contract::job::{MANAGED_BY, MANAGED_BY_LABEL, OPERATION_LABEL, RUNTIME_LABEL};
+use runner_contract::manifest::KUBECONFIG_KEY;
+use runner_contract::redact::{Redactor, bounded_failure_message};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -23,16 +26,8 @@ use uuid::Uuid;
 
 use crate::domain::OperationType;
 use crate::domain::run::{JobState, RunNames};
-pub use job::{JobSettings, RUNNER_CONTAINER, RUNNER_GRACE_PERIOD};
-
-/// Labels on every object this service creates; the operation label says which run an object belongs to.
-pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
-pub const MANAGED_BY: &str = "cluster-provisioner";
-pub const RUNTIME_LABEL: &str = "kubeopera.io/runtime-id";
-pub const OPERATION_LABEL: &str = "kubeopera.io/operation-id";
-pub use crate::domain::runner::KUBECONFIG_KEY;
-/// Longest termination message kept as an operation's last error.
-const MAX_FAILURE_MESSAGE: usize = 1024;
+pub use job::{JobSettings, RUNNER_CONTAINER};
+pub use runner_contract::job::RUNNER_GRACE_PERIOD;
 const DELETION_TIMEOUT: Duration = Duration::from_secs(60);
 /// How often a waiting run looks at the (in-memory) Job cache.
 const JOB_POLL_INTERVAL: Duration = Duration::from_millis(250);
@@ -551,20 +546,8 @@ fn belongs_to(meta: &ObjectMeta, operation_id: Uuid) -> bool {
 }
 
 /// Keeps a failure message short and free of credential values.
-pub fn bounded_and_redacted(message: &str, redact: &[String]) -> String {
-    let mut message = message.trim().to_owned();
-    for secret in redact.iter().filter(|secret| secret.len() >= 4) {
-        message = message.replace(secret.as_str(), "[REDACTED]");
-    }
-    if message.len() > MAX_FAILURE_MESSAGE {
-        let mut end = MAX_FAILURE_MESSAGE;
-        while !message.is_char_boundary(end) {
-            end -= 1;
-        }
-        message.truncate(end);
-        message.push('…');
-    }
-    message
+fn bounded_and_redacted(message: &str, redact: &[String]) -> String {
+    bounded_failure_message(&Redactor::new(redact.iter().cloned()).redact(message))
 }
 
 #[cfg(test)]
@@ -578,7 +561,7 @@ mod tests {
         assert_eq!(message, "auth failed for [REDACTED] at x");
         let long = "é".repeat(2000);
         let bounded = bounded_and_redacted(&long, &[]);
-        assert!(bounded.len() <= MAX_FAILURE_MESSAGE + '…'.len_utf8());
+        assert!(bounded.len() <= runner_contract::redact::MAX_FAILURE_MESSAGE + '…'.len_utf8());
         assert!(bounded.ends_with('…'));
     }
 

@@ -12,14 +12,14 @@ mod escape;
 use std::collections::BTreeMap;
 
 use handlebars::Handlebars;
+use runner_contract::manifest::{MAIN_TF_FILE, RUNNER_MANIFEST_FILE, RunnerManifest};
 use serde::Serialize;
 use uuid::Uuid;
 
-pub use crate::domain::runner::RunAction;
-use crate::domain::runner::{MAIN_TF_FILE, RUNNER_MANIFEST_FILE, RunnerManifest};
 use crate::domain::{Runtime, Topology};
 pub use bucket::state_bucket_name;
 use escape::escape_hcl_string;
+pub use runner_contract::manifest::RunAction;
 
 /// Well under the 1 MiB a ConfigMap can hold, leaving room for its metadata.
 const MAX_RENDERED_BYTES: usize = 512 * 1024;
@@ -89,7 +89,7 @@ impl Renderer {
         let manifest = RunnerManifest {
             action,
             topology,
-            cloud: topology.cloud().as_str().to_owned(),
+            cloud: topology.cloud(),
             region: config.region.clone(),
             state_bucket: state_bucket.clone(),
             runtime_id: runtime.id,

@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::Notify;
 use tracing::instrument;
 
-use crate::auth::{self, AuthClient};
+use crate::credentials::{self as auth, AuthClient};
 pub use crate::domain::policy::{KubernetesVersion, ValidationPolicy};
 use crate::domain::run::{JobState, RunNames, Stage};
 use crate::domain::{
@@ -196,8 +196,11 @@ impl Service {
         let field = "clusterConfig.credentialId";
         match self.auth.credential(&config.credential_id).await {
             Ok(credential) => {
-                match config.topology.credential_mismatch(&config.credential_id, credential.kind(), credential.cloud())
-                {
+                match config.topology.credential_mismatch(
+                    &config.credential_id,
+                    credential.kind().as_str(),
+                    credential.cloud(),
+                ) {
                     None => Ok(()),
                     Some(message) => Err(Invalid { field: field.into(), message }.into()),
                 }

@@ -14,12 +14,12 @@ use tokio::time::Instant;
 use tracing::instrument;
 use uuid::Uuid;
 
-use crate::auth::{self, AuthClient};
 use crate::backoff::Backoff;
+use crate::credentials::{self as auth, AuthClient};
 use crate::domain::run::{AfterStep, JobState, Record, RunNames, RunState, Stage};
 use crate::domain::{Component, FailureReason, LastError, OperationState, OperationType, Runtime};
 use crate::executor::{self, Executor, JobStop, RUNNER_GRACE_PERIOD, run_labels};
-use crate::render::{Renderer, RunAction};
+use crate::render::Renderer;
 use crate::store::{self, Claim, Progress, Store};
 use crate::telemetry::{Metrics, WorkerHealth};
 
@@ -551,8 +551,11 @@ impl Worker {
                 let config = &runtime.cluster_config;
                 let credential = self.auth.credential(&config.credential_id).await?;
                 // The credential may have changed in auth-service since the request was checked.
-                let mismatch =
-                    config.topology.credential_mismatch(&config.credential_id, credential.kind(), credential.cloud());
+                let mismatch = config.topology.credential_mismatch(
+                    &config.credential_id,
+                    credential.kind().as_str(),
+                    credential.cloud(),
+                );
                 if let Some(message) = mismatch {
                     return Ok(StepOutcome::Fail(LastError::new(
                         FailureReason::CredentialMismatch,
@@ -565,10 +568,7 @@ impl Worker {
                 Ok(StepOutcome::Next)
             }
             Stage::RenderConfig => {
-                let action = match operation.operation_type {
-                    OperationType::Provision => RunAction::Apply,
-                    OperationType::Deprovision => RunAction::Destroy,
-                };
+                let action = operation.operation_type.run_action();
                 let runtime = run.runtime(&self.store).await?;
                 let rendered = self.renderer.render(runtime, action).map_err(|error| {
                     StepError::permanent(FailureReason::RenderFailed, Component::Renderer, error.to_string())

@@ -66,6 +66,23 @@ pub fn postgres_admin_url() -> String {
     )
 }
 
+/// The terraform-runner binary. It belongs to another package of the workspace (crates/terraform-runner), so
+/// Cargo does not build it for these tests: `make test` builds it and names it here.
+pub fn terraform_runner_bin() -> std::path::PathBuf {
+    let bin = std::env::var_os("TEST_TERRAFORM_RUNNER_BIN").map(std::path::PathBuf::from).unwrap_or_else(|| {
+        panic!(
+            "TEST_TERRAFORM_RUNNER_BIN is not set: run `cargo build -p terraform-runner` and set it to the binary \
+             (<target dir>/debug/terraform-runner), or run `make test`, which does both"
+        )
+    });
+    assert!(
+        bin.is_file(),
+        "TEST_TERRAFORM_RUNNER_BIN={} does not exist: run `cargo build -p terraform-runner`",
+        bin.display()
+    );
+    bin
+}
+
 impl TestDatabase {
     pub async fn create(backend: Backend) -> Self {
         let name = format!("provisioner_test_{}", uuid::Uuid::new_v4().simple());

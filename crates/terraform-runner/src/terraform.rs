@@ -7,16 +7,17 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
+use runner_contract::redact::Redactor;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
-use super::redact::Redactor;
-use super::{Error, Result};
+use crate::{Error, Result};
 
 /// Lines of output kept to explain a failure.
 const TAIL_LINES: usize = 40;
-/// The most of Terraform's own words in a failure message; the executor keeps 1 KiB of it.
+/// The most of Terraform's own words in a failure message, which is bounded to
+/// [`runner_contract::redact::MAX_FAILURE_MESSAGE`] as a whole.
 const EXCERPT_CHARS: usize = 700;
 
 /// SIGTERM (the kubelet stopping the pod) and SIGINT, received by the runner.
@@ -45,7 +46,7 @@ impl Signals {
         self.received
     }
 
-    pub(super) async fn recv(&mut self) {
+    pub(crate) async fn recv(&mut self) {
         tokio::select! {
             _ = self.terminate.recv() => {},
             _ = self.interrupt.recv() => {},

@@ -1,9 +1,15 @@
-//! Keeps credential values out of everything the runner prints or reports: Terraform's output is passed
-//! through [`Redactor::redact`] line by line, and so is the termination message.
+//! Keeps credential values out of everything shown to people: the runner passes Terraform's output and its
+//! termination message through one [`Redactor`], and the service passes the failure message it records through
+//! one built from the same credential, before [`bounded_failure_message`] keeps it short.
 
-/// Shorter fragments would redact ordinary words; real credential values are far longer.
+/// Values shorter than this are not redacted. Every real credential value is far longer (access key ids 20
+/// characters, secret keys 40, private-key lines 64), while shorter ones would replace ordinary words and numbers
+/// everywhere in a message (a four-character value such as `3600` or `true` is common in Terraform's output).
 const MIN_SECRET_CHARS: usize = 6;
 pub const REDACTED: &str = "[REDACTED]";
+
+/// The longest failure message: Kubernetes keeps 4 KiB of a termination message, the service records 1 KiB.
+pub const MAX_FAILURE_MESSAGE: usize = 1024;
 
 #[derive(Debug, Clone, Default)]
 pub struct Redactor {
@@ -38,6 +44,19 @@ impl Redactor {
     }
 }
 
+/// `message` trimmed and cut to [`MAX_FAILURE_MESSAGE`] bytes (at a character boundary, marked with `…`).
+pub fn bounded_failure_message(message: &str) -> String {
+    let message = message.trim();
+    if message.len() <= MAX_FAILURE_MESSAGE {
+        return message.to_owned();
+    }
+    let mut end = MAX_FAILURE_MESSAGE;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &message[..end])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,7 +81,16 @@ mod tests {
 
     #[test]
     fn short_values_are_not_treated_as_secrets() {
-        let redactor = Redactor::new(["abc".to_owned(), String::new()]);
-        assert_eq!(redactor.redact("abc def"), "abc def");
+        let redactor = Redactor::new(["abc".to_owned(), "3600".to_owned(), String::new()]);
+        assert_eq!(redactor.redact("abc def 3600"), "abc def 3600");
+    }
+
+    #[test]
+    fn failure_messages_are_bounded_at_a_character_boundary() {
+        assert_eq!(bounded_failure_message("  short\n"), "short");
+        let bounded = bounded_failure_message(&"é".repeat(2000));
+        assert!(bounded.len() <= MAX_FAILURE_MESSAGE + '…'.len_utf8(), "{}", bounded.len());
+        assert!(bounded.ends_with('…'));
+        assert_eq!(bounded_failure_message(&"x".repeat(MAX_FAILURE_MESSAGE)).len(), MAX_FAILURE_MESSAGE);
     }
 }

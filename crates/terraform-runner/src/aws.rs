@@ -17,12 +17,12 @@ use aws_sdk_s3::types::{
     ServerSideEncryptionConfiguration, ServerSideEncryptionRule, VersioningConfiguration,
 };
 use aws_smithy_http_client::tls::{self, rustls_provider::CryptoMode};
+use runner_contract::credential::{AwsKeyPair, CloudCredential};
 use secrecy::{ExposeSecret, SecretString};
 use uuid::Uuid;
 
-use super::terraform::Signals;
-use super::{Error, Result};
-use crate::auth::{AwsKeyPair, CloudCredential};
+use crate::terraform::Signals;
+use crate::{Error, Result};
 
 /// Bounds every AWS call, retries included.
 const OPERATION_TIMEOUT: Duration = Duration::from_secs(120);

@@ -1,14 +1,16 @@
 //! terraform-runner: the main container of a provisioning Job. `terraform-runner --action apply|destroy`;
-//! configuration from the environment (see `provisioner::runner::RunnerSettings` and the README).
+//! configuration from the environment (see [`RunnerSettings`] and the README).
 //! Exit codes: 0 done, 1 the run failed (the termination message says why), 2 bad usage or configuration.
+#![deny(rust_2018_idioms)]
+#![forbid(unsafe_code)]
 
 use std::process::ExitCode;
 
-use provisioner::domain::runner::RunAction;
-use provisioner::install_crypto_provider;
-use provisioner::runner::redact::Redactor;
-use provisioner::runner::{Runner, RunnerSettings};
-use provisioner::telemetry::{self, LogFormat};
+use process_support::install_crypto_provider;
+use process_support::logging::{self, LogFormat};
+use runner_contract::manifest::RunAction;
+use runner_contract::redact::Redactor;
+use terraform_runner::{Runner, RunnerSettings};
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -28,7 +30,7 @@ async fn main() -> ExitCode {
     };
     install_crypto_provider();
     // Plain lines: people read these with `kubectl logs job/provision-<id>`, between Terraform's own.
-    telemetry::init_tracing(&settings.log_level, LogFormat::Text);
+    logging::init_tracing(&settings.log_level, LogFormat::Text);
 
     let termination_log = settings.termination_log.clone();
     let mut redactor = Redactor::default();
@@ -52,9 +54,9 @@ async fn main() -> ExitCode {
 
 fn parse_action(mut args: impl Iterator<Item = String>) -> Result<RunAction, String> {
     match (args.next().as_deref(), args.next().as_deref(), args.next()) {
-        (Some("--action"), Some("apply"), None) => Ok(RunAction::Apply),
-        (Some("--action"), Some("destroy"), None) => Ok(RunAction::Destroy),
-        (Some("--action"), Some(other), None) => Err(format!("--action {other:?} is not apply or destroy")),
+        (Some("--action"), Some(action), None) => {
+            RunAction::parse(action).ok_or_else(|| format!("--action {action:?} is not apply or destroy"))
+        }
         _ => Err("expected exactly --action apply|destroy".to_owned()),
     }
 }

@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use process_support::backoff::Backoff;
 use reqwest::{Method, StatusCode, Url};
 use ring::rand::SystemRandom;
 use ring::signature::{RSA_PKCS1_SHA256, RsaKeyPair};
@@ -15,8 +16,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Error, Result};
-use crate::backoff::Backoff;
+use crate::{Error, Result};
 
 const SCOPE: &str = "https://www.googleapis.com/auth/cloud-platform";
 const STORAGE_URL: &str = "https://storage.googleapis.com";

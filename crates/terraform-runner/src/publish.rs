@@ -8,12 +8,12 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{ObjectMeta, PostParams};
 use kube::{Api, Client};
+use process_support::backoff::Backoff;
+use runner_contract::job::{MANAGED_BY, MANAGED_BY_LABEL, RUNTIME_LABEL};
+use runner_contract::manifest::KUBECONFIG_KEY;
 use uuid::Uuid;
 
-use super::{Error, Result};
-use crate::backoff::Backoff;
-use crate::domain::runner::KUBECONFIG_KEY;
-use crate::executor::{MANAGED_BY, MANAGED_BY_LABEL, RUNTIME_LABEL};
+use crate::{Error, Result};
 
 const CALL_TIMEOUT: Duration = Duration::from_secs(20);
 const ATTEMPTS: u32 = 5;

@@ -1,40 +1,35 @@
-//! terraform-runner, the main container of every provisioning Job (`src/bin/terraform-runner.rs` wires it):
+//! terraform-runner, the main container of every provisioning Job (`src/main.rs` wires it):
 //! reads the rendered configuration and the credential from their mounts, prepares the cloud side (credentials,
 //! the cluster's own state bucket), runs Terraform, and delivers the kubeconfig to the outputs Secret; or
 //! destroys, and removes the state bucket only after the destroy succeeded.
 //!
 //! Every step is safe to repeat, since a Job's pod may be replaced: the bucket is created only when missing,
 //! Terraform converges, the outputs Secret is overwritten, and a destroy whose bucket is gone has nothing left.
+#![deny(rust_2018_idioms)]
+// Unsafe only where it must be: forwarding a signal to Terraform (libc::kill).
 
 mod aws;
 mod gcp;
 mod kubeconfig;
 mod publish;
-pub mod redact;
 pub mod settings;
-pub mod terraform;
+mod terraform;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use runner_contract::Topology;
+use runner_contract::credential::{self, CloudCredential};
+use runner_contract::job::STATE_LOCK_TIMEOUT;
+use runner_contract::manifest::{MAIN_TF_FILE, RUNNER_MANIFEST_FILE, RunAction, RunnerManifest};
+use runner_contract::redact::{Redactor, bounded_failure_message};
 use secrecy::SecretString;
 use serde_json::Value;
 
-use crate::auth::CloudCredential;
-use crate::domain::Topology;
-use crate::domain::runner::{MAIN_TF_FILE, RUNNER_MANIFEST_FILE, RunAction, RunnerManifest};
 use aws::AwsSession;
 use gcp::GcpSession;
-use redact::Redactor;
 pub use settings::RunnerSettings;
 use terraform::{Signals, Terraform};
-
-/// How long apply and destroy wait for the state lock: longer than the grace period a replaced pod's Terraform
-/// has to release it (`terminationGracePeriodSeconds` of the Job, src/executor/job.rs).
-const LOCK_TIMEOUT: &str = "-lock-timeout=6m";
-
-/// The longest termination message; Kubernetes keeps 4 KiB, the service shows 1 KiB.
-pub const MAX_TERMINATION_MESSAGE: usize = 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -85,12 +80,12 @@ impl Runner {
         let settings = &self.settings;
         let mut signals =
             Signals::install().map_err(|error| Error::Input(format!("installing signal handlers: {error}")))?;
-        let manifest = read_manifest(&settings.config_dir)?;
+        let manifest = read_manifest(&settings.job.config_dir)?;
         tracing::Span::current().record("runtime_id", tracing::field::display(manifest.runtime_id));
         if manifest.action != action {
             return Err(Error::ActionMismatch { requested: action.as_str(), configured: manifest.action.as_str() });
         }
-        let credential = read_credential(&settings.credentials_dir)?;
+        let credential = read_credential(&settings.job.credentials_dir)?;
         redactor.extend(credential.secret_values());
         if credential.cloud() != manifest.topology.cloud() {
             return Err(Error::Input(format!(
@@ -103,16 +98,16 @@ impl Runner {
 
         let session = match &credential {
             CloudCredential::GcpServiceAccount { project_id, .. } => {
-                let key_file = settings.credentials_dir.join(crate::auth::GCP_KEY_FILE);
+                let key_file = settings.job.credentials_dir.join(credential::file::GCP_KEY);
                 let project = manifest.gcp_project.as_deref().unwrap_or(project_id);
                 CloudSession::Gcp(Box::new(GcpSession::connect(&key_file, project, &manifest.region).await?))
             }
             _ => CloudSession::Aws(Box::new(
-                AwsSession::connect(&credential, &manifest.region, manifest.runtime_id, &settings.aws_config_dir)
+                AwsSession::connect(&credential, &manifest.region, manifest.runtime_id, &settings.job.aws_config_dir)
                     .await?,
             )),
         };
-        let temporary = prepare_work_dir(&settings.config_dir, &settings.work_dir)?;
+        let temporary = prepare_work_dir(&settings.job.config_dir, &settings.job.work_dir)?;
         let mut env = vec![
             ("TF_IN_AUTOMATION".to_owned(), "1".to_owned()),
             ("TF_INPUT".to_owned(), "0".to_owned()),
@@ -122,24 +117,25 @@ impl Runner {
         env.extend(session.terraform_env());
         let terraform = Terraform {
             binary: settings.terraform_binary.clone(),
-            work_dir: settings.work_dir.clone(),
+            work_dir: settings.job.work_dir.clone(),
             env,
             redactor: redactor.clone(),
         };
         let bucket = &manifest.state_bucket;
+        let lock_timeout = format!("-lock-timeout={}s", STATE_LOCK_TIMEOUT.as_secs());
         match action {
             RunAction::Apply => {
                 session.ensure_state_bucket(bucket).await?;
                 terraform.run(&["init", "-input=false", "-no-color"], &mut signals).await?;
                 terraform
-                    .run(&["apply", "-auto-approve", "-input=false", "-no-color", LOCK_TIMEOUT], &mut signals)
+                    .run(&["apply", "-auto-approve", "-input=false", "-no-color", &lock_timeout], &mut signals)
                     .await?;
                 let outputs = terraform.outputs().await?;
                 let kubeconfig = self.kubeconfig(&manifest, &credential, &session, &outputs, &mut signals).await?;
                 publish::publish_kubeconfig(
                     self.kube.clone(),
                     &settings.namespace,
-                    &settings.outputs_secret,
+                    &settings.job.outputs_secret,
                     manifest.runtime_id,
                     &kubeconfig,
                 )
@@ -153,7 +149,7 @@ impl Runner {
                 }
                 terraform.run(&["init", "-input=false", "-no-color"], &mut signals).await?;
                 terraform
-                    .run(&["destroy", "-auto-approve", "-input=false", "-no-color", LOCK_TIMEOUT], &mut signals)
+                    .run(&["destroy", "-auto-approve", "-input=false", "-no-color", &lock_timeout], &mut signals)
                     .await?;
                 if let (CloudSession::Aws(aws), Some(prefix)) = (&session, &manifest.ssm_parameter_prefix) {
                     aws.delete_parameters_under(prefix).await?;
@@ -209,11 +205,7 @@ impl Runner {
 
     /// The termination message of a failed run: redacted, one line, bounded.
     pub fn failure_message(error: &Error, redactor: &Redactor) -> String {
-        let message = redactor.redact(&error.to_string()).replace('\n', " ");
-        match message.char_indices().nth(MAX_TERMINATION_MESSAGE - 1) {
-            Some((cut, _)) => format!("{}…", &message[..cut]),
-            None => message,
-        }
+        bounded_failure_message(&redactor.redact(&error.to_string()).replace('\n', " "))
     }
 }
 
@@ -247,7 +239,7 @@ fn read_credential(dir: &Path) -> Result<CloudCredential> {
         files.insert(name, SecretString::from(value));
     }
     CloudCredential::from_secret_files(&files)
-        .map_err(|message| Error::Input(format!("credentials in {}: {message}", dir.display())))
+        .map_err(|error| Error::Input(format!("credentials in {}: {error}", dir.display())))
 }
 
 /// Copies `main.tf` into the writable work folder (Terraform writes `.terraform` next to it) and makes a

@@ -1,0 +1,24 @@
+//! The contract between the provisioner (the service, which writes a run's ConfigMap and credentials Secret and
+//! creates its Job) and terraform-runner (the Job's main container, which reads them). Each side's half used to
+//! be spelled out on its own; everything both must agree on is defined here once:
+//!
+//! - [`environment`]: the Job's mount paths and the environment variables that tell the runner where they are;
+//! - [`manifest`]: the ConfigMap's files, `runner.json` ([`manifest::RunnerManifest`]) and the action;
+//! - [`credential`]: the credential and the files of the credentials Secret that carry it;
+//! - [`job`]: labels, the runner's binary, the grace period and the state-lock wait;
+//! - [`redact`]: how credential values are kept out of messages, and how long a failure message may be;
+//! - [`Topology`] and [`Cloud`], which `runner.json` names.
+//!
+//! No Kubernetes or HTTP here, so that both binaries can depend on it. The service enables the `graphql` and
+//! `openapi` features for the derives its APIs need on [`Topology`].
+#![deny(rust_2018_idioms)]
+#![forbid(unsafe_code)]
+
+pub mod credential;
+pub mod environment;
+pub mod job;
+pub mod manifest;
+pub mod redact;
+mod topology;
+
+pub use topology::{Cloud, Topology};

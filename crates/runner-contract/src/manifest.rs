@@ -1,0 +1,98 @@
+//! The files of a run's ConfigMap and what `runner.json` says. The service writes them (src/render), the runner
+//! reads them; the runner publishes the kubeconfig under [`KUBECONFIG_KEY`], where the service reads it.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::{Cloud, Topology};
+
+/// The root configuration Terraform runs.
+pub const MAIN_TF_FILE: &str = "main.tf";
+/// What the runner needs besides the configuration: [`RunnerManifest`] as JSON.
+pub const RUNNER_MANIFEST_FILE: &str = "runner.json";
+/// The key of the kubeconfig in the outputs Secret.
+pub const KUBECONFIG_KEY: &str = "kubeconfig";
+
+/// What the Job does with the configuration; the configuration itself is the same for both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunAction {
+    Apply,
+    Destroy,
+}
+
+impl RunAction {
+    pub const ALL: [RunAction; 2] = [RunAction::Apply, RunAction::Destroy];
+
+    /// The spelling in `runner.json` and in the runner's `--action` argument.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunAction::Apply => "apply",
+            RunAction::Destroy => "destroy",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|action| action.as_str() == text)
+    }
+}
+
+/// `runner.json`: what terraform-runner needs before it can run Terraform (the state bucket to ensure, the
+/// action). Identifiers only, no secrets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunnerManifest {
+    pub action: RunAction,
+    pub topology: Topology,
+    /// Follows from the topology, written out for people reading the ConfigMap.
+    pub cloud: Cloud,
+    pub region: String,
+    pub state_bucket: String,
+    pub runtime_id: Uuid,
+    pub runtime_name: String,
+    /// GCS buckets belong to a project, so the runner needs it to create the state bucket.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gcp_project: Option<String>,
+    /// The SSM path a vanilla cluster's nodes publish their join credentials and kubeconfig under; not Terraform
+    /// resources, so the runner removes them after a destroy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ssm_parameter_prefix: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runner_json_is_spelled_as_the_runner_reads_it() {
+        let manifest = RunnerManifest {
+            action: RunAction::Destroy,
+            topology: Topology::VanillaKubeadm,
+            cloud: Cloud::Aws,
+            region: "eu-central-1".to_owned(),
+            state_bucket: "kubeopera-terraform-state-dev-demo".to_owned(),
+            runtime_id: Uuid::nil(),
+            runtime_name: "demo".to_owned(),
+            gcp_project: None,
+            ssm_parameter_prefix: Some("/kubeopera/x/".to_owned()),
+        };
+        let json = serde_json::to_value(&manifest).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "action": "destroy", "topology": "vanilla_kubeadm", "cloud": "aws", "region": "eu-central-1",
+                "stateBucket": "kubeopera-terraform-state-dev-demo", "runtimeId": Uuid::nil(),
+                "runtimeName": "demo", "ssmParameterPrefix": "/kubeopera/x/",
+            })
+        );
+        assert_eq!(serde_json::from_value::<RunnerManifest>(json).unwrap(), manifest);
+    }
+
+    #[test]
+    fn actions_parse_from_their_spelling() {
+        for action in RunAction::ALL {
+            assert_eq!(RunAction::parse(action.as_str()), Some(action));
+        }
+        assert_eq!(RunAction::parse("plan"), None);
+    }
+}

@@ -1,0 +1,92 @@
+//! terraform-runner's configuration: what the Job sets ([`RunnerEnvironment`], the contract with
+//! src/executor/job.rs), and the knobs the runner alone reads, each with a default. Every error names the
+//! variable.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use runner_contract::environment::{InvalidVariable, RunnerEnvironment, non_empty, required, var};
+
+const TERRAFORM_BINARY: &str = "RUNNER_TERRAFORM_BINARY";
+const KUBECONFIG_POLL_INTERVAL: &str = "RUNNER_KUBECONFIG_POLL_INTERVAL";
+const KUBECONFIG_TIMEOUT: &str = "RUNNER_KUBECONFIG_TIMEOUT";
+const TERMINATION_LOG: &str = "RUNNER_TERMINATION_LOG";
+const LOG_LEVEL: &str = "RUNNER_LOG_LEVEL";
+
+#[derive(Debug, Clone)]
+pub struct RunnerSettings {
+    /// Where the Job's volumes are, and the Secret the kubeconfig is published to.
+    pub job: RunnerEnvironment,
+    /// The namespace of that Secret: the pod's own.
+    pub namespace: String,
+    /// `tofu` or `terraform` (a name on PATH or a path).
+    pub terraform_binary: PathBuf,
+    /// How often and how long a vanilla cluster's kubeconfig is awaited in SSM.
+    pub kubeconfig_poll_interval: Duration,
+    pub kubeconfig_timeout: Duration,
+    /// Where Kubernetes picks up the failure message shown in the operation's status.
+    pub termination_log: PathBuf,
+    /// A tracing filter, like `APP_LOG_LEVEL`.
+    pub log_level: String,
+}
+
+impl RunnerSettings {
+    pub fn load() -> Result<Self, InvalidVariable> {
+        Self::from_environment(std::env::vars().collect())
+    }
+
+    pub fn from_environment(environment: HashMap<String, String>) -> Result<Self, InvalidVariable> {
+        let text = |name: &str, default: &'static str| non_empty(&environment, name).unwrap_or(default);
+        let duration = |name: &'static str, default: &'static str| {
+            process_support::parse_positive_duration(text(name, default))
+                .map_err(|message| InvalidVariable { variable: name, message })
+        };
+        Ok(RunnerSettings {
+            job: RunnerEnvironment::parse(&environment)?,
+            namespace: required(&environment, var::POD_NAMESPACE, "must be set (the Job passes its own namespace)")?
+                .to_owned(),
+            terraform_binary: text(TERRAFORM_BINARY, "tofu").into(),
+            kubeconfig_poll_interval: duration(KUBECONFIG_POLL_INTERVAL, "20s")?,
+            kubeconfig_timeout: duration(KUBECONFIG_TIMEOUT, "20m")?,
+            termination_log: text(TERMINATION_LOG, "/dev/termination-log").into(),
+            log_level: text(LOG_LEVEL, "info").to_owned(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use runner_contract::environment::mount;
+
+    use super::*;
+
+    fn load(variables: &[(&str, &str)]) -> Result<RunnerSettings, InvalidVariable> {
+        RunnerSettings::from_environment(variables.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+    }
+
+    #[test]
+    fn defaults_match_the_job_spec() {
+        let settings = load(&[("RUNNER_OUTPUTS_SECRET", "provision-x-outputs"), ("POD_NAMESPACE", "jobs")]).unwrap();
+        assert_eq!(settings.job.config_dir, PathBuf::from("/etc/provisioner/config"));
+        assert_eq!(settings.job.credentials_dir, PathBuf::from("/var/run/secrets/provisioner/credentials"));
+        assert_eq!(settings.job.work_dir, PathBuf::from(mount::WORK_DIR));
+        assert_eq!(settings.terraform_binary, PathBuf::from("tofu"));
+        assert_eq!(settings.kubeconfig_poll_interval, Duration::from_secs(20));
+        assert_eq!(settings.kubeconfig_timeout, Duration::from_secs(20 * 60));
+        assert_eq!(settings.termination_log, PathBuf::from("/dev/termination-log"));
+    }
+
+    #[test]
+    fn errors_name_the_variable() {
+        let missing = load(&[("POD_NAMESPACE", "jobs")]).unwrap_err().to_string();
+        assert!(missing.starts_with("RUNNER_OUTPUTS_SECRET:"), "{missing}");
+        let missing = load(&[("RUNNER_OUTPUTS_SECRET", "s")]).unwrap_err().to_string();
+        assert!(missing.starts_with("POD_NAMESPACE:"), "{missing}");
+        let bad =
+            load(&[("RUNNER_OUTPUTS_SECRET", "s"), ("POD_NAMESPACE", "n"), ("RUNNER_KUBECONFIG_TIMEOUT", "soon")])
+                .unwrap_err()
+                .to_string();
+        assert!(bad.starts_with("RUNNER_KUBECONFIG_TIMEOUT:"), "{bad}");
+    }
+}
