@@ -430,7 +430,7 @@ async fn sqlite_keeps_every_committed_operation_through_kills() {
             command
                 .envs(&environment)
                 .env("APP_ADDRESS", format!("127.0.0.1:{port}"))
-                .env("APP_METRICS_ADDRESS", format!("127.0.0.1:{}", common::server_process::free_port()))
+                .env("APP_METRICS_ADDRESS", format!("127.0.0.1:{}", test_control_plane::free_port()))
                 .env_remove("KUBECONFIG");
             command
         })

@@ -648,7 +648,7 @@ async fn runs_survive_database_and_api_server_outages() {
     let mut proxied_url = reqwest::Url::parse(&engine.app.database.url).unwrap();
     proxied_url.set_port(Some(database.address().port())).unwrap();
     let api_server = FaultProxy::start(socket_address(engine.control_plane.server_url())).await;
-    let metrics_address = format!("127.0.0.1:{}", common::server_process::free_port());
+    let metrics_address = format!("127.0.0.1:{}", test_control_plane::free_port());
     let settings = [
         ("DATABASE_URL", proxied_url.as_str()),
         ("APP_DATABASE_ACQUIRE_TIMEOUT", "1s"),

@@ -4,6 +4,8 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use test_control_plane::free_port;
+
 const BINARY: &str = env!("CARGO_BIN_EXE_provisioner");
 
 #[test]
@@ -66,10 +68,6 @@ fn serves_health_on_the_embedded_sqlite_default() {
     let _ = child.wait();
     assert!(healthy.starts_with("HTTP/1.1 200"), "{healthy}");
     assert!(folder.path().join("data/provisioner.db").exists(), "the SQLite file is created on first run");
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// A minimal HTTP/1.1 GET, enough to probe a local server without another client crate.

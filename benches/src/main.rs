@@ -505,8 +505,8 @@ struct Server {
 
 impl Server {
     async fn start(bin: &Path, env: Vec<(String, String)>, log: &Path, http: &reqwest::Client) -> Result<Self> {
-        let api_port = free_port()?;
-        let metrics_port = free_port()?;
+        let api_port = test_control_plane::free_port();
+        let metrics_port = test_control_plane::free_port();
         let log_file = std::fs::File::create(log)?;
         let mut command = tokio::process::Command::new(bin);
         command
@@ -567,10 +567,6 @@ impl Server {
         };
         json!({ "peak_rss_kib": peak, "exit": status })
     }
-}
-
-fn free_port() -> Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
 fn proc_status_field(pid: u32, field: &str) -> Option<u64> {

@@ -13,11 +13,11 @@ use kube::{Api, Client};
 use provisioner::domain::Operation;
 use provisioner::startup::App;
 use serde_json::Value;
-use test_control_plane::ControlPlane;
+use test_control_plane::{ControlPlane, free_port};
 use tokio::sync::watch;
 
 use super::auth_service::FakeAuthService;
-use super::server_process::{ServerProcess, free_port};
+use super::server_process::ServerProcess;
 use super::{Backend, TestApp, TestDatabase, settings_for, test_environment};
 
 pub const MODULES_REPO_URL: &str = "https://git.example.invalid/tcr/terraform-modules.git";

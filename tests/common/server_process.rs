@@ -26,7 +26,7 @@ impl ServerProcess {
             reqwest::Client::builder().timeout(Duration::from_secs(2)).no_proxy().build().expect("HTTP client");
         for attempt in 1..=3 {
             let folder = tempfile::Builder::new().prefix(name).tempdir().expect("temporary folder");
-            let port = free_port();
+            let port = test_control_plane::free_port();
             let log = File::create(folder.path().join(LOG_FILE)).expect("create the server's log");
             let mut command = command_for(port, folder.path());
             command.stdin(Stdio::null()).stdout(log.try_clone().expect("the server's log")).stderr(log);
@@ -120,9 +120,4 @@ impl Drop for ServerProcess {
             eprintln!("--- last lines of {}'s log (port {}) ---\n{}", self.name, self.port, self.log_tail(40));
         }
     }
-}
-
-pub fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    listener.local_addr().expect("local address").port()
 }

@@ -353,6 +353,12 @@ fn bin_dir() -> Result<PathBuf> {
 }
 
 /// Distinct free loopback ports, all held open until every one is chosen.
+/// A loopback port nothing listens on right now (someone may take it before the caller binds it: callers retry).
+/// The one helper of the workspace for it: the tests and the benchmark use it too.
+pub fn free_port() -> u16 {
+    free_ports::<1>().expect("bind a free loopback port")[0]
+}
+
 fn free_ports<const N: usize>() -> Result<[u16; N]> {
     let listeners = (0..N).map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0))).collect::<Result<Vec<_>, _>>()?;
     let mut ports = [0; N];
