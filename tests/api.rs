@@ -414,27 +414,13 @@ async fn sqlite_keeps_every_committed_operation_through_kills() {
     let database = common::TestDatabase::create(Backend::Sqlite).await;
     let environment = common::test_environment(&database.url, &auth, &[("APP_LOG_FORMAT", "json")]);
     let http = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(5)).build().unwrap();
-    let mut seed: u64 = 0x00c0_ffee_5eed;
-    let mut random = move |bound: u64| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed % bound
-    };
+    let mut random = common::Seeded(0x00c0_ffee_5eed);
     let mut accepted = Vec::new();
     let mut sent = 0;
     for cycle in 0..10 {
-        let environment = environment.clone();
-        let mut service = common::server_process::ServerProcess::start("provisioner", "/healthz", move |port, _| {
-            let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_provisioner"));
-            command
-                .envs(&environment)
-                .env("APP_ADDRESS", format!("127.0.0.1:{port}"))
-                .env("APP_METRICS_ADDRESS", format!("127.0.0.1:{}", test_control_plane::free_port()))
-                .env_remove("KUBECONFIG");
-            command
-        })
-        .await;
+        let mut environment = environment.clone();
+        environment.insert("APP_METRICS_ADDRESS".into(), format!("127.0.0.1:{}", test_control_plane::free_port()));
+        let mut service = common::server_process::start_service(environment).await;
         let url = format!("http://127.0.0.1:{}/api/v1/provisions", service.port());
         // Four clients write until the process is gone; it is killed while their requests are in flight.
         let clients: Vec<_> = (0..4)
@@ -456,7 +442,7 @@ async fn sqlite_keeps_every_committed_operation_through_kills() {
                 })
             })
             .collect();
-        tokio::time::sleep(Duration::from_millis(100 + random(700))).await;
+        tokio::time::sleep(Duration::from_millis(100 + random.below(700))).await;
         service.kill();
         for client in clients {
             let (client_sent, client_accepted) = client.await.unwrap();

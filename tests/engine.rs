@@ -217,17 +217,26 @@ async fn auth_service_outage() {
 /// Rewinds a stored operation to `stage` with an expired lease: what a process that died right after
 /// finishing the step before `stage` (and before recording it) leaves behind.
 async fn rewind(engine: &Engine, operation_id: &str, stage: &str) {
+    set_columns(engine, operation_id, [("stage", stage.into()), ("lease_expires_at", chrono::Utc::now().into())]).await;
+}
+
+/// Changes columns of a stored operation directly in the database, behind the service's back.
+async fn set_columns<const N: usize>(engine: &Engine, operation_id: &str, columns: [(&str, sea_orm::Value); N]) {
     let db = Database::connect(&engine.app.database.url).await.unwrap();
     let backend = db.get_database_backend();
-    let statement = sea_orm::Statement::from_sql_and_values(
-        backend,
-        match backend {
-            sea_orm::DbBackend::Postgres => "UPDATE operation SET stage = $1, lease_expires_at = $2 WHERE id = $3",
-            _ => "UPDATE operation SET stage = ?, lease_expires_at = ? WHERE id = ?",
-        },
-        [stage.into(), chrono::Utc::now().into(), uuid::Uuid::parse_str(operation_id).unwrap().into()],
-    );
-    db.execute_raw(statement).await.unwrap();
+    let placeholder = |index: usize| match backend {
+        sea_orm::DbBackend::Postgres => format!("${index}"),
+        _ => "?".to_owned(),
+    };
+    let assignments: Vec<String> = columns
+        .iter()
+        .enumerate()
+        .map(|(index, (column, _))| format!("{column} = {}", placeholder(index + 1)))
+        .collect();
+    let sql = format!("UPDATE operation SET {} WHERE id = {}", assignments.join(", "), placeholder(N + 1));
+    let mut values: Vec<sea_orm::Value> = columns.into_iter().map(|(_, value)| value).collect();
+    values.push(uuid::Uuid::parse_str(operation_id).unwrap().into());
+    db.execute_raw(sea_orm::Statement::from_sql_and_values(backend, sql, values)).await.unwrap();
 }
 
 /// A process dies after each step; a new one resumes the operation: it completes, with exactly one Job (never
@@ -433,13 +442,7 @@ async fn a_timed_out_run_ends_only_after_its_pods_are_gone() {
 async fn a_failing_worker_takes_the_process_down() {
     let (engine, api) = Engine::start_api_only(Backend::Sqlite, &[("APP_WORKER_POLL_INTERVAL", "100ms")]).await;
     let (_, operation_id) = engine.provision(&provision_body("unreadable")).await;
-    let db = Database::connect(&engine.app.database.url).await.unwrap();
-    let statement = sea_orm::Statement::from_sql_and_values(
-        db.get_database_backend(),
-        "UPDATE operation SET operation_type = 'Bogus' WHERE id = ?",
-        [uuid::Uuid::parse_str(&operation_id).unwrap().into()],
-    );
-    db.execute_raw(statement).await.unwrap();
+    set_columns(&engine, &operation_id, [("operation_type", "Bogus".into())]).await;
 
     let mut service = engine.start_service_process(&[]).await;
     let health_url = format!("http://127.0.0.1:{}/healthz", service.port());
@@ -470,19 +473,12 @@ async fn a_failing_worker_takes_the_process_down() {
 /// Marks an operation Failed directly in the database, as a run of an earlier version could leave it while its
 /// Job still ran.
 async fn fail_in_database(engine: &Engine, operation_id: &str) {
-    let db = Database::connect(&engine.app.database.url).await.unwrap();
-    let backend = db.get_database_backend();
-    let statement = sea_orm::Statement::from_sql_and_values(
-        backend,
-        match backend {
-            sea_orm::DbBackend::Postgres => {
-                "UPDATE operation SET state = 'Failed', owner = NULL, claim_token = NULL WHERE id = $1"
-            }
-            _ => "UPDATE operation SET state = 'Failed', owner = NULL, claim_token = NULL WHERE id = ?",
-        },
-        [uuid::Uuid::parse_str(operation_id).unwrap().into()],
-    );
-    db.execute_raw(statement).await.unwrap();
+    let columns = [
+        ("state", "Failed".into()),
+        ("owner", Option::<String>::None.into()),
+        ("claim_token", Option::<uuid::Uuid>::None.into()),
+    ];
+    set_columns(engine, operation_id, columns).await;
 }
 
 /// One Terraform per runtime, enforced twice: while the Job of a failed provisioning still runs, DELETE answers
@@ -543,18 +539,6 @@ async fn no_second_job_starts_while_one_of_the_runtime_runs(backend: Backend) {
 
 on_both_databases!(no_second_job_starts_while_one_of_the_runtime_runs);
 
-/// A small deterministic generator (xorshift), so the crash points are the same in every run.
-struct Seeded(u64);
-
-impl Seeded {
-    fn below(&mut self, bound: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % bound
-    }
-}
-
 /// 20 operations while the service is SIGKILLed 20 times at random moments (fixed seed), the test playing
 /// kubelet and runner throughout: every operation ends Succeeded with one Job and one pod, and no credentials
 /// Secret is left.
@@ -567,7 +551,7 @@ async fn twenty_operations_survive_twenty_kills() {
     for index in 0..OPERATIONS {
         operations.push(engine.provision(&provision_body(&format!("crash-{index}"))).await);
     }
-    let mut random = Seeded(0x5eed_cafe_f00d);
+    let mut random = common::Seeded(0x5eed_cafe_f00d);
     let mut finished_pods = 0;
     for _ in 0..20 {
         let mut service = engine.start_service_process(&[]).await;

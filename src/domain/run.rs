@@ -3,7 +3,7 @@
 
 use uuid::Uuid;
 
-use super::{Component, FailureReason, LastError, OperationState, OperationType};
+use super::{Component, FailureReason, LastError, OperationType};
 
 spelled! {
     /// The steps of a run, in order (the derived ordering is the step order). The current one is stored with the
@@ -72,13 +72,15 @@ pub struct RunState {
 
 /// What the worker records before the next step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Record {
+pub enum Record<'a> {
     /// At a stage, moving on normally.
     Stage,
-    /// At a stage of the clean-up after the failure.
-    Failing,
-    /// The run ended in this state.
-    Finished(OperationState),
+    /// At a stage of the clean-up after this failure.
+    Failing(&'a LastError),
+    /// The run ended well.
+    Succeeded,
+    /// The run ended with this failure.
+    Failed(&'a LastError),
 }
 
 /// What a step's end meant for the run.
@@ -136,11 +138,11 @@ impl RunState {
         }
     }
 
-    pub fn record(&self) -> Record {
+    pub fn record(&self) -> Record<'_> {
         match (&self.failure, self.stage) {
-            (None, Stage::Done) => Record::Finished(OperationState::Succeeded),
-            (Some(_), Stage::Done) => Record::Finished(OperationState::Failed),
-            (Some(_), _) => Record::Failing,
+            (None, Stage::Done) => Record::Succeeded,
+            (Some(failure), Stage::Done) => Record::Failed(failure),
+            (Some(failure), _) => Record::Failing(failure),
             (None, _) => Record::Stage,
         }
     }
@@ -238,26 +240,27 @@ mod tests {
         assert_eq!(run.after_step(Ok(())), AfterStep::Next);
         assert_eq!(run.stage, Stage::WaitForJob);
         assert_eq!(run.after_step(Err(error(FailureReason::JobFailed))), AfterStep::Failed);
-        assert_eq!((run.stage, run.record()), (Stage::Cleanup, Record::Failing));
+        assert_eq!(run.stage, Stage::Cleanup);
+        assert!(matches!(run.record(), Record::Failing(failure) if failure.reason == FailureReason::JobFailed));
         // A deadline after the failure changes nothing: the first failure is the one reported.
         run.deadline_passed(error(FailureReason::Timeout));
         assert_eq!(run.failure.as_ref().map(|failure| failure.reason), Some(FailureReason::JobFailed));
         assert_eq!(run.after_step(Err(error(FailureReason::KubernetesError))), AfterStep::CleanupFailed);
         assert_eq!(run.stage, Stage::Done);
-        assert_eq!(run.record(), Record::Finished(OperationState::Failed));
-        assert_eq!(run.failure.map(|failure| failure.reason), Some(FailureReason::JobFailed));
+        assert!(matches!(run.record(), Record::Failed(failure) if failure.reason == FailureReason::JobFailed));
     }
 
     #[test]
     fn a_deadline_fails_a_run_only_before_cleanup() {
         let mut run = RunState::resume(Stage::WaitForJob, None, 1, 10);
         run.deadline_passed(error(FailureReason::Timeout));
-        assert_eq!((run.stage, run.record()), (Stage::Cleanup, Record::Failing));
+        assert_eq!(run.stage, Stage::Cleanup);
+        assert!(matches!(run.record(), Record::Failing(failure) if failure.reason == FailureReason::Timeout));
         let mut cleaning = RunState::resume(Stage::Cleanup, None, 1, 10);
         cleaning.deadline_passed(error(FailureReason::Timeout));
         assert_eq!(cleaning.failure, None, "a successful run that is cleaning up does not time out");
         assert_eq!(cleaning.after_step(Ok(())), AfterStep::Next);
-        assert_eq!(cleaning.record(), Record::Finished(OperationState::Succeeded));
+        assert_eq!(cleaning.record(), Record::Succeeded);
     }
 
     #[test]

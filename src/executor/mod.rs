@@ -245,10 +245,7 @@ impl Executor {
 
     async fn delete_and_wait<K: RunObject>(&self, name: &str) -> Result<()> {
         let api = self.api::<K>();
-        // Background propagation: a Job's pods go with it instead of being orphaned.
-        let params =
-            DeleteParams { propagation_policy: Some(PropagationPolicy::Background), ..DeleteParams::default() };
-        match api.delete(name, &params).await {
+        match api.delete(name, &background_deletion()).await {
             Ok(_) => {}
             Err(kube::Error::Api(status)) if status.code == 404 => return Ok(()),
             Err(error) => return Err(error.into()),
@@ -396,9 +393,7 @@ impl Executor {
             && job::finished(&job).is_none()
         {
             self.remove_owner::<Secret>(&names.credentials_secret, &job.uid().unwrap_or_default()).await?;
-            let params =
-                DeleteParams { propagation_policy: Some(PropagationPolicy::Background), ..DeleteParams::default() };
-            match self.api::<Job>().delete(&names.job, &params).await {
+            match self.api::<Job>().delete(&names.job, &background_deletion()).await {
                 Ok(_) => stop = JobStop::Stopped,
                 Err(kube::Error::Api(status)) if status.code == 404 => {}
                 Err(error) => return Err(error.into()),
@@ -508,6 +503,11 @@ pub enum JobStop {
     Stopped,
     /// Pods of the run were still running when the wait ended.
     StillRunning { pods: Vec<String> },
+}
+
+/// Background propagation: a Job's pods go with it (with their grace period) instead of being orphaned.
+fn background_deletion() -> DeleteParams {
+    DeleteParams { propagation_policy: Some(PropagationPolicy::Background), ..DeleteParams::default() }
 }
 
 fn pod_finished(pod: &Pod) -> bool {

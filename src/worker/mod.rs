@@ -321,12 +321,11 @@ impl Worker {
                 // Superseded, or finished by this run a moment ago: the step loop tells which when it looks.
                 Ok(Ok(false)) => break,
                 // A slow or failing database: try again soon, while the lease still holds.
-                Ok(Err(error)) => {
-                    tracing::warn!(%error, "could not extend the lease");
-                    Instant::now() + (lease / 10).min(Duration::from_secs(1))
-                }
-                Err(_) => {
-                    tracing::warn!("extending the lease timed out");
+                failed => {
+                    match failed {
+                        Ok(Err(error)) => tracing::warn!(%error, "could not extend the lease"),
+                        _ => tracing::warn!("extending the lease timed out"),
+                    }
                     Instant::now() + (lease / 10).min(Duration::from_secs(1))
                 }
             };
@@ -367,23 +366,20 @@ impl Worker {
                 ));
             }
             let stage = state.stage;
-            let record = state.record();
-            let progress = match (record, &state.failure) {
-                (Record::Finished(finished), failure) => Progress::Finished {
-                    state: finished,
-                    stage,
-                    message: match failure {
-                        Some(error) => error.err_message.clone(),
-                        None => stage.message(operation.operation_type).to_owned(),
-                    },
-                },
-                (Record::Failing, Some(error)) => Progress::Failing {
-                    stage,
-                    message: format!("{} after a failure", stage.message(operation.operation_type)),
-                    error: error.clone(),
-                },
-                (Record::Stage | Record::Failing, _) => {
-                    Progress::Stage { stage, message: stage.message(operation.operation_type).to_owned() }
+            let message = stage.message(operation.operation_type);
+            let (progress, finished) = match state.record() {
+                Record::Stage => (Progress::Stage { stage, message: message.to_owned() }, None),
+                Record::Failing(error) => {
+                    let message = format!("{message} after a failure");
+                    (Progress::Failing { stage, message, error: error.clone() }, None)
+                }
+                Record::Succeeded => {
+                    let state = OperationState::Succeeded;
+                    (Progress::Finished { state, stage, message: message.to_owned() }, Some(state))
+                }
+                Record::Failed(error) => {
+                    let state = OperationState::Failed;
+                    (Progress::Finished { state, stage, message: error.err_message.clone() }, Some(state))
                 }
             };
             match self.persist(claim, progress, &lease_lost).await {
@@ -394,7 +390,7 @@ impl Worker {
                 }
                 Recorded::Unreachable => return None,
             }
-            if let Record::Finished(finished) = record {
+            if let Some(finished) = finished {
                 match &state.failure {
                     None => tracing::info!("operation succeeded"),
                     Some(error) => tracing::warn!(

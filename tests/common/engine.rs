@@ -17,7 +17,7 @@ use test_control_plane::{ControlPlane, free_port};
 use tokio::sync::watch;
 
 use super::auth_service::FakeAuthService;
-use super::server_process::ServerProcess;
+use super::server_process::{ServerProcess, start_service};
 use super::{Backend, TestApp, TestDatabase, settings_for, test_environment};
 
 pub const MODULES_REPO_URL: &str = "https://git.example.invalid/tcr/terraform-modules.git";
@@ -141,12 +141,7 @@ impl Engine {
         environment.insert("KUBECONFIG".into(), kubeconfig.display().to_string());
         environment.insert("APP_LOG_FORMAT".into(), "json".into());
         environment.insert("APP_LOG_LEVEL".into(), "info".into());
-        ServerProcess::start("provisioner", "/healthz", move |port, _folder| {
-            let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_provisioner"));
-            command.envs(&environment).env("APP_ADDRESS", format!("127.0.0.1:{port}"));
-            command
-        })
-        .await
+        start_service(environment).await
     }
 
     pub async fn operation(&self, operation_id: &str) -> Operation {

@@ -266,6 +266,18 @@ pub fn provision_input(name: &str) -> Value {
 pub const OPERATION_STATUS_FIELDS: &str =
     "id operation state message runtimeID stage lastError { errMessage reason component }";
 
+/// A small deterministic generator (xorshift), so that "random" crash points are the same in every run.
+pub struct Seeded(pub u64);
+
+impl Seeded {
+    pub fn below(&mut self, bound: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % bound
+    }
+}
+
 /// Log output captured in memory, for tests that check what was (or was not) logged.
 #[derive(Clone, Default)]
 pub struct CapturedLogs(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);

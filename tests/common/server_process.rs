@@ -121,3 +121,14 @@ impl Drop for ServerProcess {
         }
     }
 }
+
+/// The provisioner binary of this package as a child process with exactly `environment` on top of the test's
+/// own (no KUBECONFIG unless `environment` names one), serving on a free loopback port.
+pub async fn start_service(environment: std::collections::HashMap<String, String>) -> ServerProcess {
+    ServerProcess::start("provisioner", "/healthz", move |port, _folder| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_provisioner"));
+        command.env_remove("KUBECONFIG").envs(&environment).env("APP_ADDRESS", format!("127.0.0.1:{port}"));
+        command
+    })
+    .await
+}
