@@ -5,11 +5,12 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::str::FromStr;
 use std::time::Duration;
 
 use reqwest::Url;
 use secrecy::{ExposeSecret, SecretString};
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 
 use crate::credentials::AuthSettings;
 use crate::domain::policy::{KubernetesVersion, ValidationPolicy};
@@ -18,9 +19,25 @@ use crate::telemetry::LogFormat;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("{variable}: {message}")]
-    Invalid { variable: &'static str, message: String },
+    Invalid { variable: String, message: String },
     #[error("APP_CONFIG_FILE: {0}")]
-    Source(#[from] config::ConfigError),
+    Source(config::ConfigError),
+}
+
+impl From<config::ConfigError> for Error {
+    /// A value that does not parse becomes an error naming its variable as the environment spells it.
+    fn from(error: config::ConfigError) -> Self {
+        match error {
+            config::ConfigError::At { error, key: Some(key), .. } => {
+                Error::Invalid { variable: key.to_uppercase(), message: error.to_string() }
+            }
+            config::ConfigError::Type { unexpected, expected, key: Some(key), .. } => Error::Invalid {
+                variable: key.to_uppercase(),
+                message: format!("invalid value {unexpected}: expected {expected}"),
+            },
+            other => Error::Source(other),
+        }
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -28,53 +45,178 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Where the SQLite database lives when no PostgreSQL is configured.
 pub const DEFAULT_SQLITE_PATH: &str = "./data/provisioner.db";
 
-/// Every variable the service reads, as the `config` crate delivers it (lower-cased names, string values).
-#[derive(Debug, Default, Deserialize)]
+/// Every variable the service reads, with its type and default: the one place that spells the environment's
+/// names (lower-cased, as the `config` crate delivers them). A blank value counts as unset.
+#[derive(Deserialize)]
 #[serde(default)]
-struct RawSettings {
+struct Variables {
     database_url: Option<String>,
     app_database_host: Option<String>,
-    app_database_port: Option<String>,
-    app_database_name: Option<String>,
-    app_database_user: Option<String>,
-    app_database_password: Option<String>,
-    app_database_ssl_mode: Option<String>,
+    #[serde(deserialize_with = "parsed")]
+    app_database_port: u16,
+    app_database_name: String,
+    app_database_user: String,
+    app_database_password: SecretString,
+    app_database_ssl_mode: String,
     app_database_ssl_root_cert: Option<String>,
-    app_database_max_connections: Option<String>,
-    app_database_acquire_timeout: Option<String>,
-    app_sqlite_path: Option<String>,
-    job_namespace: Option<String>,
-    terraform_runner_image: Option<String>,
+    #[serde(deserialize_with = "parsed")]
+    app_database_max_connections: u32,
+    #[serde(deserialize_with = "duration")]
+    app_database_acquire_timeout: Duration,
+    app_sqlite_path: String,
+    job_namespace: String,
+    terraform_runner_image: String,
     modules_repo_url: Option<String>,
-    modules_repo_ref: Option<String>,
-    app_runner_service_account: Option<String>,
-    app_worker_concurrency: Option<String>,
-    app_worker_max_runs: Option<String>,
-    app_worker_lease: Option<String>,
-    app_worker_poll_interval: Option<String>,
-    app_auth_timeout: Option<String>,
-    auth_service_base_url: Option<String>,
-    app_auth_oauth_path: Option<String>,
-    app_address: Option<String>,
-    app_api_endpoint: Option<String>,
-    app_playground_api_endpoint: Option<String>,
-    app_metrics_address: Option<String>,
-    app_log_level: Option<String>,
-    app_log_format: Option<String>,
-    app_provisioning_timeout: Option<String>,
-    app_deprovisioning_timeout: Option<String>,
-    app_enqueue_in_progress_operations: Option<String>,
-    app_kubernetes_version_min: Option<String>,
-    app_kubernetes_version_max: Option<String>,
-    app_max_request_body_bytes: Option<String>,
-    app_request_timeout: Option<String>,
-    app_max_concurrent_requests: Option<String>,
-    app_graphql_max_depth: Option<String>,
-    app_graphql_max_complexity: Option<String>,
-    app_graphql_introspection: Option<String>,
-    app_auth_enabled: Option<String>,
-    app_auth_audience: Option<String>,
-    app_auth_allowed_users: Option<String>,
+    modules_repo_ref: String,
+    app_runner_service_account: String,
+    #[serde(deserialize_with = "parsed")]
+    app_worker_concurrency: usize,
+    #[serde(deserialize_with = "parsed")]
+    app_worker_max_runs: usize,
+    #[serde(deserialize_with = "duration")]
+    app_worker_lease: Duration,
+    #[serde(deserialize_with = "duration")]
+    app_worker_poll_interval: Duration,
+    #[serde(deserialize_with = "duration")]
+    app_auth_timeout: Duration,
+    #[serde(deserialize_with = "parsed")]
+    auth_service_base_url: Url,
+    app_auth_oauth_path: PathBuf,
+    #[serde(deserialize_with = "parsed")]
+    app_address: SocketAddr,
+    app_api_endpoint: String,
+    app_playground_api_endpoint: String,
+    #[serde(deserialize_with = "parsed")]
+    app_metrics_address: SocketAddr,
+    app_log_level: String,
+    #[serde(deserialize_with = "log_format")]
+    app_log_format: LogFormat,
+    #[serde(deserialize_with = "duration")]
+    app_provisioning_timeout: Duration,
+    #[serde(deserialize_with = "duration")]
+    app_deprovisioning_timeout: Duration,
+    #[serde(deserialize_with = "parsed")]
+    app_enqueue_in_progress_operations: bool,
+    #[serde(deserialize_with = "parsed")]
+    app_kubernetes_version_min: KubernetesVersion,
+    #[serde(deserialize_with = "parsed")]
+    app_kubernetes_version_max: KubernetesVersion,
+    #[serde(deserialize_with = "parsed")]
+    app_max_request_body_bytes: usize,
+    #[serde(deserialize_with = "duration")]
+    app_request_timeout: Duration,
+    #[serde(deserialize_with = "parsed")]
+    app_max_concurrent_requests: usize,
+    #[serde(deserialize_with = "parsed")]
+    app_graphql_max_depth: usize,
+    #[serde(deserialize_with = "parsed")]
+    app_graphql_max_complexity: usize,
+    #[serde(deserialize_with = "parsed")]
+    app_graphql_introspection: bool,
+    #[serde(deserialize_with = "parsed")]
+    app_auth_enabled: bool,
+    #[serde(deserialize_with = "text")]
+    app_auth_audience: String,
+    app_auth_allowed_users: String,
+}
+
+impl Default for Variables {
+    fn default() -> Self {
+        Variables {
+            database_url: None,
+            app_database_host: None,
+            app_database_port: 5432,
+            app_database_name: "provisioner".to_owned(),
+            app_database_user: "postgres".to_owned(),
+            app_database_password: SecretString::from("password"),
+            app_database_ssl_mode: "disable".to_owned(),
+            app_database_ssl_root_cert: None,
+            app_database_max_connections: 10,
+            app_database_acquire_timeout: Duration::from_secs(3),
+            app_sqlite_path: DEFAULT_SQLITE_PATH.to_owned(),
+            job_namespace: "kubeopera-provisioning".to_owned(),
+            terraform_runner_image: "kubeopera/cluster-provisioner:0.1.0".to_owned(),
+            modules_repo_url: None,
+            modules_repo_ref: "v1.0.0".to_owned(),
+            app_runner_service_account: "terraform-runner".to_owned(),
+            app_worker_concurrency: 16,
+            app_worker_max_runs: 1000,
+            app_worker_lease: Duration::from_secs(30),
+            app_worker_poll_interval: Duration::from_secs(2),
+            app_auth_timeout: Duration::from_secs(10),
+            auth_service_base_url: Url::parse("http://authapi:8081").expect("a valid default URL"),
+            app_auth_oauth_path: PathBuf::from("./dev/auth-oauth.yaml"),
+            app_address: SocketAddr::from(([127, 0, 0, 1], 3000)),
+            app_api_endpoint: "/graphql".to_owned(),
+            app_playground_api_endpoint: "/graphql".to_owned(),
+            app_metrics_address: SocketAddr::from(([127, 0, 0, 1], 9000)),
+            app_log_level: "info".to_owned(),
+            app_log_format: LogFormat::Json,
+            app_provisioning_timeout: Duration::from_secs(90 * 60),
+            app_deprovisioning_timeout: Duration::from_secs(60 * 60),
+            app_enqueue_in_progress_operations: true,
+            app_kubernetes_version_min: KubernetesVersion { major: 1, minor: 32 },
+            app_kubernetes_version_max: KubernetesVersion { major: 1, minor: 37 },
+            app_max_request_body_bytes: 64 * 1024,
+            app_request_timeout: Duration::from_secs(30),
+            app_max_concurrent_requests: 256,
+            app_graphql_max_depth: 10,
+            app_graphql_max_complexity: 500,
+            app_graphql_introspection: false,
+            app_auth_enabled: true,
+            app_auth_audience: "cluster-provisioner".to_owned(),
+            app_auth_allowed_users: "system:serviceaccount:kubeopera-core:host-cluster-controller".to_owned(),
+        }
+    }
+}
+
+/// What a variable of this type holds, for the error that rejects a value.
+trait Expected {
+    const EXPECTED: &'static str;
+}
+
+impl Expected for bool {
+    const EXPECTED: &'static str = "true or false";
+}
+impl Expected for u16 {
+    const EXPECTED: &'static str = "a port number";
+}
+impl Expected for u32 {
+    const EXPECTED: &'static str = "a whole number";
+}
+impl Expected for usize {
+    const EXPECTED: &'static str = "a whole number";
+}
+impl Expected for SocketAddr {
+    const EXPECTED: &'static str = "HOST:PORT such as 127.0.0.1:3000";
+}
+impl Expected for Url {
+    const EXPECTED: &'static str = "an http or https URL";
+}
+impl Expected for KubernetesVersion {
+    const EXPECTED: &'static str = "MAJOR.MINOR such as 1.32";
+}
+
+/// A scalar as text: the environment delivers strings, a configuration file may hold numbers and booleans.
+fn text<'de, D: Deserializer<'de>>(deserializer: D) -> std::result::Result<String, D::Error> {
+    Ok(String::deserialize(deserializer)?.trim().to_owned())
+}
+
+fn parsed<'de, D: Deserializer<'de>, T: FromStr + Expected>(deserializer: D) -> std::result::Result<T, D::Error> {
+    let value = text(deserializer)?;
+    value.parse().map_err(|_| serde::de::Error::custom(format!("invalid value {value:?}: expected {}", T::EXPECTED)))
+}
+
+fn duration<'de, D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Duration, D::Error> {
+    process_support::parse_positive_duration(&text(deserializer)?).map_err(serde::de::Error::custom)
+}
+
+fn log_format<'de, D: Deserializer<'de>>(deserializer: D) -> std::result::Result<LogFormat, D::Error> {
+    match text(deserializer)?.as_str() {
+        "json" => Ok(LogFormat::Json),
+        "text" => Ok(LogFormat::Text),
+        other => Err(serde::de::Error::custom(format!("invalid value {other:?}: expected json or text"))),
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -173,216 +315,120 @@ impl Settings {
         Self::from_environment(std::env::vars().collect())
     }
 
-    /// Reads the given variables (and the file they name) instead of the process environment.
-    pub fn from_environment(environment: HashMap<String, String>) -> Result<Self> {
+    /// Reads the given variables (and the file they name) instead of the process environment: defaults, then
+    /// the file, then the variables.
+    pub fn from_environment(mut environment: HashMap<String, String>) -> Result<Self> {
+        environment.retain(|_, value| !value.trim().is_empty());
         let mut builder = config::Config::builder();
-        if let Some(path) = environment.get("APP_CONFIG_FILE").filter(|path| !path.is_empty()) {
+        if let Some(path) = environment.get("APP_CONFIG_FILE") {
             builder = builder.add_source(config::File::with_name(path).required(true));
         }
-        let raw: RawSettings =
+        let variables: Variables =
             builder.add_source(config::Environment::default().source(Some(environment))).build()?.try_deserialize()?;
-        raw.into_settings()
+        variables.validate()
     }
 }
 
-fn invalid(variable: &'static str, message: impl Into<String>) -> Error {
-    Error::Invalid { variable, message: message.into() }
+fn invalid(variable: &str, message: impl Into<String>) -> Error {
+    Error::Invalid { variable: variable.to_owned(), message: message.into() }
 }
 
-fn parse<T: std::str::FromStr>(variable: &'static str, value: Option<String>, default: T, expected: &str) -> Result<T> {
-    match value.filter(|value| !value.trim().is_empty()) {
-        None => Ok(default),
-        Some(value) => {
-            value.trim().parse().map_err(|_| invalid(variable, format!("invalid value {value:?}: expected {expected}")))
-        }
+fn at_least<T: PartialOrd + std::fmt::Display>(variable: &str, value: T, minimum: T) -> Result<T> {
+    if value < minimum {
+        return Err(invalid(variable, format!("must be at least {minimum}")));
     }
+    Ok(value)
 }
 
-fn duration(variable: &'static str, value: Option<String>, default: &str) -> Result<Duration> {
-    let value = value.filter(|value| !value.trim().is_empty()).unwrap_or_else(|| default.to_owned());
-    process_support::parse_positive_duration(&value).map_err(|message| invalid(variable, message))
-}
-
-fn flag(variable: &'static str, value: Option<String>, default: bool) -> Result<bool> {
-    parse(variable, value, default, "true or false")
-}
-
-/// A number of at least 1, for sizes and limits.
-fn positive(variable: &'static str, value: Option<String>, default: usize, expected: &str) -> Result<usize> {
-    let number = parse(variable, value, default, expected)?;
-    if number == 0 {
-        return Err(invalid(variable, "must be at least 1"));
+/// Rejects a number outside `range`, naming the variable.
+fn within<T: PartialOrd + std::fmt::Display>(
+    variable: &str,
+    value: T,
+    range: std::ops::RangeInclusive<T>,
+) -> Result<T> {
+    if range.contains(&value) {
+        return Ok(value);
     }
-    Ok(number)
+    Err(invalid(variable, format!("must be between {} and {}", range.start(), range.end())))
 }
 
-fn endpoint(variable: &'static str, value: Option<String>) -> Result<String> {
-    let value = value.unwrap_or_else(|| "/graphql".to_owned());
+fn endpoint(variable: &str, value: String) -> Result<String> {
     if !value.starts_with('/') || value.contains(char::is_whitespace) || value.contains(['{', '}', '*']) {
         return Err(invalid(variable, format!("invalid path {value:?}: expected an absolute path such as /graphql")));
     }
     Ok(value)
 }
 
-fn url(variable: &'static str, value: &str) -> Result<Url> {
-    let parsed = Url::parse(value).map_err(|error| invalid(variable, format!("invalid URL {value:?}: {error}")))?;
-    if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(invalid(variable, format!("invalid URL {value:?}: expected http or https")));
-    }
-    Ok(parsed)
-}
-
-impl RawSettings {
-    fn into_settings(self) -> Result<Settings> {
+impl Variables {
+    /// The checks one variable's type cannot make, then the settings each part of the service takes.
+    fn validate(self) -> Result<Settings> {
         let database = self.database()?;
-        let format = match self.app_log_format.as_deref().map(str::trim) {
-            None | Some("") | Some("json") => LogFormat::Json,
-            Some("text") => LogFormat::Text,
-            Some(other) => {
-                return Err(invalid("APP_LOG_FORMAT", format!("invalid value {other:?}: expected json or text")));
-            }
-        };
-        let level = self.app_log_level.unwrap_or_else(|| "info".to_owned());
-        if tracing_subscriber::EnvFilter::try_new(&level).is_err() {
-            return Err(invalid(
-                "APP_LOG_LEVEL",
-                format!("invalid filter {level:?}: expected for example info or debug"),
-            ));
+        if tracing_subscriber::EnvFilter::try_new(&self.app_log_level).is_err() {
+            let message = format!("invalid filter {:?}: expected for example info or debug", self.app_log_level);
+            return Err(invalid("APP_LOG_LEVEL", message));
         }
-        let enqueue_in_progress =
-            flag("APP_ENQUEUE_IN_PROGRESS_OPERATIONS", self.app_enqueue_in_progress_operations, true)?;
-        let min_version = parse(
-            "APP_KUBERNETES_VERSION_MIN",
-            self.app_kubernetes_version_min,
-            KubernetesVersion { major: 1, minor: 32 },
-            "MAJOR.MINOR such as 1.32",
-        )?;
-        let max_version = parse(
-            "APP_KUBERNETES_VERSION_MAX",
-            self.app_kubernetes_version_max,
-            KubernetesVersion { major: 1, minor: 37 },
-            "MAJOR.MINOR such as 1.37",
-        )?;
+        let (min_version, max_version) = (self.app_kubernetes_version_min, self.app_kubernetes_version_max);
         if min_version > max_version {
-            return Err(invalid(
-                "APP_KUBERNETES_VERSION_MIN",
-                format!("{min_version} is above APP_KUBERNETES_VERSION_MAX {max_version}"),
-            ));
+            let message = format!("{min_version} is above APP_KUBERNETES_VERSION_MAX {max_version}");
+            return Err(invalid("APP_KUBERNETES_VERSION_MIN", message));
         }
-        let job_namespace = self.job_namespace.unwrap_or_else(|| "kubeopera-provisioning".to_owned());
-        if job_namespace.is_empty()
-            || job_namespace.len() > 63
-            || !job_namespace.bytes().all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
+        let namespace = &self.job_namespace;
+        if namespace.len() > 63
+            || !namespace.bytes().all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
         {
             return Err(invalid(
                 "JOB_NAMESPACE",
-                format!("invalid namespace {job_namespace:?}: expected a DNS-1123 label"),
+                format!("invalid namespace {namespace:?}: expected a DNS-1123 label"),
             ));
         }
-        let worker_concurrency: usize =
-            parse("APP_WORKER_CONCURRENCY", self.app_worker_concurrency.clone(), 16, "a number of parallel steps")?;
-        if !(1..=256).contains(&worker_concurrency) {
-            return Err(invalid("APP_WORKER_CONCURRENCY", "must be between 1 and 256"));
+        if !matches!(self.auth_service_base_url.scheme(), "http" | "https") {
+            let message = format!("invalid URL {:?}: expected http or https", self.auth_service_base_url.as_str());
+            return Err(invalid("AUTH_SERVICE_BASE_URL", message));
         }
-        let worker_max_runs: usize =
-            parse("APP_WORKER_MAX_RUNS", self.app_worker_max_runs.clone(), 1000, "a number of operations")?;
-        if !(1..=100_000).contains(&worker_max_runs) {
-            return Err(invalid("APP_WORKER_MAX_RUNS", "must be between 1 and 100000"));
-        }
-        let max_request_body_bytes =
-            parse("APP_MAX_REQUEST_BODY_BYTES", self.app_max_request_body_bytes, 64 * 1024, "a number of bytes")?;
-        if max_request_body_bytes < 1024 {
-            return Err(invalid("APP_MAX_REQUEST_BODY_BYTES", "must be at least 1024"));
-        }
-        let authn = AuthnSettings {
-            enabled: flag("APP_AUTH_ENABLED", self.app_auth_enabled, true)?,
-            audience: self
-                .app_auth_audience
-                .map(|audience| audience.trim().to_owned())
-                .filter(|audience| !audience.is_empty())
-                .unwrap_or_else(|| "cluster-provisioner".to_owned()),
-            allowed_users: self
-                .app_auth_allowed_users
-                .filter(|users| !users.trim().is_empty())
-                .unwrap_or_else(|| "system:serviceaccount:kubeopera-core:host-cluster-controller".to_owned())
-                .split(',')
-                .map(str::trim)
-                .filter(|user| !user.is_empty())
-                .map(str::to_owned)
-                .collect(),
-        };
-        if authn.allowed_users.is_empty() {
+        let allowed_users: Vec<String> = (self.app_auth_allowed_users.split(','))
+            .map(str::trim)
+            .filter(|user| !user.is_empty())
+            .map(str::to_owned)
+            .collect();
+        if allowed_users.is_empty() {
             return Err(invalid("APP_AUTH_ALLOWED_USERS", "must name at least one user"));
         }
         Ok(Settings {
             database,
             kubernetes: KubernetesSettings {
-                job_namespace,
-                terraform_runner_image: self
-                    .terraform_runner_image
-                    .unwrap_or_else(|| "kubeopera/cluster-provisioner:0.1.0".to_owned()),
-                runner_service_account: self
-                    .app_runner_service_account
-                    .filter(|value| !value.is_empty())
-                    .unwrap_or_else(|| "terraform-runner".to_owned()),
-                modules_repo_url: self.modules_repo_url.filter(|value| !value.is_empty()),
-                modules_repo_ref: self
-                    .modules_repo_ref
-                    .filter(|value| !value.is_empty())
-                    .unwrap_or_else(|| "v1.0.0".to_owned()),
+                job_namespace: self.job_namespace,
+                terraform_runner_image: self.terraform_runner_image,
+                runner_service_account: self.app_runner_service_account,
+                modules_repo_url: self.modules_repo_url,
+                modules_repo_ref: self.modules_repo_ref,
             },
             auth: AuthSettings {
-                service_base_url: url(
-                    "AUTH_SERVICE_BASE_URL",
-                    self.auth_service_base_url.as_deref().unwrap_or("http://authapi:8081"),
-                )?,
-                oauth_client_file: PathBuf::from(
-                    self.app_auth_oauth_path.unwrap_or_else(|| "./dev/auth-oauth.yaml".to_owned()),
-                ),
-                timeout: duration("APP_AUTH_TIMEOUT", self.app_auth_timeout, "10s")?,
+                service_base_url: self.auth_service_base_url,
+                oauth_client_file: self.app_auth_oauth_path,
+                timeout: self.app_auth_timeout,
             },
-            authn,
+            authn: AuthnSettings { enabled: self.app_auth_enabled, audience: self.app_auth_audience, allowed_users },
             server: ServerSettings {
-                address: parse(
-                    "APP_ADDRESS",
-                    self.app_address,
-                    SocketAddr::from(([127, 0, 0, 1], 3000)),
-                    "HOST:PORT such as 127.0.0.1:3000",
-                )?,
+                address: self.app_address,
                 api_endpoint: endpoint("APP_API_ENDPOINT", self.app_api_endpoint)?,
                 playground_endpoint: endpoint("APP_PLAYGROUND_API_ENDPOINT", self.app_playground_api_endpoint)?,
-                metrics_address: parse(
-                    "APP_METRICS_ADDRESS",
-                    self.app_metrics_address,
-                    SocketAddr::from(([127, 0, 0, 1], 9000)),
-                    "HOST:PORT such as 127.0.0.1:9000",
-                )?,
-                max_request_body_bytes,
-                request_timeout: duration("APP_REQUEST_TIMEOUT", self.app_request_timeout, "30s")?,
-                max_concurrent_requests: positive(
-                    "APP_MAX_CONCURRENT_REQUESTS",
-                    self.app_max_concurrent_requests,
-                    256,
-                    "a number of requests",
-                )?,
-                graphql_max_depth: positive("APP_GRAPHQL_MAX_DEPTH", self.app_graphql_max_depth, 10, "a depth")?,
-                graphql_max_complexity: positive(
-                    "APP_GRAPHQL_MAX_COMPLEXITY",
-                    self.app_graphql_max_complexity,
-                    500,
-                    "a number of fields",
-                )?,
-                graphql_introspection: flag("APP_GRAPHQL_INTROSPECTION", self.app_graphql_introspection, false)?,
+                metrics_address: self.app_metrics_address,
+                max_request_body_bytes: at_least("APP_MAX_REQUEST_BODY_BYTES", self.app_max_request_body_bytes, 1024)?,
+                request_timeout: self.app_request_timeout,
+                max_concurrent_requests: at_least("APP_MAX_CONCURRENT_REQUESTS", self.app_max_concurrent_requests, 1)?,
+                graphql_max_depth: at_least("APP_GRAPHQL_MAX_DEPTH", self.app_graphql_max_depth, 1)?,
+                graphql_max_complexity: at_least("APP_GRAPHQL_MAX_COMPLEXITY", self.app_graphql_max_complexity, 1)?,
+                graphql_introspection: self.app_graphql_introspection,
             },
-            log: LogSettings { level, format },
+            log: LogSettings { level: self.app_log_level, format: self.app_log_format },
             operations: OperationSettings {
-                provisioning_timeout: duration("APP_PROVISIONING_TIMEOUT", self.app_provisioning_timeout, "90m")?,
-                deprovisioning_timeout: duration("APP_DEPROVISIONING_TIMEOUT", self.app_deprovisioning_timeout, "60m")?,
-                enqueue_in_progress,
-                worker_concurrency,
-                worker_max_runs,
-                worker_lease: duration("APP_WORKER_LEASE", self.app_worker_lease, "30s")?,
-                worker_poll_interval: duration("APP_WORKER_POLL_INTERVAL", self.app_worker_poll_interval, "2s")?,
+                provisioning_timeout: self.app_provisioning_timeout,
+                deprovisioning_timeout: self.app_deprovisioning_timeout,
+                enqueue_in_progress: self.app_enqueue_in_progress_operations,
+                worker_concurrency: within("APP_WORKER_CONCURRENCY", self.app_worker_concurrency, 1..=256)?,
+                worker_max_runs: within("APP_WORKER_MAX_RUNS", self.app_worker_max_runs, 1..=100_000)?,
+                worker_lease: self.app_worker_lease,
+                worker_poll_interval: self.app_worker_poll_interval,
             },
             validation: ValidationPolicy { min_kubernetes_version: min_version, max_kubernetes_version: max_version },
         })
@@ -391,73 +437,46 @@ impl RawSettings {
     /// `DATABASE_URL` wins; otherwise `APP_DATABASE_HOST` and friends build a PostgreSQL URL; otherwise the
     /// embedded SQLite file.
     fn database(&self) -> Result<DatabaseSettings> {
-        let max_connections: u32 = parse(
-            "APP_DATABASE_MAX_CONNECTIONS",
-            self.app_database_max_connections.clone(),
-            10,
-            "a number of connections",
-        )?;
-        if max_connections == 0 {
-            return Err(invalid("APP_DATABASE_MAX_CONNECTIONS", "must be at least 1"));
-        }
-        let acquire_timeout =
-            duration("APP_DATABASE_ACQUIRE_TIMEOUT", self.app_database_acquire_timeout.clone(), "3s")?;
-
-        if let Some(database_url) = self.database_url.as_ref().filter(|value| !value.is_empty()) {
-            let scheme = database_url.split_once("://").map(|(scheme, _)| scheme);
-            if !matches!(scheme, Some("postgres" | "postgresql" | "sqlite")) {
-                // Never echo the value: it may hold a password.
-                return Err(invalid("DATABASE_URL", "expected a postgres://, postgresql:// or sqlite:// URL"));
+        let url = match (&self.database_url, &self.app_database_host) {
+            (Some(database_url), _) => {
+                let scheme = database_url.split_once("://").map(|(scheme, _)| scheme);
+                if !matches!(scheme, Some("postgres" | "postgresql" | "sqlite")) {
+                    // Never echo the value: it may hold a password.
+                    return Err(invalid("DATABASE_URL", "expected a postgres://, postgresql:// or sqlite:// URL"));
+                }
+                database_url.clone()
             }
-            return Ok(DatabaseSettings {
-                url: SecretString::from(database_url.clone()),
-                max_connections,
-                acquire_timeout,
-            });
-        }
-        if let Some(host) = self.app_database_host.as_ref().filter(|value| !value.is_empty()) {
-            return Ok(DatabaseSettings {
-                url: SecretString::from(self.postgres_url(host)?),
-                max_connections,
-                acquire_timeout,
-            });
-        }
-        let path = self
-            .app_sqlite_path
-            .clone()
-            .filter(|value| !value.is_empty())
-            .unwrap_or_else(|| DEFAULT_SQLITE_PATH.to_owned());
+            (None, Some(host)) => self.postgres_url(host)?,
+            (None, None) => format!("sqlite://{}?mode=rwc", self.app_sqlite_path),
+        };
         Ok(DatabaseSettings {
-            url: SecretString::from(format!("sqlite://{path}?mode=rwc")),
-            max_connections,
-            acquire_timeout,
+            url: SecretString::from(url),
+            max_connections: at_least("APP_DATABASE_MAX_CONNECTIONS", self.app_database_max_connections, 1)?,
+            acquire_timeout: self.app_database_acquire_timeout,
         })
     }
 
     fn postgres_url(&self, host: &str) -> Result<String> {
-        let port: u16 = parse("APP_DATABASE_PORT", self.app_database_port.clone(), 5432, "a port number")?;
         let mut url =
             Url::parse("postgres://localhost").map_err(|error| invalid("APP_DATABASE_HOST", error.to_string()))?;
         url.set_host(Some(host))
             .map_err(|error| invalid("APP_DATABASE_HOST", format!("invalid host {host:?}: {error}")))?;
-        url.set_port(Some(port)).map_err(|()| invalid("APP_DATABASE_PORT", "cannot be set for this host"))?;
-        let user = self.app_database_user.as_deref().unwrap_or("postgres");
-        url.set_username(user).map_err(|()| invalid("APP_DATABASE_USER", "cannot be set for this host"))?;
-        let password = self.app_database_password.as_deref().unwrap_or("password");
-        url.set_password(Some(password))
+        url.set_port(Some(self.app_database_port))
+            .map_err(|()| invalid("APP_DATABASE_PORT", "cannot be set for this host"))?;
+        url.set_username(&self.app_database_user)
+            .map_err(|()| invalid("APP_DATABASE_USER", "cannot be set for this host"))?;
+        url.set_password(Some(self.app_database_password.expose_secret()))
             .map_err(|()| invalid("APP_DATABASE_PASSWORD", "cannot be set for this host"))?;
-        url.set_path(self.app_database_name.as_deref().unwrap_or("provisioner"));
-        let ssl_mode = self.app_database_ssl_mode.as_deref().unwrap_or("disable");
+        url.set_path(&self.app_database_name);
+        let ssl_mode = self.app_database_ssl_mode.as_str();
         if !["disable", "allow", "prefer", "require", "verify-ca", "verify-full"].contains(&ssl_mode) {
-            return Err(invalid(
-                "APP_DATABASE_SSL_MODE",
-                format!(
-                    "invalid value {ssl_mode:?}: expected disable, allow, prefer, require, verify-ca or verify-full"
-                ),
-            ));
+            let message = format!(
+                "invalid value {ssl_mode:?}: expected disable, allow, prefer, require, verify-ca or verify-full"
+            );
+            return Err(invalid("APP_DATABASE_SSL_MODE", message));
         }
         url.query_pairs_mut().append_pair("sslmode", ssl_mode);
-        if let Some(root_cert) = self.app_database_ssl_root_cert.as_deref().filter(|value| !value.is_empty()) {
+        if let Some(root_cert) = &self.app_database_ssl_root_cert {
             url.query_pairs_mut().append_pair("sslrootcert", root_cert);
         }
         Ok(url.to_string())
@@ -604,11 +623,14 @@ mod tests {
     fn a_config_file_sits_between_defaults_and_the_environment() {
         let directory = tempfile::tempdir().unwrap();
         let path = directory.path().join("provisioner.yaml");
-        std::fs::write(&path, "app_address: 127.0.0.1:4000\njob_namespace: from-file\napp_log_format: text\n").unwrap();
+        let file =
+            "app_address: 127.0.0.1:4000\njob_namespace: from-file\napp_log_format: text\napp_worker_concurrency: 4\n";
+        std::fs::write(&path, file).unwrap();
         let settings = load(&[("APP_CONFIG_FILE", path.to_str().unwrap()), ("JOB_NAMESPACE", "from-env")]).unwrap();
         assert_eq!(settings.server.address.to_string(), "127.0.0.1:4000");
         assert_eq!(settings.log.format, LogFormat::Text);
         assert_eq!(settings.kubernetes.job_namespace, "from-env");
+        assert_eq!(settings.operations.worker_concurrency, 4, "a number in the file");
 
         let error = load(&[("APP_CONFIG_FILE", "/nonexistent/provisioner.yaml")]).unwrap_err();
         assert!(error.to_string().starts_with("APP_CONFIG_FILE:"), "{error}");
