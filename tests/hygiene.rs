@@ -2,19 +2,17 @@
 //! attempt) and deprovision; afterwards none of them is found in the database, the captured logs, the Job specs,
 //! the ConfigMaps (the rendered configuration), the operation messages or the API answers.
 
-mod common;
-
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use common::auth_service::{AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, CLIENT_SECRET, GCP_PRIVATE_KEY};
-use common::engine::Engine;
-use common::{Backend, CapturedLogs, provision_body};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::Api;
 use sea_orm::{ConnectionTrait, Database, Statement};
 use serde_json::json;
+use test_support::auth_service::{AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, CLIENT_SECRET, GCP_PRIVATE_KEY};
+use test_support::engine::Engine;
+use test_support::{Backend, CapturedLogs, provision_body};
 
 const WAIT: Duration = Duration::from_secs(60);
 

@@ -18,16 +18,18 @@ use axum::Json;
 use axum::extract::{Path as UrlPath, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::get;
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::ListParams;
 use kube::{Api, Client};
-use provisioner::domain::{ProvisionRequest, Runtime};
+use provisioner::domain::{ProvisionRequest, Runtime, Topology};
 use provisioner::store::{self, Store};
 use sea_orm::{ConnectionTrait, Database};
 use serde_json::{Value, json};
 use test_control_plane::ControlPlane;
+use test_support::auth_service::FakeAuthService;
+use test_support::provision_body;
 use uuid::Uuid;
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
@@ -170,7 +172,7 @@ async fn run(args: Args) -> Result<()> {
     let token = control_plane.service_account_token(&namespace, SERVICE_ACCOUNT, &[]).await?;
     let kubeconfig = write_token_kubeconfig(&work, &control_plane, &token)?;
 
-    let auth = start_fake_auth_service(&work).await?;
+    let auth = FakeAuthService::start(&work).await;
     let mut databases = Databases {
         admin_url: std::env::var("TEST_DATABASE_URL")
             .unwrap_or_else(|_| "postgres://postgres:postgres@127.0.0.1:5432/postgres".to_owned()),
@@ -197,7 +199,7 @@ async fn phases(
     admin: &Client,
     namespace: &str,
     kubeconfig: &Path,
-    auth: &FakeAuth,
+    auth: &FakeAuthService,
     databases: &mut Databases,
 ) -> Result<Value> {
     let http = reqwest::Client::builder().pool_max_idle_per_host(256).timeout(Duration::from_secs(30)).build()?;
@@ -642,65 +644,13 @@ async fn apiserver_requests(admin: &Client) -> Result<f64> {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// The fake auth-service.
-
-struct FakeAuth {
-    base_url: String,
-    client_file: PathBuf,
-}
-
-async fn start_fake_auth_service(work: &Path) -> Result<FakeAuth> {
-    let router = axum::Router::new()
-        .route(
-            "/oauth2/token",
-            post(|| async { Json(json!({"access_token": "t", "token_type": "bearer", "expires_in": 3600})) }),
-        )
-        .route(
-            "/api/v1/credentials/{id}",
-            get(|UrlPath(id): UrlPath<String>| async move {
-                Json(json!({"id": id, "type": "aws_access_key", "accessKeyId": "AKIABENCH", "secretAccessKey": "bench-secret"}))
-            }),
-        );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let base_url = format!("http://{}", listener.local_addr()?);
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
-    });
-    let client_file = work.join("auth-oauth.yaml");
-    std::fs::write(
-        &client_file,
-        format!(
-            "data:\n  client_id: bench\n  client_secret: bench-secret\n  tokens_endpoint: {base_url}/oauth2/token\n"
-        ),
-    )?;
-    Ok(FakeAuth { base_url, client_file })
-}
-
-// ---------------------------------------------------------------------------------------------------------------
 // Seeding and the baseline.
-
-fn provision_body(name: &str) -> Value {
-    json!({
-        "runtimeInput": { "name": name, "description": "a bench cluster", "labels": { "team": "platform" } },
-        "clusterConfig": {
-            "topology": "vanilla_kubeadm",
-            "credentialId": "cred-aws-1",
-            "region": "eu-central-1",
-            "kubernetesVersion": "1.34",
-            "environment": "dev",
-            "controlPlane": { "count": 3, "machineType": "t3.large" },
-            "workerPool": { "machineType": "t3.large", "minSize": 1, "maxSize": 3, "diskSizeGb": 50 },
-            "network": { "vpcCidr": "10.0.0.0/16", "podCidr": "192.168.0.0/16", "serviceCidr": "10.96.0.0/12" },
-            "aws": { "zones": ["eu-central-1a", "eu-central-1b"] }
-        }
-    })
-}
 
 /// (runtime id, operation id) of each seeded runtime.
 async fn seed(store: &Store, count: usize) -> Result<Vec<(Uuid, Uuid)>> {
     let results: Vec<Result<(Uuid, Uuid)>> = futures::stream::iter(0..count)
         .map(|index| async move {
-            let request: ProvisionRequest = serde_json::from_value(provision_body(&format!("seed-{index}")))?;
+            let request = ProvisionRequest::example_named(Topology::VanillaKubeadm, &format!("seed-{index}"));
             let (runtime, operation) = Runtime::requested(request, store::now());
             store.insert_runtime(&runtime, &operation, None).await?;
             Ok((runtime.id, operation.id))

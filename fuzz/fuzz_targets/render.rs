@@ -8,12 +8,9 @@ use std::sync::LazyLock;
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use provisioner::domain::{
-    AwsConfig, ClusterConfig, ControlPlane, GcpConfig, Labels, ProvisionRequest, Runtime, RuntimeInput, Topology,
-    WorkerPool,
-};
+use provisioner::domain::{Labels, ProvisionRequest, Runtime, Topology};
 use provisioner::render::{Renderer, RunAction};
-use provisioner::service::{KubernetesVersion, ValidationPolicy};
+use provisioner::service::ValidationPolicy;
 
 #[derive(Debug, Arbitrary)]
 struct Input {
@@ -26,45 +23,7 @@ struct Input {
 }
 
 static RENDERER: LazyLock<Renderer> = LazyLock::new(|| Renderer::new().expect("templates compile"));
-static POLICY: ValidationPolicy = ValidationPolicy {
-    min_kubernetes_version: KubernetesVersion { major: 1, minor: 32 },
-    max_kubernetes_version: KubernetesVersion { major: 1, minor: 37 },
-};
-
-fn benign(topology: Topology) -> ProvisionRequest {
-    let (region, zones, control_plane) = match topology {
-        Topology::Gke => ("europe-west3", vec!["europe-west3-a".to_owned()], None),
-        Topology::Eks => ("eu-central-1", vec!["eu-central-1a".to_owned()], None),
-        Topology::VanillaKubeadm => (
-            "eu-central-1",
-            vec!["eu-central-1a".to_owned()],
-            Some(ControlPlane { count: 3, machine_type: "t3.large".into() }),
-        ),
-    };
-    let (aws, gcp) = match topology {
-        Topology::Gke => (None, Some(GcpConfig { project_id: "my-project-1".into(), zones })),
-        _ => (Some(AwsConfig { zones }), None),
-    };
-    ProvisionRequest {
-        runtime_input: RuntimeInput {
-            name: "demo".into(),
-            description: Some("a cluster".into()),
-            labels: Some(Labels(BTreeMap::from([("team".to_owned(), "platform".to_owned())]))),
-        },
-        cluster_config: ClusterConfig {
-            topology,
-            credential_id: "dev-aws".into(),
-            region: region.into(),
-            kubernetes_version: "1.34".into(),
-            environment: "dev".into(),
-            control_plane,
-            worker_pool: WorkerPool { machine_type: "t3.large".into(), min_size: 1, max_size: 3, disk_size_gb: 50 },
-            network: None,
-            aws,
-            gcp,
-        },
-    }
-}
+static POLICY: ValidationPolicy = ValidationPolicy::DEFAULT;
 
 /// The top-level blocks of `main.tf`: identifier and labels.
 fn blocks(request: ProvisionRequest) -> BTreeSet<String> {
@@ -84,7 +43,7 @@ fn blocks(request: ProvisionRequest) -> BTreeSet<String> {
 
 fuzz_target!(|input: Input| {
     let topology = [Topology::VanillaKubeadm, Topology::Eks, Topology::Gke][usize::from(input.topology % 3)];
-    let mut request = benign(topology);
+    let mut request = ProvisionRequest::example(topology);
     if let Some(name) = input.name {
         request.runtime_input.name = name;
     }
@@ -100,5 +59,5 @@ fuzz_target!(|input: Input| {
     if POLICY.validate(&request).is_err() {
         return;
     }
-    assert_eq!(blocks(request), blocks(benign(topology)), "a request value changed the set of top-level blocks");
+    assert_eq!(blocks(request), blocks(ProvisionRequest::example(topology)), "a request value changed the set of top-level blocks");
 });

@@ -4,15 +4,12 @@
 
 use libfuzzer_sys::fuzz_target;
 use provisioner::domain::ProvisionRequest;
-use provisioner::service::{KubernetesVersion, ValidationPolicy};
+use provisioner::service::ValidationPolicy;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(request) = serde_json::from_slice::<ProvisionRequest>(data) else {
         return;
     };
-    let policy = ValidationPolicy {
-        min_kubernetes_version: KubernetesVersion { major: 1, minor: 32 },
-        max_kubernetes_version: KubernetesVersion { major: 1, minor: 37 },
-    };
+    let policy = ValidationPolicy::DEFAULT;
     let _ = policy.validate(&request);
 });

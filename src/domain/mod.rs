@@ -45,6 +45,8 @@ macro_rules! spelled {
     };
 }
 
+#[cfg(any(test, feature = "examples"))]
+mod example;
 pub mod policy;
 pub mod run;
 

@@ -35,3 +35,11 @@ pub struct ValidationPolicy {
     pub min_kubernetes_version: KubernetesVersion,
     pub max_kubernetes_version: KubernetesVersion,
 }
+
+impl ValidationPolicy {
+    /// What the service accepts unless the operator says otherwise.
+    pub const DEFAULT: ValidationPolicy = ValidationPolicy {
+        min_kubernetes_version: KubernetesVersion { major: 1, minor: 32 },
+        max_kubernetes_version: KubernetesVersion { major: 1, minor: 37 },
+    };
+}

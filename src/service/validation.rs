@@ -373,50 +373,18 @@ pub fn parse_id(field: &str, value: &str) -> Result<uuid::Uuid, Invalid> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{AwsConfig, ControlPlane, GcpConfig, Network, RuntimeInput, WorkerPool};
+    use crate::domain::{AwsConfig, ControlPlane, Network};
 
     fn policy() -> ValidationPolicy {
-        ValidationPolicy {
-            min_kubernetes_version: KubernetesVersion { major: 1, minor: 32 },
-            max_kubernetes_version: KubernetesVersion { major: 1, minor: 37 },
-        }
+        ValidationPolicy::DEFAULT
     }
 
     fn vanilla() -> ProvisionRequest {
-        ProvisionRequest {
-            runtime_input: RuntimeInput {
-                name: "team-a".into(),
-                description: Some("first cluster".into()),
-                labels: Some(Labels([("owner".to_owned(), "team-a".to_owned())].into())),
-            },
-            cluster_config: ClusterConfig {
-                topology: Topology::VanillaKubeadm,
-                credential_id: "cred-1".into(),
-                region: "eu-central-1".into(),
-                kubernetes_version: "1.34".into(),
-                environment: "dev".into(),
-                control_plane: Some(ControlPlane { count: 3, machine_type: "t3.large".into() }),
-                worker_pool: WorkerPool { machine_type: "t3.large".into(), min_size: 1, max_size: 3, disk_size_gb: 50 },
-                network: Some(Network {
-                    vpc_cidr: "10.0.0.0/16".into(),
-                    pod_cidr: "192.168.0.0/16".into(),
-                    service_cidr: "10.96.0.0/12".into(),
-                }),
-                aws: Some(AwsConfig { zones: vec!["eu-central-1a".into(), "eu-central-1b".into()] }),
-                gcp: None,
-            },
-        }
+        ProvisionRequest::example(Topology::VanillaKubeadm)
     }
 
     fn gke() -> ProvisionRequest {
-        let mut request = vanilla();
-        let config = &mut request.cluster_config;
-        config.topology = Topology::Gke;
-        config.region = "europe-west3".into();
-        config.control_plane = None;
-        config.aws = None;
-        config.gcp = Some(GcpConfig { project_id: "my-project-1".into(), zones: vec!["europe-west3-a".into()] });
-        request
+        ProvisionRequest::example(Topology::Gke)
     }
 
     fn rejected_field(request: &ProvisionRequest) -> String {

@@ -1,6 +1,7 @@
-//! Test helpers: a fresh database per test (SQLite file or PostgreSQL database), the app driven in-process, and
-//! builders for requests.
-#![allow(dead_code)] // Each test binary uses its own subset of these helpers.
+//! What the provisioner's tests and benchmark share: a fresh database per test (SQLite file or PostgreSQL
+//! database), the app driven in-process or as a child process, the engine on the shared test control plane, the
+//! fake auth-service and token endpoints, moto and fake-gcs-server, a fault-injecting proxy, and request builders.
+#![deny(rust_2018_idioms)]
 
 pub mod auth_service;
 pub mod engine;
@@ -16,6 +17,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
+use provisioner::domain::{ProvisionRequest, Topology};
 use provisioner::settings::Settings;
 use provisioner::startup::App;
 use sea_orm::{ConnectionTrait, Database};
@@ -34,16 +36,14 @@ macro_rules! on_both_databases {
     ($($name:ident),* $(,)?) => {
         $(
             mod $name {
-                use super::*;
-
                 #[tokio::test]
                 async fn sqlite() {
-                    super::$name(common::Backend::Sqlite).await
+                    super::$name($crate::Backend::Sqlite).await
                 }
 
                 #[tokio::test]
                 async fn postgres() {
-                    super::$name(common::Backend::Postgres).await
+                    super::$name($crate::Backend::Postgres).await
                 }
             }
         )*
@@ -130,7 +130,7 @@ pub fn test_environment(database_url: &str, auth: &FakeAuthService, extra: &[(&s
         ("AUTH_SERVICE_BASE_URL", auth.base_url.as_str()),
         ("APP_AUTH_OAUTH_PATH", client_file.as_str()),
         ("APP_AUTH_TIMEOUT", "2s"),
-        // These tests are about other concerns; tests/authn.rs turns authentication on.
+        // These tests are about other concerns; tests/integration/authn.rs turns authentication on.
         ("APP_AUTH_ENABLED", "false"),
     ]
     .into_iter()
@@ -234,26 +234,10 @@ impl TestApp {
     }
 }
 
-/// A valid provisioning request in the REST spelling; tests change single fields of it.
+/// A valid provisioning request in the REST spelling (the vanilla kubeadm example, named `name`); tests change
+/// single fields of it.
 pub fn provision_body(name: &str) -> Value {
-    json!({
-        "runtimeInput": {
-            "name": name,
-            "description": "a test cluster",
-            "labels": { "team": "platform" }
-        },
-        "clusterConfig": {
-            "topology": "vanilla_kubeadm",
-            "credentialId": "cred-aws-1",
-            "region": "eu-central-1",
-            "kubernetesVersion": "1.34",
-            "environment": "dev",
-            "controlPlane": { "count": 3, "machineType": "t3.large" },
-            "workerPool": { "machineType": "t3.large", "minSize": 1, "maxSize": 3, "diskSizeGb": 50 },
-            "network": { "vpcCidr": "10.0.0.0/16", "podCidr": "192.168.0.0/16", "serviceCidr": "10.96.0.0/12" },
-            "aws": { "zones": ["eu-central-1a", "eu-central-1b"] }
-        }
-    })
+    serde_json::to_value(ProvisionRequest::example_named(Topology::VanillaKubeadm, name)).expect("serialisable")
 }
 
 /// The same request as GraphQL input: enum values are spelled the GraphQL way.

@@ -10,24 +10,18 @@
 //!   concurrently against moto (`TEST_AWS_TOOLS_BIN_DIR`) with recording stand-ins for kubeadm and kubectl, and
 //!   must init once, then join one at a time in index order with the published credentials.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use chrono::{TimeZone, Utc};
-use common::moto::MotoServer;
 use hcl::expr::{Expression, TemplateExpr, TraversalOperator};
 use hcl::template::{Directive, Element, Template};
 use hcl::{Block, Body};
-use provisioner::domain::{
-    AwsConfig, ClusterConfig, ControlPlane, GcpConfig, Labels, Network, Runtime, Topology, WorkerPool,
-};
+use provisioner::domain::{Network, Runtime, Topology, WorkerPool};
 use provisioner::render::{Renderer, RunAction};
 use sha2::{Digest, Sha256};
-use uuid::Uuid;
+use test_support::moto::MotoServer;
 
 const MODULES_IN_JOB: &str = "/workspace/modules/";
 
@@ -184,47 +178,15 @@ fn every_module_has_the_standard_files_and_documented_typed_variables() {
 // The contract between the rendered root configurations and the modules
 
 fn runtime(topology: Topology) -> Runtime {
-    let created = Utc.with_ymd_and_hms(2025, 6, 1, 12, 0, 0).unwrap();
-    let (region, aws, gcp) = match topology {
-        Topology::Gke => (
-            "europe-west3",
-            None,
-            Some(GcpConfig {
-                project_id: "my-project-1".into(),
-                zones: vec!["europe-west3-a".into(), "europe-west3-b".into()],
-            }),
-        ),
-        Topology::VanillaKubeadm | Topology::Eks => {
-            ("eu-central-1", Some(AwsConfig { zones: vec!["eu-central-1a".into(), "eu-central-1b".into()] }), None)
-        }
-    };
-    Runtime {
-        id: Uuid::parse_str("0190b8a6-7f3e-7c4a-9a41-3f2d3c1b2a10").unwrap(),
-        name: "team-a".into(),
-        description: Some("Team A's cluster".into()),
-        labels: Labels(BTreeMap::from([("owner".to_owned(), "team-a".to_owned())])),
-        cluster_config: ClusterConfig {
-            topology,
-            credential_id: "cred-not-rendered".into(),
-            region: region.into(),
-            kubernetes_version: "1.34".into(),
-            environment: "dev".into(),
-            control_plane: (topology == Topology::VanillaKubeadm)
-                .then(|| ControlPlane { count: 3, machine_type: "t3.large".into() }),
-            worker_pool: WorkerPool { machine_type: "t3.xlarge".into(), min_size: 1, max_size: 5, disk_size_gb: 80 },
-            network: Some(Network {
-                vpc_cidr: "10.10.0.0/16".into(),
-                pod_cidr: "172.16.0.0/16".into(),
-                service_cidr: "10.96.0.0/12".into(),
-            }),
-            aws,
-            gcp,
-        },
-        last_operation_id: None,
-        created_at: created,
-        updated_at: created,
-        deleted_at: None,
-    }
+    let mut runtime = Runtime::example(topology);
+    let config = &mut runtime.cluster_config;
+    config.worker_pool = WorkerPool { machine_type: "t3.xlarge".into(), min_size: 1, max_size: 5, disk_size_gb: 80 };
+    config.network = Some(Network {
+        vpc_cidr: "10.10.0.0/16".into(),
+        pod_cidr: "172.16.0.0/16".into(),
+        service_cidr: "10.96.0.0/12".into(),
+    });
+    runtime
 }
 
 /// A reference in an expression: its root name and the attribute names that follow it (`module.vpc.vpc_id` is
@@ -654,7 +616,7 @@ impl Scene {
         let address = 10 + index.unwrap_or(50);
         let mut settings = vec![
             ("CLUSTER_NAME", "team-a".to_owned()),
-            ("AWS_REGION", common::moto::REGION.to_owned()),
+            ("AWS_REGION", test_support::moto::REGION.to_owned()),
             ("SSM_PREFIX", SSM_PREFIX.to_owned()),
             ("API_ENDPOINT", ENDPOINT_HOST.to_owned()),
             ("API_PORT", "6443".to_owned()),

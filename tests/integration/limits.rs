@@ -1,14 +1,12 @@
 //! Every request limit, each with a request just over it: body size, time, concurrency, GraphQL depth,
 //! complexity, batches and introspection.
 
-mod common;
-
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::http::{Request, StatusCode};
-use common::{Answer, Backend, TestApp, call, provision_body, spawn_app_with};
 use serde_json::{Value, json};
+use test_support::{Answer, Backend, TestApp, call, provision_body, spawn_app_with};
 use tokio::sync::mpsc;
 
 async fn app_with(extra: &[(&str, &str)]) -> TestApp {

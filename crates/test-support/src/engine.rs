@@ -16,9 +16,9 @@ use serde_json::Value;
 use test_control_plane::{ControlPlane, free_port};
 use tokio::sync::watch;
 
-use super::auth_service::FakeAuthService;
-use super::server_process::{ServerProcess, start_service};
-use super::{Backend, TestApp, TestDatabase, settings_for, test_environment};
+use crate::auth_service::FakeAuthService;
+use crate::server_process::{ServerProcess, start_service};
+use crate::{Backend, TestApp, TestDatabase, settings_for, test_environment};
 
 pub const MODULES_REPO_URL: &str = "https://git.example.invalid/tcr/terraform-modules.git";
 

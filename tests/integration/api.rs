@@ -1,13 +1,13 @@
 //! The service through both APIs, on SQLite and on PostgreSQL, with the router driven in-process.
 
-mod common;
-
 use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use common::{Backend, OPERATION_STATUS_FIELDS, TestApp, call, provision_body, provision_input, spawn_app};
 use serde_json::{Value, json};
+use test_support::{
+    Backend, OPERATION_STATUS_FIELDS, TestApp, call, on_both_databases, provision_body, provision_input, spawn_app,
+};
 
 async fn operation_status_via_graphql(app: &TestApp, operation_id: &str) -> Value {
     let query = format!("query($id: String!) {{ runtimeOperationStatus(id: $id) {{ {OPERATION_STATUS_FIELDS} }} }}");
@@ -410,17 +410,17 @@ async fn the_playground_is_served_on_get() {
 async fn sqlite_keeps_every_committed_operation_through_kills() {
     provisioner::install_crypto_provider();
     let folder = tempfile::tempdir().unwrap();
-    let auth = common::auth_service::FakeAuthService::start(folder.path()).await;
-    let database = common::TestDatabase::create(Backend::Sqlite).await;
-    let environment = common::test_environment(&database.url, &auth, &[("APP_LOG_FORMAT", "json")]);
+    let auth = test_support::auth_service::FakeAuthService::start(folder.path()).await;
+    let database = test_support::TestDatabase::create(Backend::Sqlite).await;
+    let environment = test_support::test_environment(&database.url, &auth, &[("APP_LOG_FORMAT", "json")]);
     let http = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(5)).build().unwrap();
-    let mut random = common::Seeded(0x00c0_ffee_5eed);
+    let mut random = test_support::Seeded(0x00c0_ffee_5eed);
     let mut accepted = Vec::new();
     let mut sent = 0;
     for cycle in 0..10 {
         let mut environment = environment.clone();
         environment.insert("APP_METRICS_ADDRESS".into(), format!("127.0.0.1:{}", test_control_plane::free_port()));
-        let mut service = common::server_process::start_service(environment).await;
+        let mut service = test_support::server_process::start_service(environment).await;
         let url = format!("http://127.0.0.1:{}/api/v1/provisions", service.port());
         // Four clients write until the process is gone; it is killed while their requests are in flight.
         let clients: Vec<_> = (0..4)

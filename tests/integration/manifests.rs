@@ -1,6 +1,6 @@
 //! The deployment manifests (`resources/kustomization.yaml` and the files it lists) applied as they are to the
 //! real test control plane, in their real namespaces `kubeopera-core` and `kubeopera-provisioning` (no other
-//! test binary uses them, and each test binary has its own control plane). Server-side apply with strict field
+//! test uses them; the other tests make namespaces of their own on the shared control plane). Server-side apply with strict field
 //! validation, so the API server checks every schema and rejects unknown fields; applying again is a no-op, so
 //! the tests are idempotent. Then the RBAC is checked for real: SubjectAccessReviews with the groups a
 //! ServiceAccount token carries, and requests made as the two ServiceAccounts themselves.
@@ -297,10 +297,10 @@ async fn the_config_map_configures_the_service_through_its_documented_variables(
     apply_all(&admin).await;
     let config = Api::<ConfigMap>::namespaced(admin.clone(), CORE).get("cluster-provisioner").await.unwrap();
     let data = config.data.unwrap();
-    let settings_source = include_str!("../src/settings.rs");
+    let settings_source = include_str!("../../src/settings.rs");
     for key in data.keys() {
         assert!(
-            settings_source.contains(&format!("    {}: Option<String>,", key.to_lowercase())),
+            settings_source.contains(&format!("\n    {}: ", key.to_lowercase())),
             "ConfigMap key {key} is not a variable of src/settings.rs"
         );
         assert!(!key.contains("PASSWORD") && key != "DATABASE_URL", "{key}: secrets belong in a Secret");

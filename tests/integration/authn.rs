@@ -1,16 +1,14 @@
 //! Authentication against the real test control plane: the service runs as the `cluster-provisioner`
 //! ServiceAccount with the manifest's permissions and reviews real ServiceAccount tokens with TokenReview.
 
-mod common;
-
 use axum::http::StatusCode;
-use common::engine::apply_production_rbac;
-use common::{Answer, Backend, CapturedLogs, TestApp, provision_body, provision_input, spawn_app_with};
 use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
 use serde_json::{Value, json};
 use test_control_plane::ControlPlane;
+use test_support::engine::apply_production_rbac;
+use test_support::{Answer, Backend, CapturedLogs, TestApp, provision_body, provision_input, spawn_app_with};
 
 const AUDIENCE: &str = "cluster-provisioner";
 

@@ -1,15 +1,13 @@
 //! The GCP test tooling works: fake-gcs-server answers the GCS JSON API behind the recording proxy, and the token
 //! server accepts a properly signed service-account assertion and refuses a tampered one.
 
-mod common;
-
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use common::gcp::{
+use serde_json::{Value, json};
+use test_support::gcp::{
     CLIENT_EMAIL, FakeGcs, GoogleTokenServer, JWT_BEARER_GRANT, PROJECT_ID, SCOPE_DEVSTORAGE_READ_WRITE,
     ServiceAccountKey, test_key_pair,
 };
-use serde_json::{Value, json};
 
 fn client() -> reqwest::Client {
     provisioner::install_crypto_provider();

@@ -1,8 +1,6 @@
 //! The AWS test tooling works: moto's server starts and the venv's AWS CLI talks to it (SSM and S3).
 
-mod common;
-
-use common::moto::MotoServer;
+use test_support::moto::MotoServer;
 
 #[tokio::test]
 async fn aws_cli_round_trips_through_moto() {

@@ -9,19 +9,17 @@
 //! here, so the stand-in swaps it for built-in resources with the same state bucket (from the rendered
 //! runner.json) on moto. Everything else the runner reads is what the service wrote.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use common::engine::Engine;
-use common::moto::MotoServer;
-use common::{Backend, provision_body};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use kube::Api;
 use serde_json::Value;
+use test_support::engine::Engine;
+use test_support::moto::MotoServer;
+use test_support::{Backend, provision_body};
 
 const WAIT: Duration = Duration::from_secs(60);
 const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters: []\n# published by the cluster\n";
@@ -112,7 +110,7 @@ async fn run_job_pod(engine: &Engine, moto: &MotoServer, job: &str, extra_env: &
 
     let command = container.command.as_ref().unwrap();
     assert_eq!(command, &["terraform-runner"], "the Job starts the runner binary of the image");
-    let output = tokio::process::Command::new(common::terraform_runner_bin())
+    let output = tokio::process::Command::new(test_support::terraform_runner_bin())
         .args(container.args.iter().flatten())
         .env_clear()
         .envs(&env)

@@ -122,11 +122,25 @@ impl Drop for ServerProcess {
     }
 }
 
-/// The provisioner binary of this package as a child process with exactly `environment` on top of the test's
+/// The `provisioner` binary, which Cargo builds beside the provisioner's integration tests: the test executable
+/// is `<target>/debug/deps/<test>-<hash>`, the binary `<target>/debug/provisioner`.
+pub fn service_binary() -> std::path::PathBuf {
+    let test = std::env::current_exe().expect("the test executable");
+    let binary =
+        test.parent().and_then(Path::parent).expect("the test lives in <target>/<profile>/deps").join("provisioner");
+    assert!(
+        binary.is_file(),
+        "{} does not exist: run the provisioner package's tests with cargo test",
+        binary.display()
+    );
+    binary
+}
+
+/// The provisioner binary as a child process with exactly `environment` on top of the test's
 /// own (no KUBECONFIG unless `environment` names one), serving on a free loopback port.
 pub async fn start_service(environment: std::collections::HashMap<String, String>) -> ServerProcess {
     ServerProcess::start("provisioner", "/healthz", move |port, _folder| {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_provisioner"));
+        let mut command = Command::new(service_binary());
         command.env_remove("KUBECONFIG").envs(&environment).env("APP_ADDRESS", format!("127.0.0.1:{port}"));
         command
     })

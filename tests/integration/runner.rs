@@ -3,22 +3,20 @@
 //! S3, SSM, STS and EKS, and the test control plane for the outputs Secret, written as the `terraform-runner`
 //! ServiceAccount with the production RBAC.
 
-mod common;
-
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::engine::apply_production_rbac;
-use common::gcp::{
-    CLIENT_EMAIL, FakeGcs, GoogleTokenServer, PROJECT_ID, SCOPE_CLOUD_PLATFORM, ServiceAccountKey, test_key_pair,
-};
-use common::moto::MotoServer;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use serde_json::{Value, json};
 use test_control_plane::ControlPlane;
+use test_support::engine::apply_production_rbac;
+use test_support::gcp::{
+    CLIENT_EMAIL, FakeGcs, GoogleTokenServer, PROJECT_ID, SCOPE_CLOUD_PLATFORM, ServiceAccountKey, test_key_pair,
+};
+use test_support::moto::MotoServer;
 use tokio::io::AsyncReadExt;
 use uuid::Uuid;
 
@@ -136,7 +134,7 @@ impl Job {
 
     /// The runner process with the Job's environment (src/executor/job.rs) pointed at the test's parts.
     fn command(&self, action: &str) -> tokio::process::Command {
-        let mut command = tokio::process::Command::new(common::terraform_runner_bin());
+        let mut command = tokio::process::Command::new(test_support::terraform_runner_bin());
         command
             .args(["--action", action])
             .env_clear()

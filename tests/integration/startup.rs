@@ -5,14 +5,13 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use test_control_plane::free_port;
-
-const BINARY: &str = env!("CARGO_BIN_EXE_provisioner");
+use test_support::server_process::service_binary;
 
 #[test]
 fn a_bad_value_stops_the_process_naming_the_variable() {
     for (variable, value) in [("APP_ADDRESS", "not-an-address"), ("APP_LOG_FORMAT", "yaml"), ("APP_DATABASE_PORT", "x")]
     {
-        let mut command = Command::new(BINARY);
+        let mut command = Command::new(service_binary());
         command.env(variable, value).env("APP_DATABASE_HOST", "127.0.0.1");
         let output = command.output().expect("run the binary");
         assert_eq!(output.status.code(), Some(2), "{variable}");
@@ -24,7 +23,7 @@ fn a_bad_value_stops_the_process_naming_the_variable() {
 #[test]
 fn a_missing_oauth_client_file_stops_the_process_naming_it() {
     let folder = tempfile::tempdir().unwrap();
-    let output = Command::new(BINARY)
+    let output = Command::new(service_binary())
         .current_dir(folder.path())
         .env("APP_AUTH_OAUTH_PATH", "missing/auth-oauth.yaml")
         .env("APP_ADDRESS", "127.0.0.1:0")
@@ -44,7 +43,7 @@ fn serves_health_on_the_embedded_sqlite_default() {
     let folder = tempfile::tempdir().unwrap();
     let api_port = free_port();
     let metrics_port = free_port();
-    let mut child = Command::new(BINARY)
+    let mut child = Command::new(service_binary())
         .current_dir(folder.path())
         .env("APP_ADDRESS", format!("127.0.0.1:{api_port}"))
         .env("APP_METRICS_ADDRESS", format!("127.0.0.1:{metrics_port}"))

@@ -1,21 +1,19 @@
 //! The engine end to end on the real test control plane: the service runs as the `cluster-provisioner`
 //! ServiceAccount with the production Role, the test plays kubelet and terraform-runner.
 
-mod common;
-
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use common::auth_service::{AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY};
-use common::engine::{Engine, MODULES_REPO_URL, RunLog};
-use common::fault_proxy::FaultProxy;
-use common::{Backend, provision_body};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use sea_orm::{ConnectionTrait, Database};
 use serde_json::json;
+use test_support::auth_service::{AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY};
+use test_support::engine::{Engine, MODULES_REPO_URL, RunLog};
+use test_support::fault_proxy::FaultProxy;
+use test_support::{Backend, on_both_databases, provision_body};
 
 const WAIT: Duration = Duration::from_secs(60);
 const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters: []\n";
@@ -551,7 +549,7 @@ async fn twenty_operations_survive_twenty_kills() {
     for index in 0..OPERATIONS {
         operations.push(engine.provision(&provision_body(&format!("crash-{index}"))).await);
     }
-    let mut random = common::Seeded(0x5eed_cafe_f00d);
+    let mut random = test_support::Seeded(0x5eed_cafe_f00d);
     let mut finished_pods = 0;
     for _ in 0..20 {
         let mut service = engine.start_service_process(&[]).await;

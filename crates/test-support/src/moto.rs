@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::server_process::ServerProcess;
+use crate::server_process::ServerProcess;
 
 /// The region the fake credentials and every child process use.
 pub const REGION: &str = "eu-west-1";

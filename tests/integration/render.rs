@@ -3,20 +3,16 @@
 //!
 //! Golden files are `tests/golden/<topology>.tf`. After an intended template change, regenerate them with
 //!
-//!     UPDATE_GOLDEN=1 cargo test -p provisioner --test render
+//!     UPDATE_GOLDEN=1 cargo test -p provisioner --test integration render::
 //!
 //! and review the diff like any other code change.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use chrono::{TimeZone, Utc};
 use hcl::{Block, Body, Expression, ObjectKey};
-use provisioner::domain::{
-    AwsConfig, ClusterConfig, ControlPlane, GcpConfig, Labels, Network, Runtime, Topology, WorkerPool,
-};
+use provisioner::domain::{AwsConfig, Labels, Network, Runtime, Topology, WorkerPool};
 use provisioner::render::{RenderedConfig, Renderer, RunAction, state_bucket_name};
-use uuid::Uuid;
 
 const TOPOLOGIES: [Topology; 3] = [Topology::VanillaKubeadm, Topology::Eks, Topology::Gke];
 
@@ -25,98 +21,54 @@ const TOPOLOGIES: [Topology; 3] = [Topology::VanillaKubeadm, Topology::Eks, Topo
 const HOSTILE: &str = "x\" }\nresource \"aws_instance\" \"evil\" {\n  ami = \"${file(\"/etc/passwd\")}\"\n}\n\
     %{ if true }yes%{ endif } \\ \\\" \\n */ /* # // <<EOF\r\t\u{0}\u{1B}[0m \u{202E}txt $${literal} Zürich 東京 ☃";
 
-fn base_runtime(topology: Topology, cluster_config: ClusterConfig) -> Runtime {
-    let created = Utc.with_ymd_and_hms(2025, 6, 1, 12, 0, 0).unwrap();
-    Runtime {
-        id: Uuid::parse_str("0190b8a6-7f3e-7c4a-9a41-3f2d3c1b2a10").unwrap(),
-        name: format!("team-a-{}", topology.as_str().replace('_', "-")),
-        description: Some("Team A's cluster".into()),
-        labels: Labels(BTreeMap::from([
-            ("app.kubernetes.io/part-of".to_owned(), "Payments".to_owned()),
-            ("owner".to_owned(), "team-a".to_owned()),
-        ])),
-        cluster_config,
-        last_operation_id: None,
-        created_at: created,
-        updated_at: created,
-        deleted_at: None,
-    }
-}
-
-fn workers(machine_type: &str) -> WorkerPool {
-    WorkerPool { machine_type: machine_type.into(), min_size: 1, max_size: 5, disk_size_gb: 80 }
-}
-
-/// A valid vanilla kubeadm runtime with three control-plane nodes and an explicit network.
-fn vanilla() -> Runtime {
-    base_runtime(
-        Topology::VanillaKubeadm,
-        ClusterConfig {
-            topology: Topology::VanillaKubeadm,
-            credential_id: "cred-not-rendered".into(),
-            region: "eu-central-1".into(),
-            kubernetes_version: "1.34".into(),
-            environment: "dev".into(),
-            control_plane: Some(ControlPlane { count: 3, machine_type: "t3.large".into() }),
-            worker_pool: workers("t3.xlarge"),
-            network: Some(Network {
+/// The example runtime of each topology, varied so that the golden files cover more than one spelling: vanilla
+/// with an explicit network, EKS and GKE on the network defaults, each in its own region, version and environment.
+fn runtime(topology: Topology) -> Runtime {
+    let mut runtime = Runtime::example(topology);
+    runtime.name = format!("team-a-{}", topology.as_str().replace('_', "-"));
+    runtime.labels = Labels(BTreeMap::from([
+        ("app.kubernetes.io/part-of".to_owned(), "Payments".to_owned()),
+        ("owner".to_owned(), "team-a".to_owned()),
+    ]));
+    let config = &mut runtime.cluster_config;
+    config.credential_id = "cred-not-rendered".into();
+    config.worker_pool = WorkerPool { machine_type: String::new(), min_size: 1, max_size: 5, disk_size_gb: 80 };
+    match topology {
+        Topology::VanillaKubeadm => {
+            config.worker_pool.machine_type = "t3.xlarge".into();
+            config.network = Some(Network {
                 vpc_cidr: "10.10.0.0/16".into(),
                 pod_cidr: "172.16.0.0/16".into(),
                 service_cidr: "10.96.0.0/12".into(),
-            }),
-            aws: Some(AwsConfig { zones: vec!["eu-central-1a".into(), "eu-central-1b".into()] }),
-            gcp: None,
-        },
-    )
-}
-
-/// A valid EKS runtime relying on the network defaults.
-fn eks() -> Runtime {
-    base_runtime(
-        Topology::Eks,
-        ClusterConfig {
-            topology: Topology::Eks,
-            credential_id: "cred-not-rendered".into(),
-            region: "us-east-1".into(),
-            kubernetes_version: "1.33".into(),
-            environment: "prod".into(),
-            control_plane: None,
-            worker_pool: workers("m5.large"),
-            network: None,
-            aws: Some(AwsConfig { zones: vec!["us-east-1a".into(), "us-east-1b".into(), "us-east-1c".into()] }),
-            gcp: None,
-        },
-    )
-}
-
-/// A valid GKE runtime relying on the network defaults.
-fn gke() -> Runtime {
-    base_runtime(
-        Topology::Gke,
-        ClusterConfig {
-            topology: Topology::Gke,
-            credential_id: "cred-not-rendered".into(),
-            region: "europe-west3".into(),
-            kubernetes_version: "1.34".into(),
-            environment: "staging".into(),
-            control_plane: None,
-            worker_pool: workers("e2-standard-4"),
-            network: None,
-            aws: None,
-            gcp: Some(GcpConfig {
-                project_id: "my-project-1".into(),
-                zones: vec!["europe-west3-a".into(), "europe-west3-b".into()],
-            }),
-        },
-    )
-}
-
-fn runtime(topology: Topology) -> Runtime {
-    match topology {
-        Topology::VanillaKubeadm => vanilla(),
-        Topology::Eks => eks(),
-        Topology::Gke => gke(),
+            });
+        }
+        Topology::Eks => {
+            config.region = "us-east-1".into();
+            config.kubernetes_version = "1.33".into();
+            config.environment = "prod".into();
+            config.worker_pool.machine_type = "m5.large".into();
+            config.network = None;
+            config.aws = Some(AwsConfig { zones: vec!["us-east-1a".into(), "us-east-1b".into(), "us-east-1c".into()] });
+        }
+        Topology::Gke => {
+            config.environment = "staging".into();
+            config.worker_pool.machine_type = "e2-standard-4".into();
+            config.network = None;
+        }
     }
+    runtime
+}
+
+fn vanilla() -> Runtime {
+    runtime(Topology::VanillaKubeadm)
+}
+
+fn eks() -> Runtime {
+    runtime(Topology::Eks)
+}
+
+fn gke() -> Runtime {
+    runtime(Topology::Gke)
 }
 
 fn render(runtime: &Runtime) -> RenderedConfig {
@@ -455,7 +407,7 @@ fn rendered_configs_match_their_golden_files() {
         assert!(
             rendered == golden,
             "{} differs from the rendered configuration; if the change is intended, run \
-             UPDATE_GOLDEN=1 cargo test -p provisioner --test render and review the diff.\n--- rendered:\n{rendered}",
+             UPDATE_GOLDEN=1 cargo test -p provisioner --test integration render:: and review the diff.\n--- rendered:\n{rendered}",
             path.display()
         );
     }

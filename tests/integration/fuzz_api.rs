@@ -4,16 +4,14 @@
 //! always JSON.
 //!
 //! Deterministic: a fixed RNG seed, `PROPTEST_CASES` cases per property (256 by default). Each property prints
-//! how many cases it tried (`cargo test --test fuzz_api -- --nocapture`).
-
-mod common;
+//! how many cases it tried (`cargo test --test integration fuzz_api -- --nocapture`).
 
 use axum::body::Body;
 use axum::http::Request;
-use common::{Backend, TestApp, call, provision_body, provision_input, spawn_app};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 use serde_json::{Value, json};
+use test_support::{Backend, TestApp, call, provision_body, provision_input, spawn_app};
 
 const DEFAULT_CASES: u32 = 256;
 
@@ -151,7 +149,7 @@ fn shaped_request(graphql: bool) -> impl Strategy<Value = Value> {
 }
 
 /// The answer is JSON, not a 5xx, and (for GraphQL) carries no error with `error_code` 500 or more.
-fn check_answer(answer: &common::Answer, what: &str) -> Result<(), TestCaseError> {
+fn check_answer(answer: &test_support::Answer, what: &str) -> Result<(), TestCaseError> {
     prop_assert!(answer.status.as_u16() < 500, "{what}: answered {}: {}", answer.status, answer.text);
     let body: Value = serde_json::from_str(&answer.text)
         .map_err(|error| TestCaseError::fail(format!("{what}: not JSON ({error}): {}", answer.text)))?;

@@ -37,7 +37,7 @@ use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use serde_json::{Value, json};
 
-use super::server_process::ServerProcess;
+use crate::server_process::ServerProcess;
 
 /// The project and service account of [`ServiceAccountKey`].
 pub const PROJECT_ID: &str = "kubeopera-test";
@@ -377,7 +377,7 @@ print(json.dumps({
 pub fn test_key_pair() -> &'static TestKeyPair {
     static KEY_PAIR: OnceLock<TestKeyPair> = OnceLock::new();
     KEY_PAIR.get_or_init(|| {
-        let python = super::moto::aws_tools_bin_dir().join("python");
+        let python = crate::moto::aws_tools_bin_dir().join("python");
         let output = Command::new(&python)
             .args(["-c", GENERATE_KEY_PAIR])
             .stdin(Stdio::null())
@@ -508,7 +508,6 @@ struct TokenState {
 /// `{"error": "invalid_grant" (or "invalid_request", "unsupported_grant_type"), "error_description": ...}`.
 /// Stops on drop.
 pub struct GoogleTokenServer {
-    address: SocketAddr,
     state: Arc<TokenState>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -531,7 +530,7 @@ impl GoogleTokenServer {
         let task = tokio::spawn(async move {
             axum::serve(listener, router).await.expect("token server");
         });
-        GoogleTokenServer { address, state, task }
+        GoogleTokenServer { state, task }
     }
 
     /// `http://127.0.0.1:PORT/token`: the key file's `token_uri`, and the audience the assertion must name.

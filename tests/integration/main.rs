@@ -1,0 +1,20 @@
+//! The integration tests, in one binary: one link instead of one per file, and one test control plane (started
+//! on first use) for all of them. Each module is one concern; its doc comment says which. Shared helpers live in
+//! the `test-support` crate. `tests/hygiene.rs` is a binary of its own because it captures every log line of its
+//! process.
+
+mod api;
+mod auth_client;
+mod authn;
+mod engine;
+mod fuzz_api;
+mod gcp_smoke;
+mod generated;
+mod limits;
+mod manifests;
+mod modules;
+mod moto_smoke;
+mod pipeline;
+mod render;
+mod runner;
+mod startup;
