@@ -9,8 +9,8 @@
 #   docker build -t kubeopera/cluster-provisioner:0.1.0 .
 #
 # Every tool is verified: Rust crates by Cargo.lock (--locked), OpenTofu and its Go modules by the hashes in
-# tools/opentofu/go.sum, Debian packages (git, AWS CLI v2) and gke-gcloud-auth-plugin by their signed apt
-# repositories.
+# tools/opentofu/go.sum, the Terraform providers by the registry's signed checksums (`tofu providers mirror`),
+# Debian packages (git, AWS CLI v2) and gke-gcloud-auth-plugin by their signed apt repositories.
 
 ARG RUST_VERSION=1.95
 ARG GO_VERSION=1.26
@@ -36,6 +36,36 @@ RUN --mount=type=cache,target=/go/pkg/mod \
       -ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" \
       -o /out/tofu github.com/opentofu/opentofu/cmd/tofu \
  && /out/tofu version
+
+# --- The Terraform providers the configurations pin, mirrored at image build: Jobs never reach a registry ---------
+# The versions are crates/runner-contract/src/providers.rs's (a test checks that these ARGs agree). For each one:
+# `tofu providers mirror` downloads the release packages (linux/amd64 and linux/arm64) with their registry
+# checksums, `tofu providers lock` writes the lock file the runner installs for that version (the release hashes
+# of both platforms), and the package of the image's own platform is unpacked, so that `init` links the provider
+# instead of extracting about a gigabyte per Job. Keep earlier versions here while clusters created with them
+# exist: a destroy runs the version its cluster was applied with.
+FROM tofu-build AS providers
+ARG TARGETOS=linux
+ARG TARGETARCH=amd64
+ARG AWS_PROVIDER_VERSION=6.47.0
+ARG GOOGLE_PROVIDER_VERSION=8.0.0
+RUN apt-get update && apt-get install -y --no-install-recommends unzip && rm -rf /var/lib/apt/lists/*
+RUN set -eu; \
+    for provider in "aws ${AWS_PROVIDER_VERSION}" "google ${GOOGLE_PROVIDER_VERSION}"; do \
+      set -- $provider; name=$1; version=$2; \
+      mkdir -p "/tmp/$name" && cd "/tmp/$name"; \
+      printf 'terraform {\n  required_providers {\n    %s = {\n      source  = "hashicorp/%s"\n      version = "%s"\n    }\n  }\n}\n' \
+        "$name" "$name" "$version" > main.tf; \
+      /out/tofu providers mirror -platform=linux_amd64 -platform=linux_arm64 /tmp/packed; \
+      /out/tofu providers lock -fs-mirror=/tmp/packed -platform=linux_amd64 -platform=linux_arm64; \
+      install -D -m 0644 .terraform.lock.hcl "/out/locks/hashicorp-$name-$version.terraform.lock.hcl"; \
+      platform="${TARGETOS}_${TARGETARCH}"; \
+      unpacked="/out/providers/registry.opentofu.org/hashicorp/$name/$version/$platform"; \
+      mkdir -p "$unpacked"; \
+      unzip -q "/tmp/packed/registry.opentofu.org/hashicorp/$name/terraform-provider-${name}_${version}_${platform}.zip" -d "$unpacked"; \
+    done; \
+    printf 'provider_installation {\n  filesystem_mirror {\n    path = "%s"\n  }\n}\n' \
+      /usr/local/share/kubeopera/terraform/providers > /out/tofurc
 
 # --- gke-gcloud-auth-plugin (the exec plugin of GKE kubeconfigs), from Google's signed apt repository ------------
 # Only the plugin's static binary is kept; it authenticates with Application Default Credentials
@@ -64,10 +94,15 @@ RUN apt-get update \
  && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /workspace --shell /usr/sbin/nologin nonroot \
  && install -d -o 65532 -g 65532 -m 0755 /workspace
 COPY --from=tofu-build /out/tofu /usr/local/bin/tofu
+COPY --from=providers /out/providers /usr/local/share/kubeopera/terraform/providers
+COPY --from=providers /out/locks /usr/local/share/kubeopera/terraform/locks
+COPY --from=providers /out/tofurc /usr/local/share/kubeopera/terraform/tofurc
 COPY --from=gke-auth /out/gke-gcloud-auth-plugin /usr/local/bin/gke-gcloud-auth-plugin
 COPY --from=rust-build /out/provisioner /out/terraform-runner /usr/local/bin/
 # The Job mounts an emptyDir at /workspace (the only writable place there); the Deployment sets HOME=/tmp.
+# TF_CLI_CONFIG_FILE: providers from the image's mirror only (no `direct` installation, so no registry).
 ENV HOME=/workspace \
+    TF_CLI_CONFIG_FILE=/usr/local/share/kubeopera/terraform/tofurc \
     TF_IN_AUTOMATION=1 \
     CHECKPOINT_DISABLE=1 \
     AWS_PAGER="" \

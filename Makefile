@@ -3,7 +3,7 @@
 TEST_DATABASE_URL ?= postgres://postgres:postgres@127.0.0.1:5432/postgres
 export TEST_DATABASE_URL
 
-.PHONY: run test-really-local test schemathesis fuzz bench postgres control-plane tofu fake-gcs test-tools dev-cluster gqlgen generate migrate fmt lint
+.PHONY: run test-really-local test schemathesis fuzz bench postgres control-plane tofu terraform-providers fake-gcs test-tools dev-cluster gqlgen generate migrate fmt lint
 
 ## Starts the server on the embedded SQLite default (./data/provisioner.db) with a development auth-service;
 ## playground at http://127.0.0.1:3000/graphql
@@ -16,13 +16,14 @@ run:
 	APP_GRAPHQL_INTROSPECTION=$${APP_GRAPHQL_INTROSPECTION:-true} \
 	cargo run --bin provisioner
 
-## Installs and starts what the tests need (PostgreSQL, the test control plane, tofu, fake-gcs-server, moto and the
-## AWS CLI), then runs every test.
-test-really-local: postgres control-plane tofu fake-gcs test-tools
+## Installs and starts what the tests need (PostgreSQL, the test control plane, tofu, the Terraform providers,
+## fake-gcs-server, moto and the AWS CLI), then runs every test.
+test-really-local: postgres control-plane tofu terraform-providers fake-gcs test-tools
 	$(MAKE) --no-print-directory test
 	$(MAKE) --no-print-directory schemathesis
 
-## Runs the tests against an already running PostgreSQL and an already built control plane, tofu and test tools.
+## Runs the tests against an already running PostgreSQL and an already built control plane, tofu, providers and
+## test tools.
 test:
 	@# Databases left by earlier test runs (each test creates its own).
 	@psql "$(TEST_DATABASE_URL)" -qtA -c "SELECT format('DROP DATABASE %I WITH (FORCE);', datname) FROM pg_database WHERE datname LIKE 'provisioner\_test\_%'" \
@@ -33,6 +34,7 @@ test:
 	TEST_TERRAFORM_RUNNER_BIN="$${CARGO_TARGET_DIR:-$(CURDIR)/target}/debug/terraform-runner" \
 		TEST_CONTROL_PLANE_BIN_DIR="$${TEST_CONTROL_PLANE_BIN_DIR:-$$(tools/build-control-plane.sh | tail -n1)}" \
 		TEST_TOFU_BIN="$${TEST_TOFU_BIN:-$$(tools/build-tofu.sh | tail -n1)/tofu}" \
+		TEST_TERRAFORM_PROVIDERS="$${TEST_TERRAFORM_PROVIDERS:-$$(tools/build-terraform-providers.sh | tail -n1)}" \
 		TEST_FAKE_GCS_BIN="$${TEST_FAKE_GCS_BIN:-$$(tools/build-fake-gcs.sh | tail -n1)/fake-gcs-server}" \
 		TEST_AWS_TOOLS_BIN_DIR="$${TEST_AWS_TOOLS_BIN_DIR:-$$(tools/test-tools.sh | tail -n1)}" \
 		cargo test --workspace --locked
@@ -66,6 +68,11 @@ control-plane:
 ## Builds OpenTofu's CLI (tofu) from the Go module proxy into ~/.cache (once); the runner and module tests use it.
 tofu:
 	tools/build-tofu.sh
+
+## Builds the Terraform providers hashicorp/aws and hashicorp/google from the Go module proxy into ~/.cache (once;
+## the AWS one takes about 40 min on two cores) as a tofu filesystem mirror; the module and runner tests use them.
+terraform-providers:
+	tools/build-terraform-providers.sh
 
 ## Builds fake-gcs-server (a local Google Cloud Storage) from the Go module proxy into ~/.cache (once); the runner's
 ## GCP tests use it.

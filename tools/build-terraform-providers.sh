@@ -1,60 +1,78 @@
 #!/usr/bin/env bash
 # Builds the Terraform providers the modules use (hashicorp/aws, hashicorp/google) from the Go module proxy (no
 # registry downloads), each into a cache folder keyed by its wrapper module (tools/terraform-provider-*) and the
-# Go version, laid out as a tofu filesystem mirror, and writes a tofu CLI configuration that installs providers
-# from these mirrors only. The Terraform module tests and the pipeline test point TF_CLI_CONFIG_FILE at it.
+# Go version; lays them out as a tofu filesystem mirror under the versions the configurations pin
+# (runner_contract::providers); and writes a tofu CLI configuration that installs providers from that mirror only.
+# The Terraform tests point TF_CLI_CONFIG_FILE at it.
 # The last line of stdout is that file:  export TF_CLI_CONFIG_FILE=$(tools/build-terraform-providers.sh | tail -n1)
 #
-# The versions are the ones the providers' own version files name at the pinned commits; the configurations pin
-# exactly these (resources/terraform/versions.json). The AWS build is long (about 37 min on two cores, ~10 GB of
-# compiled packages in a private Go build cache that is removed after linking); it runs once per machine.
+# The proxy serves the providers only as pseudo-versions of their main branches (their module paths lack the
+# /vN suffix, so no release tag is a Go module version). The pinned commits are a few days after the releases
+# they are filed under here (aws 6.47.0 of 2026-05-27: commit 5f2286d6d836 of 2026-06-02; google 8.0.0 of
+# 2026-08-26: commit f3721fb45fa3 of 2026-08-28); production mirrors the real releases (Dockerfile).
+#
+# The AWS build is long (about 37 min on two cores, ~10 GB of compiled packages in a private Go build cache that
+# is removed after linking); it runs once per machine.
 set -euo pipefail
 # shellcheck source=lib/cached-go-build.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/cached-go-build.sh"
 
 # The registry host tofu resolves `hashicorp/<name>` to: the mirror must use it.
 readonly REGISTRY=registry.opentofu.org
-readonly AWS_VERSION=6.47.1 GOOGLE_VERSION=8.0.0
-readonly AWS_BINARY=$REGISTRY/hashicorp/aws/$AWS_VERSION/linux_amd64/terraform-provider-aws_v$AWS_VERSION
-readonly GOOGLE_BINARY=$REGISTRY/hashicorp/google/$GOOGLE_VERSION/linux_amd64/terraform-provider-google_v$GOOGLE_VERSION
+# The pins of crates/runner-contract/src/providers.rs (a test checks that they agree).
+readonly AWS_VERSION=6.47.0 GOOGLE_VERSION=8.0.0
 
-build_provider() { # wrapper folder, Go module, output path, version variable, version
-  local wrapper=$1 module=$2 output=$3 variable=$4 version=$5 commit
-  commit=$(cd "$wrapper" && go list -m -f '{{.Version}}' "$module")
-  echo "building $module $commit as $version..." >&2
-  mkdir -p "$(dirname "$output")"
-  GOCACHE="$(dirname "$output")/gocache" go_build "$wrapper" "$module" "$output" \
-    "-s -w -X $module/version.$variable=$version"
-  rm -rf "$(dirname "$output")/gocache"
+build_provider() { # wrapper folder and Go module, output folder
+  local module=github.com/hashicorp/$1 commit
+  commit=$(cd "$1" && go list -m -f '{{.Version}}' "$module")
+  echo "building $module $commit..." >&2
+  GOCACHE="$2/gocache" go_build "$1" "$module" "$2/$1" "-s -w"
+  rm -rf "$2/gocache"
 }
 
-build_aws() {
-  build_provider terraform-provider-aws github.com/hashicorp/terraform-provider-aws "$1/$AWS_BINARY" \
-    ProviderVersion "$AWS_VERSION"
-}
+build_aws() { build_provider terraform-provider-aws "$1"; }
+build_google() { build_provider terraform-provider-google "$1"; }
 
-build_google() {
-  build_provider terraform-provider-google github.com/hashicorp/terraform-provider-google "$1/$GOOGLE_BINARY" \
-    ProviderVersion "$GOOGLE_VERSION"
-}
-
-aws_mirror=$(cached_go_build terraform-provider-aws terraform-provider-aws "$AWS_BINARY" build_aws | tail -n1)
-google_mirror=$(cached_go_build terraform-provider-google terraform-provider-google "$GOOGLE_BINARY" build_google \
+aws=$(cached_go_build terraform-provider-aws terraform-provider-aws terraform-provider-aws build_aws | tail -n1)
+google=$(cached_go_build terraform-provider-google terraform-provider-google terraform-provider-google build_google \
   | tail -n1)
 
-config="${XDG_CACHE_HOME:-$HOME/.cache}/kubeopera-provisioner/terraform-providers.$(basename "$aws_mirror")-$(basename "$google_mirror").tofurc"
-# No `direct` block: a provider that is not in a mirror fails init instead of reaching a registry.
-cat >"$config.tmp" <<TOFURC
+# The mirror: hard links to the cached binaries (no copy of ~1 GB), named as tofu's unpacked layout expects.
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/kubeopera-provisioner"
+mirror="$cache/terraform-providers/$(basename "$aws")-$(basename "$google")-$AWS_VERSION-$GOOGLE_VERSION"
+if [[ ! -d "$mirror/mirror" ]]; then
+  rm -rf "$mirror.tmp" && mkdir -p "$mirror.tmp"
+  link() { # binary, provider name, version
+    local folder="$mirror.tmp/$REGISTRY/hashicorp/$2/$3/linux_amd64"
+    mkdir -p "$folder"
+    ln "$1" "$folder/terraform-provider-$2_v$3" 2>/dev/null || cp "$1" "$folder/terraform-provider-$2_v$3"
+  }
+  link "$aws/terraform-provider-aws" aws "$AWS_VERSION"
+  link "$google/terraform-provider-google" google "$GOOGLE_VERSION"
+  mkdir -p "$mirror" && mv -T "$mirror.tmp" "$mirror/mirror"
+fi
+# No `direct` block: a provider that is not in the mirror fails init instead of reaching a registry; and the
+# registries' service discovery points at a closed loopback port, so that nothing could reach one anyway.
+cat >"$mirror/tofurc.tmp" <<TOFURC
 provider_installation {
   filesystem_mirror {
-    path    = "$aws_mirror"
-    include = ["$REGISTRY/hashicorp/aws"]
+    path = "$mirror/mirror"
   }
-  filesystem_mirror {
-    path    = "$google_mirror"
-    include = ["$REGISTRY/hashicorp/google"]
+}
+
+host "registry.opentofu.org" {
+  services = {
+    "providers.v1" = "http://127.0.0.1:9/v1/providers/"
+    "modules.v1"   = "http://127.0.0.1:9/v1/modules/"
+  }
+}
+
+host "registry.terraform.io" {
+  services = {
+    "providers.v1" = "http://127.0.0.1:9/v1/providers/"
+    "modules.v1"   = "http://127.0.0.1:9/v1/modules/"
   }
 }
 TOFURC
-mv "$config.tmp" "$config"
-echo "$config"
+mv "$mirror/tofurc.tmp" "$mirror/tofurc"
+echo "$mirror/tofurc"

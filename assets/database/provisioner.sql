@@ -22,3 +22,5 @@ ALTER TABLE "operation" ADD COLUMN "claims" integer NOT NULL DEFAULT 0;
 ALTER TABLE "operation" ADD COLUMN "progress_since_claim" bool NOT NULL DEFAULT FALSE;
 
 UPDATE "operation" SET "claims" = "attempts";
+
+ALTER TABLE "operation" ADD COLUMN "terraform_provider" varchar;

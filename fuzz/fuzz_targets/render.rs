@@ -8,7 +8,7 @@ use std::sync::LazyLock;
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use provisioner::domain::{Labels, ProvisionRequest, Runtime, Topology};
+use provisioner::domain::{Labels, ProviderVersion, ProvisionRequest, Runtime, Topology};
 use provisioner::render::{Renderer, RunAction};
 use provisioner::service::ValidationPolicy;
 
@@ -28,7 +28,8 @@ static POLICY: ValidationPolicy = ValidationPolicy::DEFAULT;
 /// The top-level blocks of `main.tf`: identifier and labels.
 fn blocks(request: ProvisionRequest) -> BTreeSet<String> {
     let (runtime, _) = Runtime::requested(request, chrono::Utc::now());
-    let rendered = RENDERER.render(&runtime, RunAction::Apply).expect("an accepted request renders");
+    let provider = ProviderVersion::pinned(runtime.cluster_config.topology.cloud());
+    let rendered = RENDERER.render(&runtime, RunAction::Apply, &provider).expect("an accepted request renders");
     let main_tf = &rendered.files["main.tf"];
     let body: hcl::Body =
         hcl::parse(main_tf).unwrap_or_else(|error| panic!("main.tf does not parse: {error}\n{main_tf}"));

@@ -8,6 +8,7 @@ use sea_orm_migration::sea_orm::DbBackend;
 
 mod m20261129_000001_create_runtime_and_operation;
 mod m20261201_000001_claim_tokens;
+mod m20261202_000001_operation_provider;
 
 pub use sea_orm_migration::MigratorTrait;
 
@@ -24,6 +25,7 @@ impl MigratorTrait for Migrator {
         vec![
             Box::new(m20261129_000001_create_runtime_and_operation::Migration),
             Box::new(m20261201_000001_claim_tokens::Migration),
+            Box::new(m20261202_000001_operation_provider::Migration),
         ]
     }
 }
@@ -43,8 +45,11 @@ pub fn postgres_schema_sql() -> String {
         "-- Generated from the migrations crate by `make generate`; do not edit by hand.\n\
          -- The service applies these migrations itself at start-up (or run `cargo run -p migrations -- up`).\n",
     );
-    let migrations: Vec<&dyn SchemaStatements> =
-        vec![&m20261129_000001_create_runtime_and_operation::Migration, &m20261201_000001_claim_tokens::Migration];
+    let migrations: Vec<&dyn SchemaStatements> = vec![
+        &m20261129_000001_create_runtime_and_operation::Migration,
+        &m20261201_000001_claim_tokens::Migration,
+        &m20261202_000001_operation_provider::Migration,
+    ];
     for migration in migrations {
         for statement in migration.statements(DbBackend::Postgres) {
             sql.push('\n');

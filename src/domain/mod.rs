@@ -53,6 +53,7 @@ pub mod run;
 use run::Stage;
 
 /// Shared with terraform-runner, which reads them from `runner.json`; the service enables their API derives.
+pub use runner_contract::providers::ProviderVersion;
 pub use runner_contract::{Cloud, Topology};
 
 spelled! {
@@ -257,7 +258,8 @@ impl Runtime {
     /// A new runtime for a request, with its first operation: the queued provisioning.
     pub fn requested(request: ProvisionRequest, now: DateTime<Utc>) -> (Runtime, Operation) {
         let id = Uuid::now_v7();
-        let operation = Operation::queued(id, OperationType::Provision, now);
+        let provider = ProviderVersion::pinned(request.cluster_config.topology.cloud());
+        let operation = Operation::queued(id, OperationType::Provision, provider, now);
         let runtime = Runtime {
             id,
             name: request.runtime_input.name,
@@ -319,6 +321,9 @@ pub struct Operation {
     pub attempts: i32,
     /// Every claim by a worker, including resumes after a graceful release or while only waiting for the Job.
     pub claims: i32,
+    /// The provider version the run installs (fixed when the operation is queued); `None` only for operations
+    /// recorded before versions were pinned, which run with this release's pin.
+    pub terraform_provider: Option<ProviderVersion>,
     pub created_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,
     pub updated_at: DateTime<Utc>,
@@ -327,7 +332,12 @@ pub struct Operation {
 
 impl Operation {
     /// A new operation, recorded before any side effect happens.
-    pub fn queued(runtime_id: Uuid, operation_type: OperationType, now: DateTime<Utc>) -> Self {
+    pub fn queued(
+        runtime_id: Uuid,
+        operation_type: OperationType,
+        terraform_provider: ProviderVersion,
+        now: DateTime<Utc>,
+    ) -> Self {
         let verb = operation_type.verb();
         Operation {
             id: Uuid::now_v7(),
@@ -339,6 +349,7 @@ impl Operation {
             last_error: None,
             attempts: 0,
             claims: 0,
+            terraform_provider: Some(terraform_provider),
             created_at: now,
             started_at: None,
             updated_at: now,
@@ -386,7 +397,8 @@ mod tests {
     #[test]
     fn a_queued_operation_is_pending_with_no_error() {
         let runtime_id = Uuid::now_v7();
-        let operation = Operation::queued(runtime_id, OperationType::Deprovision, Utc::now());
+        let provider = ProviderVersion::pinned(Cloud::Aws);
+        let operation = Operation::queued(runtime_id, OperationType::Deprovision, provider, Utc::now());
         assert_eq!(operation.state, OperationState::Pending);
         assert_eq!(operation.stage, Stage::Queued);
         assert_eq!(operation.runtime_id, runtime_id);

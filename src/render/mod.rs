@@ -1,5 +1,5 @@
 //! Renders the Terraform root configuration of a runtime: one `main.tf` per topology that calls the shared
-//! modules (cloned by the Job's init container to `/workspace/modules`), plus a small `runner.json` telling
+//! modules (cloned by the Job's init container to `/workspace/modules`, named relative to the work folder), plus a small `runner.json` telling
 //! terraform-runner what to do. The files go into a ConfigMap; no credential is ever part of them.
 //!
 //! Request values are validated before they get here, but the renderer does not rely on it: every value passes
@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 
 use handlebars::Handlebars;
 use runner_contract::manifest::{MAIN_TF_FILE, RUNNER_MANIFEST_FILE, RunnerManifest};
+use runner_contract::providers::ProviderVersion;
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -46,6 +47,8 @@ pub enum Error {
     MissingSection { topology: &'static str, section: &'static str, runtime_id: Uuid },
     #[error("the rendered configuration is {size} bytes, more than the {limit} bytes allowed in its ConfigMap")]
     TooLarge { size: usize, limit: usize },
+    #[error("provider {provider} of runtime {runtime_id} is not an exact version of a {cloud} provider")]
+    Provider { provider: ProviderVersion, cloud: &'static str, runtime_id: Uuid },
     #[error("serializing runner.json failed: {0}")]
     RunnerManifest(#[from] serde_json::Error),
 }
@@ -76,11 +79,17 @@ impl Renderer {
         Ok(Renderer { registry })
     }
 
-    pub fn render(&self, runtime: &Runtime, action: RunAction) -> Result<RenderedConfig> {
+    /// The configuration of `action` on `runtime`, requiring exactly `provider` (the pin of this release for a new
+    /// cluster, the one its apply recorded for later runs).
+    pub fn render(&self, runtime: &Runtime, action: RunAction, provider: &ProviderVersion) -> Result<RenderedConfig> {
         let config = &runtime.cluster_config;
         let topology = config.topology;
+        let cloud = topology.cloud();
+        if !provider.is_exact() || provider.name() != ProviderVersion::pinned(cloud).name() {
+            return Err(Error::Provider { provider: provider.clone(), cloud: cloud.as_str(), runtime_id: runtime.id });
+        }
         let state_bucket = state_bucket_name(&config.environment, &runtime.name);
-        let data = TemplateData::new(runtime, &state_bucket)?;
+        let data = TemplateData::new(runtime, &state_bucket, provider)?;
         let main_tf = self
             .registry
             .render(topology.as_str(), &data)
@@ -89,13 +98,14 @@ impl Renderer {
         let manifest = RunnerManifest {
             action,
             topology,
-            cloud: topology.cloud(),
+            cloud,
             region: config.region.clone(),
             state_bucket: state_bucket.clone(),
             runtime_id: runtime.id,
             runtime_name: runtime.name.clone(),
             gcp_project: data.project_id.map(str::to_owned),
             ssm_parameter_prefix: data.ssm_parameter_prefix.clone(),
+            provider: provider.clone(),
         };
         let mut runner_json = serde_json::to_string_pretty(&manifest)?;
         runner_json.push('\n');
@@ -115,6 +125,10 @@ impl Renderer {
 /// does not have are left out, so strict mode fails a template that uses them.
 #[derive(Serialize)]
 struct TemplateData<'a> {
+    /// The exact version `required_providers` pins.
+    provider_version: &'a str,
+    /// Where the modules are, relative to the configuration's folder.
+    modules: &'static str,
     name: &'a str,
     description: &'a str,
     region: &'a str,
@@ -177,7 +191,7 @@ struct ControlPlaneData<'a> {
 }
 
 impl<'a> TemplateData<'a> {
-    fn new(runtime: &'a Runtime, state_bucket: &'a str) -> Result<Self> {
+    fn new(runtime: &'a Runtime, state_bucket: &'a str, provider: &'a ProviderVersion) -> Result<Self> {
         let config = &runtime.cluster_config;
         let topology = config.topology;
         let missing = |section| Error::MissingSection { topology: topology.as_str(), section, runtime_id: runtime.id };
@@ -196,6 +210,8 @@ impl<'a> TemplateData<'a> {
         let workers = &config.worker_pool;
 
         let mut data = TemplateData {
+            provider_version: &provider.version,
+            modules: runner_contract::environment::mount::MODULES_FROM_WORK_DIR,
             name: &runtime.name,
             description: runtime.description.as_deref().unwrap_or_default(),
             region: &config.region,
@@ -282,45 +298,19 @@ fn gcp_label_key(key: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use chrono::{TimeZone, Utc};
-
     use super::*;
-    use crate::domain::{AwsConfig, ClusterConfig, ControlPlane, GcpConfig, Labels, Network, WorkerPool};
+    use crate::domain::Network;
 
     fn runtime(topology: Topology) -> Runtime {
-        let created = Utc.with_ymd_and_hms(2025, 1, 2, 3, 4, 5).unwrap();
-        let (region, zone) = match topology.cloud() {
-            crate::domain::Cloud::Aws => ("eu-central-1", "eu-central-1a"),
-            crate::domain::Cloud::Gcp => ("europe-west3", "europe-west3-a"),
-        };
-        Runtime {
-            id: Uuid::from_u128(0x0190_0000_0000_7000_8000_0000_0000_0001),
-            name: "team-a".into(),
-            description: Some("first cluster".into()),
-            labels: Labels([("owner".to_owned(), "team-a".to_owned())].into()),
-            cluster_config: ClusterConfig {
-                topology,
-                credential_id: "cred-1".into(),
-                region: region.into(),
-                kubernetes_version: "1.34".into(),
-                environment: "dev".into(),
-                control_plane: (topology == Topology::VanillaKubeadm)
-                    .then(|| ControlPlane { count: 3, machine_type: "t3.large".into() }),
-                worker_pool: WorkerPool { machine_type: "t3.large".into(), min_size: 1, max_size: 3, disk_size_gb: 50 },
-                network: None,
-                aws: (topology.cloud() == crate::domain::Cloud::Aws).then(|| AwsConfig { zones: vec![zone.into()] }),
-                gcp: (topology == Topology::Gke)
-                    .then(|| GcpConfig { project_id: "my-project-1".into(), zones: vec![zone.into()] }),
-            },
-            last_operation_id: None,
-            created_at: created,
-            updated_at: created,
-            deleted_at: None,
-        }
+        Runtime::example(topology)
+    }
+
+    fn pinned(runtime: &Runtime) -> ProviderVersion {
+        ProviderVersion::pinned(runtime.cluster_config.topology.cloud())
     }
 
     fn render(runtime: &Runtime, action: RunAction) -> RenderedConfig {
-        Renderer::new().expect("templates compile").render(runtime, action).expect("renders")
+        Renderer::new().expect("templates compile").render(runtime, action, &pinned(runtime)).expect("renders")
     }
 
     #[test]
@@ -346,9 +336,10 @@ mod tests {
                 "cloud": "gcp",
                 "region": "europe-west3",
                 "stateBucket": "kubeopera-terraform-state-dev-team-a",
-                "runtimeId": "01900000-0000-7000-8000-000000000001",
+                "runtimeId": "0190b8a6-7f3e-7c4a-9a41-3f2d3c1b2a10",
                 "runtimeName": "team-a",
                 "gcpProject": "my-project-1",
+                "provider": { "source": "hashicorp/google", "version": runner_contract::providers::GOOGLE_VERSION },
             })
         );
 
@@ -379,6 +370,7 @@ mod tests {
     #[test]
     fn network_defaults_apply_when_no_network_is_given() {
         let mut runtime = runtime(Topology::Gke);
+        runtime.cluster_config.network = None;
         let main_tf = &render(&runtime, RunAction::Apply).files["main.tf"];
         for cidr in [DEFAULT_VPC_CIDR, DEFAULT_POD_CIDR, DEFAULT_SERVICE_CIDR] {
             assert!(main_tf.contains(&format!("\"{cidr}\"")), "{cidr}");
@@ -398,12 +390,12 @@ mod tests {
         let renderer = Renderer::new().unwrap();
         let mut vanilla = runtime(Topology::VanillaKubeadm);
         vanilla.cluster_config.control_plane = None;
-        let error = renderer.render(&vanilla, RunAction::Apply).unwrap_err();
+        let error = renderer.render(&vanilla, RunAction::Apply, &pinned(&vanilla)).unwrap_err();
         assert!(matches!(error, Error::MissingSection { section: "controlPlane", .. }), "{error}");
 
         let mut gke = runtime(Topology::Gke);
         gke.cluster_config.gcp = None;
-        let error = renderer.render(&gke, RunAction::Apply).unwrap_err();
+        let error = renderer.render(&gke, RunAction::Apply, &pinned(&gke)).unwrap_err();
         assert!(matches!(error, Error::MissingSection { section: "gcp", .. }));
     }
 
@@ -411,8 +403,26 @@ mod tests {
     fn an_oversized_configuration_is_refused() {
         let mut runtime = runtime(Topology::Eks);
         runtime.description = Some("x".repeat(MAX_RENDERED_BYTES));
-        let error = Renderer::new().unwrap().render(&runtime, RunAction::Apply).unwrap_err();
+        let error = Renderer::new().unwrap().render(&runtime, RunAction::Apply, &pinned(&runtime)).unwrap_err();
         assert!(matches!(error, Error::TooLarge { .. }), "{error}");
+    }
+
+    #[test]
+    fn the_provider_is_pinned_exactly_and_named_in_runner_json() {
+        let runtime = runtime(Topology::Eks);
+        let provider = ProviderVersion { source: "hashicorp/aws".into(), version: "6.40.1".into() };
+        let rendered = Renderer::new().unwrap().render(&runtime, RunAction::Destroy, &provider).unwrap();
+        assert!(rendered.files["main.tf"].contains("version = \"6.40.1\""), "{}", rendered.files["main.tf"]);
+        let manifest: serde_json::Value = serde_json::from_str(&rendered.files["runner.json"]).unwrap();
+        assert_eq!(manifest["provider"], serde_json::json!({"source": "hashicorp/aws", "version": "6.40.1"}));
+
+        for wrong in [
+            ProviderVersion { source: "hashicorp/aws".into(), version: "~> 6.0".into() },
+            ProviderVersion { source: "hashicorp/google".into(), version: "8.0.0".into() },
+        ] {
+            let error = Renderer::new().unwrap().render(&runtime, RunAction::Apply, &wrong).unwrap_err();
+            assert!(matches!(error, Error::Provider { .. }), "{error}");
+        }
     }
 
     #[test]

@@ -13,8 +13,8 @@ use crate::credentials::{self as auth, AuthClient};
 pub use crate::domain::policy::{KubernetesVersion, ValidationPolicy};
 use crate::domain::run::{JobState, RunNames, Stage};
 use crate::domain::{
-    ClusterConfig, Component, LastError, Operation, OperationState, OperationType, ProvisionRequest, Runtime,
-    RuntimePage,
+    ClusterConfig, Component, LastError, Operation, OperationState, OperationType, ProviderVersion, ProvisionRequest,
+    Runtime, RuntimePage,
 };
 use crate::executor::{self, Executor};
 use crate::store::{self, IdempotencyRecord, OperationCount, Store};
@@ -269,7 +269,12 @@ impl Service {
                 ),
             });
         }
-        let operation = Operation::queued(status.runtime.id, OperationType::Deprovision, store::now());
+        // The provider that last wrote the cluster's state destroys it, whatever this release pins.
+        let provider = match self.store.last_terraform_provider(status.runtime.id).await? {
+            Some(provider) => provider,
+            None => ProviderVersion::pinned(status.runtime.cluster_config.topology.cloud()),
+        };
+        let operation = Operation::queued(status.runtime.id, OperationType::Deprovision, provider, store::now());
         match self.store.insert_operation(&operation).await {
             Ok(()) => {
                 tracing::info!(operation_id = %operation.id, "deprovisioning queued");

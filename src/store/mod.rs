@@ -18,8 +18,8 @@ use uuid::Uuid;
 
 use crate::domain::run::Stage;
 use crate::domain::{
-    ClusterConfig, Component, FailureReason, Labels, LastError, Operation, OperationState, OperationType, Runtime,
-    RuntimePage,
+    ClusterConfig, Component, FailureReason, Labels, LastError, Operation, OperationState, OperationType,
+    ProviderVersion, Runtime, RuntimePage,
 };
 use entity::{idempotency_key, operation, runtime};
 
@@ -190,6 +190,21 @@ impl Store {
         }
         txn.commit().await?;
         Ok(())
+    }
+
+    /// The provider version of the runtime's latest operation that recorded one: what its state was last written
+    /// with, so what the next run on it must install.
+    pub async fn last_terraform_provider(&self, runtime_id: Uuid) -> Result<Option<ProviderVersion>> {
+        let latest = operation::Entity::find()
+            .select_only()
+            .column(operation::Column::TerraformProvider)
+            .filter(operation::Column::RuntimeId.eq(runtime_id))
+            .filter(operation::Column::TerraformProvider.is_not_null())
+            .order_by_desc(operation::Column::CreatedAt)
+            .into_tuple::<String>()
+            .one(&self.reads)
+            .await?;
+        latest.as_deref().map(provider_from_str).transpose()
     }
 
     pub async fn find_runtime(&self, id: Uuid) -> Result<Option<Runtime>> {
@@ -571,6 +586,7 @@ fn operation_to_model(operation: &Operation) -> operation::Model {
         last_error_component: last_error.map(|error| error.component.as_str().to_owned()),
         attempts: operation.attempts,
         claims: operation.claims,
+        terraform_provider: operation.terraform_provider.as_ref().map(ProviderVersion::to_string),
         claim_token: None,
         progress_since_claim: false,
         owner: None,
@@ -604,6 +620,7 @@ fn operation_from_model(model: operation::Model) -> Result<Operation> {
         last_error,
         attempts: model.attempts,
         claims: model.claims,
+        terraform_provider: model.terraform_provider.as_deref().map(provider_from_str).transpose()?,
         created_at: model.created_at,
         started_at: model.started_at,
         updated_at: model.updated_at,
@@ -613,6 +630,16 @@ fn operation_from_model(model: operation::Model) -> Result<Operation> {
 
 fn corrupt(what: &str, value: &str) -> Error {
     Error::Corrupt(format!("unknown {what} {value:?}"))
+}
+
+/// `hashicorp/aws 6.47.0`, as `ProviderVersion`'s `Display` writes it.
+fn provider_from_str(value: &str) -> Result<ProviderVersion> {
+    let (source, version) = value.split_once(' ').ok_or_else(|| corrupt("Terraform provider", value))?;
+    let provider = ProviderVersion { source: source.to_owned(), version: version.to_owned() };
+    if !provider.is_exact() {
+        return Err(corrupt("Terraform provider", value));
+    }
+    Ok(provider)
 }
 
 fn type_from_str(value: &str) -> Result<OperationType> {

@@ -17,7 +17,7 @@ use uuid::Uuid;
 use crate::backoff::Backoff;
 use crate::credentials::{self as auth, AuthClient};
 use crate::domain::run::{AfterStep, JobState, Record, RunNames, RunState, Stage};
-use crate::domain::{Component, FailureReason, LastError, OperationState, OperationType, Runtime};
+use crate::domain::{Component, FailureReason, LastError, OperationState, OperationType, ProviderVersion, Runtime};
 use crate::executor::{self, Executor, JobStop, RUNNER_GRACE_PERIOD, run_labels};
 use crate::render::Renderer;
 use crate::store::{self, Claim, Progress, Store};
@@ -566,7 +566,11 @@ impl Worker {
             Stage::RenderConfig => {
                 let action = operation.operation_type.run_action();
                 let runtime = run.runtime(&self.store).await?;
-                let rendered = self.renderer.render(runtime, action).map_err(|error| {
+                let provider = match &operation.terraform_provider {
+                    Some(provider) => provider.clone(),
+                    None => ProviderVersion::pinned(runtime.cluster_config.topology.cloud()),
+                };
+                let rendered = self.renderer.render(runtime, action, &provider).map_err(|error| {
                     StepError::permanent(FailureReason::RenderFailed, Component::Renderer, error.to_string())
                 })?;
                 self.executor.ensure_config(&run.names, &labels, rendered.files).await?;

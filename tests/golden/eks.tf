@@ -16,7 +16,8 @@ terraform {
   required_providers {
     aws = {
       source  = "hashicorp/aws"
-      version = "~> 6.0"
+      # Exactly the version this run installs from the image's mirror (runner.json names it too).
+      version = "6.47.0"
     }
   }
 }
@@ -38,7 +39,7 @@ locals {
 }
 
 module "vpc" {
-  source = "/workspace/modules/vpc"
+  source = "../modules/vpc"
 
   # The cluster name tags the subnets, so load balancers for Services find them.
   cluster_name       = local.cluster_name
@@ -48,7 +49,7 @@ module "vpc" {
 }
 
 module "eks" {
-  source = "/workspace/modules/eks"
+  source = "../modules/eks"
 
   cluster_name       = local.cluster_name
   description        = "Team A's cluster"

@@ -12,7 +12,8 @@ terraform {
   required_providers {
     google = {
       source  = "hashicorp/google"
-      version = "~> 7.0"
+      # Exactly the version this run installs from the image's mirror (runner.json names it too).
+      version = "8.0.0"
     }
   }
 }
@@ -37,7 +38,7 @@ locals {
 }
 
 module "gcp_network" {
-  source = "/workspace/modules/gcp-network"
+  source = "../modules/gcp-network"
 
   name          = local.cluster_name
   region        = "europe-west3"
@@ -47,7 +48,7 @@ module "gcp_network" {
 }
 
 module "gke" {
-  source = "/workspace/modules/gke"
+  source = "../modules/gke"
 
   cluster_name        = local.cluster_name
   description         = "Team A's cluster"

@@ -8,8 +8,8 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::Api;
 use kube::api::{Patch, PatchParams};
-use sea_orm::{ConnectionTrait, Database};
-use serde_json::json;
+use provisioner::domain::{Cloud, ProviderVersion};
+use serde_json::{Value, json};
 use test_support::auth_service::{AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY};
 use test_support::engine::{Engine, MODULES_REPO_URL, RunLog};
 use test_support::fault_proxy::FaultProxy;
@@ -197,6 +197,42 @@ on_both_databases!(
     deprovisioning_cleans_everything_up,
 );
 
+/// A destroy installs the provider version that last wrote the cluster's state, not this release's pin: the
+/// operation records it, the rendered `main.tf` requires exactly it and `runner.json` names it.
+#[tokio::test]
+async fn a_deprovisioning_runs_the_provider_version_of_the_apply() {
+    let (engine, process) = Engine::start(Backend::Postgres, &[]).await;
+    let (runtime_id, operation_id) = engine.provision(&provision_body("engine-provider")).await;
+    let pinned = ProviderVersion::pinned(Cloud::Aws);
+    assert_eq!(engine.operation(&operation_id).await.terraform_provider, Some(pinned));
+    engine.wait_for_stage(&operation_id, "WaitForJob", WAIT).await;
+    let outputs = format!("provision-{runtime_id}-outputs");
+    engine.runner_succeeds(&format!("provision-{runtime_id}"), Some((&outputs, "kind: Config\n"))).await;
+    engine.wait_for_status(&runtime_id, &["succeeded"], WAIT).await;
+    // As if an earlier release, with an older pin, had applied the cluster.
+    engine
+        .app
+        .database
+        .set_operation_columns(&operation_id, [("terraform_provider", "hashicorp/aws 6.40.1".into())])
+        .await;
+
+    let answer = engine.app.delete(&format!("/api/v1/provisions/{runtime_id}")).await;
+    assert_eq!(answer.status, StatusCode::ACCEPTED, "{}", answer.text);
+    let deprovision = answer.json()["operationId"].as_str().unwrap().to_owned();
+    let older = ProviderVersion { source: "hashicorp/aws".into(), version: "6.40.1".into() };
+    assert_eq!(engine.operation(&deprovision).await.terraform_provider, Some(older));
+    engine.wait_for_stage(&deprovision, "WaitForJob", WAIT).await;
+    let config_map: ConfigMap = Api::namespaced(engine.admin.clone(), &engine.namespace)
+        .get(&format!("deprovision-{runtime_id}-config"))
+        .await
+        .unwrap();
+    let files = config_map.data.unwrap();
+    assert!(files["main.tf"].contains("version = \"6.40.1\""), "{}", files["main.tf"]);
+    let manifest: Value = serde_json::from_str(&files["runner.json"]).unwrap();
+    assert_eq!(manifest["provider"], json!({"source": "hashicorp/aws", "version": "6.40.1"}));
+    process.stop().await;
+}
+
 #[tokio::test]
 async fn live_status_reads_the_job_cache() {
     live_status_shows_a_failed_job_before_the_worker_handles_it(Backend::Sqlite).await;
@@ -215,26 +251,11 @@ async fn auth_service_outage() {
 /// Rewinds a stored operation to `stage` with an expired lease: what a process that died right after
 /// finishing the step before `stage` (and before recording it) leaves behind.
 async fn rewind(engine: &Engine, operation_id: &str, stage: &str) {
-    set_columns(engine, operation_id, [("stage", stage.into()), ("lease_expires_at", chrono::Utc::now().into())]).await;
-}
-
-/// Changes columns of a stored operation directly in the database, behind the service's back.
-async fn set_columns<const N: usize>(engine: &Engine, operation_id: &str, columns: [(&str, sea_orm::Value); N]) {
-    let db = Database::connect(&engine.app.database.url).await.unwrap();
-    let backend = db.get_database_backend();
-    let placeholder = |index: usize| match backend {
-        sea_orm::DbBackend::Postgres => format!("${index}"),
-        _ => "?".to_owned(),
-    };
-    let assignments: Vec<String> = columns
-        .iter()
-        .enumerate()
-        .map(|(index, (column, _))| format!("{column} = {}", placeholder(index + 1)))
-        .collect();
-    let sql = format!("UPDATE operation SET {} WHERE id = {}", assignments.join(", "), placeholder(N + 1));
-    let mut values: Vec<sea_orm::Value> = columns.into_iter().map(|(_, value)| value).collect();
-    values.push(uuid::Uuid::parse_str(operation_id).unwrap().into());
-    db.execute_raw(sea_orm::Statement::from_sql_and_values(backend, sql, values)).await.unwrap();
+    engine
+        .app
+        .database
+        .set_operation_columns(operation_id, [("stage", stage.into()), ("lease_expires_at", chrono::Utc::now().into())])
+        .await;
 }
 
 /// A process dies after each step; a new one resumes the operation: it completes, with exactly one Job (never
@@ -440,7 +461,7 @@ async fn a_timed_out_run_ends_only_after_its_pods_are_gone() {
 async fn a_failing_worker_takes_the_process_down() {
     let (engine, api) = Engine::start_api_only(Backend::Sqlite, &[("APP_WORKER_POLL_INTERVAL", "100ms")]).await;
     let (_, operation_id) = engine.provision(&provision_body("unreadable")).await;
-    set_columns(&engine, &operation_id, [("operation_type", "Bogus".into())]).await;
+    engine.app.database.set_operation_columns(&operation_id, [("operation_type", "Bogus".into())]).await;
 
     let mut service = engine.start_service_process(&[]).await;
     let health_url = format!("http://127.0.0.1:{}/healthz", service.port());
@@ -476,7 +497,7 @@ async fn fail_in_database(engine: &Engine, operation_id: &str) {
         ("owner", Option::<String>::None.into()),
         ("claim_token", Option::<uuid::Uuid>::None.into()),
     ];
-    set_columns(engine, operation_id, columns).await;
+    engine.app.database.set_operation_columns(operation_id, columns).await;
 }
 
 /// One Terraform per runtime, enforced twice: while the Job of a failed provisioning still runs, DELETE answers
@@ -508,6 +529,7 @@ async fn no_second_job_starts_while_one_of_the_runtime_runs(backend: Backend) {
     let deprovision = provisioner::domain::Operation::queued(
         runtime,
         provisioner::domain::OperationType::Deprovision,
+        provisioner::domain::ProviderVersion::pinned(provisioner::domain::Cloud::Aws),
         provisioner::store::now(),
     );
     store.insert_operation(&deprovision).await.unwrap();

@@ -15,6 +15,7 @@ mod manifests;
 mod modules;
 mod moto_smoke;
 mod pipeline;
+mod providers;
 mod render;
 mod runner;
 mod startup;

@@ -18,12 +18,13 @@ use std::time::Duration;
 use hcl::expr::{Expression, TemplateExpr, TraversalOperator};
 use hcl::template::{Directive, Element, Template};
 use hcl::{Block, Body};
-use provisioner::domain::{Network, Runtime, Topology, WorkerPool};
-use provisioner::render::{Renderer, RunAction};
+use provisioner::domain::{Cloud, Network, ProviderVersion, Runtime, Topology, WorkerPool};
+use provisioner::render::RunAction;
 use sha2::{Digest, Sha256};
 use test_support::moto::MotoServer;
+use test_support::terraform::tofu_bin;
 
-const MODULES_IN_JOB: &str = "/workspace/modules/";
+const MODULES_IN_JOB: &str = "../modules/";
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -37,18 +38,6 @@ fn scripts_dir() -> PathBuf {
     modules_dir().join("compute/scripts")
 }
 
-/// `TEST_TOFU_BIN`: the `tofu` binary; panics (the test fails, never skips) when it is missing.
-fn tofu() -> PathBuf {
-    let tofu = std::env::var_os("TEST_TOFU_BIN").map(PathBuf::from).unwrap_or_else(|| {
-        panic!(
-            "TEST_TOFU_BIN is not set: build OpenTofu with `tools/build-tofu.sh` and set TEST_TOFU_BIN to the `tofu` \
-             binary in the folder it prints (`make test-really-local` does both)"
-        )
-    });
-    assert!(tofu.is_file(), "TEST_TOFU_BIN={} is not a file: build it with tools/build-tofu.sh", tofu.display());
-    tofu
-}
-
 fn run(command: &mut Command) -> std::process::Output {
     let description = format!("{command:?}");
     command.output().unwrap_or_else(|error| panic!("cannot run {description}: {error}"))
@@ -59,7 +48,7 @@ fn run(command: &mut Command) -> std::process::Output {
 
 #[test]
 fn modules_are_tofu_fmt_clean() {
-    let output = run(Command::new(tofu())
+    let output = run(Command::new(tofu_bin())
         .args(["fmt", "-check", "-recursive", "-diff"])
         .arg(modules_dir())
         .env("TF_CLI_CONFIG_FILE", "/dev/null")
@@ -150,18 +139,17 @@ fn every_module_has_the_standard_files_and_documented_typed_variables() {
             );
         }
 
-        // The providers the root configurations pin (aws ~> 6.0, google ~> 7.0) must satisfy the modules too.
+        // The modules accept the major version line of the exact versions the root configurations pin.
         let terraform = module.file("versions.tf").blocks().find(|block| block.identifier() == "terraform").unwrap();
         let providers = terraform.body().blocks().find(|block| block.identifier() == "required_providers").unwrap();
-        let (provider, expected) = if name.starts_with("g") {
-            ("google", [("source", "hashicorp/google"), ("version", ">= 6.0, < 8.0")])
-        } else {
-            ("aws", [("source", "hashicorp/aws"), ("version", "~> 6.0")])
-        };
+        let pinned = ProviderVersion::pinned(if name.starts_with("g") { Cloud::Gcp } else { Cloud::Aws });
+        let provider = pinned.name().to_owned();
+        let line = format!("~> {}.0", pinned.version.split('.').next().unwrap());
+        let expected = [("source", pinned.source.as_str()), ("version", line.as_str())];
         let requirement = providers
             .body()
             .attributes()
-            .find(|attribute| attribute.key() == provider)
+            .find(|attribute| attribute.key() == provider.as_str())
             .unwrap_or_else(|| panic!("module {name} does not require the {provider} provider"));
         let Expression::Object(requirement) = requirement.expr() else { panic!("{name}: {provider} is not an object") };
         for (key, value) in expected {
@@ -325,10 +313,9 @@ fn module_calls(body: &Body) -> BTreeMap<String, (String, BTreeSet<String>)> {
 #[test]
 fn rendered_root_configurations_and_modules_agree() {
     let modules = parse_modules();
-    let renderer = Renderer::new().expect("templates compile");
     let mut used = BTreeSet::new();
     for topology in [Topology::VanillaKubeadm, Topology::Eks, Topology::Gke] {
-        let rendered = renderer.render(&runtime(topology), RunAction::Apply).expect("renders");
+        let rendered = test_support::render(&runtime(topology), RunAction::Apply);
         let body: Body = hcl::parse(&rendered.files["main.tf"]).expect("main.tf parses");
         let calls = module_calls(&body);
         assert!(!calls.is_empty(), "{topology:?} calls no module");
@@ -483,7 +470,7 @@ fn bootstrap_user_data_fits_the_ec2_limit() {
             .map(|script| format!("length(base64gzip(file({:?})))", scripts_dir().join(script).display().to_string()))
             .collect::<Vec<_>>()
             .join(" + ");
-        let mut child = Command::new(tofu())
+        let mut child = Command::new(tofu_bin())
             .arg("console")
             .current_dir(folder.path())
             .env("TF_CLI_CONFIG_FILE", "/dev/null")

@@ -5,9 +5,9 @@
 //! deprovisioning destroys and removes the state bucket. This is where the service's side of the contract (Job
 //! spec, file names, runner.json, credential files, RBAC) meets the runner's.
 //!
-//! One substitution: the rendered `main.tf` needs the AWS provider and the modules, which cannot be downloaded
-//! here, so the stand-in swaps it for built-in resources with the same state bucket (from the rendered
-//! runner.json) on moto. Everything else the runner reads is what the service wrote.
+//! Nothing is substituted: the stand-in plays the init container by putting the repository's modules where it
+//! clones them (`/workspace/modules`), and the runner runs the rendered EKS configuration with the real AWS
+//! provider from the test mirror (its lock file, `init -lockfile=readonly`) on moto.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,13 +16,15 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use kube::Api;
+use provisioner::domain::{ProvisionRequest, Topology};
+use runner_contract::environment::mount;
 use serde_json::Value;
+use test_support::Backend;
 use test_support::engine::Engine;
 use test_support::moto::MotoServer;
-use test_support::{Backend, provision_body};
+use test_support::terraform::test_providers;
 
 const WAIT: Duration = Duration::from_secs(60);
-const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters: []\n# published by the cluster\n";
 
 /// What happened to the pod.
 struct PodRun {
@@ -71,9 +73,14 @@ async fn run_job_pod(engine: &Engine, moto: &MotoServer, job: &str, extra_env: &
             })
             .unwrap_or_else(|| value.to_owned())
     };
-    let config_dir = PathBuf::from(local("/etc/provisioner/config"));
+    let config_dir = PathBuf::from(local(mount::CONFIG_DIR));
     assert!(config_dir.join("runner.json").is_file(), "the ConfigMap is mounted where the runner looks");
-    replace_main_tf(&config_dir, moto);
+    // The init container's clone of the modules.
+    std::os::unix::fs::symlink(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("resources/terraform/modules"),
+        local(mount::MODULES_DIR),
+    )
+    .unwrap();
 
     let mut env: BTreeMap<String, String> = BTreeMap::new();
     for variable in container.env.iter().flatten() {
@@ -88,13 +95,14 @@ async fn run_job_pod(engine: &Engine, moto: &MotoServer, job: &str, extra_env: &
         };
         env.insert(variable.name.clone(), value);
     }
-    // What the node provides: its identity (the pod's ServiceAccount), the termination log, the tools in the
-    // image, and the cloud (moto, reached through AWS_ENDPOINT_URL as the image would reach AWS).
+    // What the node and the image provide: its identity (the pod's ServiceAccount), the termination log, the tools
+    // and providers in the image (here the test mirror with its lock files), and the cloud (moto,
+    // reached through AWS_ENDPOINT_URL as the image would reach AWS).
     let service_account = spec.service_account_name.as_deref().unwrap();
     let kubeconfig = root.path().join("kubeconfig");
     engine.control_plane.write_service_account_kubeconfig(namespace, service_account, &kubeconfig).await.unwrap();
     let termination_log = root.path().join("termination-log");
-    let tofu = std::env::var("TEST_TOFU_BIN").expect("TEST_TOFU_BIN: run `make tofu`");
+    let tofu = test_support::terraform::tofu_bin().display().to_string();
     env.extend([
         ("KUBECONFIG".to_owned(), kubeconfig.display().to_string()),
         ("RUNNER_TERMINATION_LOG".to_owned(), termination_log.display().to_string()),
@@ -102,6 +110,8 @@ async fn run_job_pod(engine: &Engine, moto: &MotoServer, job: &str, extra_env: &
         ("RUNNER_KUBECONFIG_POLL_INTERVAL".to_owned(), "1s".to_owned()),
         ("PATH".to_owned(), std::env::var("PATH").unwrap_or_default()),
         ("HOME".to_owned(), root.path().display().to_string()),
+        ("TF_CLI_CONFIG_FILE".to_owned(), test_providers().cli_config.display().to_string()),
+        ("RUNNER_PROVIDER_LOCK_DIR".to_owned(), test_providers().lock_dir.display().to_string()),
     ]);
     env.extend(
         moto.env().into_iter().filter(|(name, _)| !name.starts_with("AWS_ACCESS") && !name.starts_with("AWS_SECRET")),
@@ -131,68 +141,38 @@ async fn run_job_pod(engine: &Engine, moto: &MotoServer, job: &str, extra_env: &
     }
 }
 
-/// Built-in resources with the rendered run's state bucket and region on moto, and the output a vanilla
-/// configuration has, pointing under the SSM prefix the service rendered.
-fn replace_main_tf(config_dir: &Path, moto: &MotoServer) {
-    let manifest: Value =
-        serde_json::from_str(&std::fs::read_to_string(config_dir.join("runner.json")).unwrap()).unwrap();
-    let backend = moto.s3_backend(manifest["stateBucket"].as_str().unwrap(), manifest["region"].as_str().unwrap());
-    let main_tf = format!(
-        r#"{backend}
-resource "terraform_data" "cluster" {{
-  input = "{name}"
-}}
-
-output "kubeconfig_ssm_parameter" {{
-  value = "{prefix}generation-1/kubeconfig"
-}}
-"#,
-        name = manifest["runtimeName"].as_str().unwrap(),
-        prefix = manifest["ssmParameterPrefix"].as_str().expect("a vanilla run names its SSM prefix"),
-    );
-    std::fs::write(config_dir.join("main.tf"), main_tf).unwrap();
+/// The EKS example as a REST request.
+fn eks_body(name: &str) -> Value {
+    serde_json::to_value(ProvisionRequest::example_named(Topology::Eks, name)).unwrap()
 }
 
 #[tokio::test]
-async fn a_vanilla_cluster_is_provisioned_and_deprovisioned_by_the_real_runner() {
+async fn an_eks_cluster_is_provisioned_and_deprovisioned_by_the_real_runner_modules_and_provider() {
     let moto = MotoServer::start().await;
     let (engine, process) = Engine::start(Backend::Sqlite, &[]).await;
-    let body = provision_body("pipeline");
-    let region = body["clusterConfig"]["region"].as_str().unwrap().to_owned();
-    let (runtime_id, _) = engine.provision(&body).await;
+    let (runtime_id, _) = engine.provision(&eks_body("pipeline")).await;
     let bucket = "kubeopera-terraform-state-dev-pipeline";
     let bucket_exists =
         || moto.aws_command().args(["s3api", "head-bucket", "--bucket", bucket]).output().unwrap().status.success();
-    // The cluster's control plane publishes its kubeconfig (here: ahead of time, in the cluster's region).
-    let parameter = format!("/kubeopera/{runtime_id}/generation-1/kubeconfig");
-    moto.aws(&[
-        "ssm",
-        "put-parameter",
-        "--region",
-        &region,
-        "--name",
-        &parameter,
-        "--type",
-        "SecureString",
-        "--value",
-        KUBECONFIG,
-    ]);
 
     let applied = run_job_pod(&engine, &moto, &format!("provision-{runtime_id}"), &[]).await;
     assert_eq!(applied.exit_code, 0, "the runner failed: {}\n{}", applied.termination_message, applied.output);
-    assert!(applied.output.contains("Apply complete!"), "{}", applied.output);
+    assert!(applied.output.contains("Apply complete! Resources: "), "{}", applied.output);
     let done = engine.wait_for_status(&runtime_id, &["succeeded", "failed"], WAIT).await;
     assert_eq!(done["status"], "succeeded", "{done}");
+    // The kubeconfig the runner built from the EKS cluster moto made: its endpoint and the `aws eks get-token`
+    // exec plugin, no secret.
     let answer = engine.app.get(&format!("/api/v1/provisions/{runtime_id}/kubeconfig")).await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
-    assert_eq!(answer.text, KUBECONFIG);
+    assert!(answer.text.contains("eks") && answer.text.contains("get-token"), "{}", answer.text);
+    assert!(answer.text.contains("--cluster-name") && answer.text.contains("pipeline"), "{}", answer.text);
     assert!(bucket_exists(), "the state bucket the service named exists");
 
     let accepted = engine.app.delete(&format!("/api/v1/provisions/{runtime_id}")).await;
     assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
     let destroyed = run_job_pod(&engine, &moto, &format!("deprovision-{runtime_id}"), &[]).await;
     assert_eq!(destroyed.exit_code, 0, "the runner failed: {}\n{}", destroyed.termination_message, destroyed.output);
-    assert!(destroyed.output.contains("Destroy complete! Resources: 1 destroyed."), "{}", destroyed.output);
+    assert!(destroyed.output.contains("Destroy complete! Resources: "), "{}", destroyed.output);
     let done = engine.wait_for_status(&runtime_id, &["succeeded", "failed"], WAIT).await;
     assert_eq!(
         (done["operation"].as_str(), done["status"].as_str()),
@@ -200,46 +180,32 @@ async fn a_vanilla_cluster_is_provisioned_and_deprovisioned_by_the_real_runner()
         "{done}"
     );
     assert!(!bucket_exists(), "the state bucket is removed");
-    let left = moto.aws(&[
-        "ssm",
-        "get-parameters-by-path",
-        "--region",
-        &region,
-        "--path",
-        "/kubeopera",
-        "--recursive",
-        "--output",
-        "json",
-    ]);
-    assert_eq!(
-        serde_json::from_str::<Value>(&left).unwrap()["Parameters"],
-        serde_json::json!([]),
-        "parameters removed"
-    );
+    let clusters = moto.aws(&["eks", "list-clusters", "--region", "eu-central-1", "--output", "json"]);
+    assert_eq!(serde_json::from_str::<Value>(&clusters).unwrap()["clusters"], serde_json::json!([]));
     let pods = Api::<Pod>::namespaced(engine.admin.clone(), &engine.namespace);
     assert!(pods.list(&Default::default()).await.unwrap().items.len() >= 2, "both Jobs ran a pod");
     process.stop().await;
 }
 
+/// An image that does not carry the provider version a run needs: the runner fails before Terraform starts,
+/// and the operation says which version is missing.
 #[tokio::test]
-async fn a_failing_runner_reports_its_message_through_the_api() {
+async fn a_runner_without_the_runs_provider_version_fails_through_the_api() {
     let moto = MotoServer::start().await;
     let (engine, process) = Engine::start(Backend::Sqlite, &[]).await;
-    let (runtime_id, operation_id) = engine.provision(&provision_body("pipeline-fails")).await;
-    // The cluster never publishes its kubeconfig: the runner gives up after its (here short) wait.
+    let (runtime_id, operation_id) = engine.provision(&eks_body("pipeline-no-provider")).await;
+    let no_locks = tempfile::tempdir().unwrap();
+    let lock_dir = no_locks.path().display().to_string();
     let job = format!("provision-{runtime_id}");
-    let failed = run_job_pod(&engine, &moto, &job, &[("RUNNER_KUBECONFIG_TIMEOUT", "3s")]).await;
+    let failed = run_job_pod(&engine, &moto, &job, &[("RUNNER_PROVIDER_LOCK_DIR", &lock_dir)]).await;
     assert_eq!(failed.exit_code, 1, "{}", failed.output);
-    let parameter = format!("/kubeopera/{runtime_id}/generation-1/kubeconfig");
-    assert!(failed.termination_message.contains(&parameter), "{}", failed.termination_message);
-    // Until the worker has handled the failed Job, the live status can only show the Job's own reason.
+    let missing = format!("carries no provider hashicorp/aws {}", runner_contract::providers::AWS_VERSION);
+    assert!(failed.termination_message.contains(&missing), "{}", failed.termination_message);
+    assert!(!failed.output.contains("Initializing"), "Terraform never started: {}", failed.output);
     engine.wait_for_stage(&operation_id, "Done", WAIT).await;
     let done = engine.wait_for_status(&runtime_id, &["failed"], WAIT).await;
-    let error = &done["lastError"];
-    assert_eq!(error["component"], "terraform-runner", "{done}");
-    let text = error["errMessage"].as_str().unwrap();
-    assert!(text.contains(&parameter), "the operation says which parameter never appeared: {text}");
-    let answer = engine.app.get(&format!("/api/v1/provisions/{runtime_id}/kubeconfig")).await;
-    assert_eq!(answer.status, StatusCode::CONFLICT, "no kubeconfig after a failure: {}", answer.text);
+    assert_eq!(done["lastError"]["component"], "terraform-runner", "{done}");
+    let text = done["lastError"]["errMessage"].as_str().unwrap();
+    assert!(text.contains(&missing), "the operation names the missing version: {text}");
     process.stop().await;
 }

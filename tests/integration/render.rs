@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use hcl::{Block, Body, Expression, ObjectKey};
 use provisioner::domain::{AwsConfig, Labels, Network, Runtime, Topology, WorkerPool};
-use provisioner::render::{RenderedConfig, Renderer, RunAction, state_bucket_name};
+use provisioner::render::{RenderedConfig, RunAction, state_bucket_name};
 
 const TOPOLOGIES: [Topology; 3] = [Topology::VanillaKubeadm, Topology::Eks, Topology::Gke];
 
@@ -72,7 +72,7 @@ fn gke() -> Runtime {
 }
 
 fn render(runtime: &Runtime) -> RenderedConfig {
-    Renderer::new().expect("templates compile").render(runtime, RunAction::Apply).expect("renders")
+    test_support::render(runtime, RunAction::Apply)
 }
 
 fn parse(rendered: &RenderedConfig) -> Body {
@@ -231,7 +231,7 @@ fn vanilla_kubeadm_calls_vpc_security_and_compute() {
         )
     );
     for module in ["vpc", "security", "compute"] {
-        assert_eq!(module_source(&body, module), format!("/workspace/modules/{module}"));
+        assert_eq!(module_source(&body, module), format!("../modules/{module}"));
     }
 
     let compute = block(&body, "module", &["compute"]).body();
@@ -287,8 +287,8 @@ fn eks_calls_vpc_and_eks_with_the_default_network() {
             .map(String::from)
         )
     );
-    assert_eq!(module_source(&body, "vpc"), "/workspace/modules/vpc");
-    assert_eq!(module_source(&body, "eks"), "/workspace/modules/eks");
+    assert_eq!(module_source(&body, "vpc"), "../modules/vpc");
+    assert_eq!(module_source(&body, "eks"), "../modules/eks");
     assert_eq!(string(block(&body, "module", &["vpc"]).body(), "cidr_block"), "10.0.0.0/16");
     let eks = block(&body, "module", &["eks"]).body();
     assert_eq!(string(eks, "service_cidr"), "10.96.0.0/12");
@@ -316,8 +316,8 @@ fn gke_calls_gcp_network_and_gke() {
             .map(String::from)
         )
     );
-    assert_eq!(module_source(&body, "gcp_network"), "/workspace/modules/gcp-network");
-    assert_eq!(module_source(&body, "gke"), "/workspace/modules/gke");
+    assert_eq!(module_source(&body, "gcp_network"), "../modules/gcp-network");
+    assert_eq!(module_source(&body, "gke"), "../modules/gke");
 
     let provider = block(&body, "provider", &["google"]).body();
     assert_eq!(string(provider, "project"), "my-project-1");
@@ -494,7 +494,7 @@ fn no_credentials_are_rendered() {
     for topology in TOPOLOGIES {
         let runtime = runtime(topology);
         for action in [RunAction::Apply, RunAction::Destroy] {
-            let rendered = Renderer::new().unwrap().render(&runtime, action).unwrap();
+            let rendered = test_support::render(&runtime, action);
             for key in all_keys(&parse(&rendered)) {
                 assert!(!FORBIDDEN.iter().any(|word| key.contains(word)), "{topology:?} renders attribute {key}");
             }
@@ -514,7 +514,7 @@ fn no_credentials_are_rendered() {
 #[test]
 fn runner_json_tells_the_runner_what_to_do() {
     let runtime = vanilla();
-    let rendered = Renderer::new().unwrap().render(&runtime, RunAction::Destroy).unwrap();
+    let rendered = test_support::render(&runtime, RunAction::Destroy);
     let manifest: serde_json::Value = serde_json::from_str(&rendered.files["runner.json"]).unwrap();
     assert_eq!(
         manifest,
@@ -527,6 +527,7 @@ fn runner_json_tells_the_runner_what_to_do() {
             "runtimeId": "0190b8a6-7f3e-7c4a-9a41-3f2d3c1b2a10",
             "runtimeName": "team-a-vanilla-kubeadm",
             "ssmParameterPrefix": "/kubeopera/0190b8a6-7f3e-7c4a-9a41-3f2d3c1b2a10/",
+            "provider": { "source": "hashicorp/aws", "version": runner_contract::providers::AWS_VERSION },
         })
     );
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
+use provisioner::domain::{Cloud, ProviderVersion};
 use serde_json::{Value, json};
 use test_control_plane::ControlPlane;
 use test_support::engine::apply_production_rbac;
@@ -17,6 +18,7 @@ use test_support::gcp::{
     CLIENT_EMAIL, FakeGcs, GoogleTokenServer, PROJECT_ID, SCOPE_CLOUD_PLATFORM, ServiceAccountKey, test_key_pair,
 };
 use test_support::moto::MotoServer;
+use test_support::terraform::{required_providers, test_providers, tofu_bin};
 use tokio::io::AsyncReadExt;
 use uuid::Uuid;
 
@@ -25,14 +27,6 @@ const ACCESS_KEY_ID: &str = "AKIAFAKERUNNER000001";
 const SECRET_ACCESS_KEY: &str = "fake-runner-secret-access-key-000001";
 const EXTERNAL_ID: &str = "fake-runner-external-id-000001";
 const REGION: &str = "eu-west-1";
-
-fn tofu() -> PathBuf {
-    let tofu = std::env::var_os("TEST_TOFU_BIN").map(PathBuf::from).unwrap_or_else(|| {
-        panic!("TEST_TOFU_BIN is not set: run `make tofu` (tools/build-tofu.sh) or `make test-really-local`")
-    });
-    assert!(tofu.is_file(), "TEST_TOFU_BIN={} does not exist: run `make tofu`", tofu.display());
-    tofu
-}
 
 /// One runtime's Job, as the runner sees it: the mounted files, its namespace and identity, the cloud.
 struct Job {
@@ -94,15 +88,21 @@ impl Job {
     /// The ConfigMap's files: `runner.json` as the service renders it, and a test configuration: built-in
     /// resources only, state in this run's bucket on moto.
     fn write_config(&self, action: &str, topology: &str, resources_and_outputs: &str) {
+        let provider = ProviderVersion::pinned(Cloud::Aws);
         let mut manifest = json!({
             "action": action, "topology": topology, "cloud": "aws", "region": REGION,
             "stateBucket": self.bucket, "runtimeId": self.runtime_id, "runtimeName": "runner-test",
+            "provider": provider,
         });
         if topology == "vanilla_kubeadm" {
             manifest["ssmParameterPrefix"] = json!(self.ssm_prefix());
         }
         std::fs::write(self.path("config/runner.json"), manifest.to_string()).unwrap();
-        let main_tf = format!("{}\n{resources_and_outputs}\n", self.moto.s3_backend(&self.bucket, REGION));
+        let main_tf = format!(
+            "{}\n{}\n{resources_and_outputs}\n",
+            self.moto.s3_backend(&self.bucket, REGION),
+            required_providers(&provider)
+        );
         std::fs::write(self.path("config/main.tf"), main_tf).unwrap();
     }
 
@@ -149,12 +149,15 @@ impl Job {
             .env("RUNNER_WORK_DIR", self.path("work"))
             .env("RUNNER_AWS_CONFIG_DIR", self.path("aws"))
             .env("RUNNER_OUTPUTS_SECRET", self.outputs_secret())
-            .env("RUNNER_TERRAFORM_BINARY", tofu())
+            .env("RUNNER_TERRAFORM_BINARY", tofu_bin())
             .env("RUNNER_KUBECONFIG_POLL_INTERVAL", "1s")
             .env("RUNNER_KUBECONFIG_TIMEOUT", "60s")
             .env("RUNNER_TERMINATION_LOG", self.path("termination-log"))
             .env("POD_NAMESPACE", &self.namespace)
             .env("KUBECONFIG", self.path("kubeconfig"))
+            // The providers come from the test mirror only, with the test lock files.
+            .env("TF_CLI_CONFIG_FILE", &test_providers().cli_config)
+            .env("RUNNER_PROVIDER_LOCK_DIR", &test_providers().lock_dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -277,11 +280,18 @@ async fn vanilla_apply_publishes_the_kubeconfig_and_destroy_removes_the_bucket()
     // The cluster publishes its kubeconfig a while after apply finished; the runner polls for it.
     let first_kubeconfig = "apiVersion: v1\nkind: Config\nclusters: []\n# first boot\n";
     let publisher = {
-        let command = job.moto.aws_command();
+        let (mut state_written, command) = (job.moto.aws_command(), job.moto.aws_command());
+        state_written.args(["s3api", "head-object", "--bucket", &job.bucket, "--key", "terraform.tfstate"]);
         let parameter = job.kubeconfig_parameter();
         let value = first_kubeconfig.to_owned();
         tokio::task::spawn_blocking(move || {
-            std::thread::sleep(Duration::from_secs(4));
+            // Once the apply has written its state, and a little later, so that the runner has to wait.
+            let started = std::time::Instant::now();
+            while !state_written.output().unwrap().status.success() {
+                assert!(started.elapsed() < Duration::from_secs(120), "the apply never wrote its state");
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            std::thread::sleep(Duration::from_secs(3));
             let mut command = command;
             let status = command
                 .args(["ssm", "put-parameter", "--name", &parameter, "--type", "SecureString", "--value", &value])
@@ -542,7 +552,7 @@ async fn gke_apply_keeps_state_in_gcs_and_destroy_removes_the_bucket() {
         let manifest = json!({
             "action": action, "topology": "gke", "cloud": "gcp", "region": "europe-west1",
             "stateBucket": job.bucket, "runtimeId": job.runtime_id, "runtimeName": "runner-test",
-            "gcpProject": PROJECT_ID,
+            "gcpProject": PROJECT_ID, "provider": ProviderVersion::pinned(Cloud::Gcp),
         });
         std::fs::write(job.path("config/runner.json"), manifest.to_string()).unwrap();
         // Terraform's GCS backend signs in with the same key file (its token_uri is the test's token server).
@@ -555,6 +565,7 @@ async fn gke_apply_keeps_state_in_gcs_and_destroy_removes_the_bucket() {
   }}
 }}
 
+{required}
 {CLUSTER_RESOURCE}
 
 output "cluster_name" {{
@@ -575,6 +586,7 @@ output "location" {{
 "#,
             bucket = job.bucket,
             endpoint = gcs.base_url(),
+            required = required_providers(&ProviderVersion::pinned(Cloud::Gcp)),
         );
         std::fs::write(job.path("config/main.tf"), main_tf).unwrap();
     };

@@ -10,10 +10,13 @@ use std::path::PathBuf;
 pub mod mount {
     /// The pod's writable folder (an emptyDir; the root filesystem is read-only).
     pub const WORKSPACE: &str = "/workspace";
-    /// Where the init container clones the modules; the rendered configurations name this path.
+    /// Where the init container clones the modules.
     pub const MODULES_DIR: &str = "/workspace/modules";
     /// Where the runner copies the configuration and Terraform writes `.terraform`.
     pub const WORK_DIR: &str = "/workspace/run";
+    /// [`MODULES_DIR`] as the rendered configurations name it: relative to [`WORK_DIR`], so that a
+    /// configuration finds its modules wherever the workspace is (a test stand-in of the pod too).
+    pub const MODULES_FROM_WORK_DIR: &str = "../modules";
     /// The run's ConfigMap: `main.tf` and `runner.json`.
     pub const CONFIG_DIR: &str = "/etc/provisioner/config";
     /// The run's credentials Secret, one file per field (see [`crate::credential`]).
@@ -114,6 +117,13 @@ pub fn required<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_relative_modules_path_leads_from_the_work_dir_to_the_modules() {
+        let work_dir = std::path::Path::new(mount::WORK_DIR);
+        let relative = mount::MODULES_FROM_WORK_DIR.strip_prefix("../").expect("one folder up");
+        assert_eq!(work_dir.parent().unwrap().join(relative), std::path::Path::new(mount::MODULES_DIR));
+    }
 
     #[test]
     fn what_the_job_sets_is_what_the_runner_reads() {

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::providers::ProviderVersion;
 use crate::{Cloud, Topology};
 
 /// The root configuration Terraform runs.
@@ -57,6 +58,9 @@ pub struct RunnerManifest {
     /// resources, so the runner removes them after a destroy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ssm_parameter_prefix: Option<String>,
+    /// The provider `main.tf` requires, at the exact version it pins: the runner installs it with the image's lock
+    /// file for that version.
+    pub provider: ProviderVersion,
 }
 
 #[cfg(test)]
@@ -75,6 +79,7 @@ mod tests {
             runtime_name: "demo".to_owned(),
             gcp_project: None,
             ssm_parameter_prefix: Some("/kubeopera/x/".to_owned()),
+            provider: ProviderVersion { source: "hashicorp/aws".to_owned(), version: "6.47.0".to_owned() },
         };
         let json = serde_json::to_value(&manifest).unwrap();
         assert_eq!(
@@ -83,6 +88,7 @@ mod tests {
                 "action": "destroy", "topology": "vanilla_kubeadm", "cloud": "aws", "region": "eu-central-1",
                 "stateBucket": "kubeopera-terraform-state-dev-demo", "runtimeId": Uuid::nil(),
                 "runtimeName": "demo", "ssmParameterPrefix": "/kubeopera/x/",
+                "provider": { "source": "hashicorp/aws", "version": "6.47.0" },
             })
         );
         assert_eq!(serde_json::from_value::<RunnerManifest>(json).unwrap(), manifest);

@@ -22,6 +22,7 @@ use runner_contract::Topology;
 use runner_contract::credential::{self, CloudCredential};
 use runner_contract::job::STATE_LOCK_TIMEOUT;
 use runner_contract::manifest::{MAIN_TF_FILE, RUNNER_MANIFEST_FILE, RunAction, RunnerManifest};
+use runner_contract::providers::{LOCK_FILE, ProviderVersion};
 use runner_contract::redact::{Redactor, bounded_failure_message};
 use secrecy::SecretString;
 use serde_json::Value;
@@ -108,6 +109,7 @@ impl Runner {
             )),
         };
         let temporary = prepare_work_dir(&settings.job.config_dir, &settings.job.work_dir)?;
+        install_lock_file(&settings.provider_lock_dir, &manifest.provider, &settings.job.work_dir)?;
         let mut env = vec![
             ("TF_IN_AUTOMATION".to_owned(), "1".to_owned()),
             ("TF_INPUT".to_owned(), "0".to_owned()),
@@ -126,7 +128,7 @@ impl Runner {
         match action {
             RunAction::Apply => {
                 session.ensure_state_bucket(bucket).await?;
-                terraform.run(&["init", "-input=false", "-no-color"], &mut signals).await?;
+                terraform.run(INIT, &mut signals).await?;
                 terraform
                     .run(&["apply", "-auto-approve", "-input=false", "-no-color", &lock_timeout], &mut signals)
                     .await?;
@@ -147,7 +149,7 @@ impl Runner {
                     tracing::info!(bucket, "the state bucket does not exist; nothing to destroy");
                     return Ok(());
                 }
-                terraform.run(&["init", "-input=false", "-no-color"], &mut signals).await?;
+                terraform.run(INIT, &mut signals).await?;
                 terraform
                     .run(&["destroy", "-auto-approve", "-input=false", "-no-color", &lock_timeout], &mut signals)
                     .await?;
@@ -246,6 +248,28 @@ fn read_credential(dir: &Path) -> Result<CloudCredential> {
 /// temporary folder there for Terraform's downloads, since the root filesystem (and so `/tmp`) is read-only. A
 /// folder left by an earlier attempt of the same run is reused, which saves downloading the providers again.
 /// Returns the temporary folder.
+/// `init` installs exactly the providers of the lock file, from the image's mirror (its tofu configuration allows
+/// no registry), and fails rather than change the lock file.
+const INIT: &[&str] = &["init", "-input=false", "-no-color", "-lockfile=readonly"];
+
+/// Puts the image's lock file for the run's provider version where `init` reads it. A run of a version the image
+/// does not carry fails here, naming it, before Terraform starts.
+fn install_lock_file(lock_dir: &Path, provider: &ProviderVersion, work_dir: &Path) -> Result<()> {
+    if !provider.is_exact() {
+        return Err(Error::Input(format!("runner.json names provider {provider}, which is not an exact version")));
+    }
+    let lock_file = lock_dir.join(provider.lock_file_name());
+    if !lock_file.is_file() {
+        return Err(Error::Input(format!(
+            "this image carries no provider {provider} (no {}); run the operation with an image that has it",
+            lock_file.display()
+        )));
+    }
+    std::fs::copy(&lock_file, work_dir.join(LOCK_FILE))
+        .map_err(|error| Error::Input(format!("copying {} into the work folder: {error}", lock_file.display())))?;
+    Ok(())
+}
+
 fn prepare_work_dir(config_dir: &Path, work_dir: &Path) -> Result<PathBuf> {
     let failed = |error: std::io::Error| Error::Input(format!("preparing {}: {error}", work_dir.display()));
     let temporary = work_dir.join(".tmp");

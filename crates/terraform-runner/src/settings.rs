@@ -7,12 +7,14 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use runner_contract::environment::{InvalidVariable, RunnerEnvironment, non_empty, required, var};
+use runner_contract::providers::IMAGE_LOCK_DIR;
 
 const TERRAFORM_BINARY: &str = "RUNNER_TERRAFORM_BINARY";
 const KUBECONFIG_POLL_INTERVAL: &str = "RUNNER_KUBECONFIG_POLL_INTERVAL";
 const KUBECONFIG_TIMEOUT: &str = "RUNNER_KUBECONFIG_TIMEOUT";
 const TERMINATION_LOG: &str = "RUNNER_TERMINATION_LOG";
 const LOG_LEVEL: &str = "RUNNER_LOG_LEVEL";
+const PROVIDER_LOCK_DIR: &str = "RUNNER_PROVIDER_LOCK_DIR";
 
 #[derive(Debug, Clone)]
 pub struct RunnerSettings {
@@ -29,6 +31,8 @@ pub struct RunnerSettings {
     pub termination_log: PathBuf,
     /// A tracing filter, like `APP_LOG_LEVEL`.
     pub log_level: String,
+    /// The lock files of the provider versions the image carries.
+    pub provider_lock_dir: PathBuf,
 }
 
 impl RunnerSettings {
@@ -51,6 +55,7 @@ impl RunnerSettings {
             kubeconfig_timeout: duration(KUBECONFIG_TIMEOUT, "20m")?,
             termination_log: text(TERMINATION_LOG, "/dev/termination-log").into(),
             log_level: text(LOG_LEVEL, "info").to_owned(),
+            provider_lock_dir: text(PROVIDER_LOCK_DIR, IMAGE_LOCK_DIR).into(),
         })
     }
 }
@@ -75,6 +80,7 @@ mod tests {
         assert_eq!(settings.kubeconfig_poll_interval, Duration::from_secs(20));
         assert_eq!(settings.kubeconfig_timeout, Duration::from_secs(20 * 60));
         assert_eq!(settings.termination_log, PathBuf::from("/dev/termination-log"));
+        assert_eq!(settings.provider_lock_dir, PathBuf::from(IMAGE_LOCK_DIR));
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod fault_proxy;
 pub mod gcp;
 pub mod moto;
 pub mod server_process;
+pub mod terraform;
 
 use std::collections::HashMap;
 
@@ -17,7 +18,8 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
-use provisioner::domain::{ProvisionRequest, Topology};
+use provisioner::domain::{ProviderVersion, ProvisionRequest, Runtime, Topology};
+use provisioner::render::{RenderedConfig, Renderer, RunAction};
 use provisioner::settings::Settings;
 use provisioner::startup::App;
 use sea_orm::{ConnectionTrait, Database};
@@ -100,6 +102,29 @@ impl TestDatabase {
                 TestDatabase { url: format!("{base}/{name}"), admin_url: Some(admin_url), name, _folder: None }
             }
         }
+    }
+
+    /// Changes columns of a stored operation directly in the database, behind the service's back.
+    pub async fn set_operation_columns<const N: usize>(
+        &self,
+        operation_id: &str,
+        columns: [(&str, sea_orm::Value); N],
+    ) {
+        let db = Database::connect(&self.url).await.expect("connect to the test database");
+        let backend = db.get_database_backend();
+        let placeholder = |index: usize| match backend {
+            sea_orm::DbBackend::Postgres => format!("${index}"),
+            _ => "?".to_owned(),
+        };
+        let assignments: Vec<String> = columns
+            .iter()
+            .enumerate()
+            .map(|(index, (column, _))| format!("{column} = {}", placeholder(index + 1)))
+            .collect();
+        let sql = format!("UPDATE operation SET {} WHERE id = {}", assignments.join(", "), placeholder(N + 1));
+        let mut values: Vec<sea_orm::Value> = columns.into_iter().map(|(_, value)| value).collect();
+        values.push(uuid::Uuid::parse_str(operation_id).expect("an operation id").into());
+        db.execute_raw(sea_orm::Statement::from_sql_and_values(backend, sql, values)).await.expect("update");
     }
 
     /// Drops a PostgreSQL test database, ending its connections (used to simulate an outage, and to clean up).
@@ -238,6 +263,13 @@ impl TestApp {
 /// single fields of it.
 pub fn provision_body(name: &str) -> Value {
     serde_json::to_value(ProvisionRequest::example_named(Topology::VanillaKubeadm, name)).expect("serialisable")
+}
+
+/// The configuration of `action` on `runtime` with this release's provider pin, as the worker renders it for a
+/// new cluster.
+pub fn render(runtime: &Runtime, action: RunAction) -> RenderedConfig {
+    let provider = ProviderVersion::pinned(runtime.cluster_config.topology.cloud());
+    Renderer::new().expect("templates compile").render(runtime, action, &provider).expect("renders")
 }
 
 /// The same request as GraphQL input: enum values are spelled the GraphQL way.

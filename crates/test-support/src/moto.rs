@@ -22,7 +22,7 @@ pub fn aws_tools_bin_dir() -> PathBuf {
              AWS CLI and prints the folder) or `make test-really-local`, which sets it"
         )
     });
-    for binary in ["moto_server", "aws"] {
+    for binary in ["python", "moto_server", "aws"] {
         assert!(
             dir.join(binary).is_file(),
             "TEST_AWS_TOOLS_BIN_DIR={} has no `{binary}`: run `make test-tools` (tools/test-tools.sh) and set \
@@ -40,12 +40,17 @@ pub struct MotoServer {
 }
 
 impl MotoServer {
-    /// Starts `moto_server` on a free port of 127.0.0.1 and waits until it answers.
+    /// Starts moto's server (with the fixes of `moto_shim.py`, which documents them) on a free port of 127.0.0.1
+    /// and waits until it answers. AWS managed IAM policies exist, as in a real account.
     pub async fn start() -> Self {
         let bin_dir = aws_tools_bin_dir();
+        let shim = concat!(env!("CARGO_MANIFEST_DIR"), "/moto_shim.py");
         let process = ServerProcess::start("moto", "/moto-api/", |port, _| {
-            let mut command = Command::new(bin_dir.join("moto_server"));
-            command.args(["-H", "127.0.0.1", "-p", &port.to_string()]).env("PYTHONUNBUFFERED", "1");
+            let mut command = Command::new(bin_dir.join("python"));
+            command
+                .args([shim, "-H", "127.0.0.1", "-p", &port.to_string()])
+                .env("PYTHONUNBUFFERED", "1")
+                .env("MOTO_IAM_LOAD_MANAGED_POLICIES", "true");
             command
         })
         .await;

@@ -23,6 +23,7 @@ pub struct Model {
     pub claim_token: Option<Uuid>,
     pub claims: i32,
     pub progress_since_claim: bool,
+    pub terraform_provider: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

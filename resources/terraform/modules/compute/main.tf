@@ -28,6 +28,9 @@ locals {
   cluster_tag = { "kubernetes.io/cluster/${var.cluster_name}" = "owned" }
 
   api_port = 6443
+
+  # The two kinds of node, each with its IAM role and instance profile.
+  node_roles = toset(["control-plane", "worker"])
   # What clients (and the kubeconfig) use: the load balancer, or the single node's Elastic IP.
   api_host = var.create_api_load_balancer ? one(aws_lb.api[*].dns_name) : one(aws_eip.api[*].public_ip)
 
@@ -163,7 +166,7 @@ data "aws_iam_policy_document" "ec2_assume_role" {
 }
 
 resource "aws_iam_role" "node" {
-  for_each = toset(["control-plane", "worker"])
+  for_each = local.node_roles
 
   name_prefix        = "${substr(var.cluster_name, 0, 24)}-${each.key == "control-plane" ? "cp" : "worker"}-"
   description        = "Kubernetes ${each.key} nodes of cluster ${var.cluster_name}"
@@ -172,18 +175,20 @@ resource "aws_iam_role" "node" {
   tags = var.tags
 }
 
+# Keyed by the role names, never `for_each = aws_iam_role.node`: that reads each whole role object, including its
+# deprecated `managed_policy_arns`.
 resource "aws_iam_role_policy_attachment" "session_manager" {
-  for_each = aws_iam_role.node
+  for_each = local.node_roles
 
-  role       = each.value.name
+  role       = aws_iam_role.node[each.key].name
   policy_arn = "arn:${data.aws_partition.current.partition}:iam::aws:policy/AmazonSSMManagedInstanceCore"
 }
 
 resource "aws_iam_instance_profile" "node" {
-  for_each = aws_iam_role.node
+  for_each = local.node_roles
 
-  name_prefix = each.value.name_prefix
-  role        = each.value.name
+  name_prefix = aws_iam_role.node[each.key].name_prefix
+  role        = aws_iam_role.node[each.key].name
 
   tags = var.tags
 }

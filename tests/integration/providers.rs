@@ -1,0 +1,431 @@
+//! The configurations the renderer writes meet the real providers: hashicorp/aws and hashicorp/google built from
+//! the Go module proxy, installed from their filesystem mirror with a lock file (`init -lockfile=readonly`, as the
+//! runner does), and the real modules. For every topology and the option combinations the renderer produces
+//! (vanilla kubeadm with one and three control-plane nodes, EKS, GKE; the default and a custom network):
+//! `init`, `validate` (a warning fails the test) and `plan`. The AWS topologies are then applied and destroyed on
+//! moto, with their state in the real S3 backend on moto as terraform-runner keeps it; a second plan after the
+//! apply may show only moto's known differences (below), and after the destroy nothing of the cluster is left.
+//! GKE is validated and planned only (there is no GCP emulator): its state lives in fake-gcs-server.
+//!
+//! Differences a second plan shows on moto only (moto 5.2.5 answers differently from AWS), none of them a change
+//! a real AWS account would plan; the test fails on any other difference, and on a replacement forced by
+//! anything else:
+//! - `aws_vpc_security_group_ingress_rule` / `_egress_rule` `description`: moto does not return it;
+//! - `aws_launch_template` `tag_specifications`: moto returns the tag specifications differently;
+//! - `aws_eks_cluster` `access_config`: moto returns no access configuration (a replacement, since
+//!   `bootstrap_cluster_creator_admin_permissions` cannot change in place);
+//! - `aws_eks_node_group` `remote_access`: moto invents an SSH key (`eksKeypair`) for every node group (a
+//!   replacement), and `update_config`: moto returns none;
+//! - `aws_instance` `associate_public_ip_address`: moto gives a control-plane node in a private subnet a public
+//!   address although the module asks for none (a replacement; its load balancer attachments follow), and
+//!   `vpc_security_group_ids`: moto returns none for an instance in a VPC;
+//! - `aws_autoscaling_group` `capacity_reservation_specification`: moto returns no preference where AWS says "".
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use provisioner::domain::{ControlPlane, Network, ProviderVersion, Runtime, Topology};
+use provisioner::render::RunAction;
+use serde_json::Value;
+use test_support::gcp::FakeGcs;
+use test_support::moto::MotoServer;
+use test_support::terraform::{test_providers, tofu_bin};
+
+/// Attributes a plan after apply shows changed on moto although nothing changed (see the module documentation).
+const MOTO_ONLY_DIFFERENCES: &[(&str, &str)] = &[
+    ("aws_vpc_security_group_ingress_rule", "description"),
+    ("aws_vpc_security_group_egress_rule", "description"),
+    ("aws_launch_template", "tag_specifications"),
+    ("aws_eks_cluster", "access_config"),
+    ("aws_eks_node_group", "remote_access"),
+    ("aws_eks_node_group", "update_config"),
+    ("aws_instance", "associate_public_ip_address"),
+    ("aws_instance", "vpc_security_group_ids"),
+    ("aws_autoscaling_group", "capacity_reservation_specification"),
+];
+
+fn modules_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("resources/terraform/modules")
+}
+
+fn custom_network() -> Network {
+    Network { vpc_cidr: "10.20.0.0/16".into(), pod_cidr: "172.20.0.0/16".into(), service_cidr: "10.100.0.0/16".into() }
+}
+
+/// The example runtime of `topology` with `network` (None: the renderer's defaults), named after the case so that
+/// state buckets and cloud names differ between cases.
+fn runtime(topology: Topology, name: &str, network: Option<Network>) -> Runtime {
+    let mut runtime = Runtime::example(topology);
+    runtime.name = name.to_owned();
+    runtime.cluster_config.network = network;
+    runtime
+}
+
+/// A rendered configuration in a folder of its own, ready for `tofu`.
+struct Configuration {
+    /// Holds `run` and `modules`; removed on drop.
+    _workspace: tempfile::TempDir,
+    run: PathBuf,
+    runtime: Runtime,
+    env: Vec<(String, String)>,
+}
+
+impl Configuration {
+    /// The renderer's `main.tf` for `runtime` in `<workspace>/run` with the repository's modules at
+    /// `<workspace>/modules`, where the Job's init container clones them, and the lock file of its provider.
+    fn render(runtime: Runtime, env: Vec<(String, String)>) -> Configuration {
+        let rendered = test_support::render(&runtime, RunAction::Apply);
+        let workspace = tempfile::tempdir().expect("temporary folder");
+        std::os::unix::fs::symlink(modules_dir(), workspace.path().join("modules")).unwrap();
+        let run = workspace.path().join("run");
+        std::fs::create_dir(&run).unwrap();
+        std::fs::write(run.join("main.tf"), &rendered.files["main.tf"]).unwrap();
+        let provider = ProviderVersion::pinned(runtime.cluster_config.topology.cloud());
+        test_providers().install_lock_file(&provider, &run);
+        let mut env = env;
+        env.extend([
+            ("TF_CLI_CONFIG_FILE".to_owned(), test_providers().cli_config.display().to_string()),
+            ("TF_IN_AUTOMATION".to_owned(), "1".to_owned()),
+            ("CHECKPOINT_DISABLE".to_owned(), "1".to_owned()),
+        ]);
+        Configuration { _workspace: workspace, run, runtime, env }
+    }
+
+    /// Runs `tofu <args>` here; panics with its output unless it succeeds, returns its standard output.
+    fn tofu(&self, args: &[&str]) -> String {
+        let output = Command::new(tofu_bin())
+            .args(args)
+            .current_dir(&self.run)
+            .env_remove("TF_CLI_ARGS")
+            .envs(self.env.iter().map(|(key, value)| (key, value)))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|error| panic!("cannot run tofu {}: {error}", args.join(" ")));
+        assert!(
+            output.status.success(),
+            "tofu {} of {} failed ({}):\n{}\n{}",
+            args.join(" "),
+            self.runtime.name,
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).expect("tofu prints UTF-8")
+    }
+
+    /// `init` exactly as the runner runs it, then `validate`, which must report neither an error nor a warning.
+    fn init_and_validate(&self) {
+        self.tofu(&["init", "-input=false", "-no-color", "-lockfile=readonly"]);
+        let validation: Value = serde_json::from_str(&self.tofu(&["validate", "-json", "-no-color"])).unwrap();
+        assert_eq!(validation["valid"], true, "{}: {validation:#}", self.runtime.name);
+        assert_eq!(validation["diagnostics"], serde_json::json!([]), "{}: warnings fail the test", self.runtime.name);
+    }
+
+    /// `plan` into a file; returns the planned changes of managed resources (`tofu show -json`; data sources
+    /// read during apply are left out).
+    fn plan(&self, file: &str) -> Vec<Value> {
+        self.tofu(&["plan", "-input=false", "-no-color", "-lock-timeout=60s", &format!("-out={file}")]);
+        let plan: Value = serde_json::from_str(&self.tofu(&["show", "-json", "-no-color", file])).unwrap();
+        let changes = plan["resource_changes"].as_array().cloned().unwrap_or_default();
+        changes.into_iter().filter(|change| change["mode"] == "managed").collect()
+    }
+}
+
+/// The addresses of planned changes whose actions are exactly `actions`.
+fn with_actions<'a>(changes: &'a [Value], actions: &[&str]) -> Vec<&'a str> {
+    changes
+        .iter()
+        .filter(|change| change["change"]["actions"] == serde_json::json!(actions))
+        .map(|change| change["address"].as_str().unwrap_or_default())
+        .collect()
+}
+
+/// The top-level attributes whose known planned values differ from the stored ones (unknown values are
+/// consequences of a change, not its cause; an empty list or map and null mean the same to Terraform).
+fn changed_attributes(change: &Value) -> BTreeSet<String> {
+    fn empty(value: &Value) -> bool {
+        match value {
+            Value::Null => true,
+            Value::Array(items) => items.is_empty(),
+            Value::Object(entries) => entries.is_empty(),
+            _ => false,
+        }
+    }
+    fn differs(before: &Value, after: &Value, unknown: &Value) -> bool {
+        if unknown == &Value::Bool(true) || (empty(before) && empty(after)) {
+            return false;
+        }
+        match (before, after) {
+            (Value::Object(before), Value::Object(after)) => before.keys().chain(after.keys()).any(|key| {
+                differs(before.get(key).unwrap_or(&Value::Null), after.get(key).unwrap_or(&Value::Null), &unknown[key])
+            }),
+            (Value::Array(before_items), Value::Array(after_items)) if before_items.len() == after_items.len() => {
+                before_items.iter().zip(after_items).enumerate().any(|(index, (b, a))| differs(b, a, &unknown[index]))
+            }
+            _ => before != after,
+        }
+    }
+    let change = &change["change"];
+    let (before, after, unknown) = (&change["before"], &change["after"], &change["after_unknown"]);
+    if change["actions"] == serde_json::json!(["delete", "create"]) {
+        // A replacement's planned values are the configuration only; what forces it is the cause. A forcing path
+        // whose new value is unknown follows from another replacement (an instance's new id), checked there.
+        return change["replace_paths"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|path| path[0].as_str())
+            .filter(|attribute| unknown[*attribute] != Value::Bool(true))
+            .map(str::to_owned)
+            .collect();
+    }
+    let keys: BTreeSet<&String> =
+        before.as_object().into_iter().chain(after.as_object()).flat_map(|entries| entries.keys()).collect();
+    keys.into_iter()
+        .filter(|key| differs(&before[key.as_str()], &after[key.as_str()], &unknown[key.as_str()]))
+        .cloned()
+        .collect()
+}
+
+/// Validates, plans, applies, plans again and destroys `runtime` on its own moto; then checks that nothing of
+/// the cluster is left. Returns the resource counts (planned, applied, destroyed) for the log.
+async fn apply_and_destroy_on_moto(runtime: Runtime) -> (usize, usize, usize) {
+    let moto = MotoServer::start().await;
+    let region = runtime.cluster_config.region.clone();
+    // terraform-runner creates the cluster's own state bucket before init.
+    let bucket = provisioner::render::state_bucket_name(&runtime.cluster_config.environment, &runtime.name);
+    let location = format!("LocationConstraint={region}");
+    moto.aws(&[
+        "s3api",
+        "create-bucket",
+        "--bucket",
+        &bucket,
+        "--region",
+        &region,
+        "--create-bucket-configuration",
+        &location,
+    ]);
+    let configuration = Configuration::render(runtime, moto.env());
+    configuration.init_and_validate();
+
+    let planned = configuration.plan("apply.tfplan");
+    let creates = with_actions(&planned, &["create"]);
+    assert_eq!(creates.len(), planned.len(), "a new cluster only creates: {planned:#?}");
+
+    let applied = configuration.tofu(&["apply", "-input=false", "-no-color", "-lock-timeout=60s", "apply.tfplan"]);
+    let added = resource_count(&applied, "added");
+    assert_eq!(added, creates.len(), "apply creates what the plan said:\n{applied}");
+
+    // A second plan: every difference must be a known one of moto's, including what forces a replacement.
+    // The leak check finds the cluster while it exists.
+    let existing = remaining(&moto, &configuration.runtime);
+    let own = match configuration.runtime.cluster_config.topology {
+        Topology::Eks => "EKS clusters",
+        _ => "running instances",
+    };
+    for kind in ["VPCs", "subnets", "Elastic IPs", "IAM roles", own] {
+        assert!(existing.contains_key(kind), "the leak check finds no {kind} of the applied cluster: {existing:#?}");
+    }
+
+    let replanned = configuration.plan("again.tfplan");
+    let mut unexpected = Vec::new();
+    for change in &replanned {
+        let actions = &change["change"]["actions"];
+        if actions == &serde_json::json!(["no-op"]) {
+            continue;
+        }
+        let address = change["address"].as_str().unwrap_or_default();
+        let resource_type = change["type"].as_str().unwrap_or_default();
+        let attributes = changed_attributes(change);
+        let known =
+            attributes.iter().all(|attribute| MOTO_ONLY_DIFFERENCES.contains(&(resource_type, attribute.as_str())));
+        if !known {
+            unexpected.push(format!("{address} {actions}: {attributes:?}"));
+        }
+    }
+    assert!(
+        unexpected.is_empty(),
+        "{}: differences after apply that are not moto's: {unexpected:#?}",
+        configuration.runtime.name
+    );
+
+    let destroyed = configuration.tofu(&["destroy", "-auto-approve", "-input=false", "-no-color", "-lock-timeout=60s"]);
+    let destroyed = resource_count(&destroyed, "destroyed");
+    assert_eq!(destroyed, added, "destroy removes what apply created");
+    let left = remaining(&moto, &configuration.runtime);
+    assert!(left.is_empty(), "{}: destroy left {left:#?}", configuration.runtime.name);
+    (planned.len(), added, destroyed)
+}
+
+/// `Resources: 3 added, 0 changed, 0 destroyed.` / `Resources: 3 destroyed.`
+fn resource_count(output: &str, what: &str) -> usize {
+    let line =
+        output.lines().find(|line| line.contains("Resources: ")).unwrap_or_else(|| panic!("no summary:\n{output}"));
+    let (_, counts) = line.split_once("Resources: ").unwrap();
+    counts
+        .split(", ")
+        .find_map(|part| part.trim_end_matches('.').strip_suffix(&format!(" {what}")))
+        .and_then(|count| count.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {what} count in {line:?}"))
+}
+
+/// The leak check: asks moto for every kind of resource the AWS modules create; returns the kinds found.
+fn remaining(moto: &MotoServer, runtime: &Runtime) -> BTreeMap<&'static str, Value> {
+    let region = runtime.cluster_config.region.as_str();
+    let query = |service: &str, command: &str, query: &str, extra: &[&str]| -> Value {
+        let mut args = vec![service, command, "--region", region, "--output", "json", "--query", query];
+        args.extend_from_slice(extra);
+        let found: Value = serde_json::from_str(&moto.aws(&args)).unwrap_or(Value::Null);
+        assert!(found.is_array(), "{service} {command} --query {query} gave {found}, not a list");
+        found
+    };
+    let runtime_tag = format!("Name=tag:kubeopera.io/runtime-id,Values={}", runtime.id);
+    let checks: BTreeMap<&'static str, Value> = BTreeMap::from([
+        ("VPCs", query("ec2", "describe-vpcs", "Vpcs[?IsDefault==`false`].VpcId", &[])),
+        ("subnets", query("ec2", "describe-subnets", "Subnets[].SubnetId", &["--filters", &runtime_tag])),
+        (
+            "running instances",
+            query("ec2", "describe-instances", "Reservations[].Instances[?State.Name!='terminated'][].InstanceId", &[]),
+        ),
+        (
+            "security groups",
+            query("ec2", "describe-security-groups", "SecurityGroups[?GroupName!='default'].GroupId", &[]),
+        ),
+        ("launch templates", query("ec2", "describe-launch-templates", "LaunchTemplates[].LaunchTemplateName", &[])),
+        ("Elastic IPs", query("ec2", "describe-addresses", "Addresses[].AllocationId", &[])),
+        ("NAT gateways", query("ec2", "describe-nat-gateways", "NatGateways[?State!='deleted'].NatGatewayId", &[])),
+        (
+            "internet gateways",
+            query(
+                "ec2",
+                "describe-internet-gateways",
+                "InternetGateways[].InternetGatewayId",
+                &["--filters", &runtime_tag],
+            ),
+        ),
+        (
+            "auto scaling groups",
+            query("autoscaling", "describe-auto-scaling-groups", "AutoScalingGroups[].AutoScalingGroupName", &[]),
+        ),
+        ("load balancers", query("elbv2", "describe-load-balancers", "LoadBalancers[].LoadBalancerArn", &[])),
+        ("target groups", query("elbv2", "describe-target-groups", "TargetGroups[].TargetGroupArn", &[])),
+        ("EKS clusters", query("eks", "list-clusters", "clusters", &[])),
+        (
+            "IAM roles",
+            query("iam", "list-roles", "Roles[?starts_with(Path, '/aws-service-role/')==`false`].RoleName", &[]),
+        ),
+        ("instance profiles", query("iam", "list-instance-profiles", "InstanceProfiles[].InstanceProfileName", &[])),
+        (
+            "customer managed IAM policies",
+            query("iam", "list-policies", "Policies[].PolicyName", &["--scope", "Local"]),
+        ),
+        (
+            "SSM parameters under the cluster's prefix",
+            query(
+                "ssm",
+                "get-parameters-by-path",
+                "Parameters[].Name",
+                &["--path", &format!("/kubeopera/{}/", runtime.id), "--recursive"],
+            ),
+        ),
+    ]);
+    checks.into_iter().filter(|(_, found)| found.as_array().is_some_and(|found| !found.is_empty())).collect()
+}
+
+#[tokio::test]
+async fn vanilla_with_one_node_on_the_default_network_is_applied_and_destroyed_on_moto() {
+    let mut runtime = runtime(Topology::VanillaKubeadm, "vanilla-one", None);
+    runtime.cluster_config.control_plane = Some(ControlPlane { count: 1, machine_type: "t3.large".into() });
+    let counts = apply_and_destroy_on_moto(runtime).await;
+    eprintln!("vanilla, 1 node, default network: planned, applied, destroyed {counts:?}");
+}
+
+#[tokio::test]
+async fn vanilla_with_three_nodes_and_a_custom_network_is_applied_and_destroyed_on_moto() {
+    let runtime = runtime(Topology::VanillaKubeadm, "vanilla-three", Some(custom_network()));
+    let counts = apply_and_destroy_on_moto(runtime).await;
+    eprintln!("vanilla, 3 nodes and the load balancer, custom network: planned, applied, destroyed {counts:?}");
+}
+
+#[tokio::test]
+async fn eks_on_the_default_network_is_applied_and_destroyed_on_moto() {
+    let counts = apply_and_destroy_on_moto(runtime(Topology::Eks, "eks-default", None)).await;
+    eprintln!("EKS, default network: planned, applied, destroyed {counts:?}");
+}
+
+#[tokio::test]
+async fn eks_on_a_custom_network_is_applied_and_destroyed_on_moto() {
+    let counts = apply_and_destroy_on_moto(runtime(Topology::Eks, "eks-custom", Some(custom_network()))).await;
+    eprintln!("EKS, custom network: planned, applied, destroyed {counts:?}");
+}
+
+/// GKE with its state in fake-gcs-server and a static access token: the google provider calls no API while
+/// planning a new cluster.
+async fn gke_plans(network: Option<Network>, name: &str) -> usize {
+    let gcs = FakeGcs::start().await;
+    let runtime = runtime(Topology::Gke, name, network);
+    let bucket = provisioner::render::state_bucket_name(&runtime.cluster_config.environment, &runtime.name);
+    gcs.create_bucket(&bucket, true).await;
+    let env = vec![
+        // fake-gcs-server itself: its recording proxy runs on this test's runtime, which `tofu` (run to
+        // completion here) would block.
+        ("GOOGLE_BACKEND_STORAGE_CUSTOM_ENDPOINT".to_owned(), format!("{}/storage/v1/", gcs.backend_url())),
+        ("GOOGLE_OAUTH_ACCESS_TOKEN".to_owned(), "test-access-token".to_owned()),
+    ];
+    let configuration = Configuration::render(runtime, env);
+    configuration.init_and_validate();
+    let planned = configuration.plan("apply.tfplan");
+    assert_eq!(with_actions(&planned, &["create"]).len(), planned.len(), "a new cluster only creates: {planned:#?}");
+    let types: BTreeSet<&str> = planned.iter().filter_map(|change| change["type"].as_str()).collect();
+    for wanted in ["google_container_cluster", "google_container_node_pool", "google_compute_network"] {
+        assert!(types.contains(wanted), "{name} plans no {wanted}: {types:?}");
+    }
+    planned.len()
+}
+
+#[tokio::test]
+async fn gke_on_the_default_network_validates_and_plans() {
+    let planned = gke_plans(None, "gke-default").await;
+    eprintln!("GKE, default network: planned {planned}");
+}
+
+#[tokio::test]
+async fn gke_on_a_custom_network_validates_and_plans() {
+    let planned = gke_plans(Some(custom_network()), "gke-custom").await;
+    eprintln!("GKE, custom network: planned {planned}");
+}
+
+/// The pins live in the contract; the image build and the test build name them too and must agree.
+#[test]
+fn the_image_and_the_test_build_carry_the_pinned_versions() {
+    use runner_contract::providers::{AWS_VERSION, GOOGLE_VERSION, IMAGE_LOCK_DIR};
+    let repository = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dockerfile = std::fs::read_to_string(repository.join("Dockerfile")).unwrap();
+    assert!(dockerfile.contains(&format!("ARG AWS_PROVIDER_VERSION={AWS_VERSION}\n")), "Dockerfile: aws");
+    assert!(dockerfile.contains(&format!("ARG GOOGLE_PROVIDER_VERSION={GOOGLE_VERSION}\n")), "Dockerfile: google");
+    assert!(dockerfile.contains(&format!("/out/locks {IMAGE_LOCK_DIR}\n")), "Dockerfile: the lock files' folder");
+    let script = std::fs::read_to_string(repository.join("tools/build-terraform-providers.sh")).unwrap();
+    let pins = format!("readonly AWS_VERSION={AWS_VERSION} GOOGLE_VERSION={GOOGLE_VERSION}\n");
+    assert!(script.contains(&pins), "tools/build-terraform-providers.sh labels its builds {pins}");
+}
+
+/// The tests' tofu configuration installs from the mirror only, as the image's does: a provider that is not in
+/// it is refused, never fetched from a registry.
+#[test]
+fn a_provider_outside_the_mirror_is_never_downloaded() {
+    let folder = tempfile::tempdir().unwrap();
+    let random = ProviderVersion { source: "hashicorp/random".into(), version: "3.6.3".into() };
+    std::fs::write(folder.path().join("main.tf"), test_support::terraform::required_providers(&random)).unwrap();
+    let output = Command::new(tofu_bin())
+        .args(["init", "-input=false", "-no-color", "-backend=false"])
+        .current_dir(folder.path())
+        .env("TF_CLI_CONFIG_FILE", &test_providers().cli_config)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "init installed a provider that is not in the mirror");
+    assert!(stderr.contains("hashicorp/random"), "{stderr}");
+    assert!(!folder.path().join(".terraform/providers/registry.opentofu.org/hashicorp/random").exists());
+}
