@@ -24,3 +24,5 @@ ALTER TABLE "operation" ADD COLUMN "progress_since_claim" bool NOT NULL DEFAULT 
 UPDATE "operation" SET "claims" = "attempts";
 
 ALTER TABLE "operation" ADD COLUMN "terraform_provider" varchar;
+
+ALTER TABLE "operation" ADD COLUMN "plan_summary" text;

@@ -17,7 +17,9 @@ use chrono::{DateTime, Utc};
 use super::caller::Identity;
 
 use super::error::classify;
-use crate::domain::{ClusterConfig, Labels, LastError, Operation, OperationState, OperationType, ProvisionRequest};
+use crate::domain::{
+    ClusterConfig, Labels, LastError, Operation, OperationState, OperationType, PlanSummary, ProvisionRequest,
+};
 use crate::service::{self, Conflict, Service};
 
 pub type ProvisionerSchema = Schema<Query, Mutation, EmptySubscription>;
@@ -139,6 +141,8 @@ pub struct OperationStatus {
     /// The step the operation is at (for example `Queued`).
     stage: String,
     last_error: Option<LastError>,
+    /// What the plan of the operation's run changed, once its Job succeeded.
+    plan_summary: Option<PlanSummary>,
 }
 
 impl From<Operation> for OperationStatus {
@@ -151,6 +155,7 @@ impl From<Operation> for OperationStatus {
             runtime_id: operation.runtime_id.to_string(),
             stage: operation.stage.as_str().to_owned(),
             last_error: operation.last_error,
+            plan_summary: operation.plan_summary,
         }
     }
 }

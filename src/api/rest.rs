@@ -16,7 +16,7 @@ use utoipa::{Modify, OpenApi, ToSchema};
 use super::AppState;
 use super::caller::Identity;
 use super::error::{ApiError, ErrorBody};
-use crate::domain::{LastError, Operation, OperationState, OperationType, ProvisionRequest};
+use crate::domain::{LastError, Operation, OperationState, OperationType, PlanSummary, ProvisionRequest};
 use crate::service::{self, ExecutorHealth, RuntimeStatus};
 
 /// The seed's words for an operation's state, one to one with [`OperationState`].
@@ -88,6 +88,8 @@ pub struct ProvisionStatusResponse {
     stage: String,
     message: String,
     last_error: Option<LastError>,
+    /// What the plan of the operation's run changed, once its Job succeeded.
+    plan_summary: Option<PlanSummary>,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
 }
@@ -104,6 +106,7 @@ impl From<RuntimeStatus> for ProvisionStatusResponse {
             stage: operation.stage.as_str().to_owned(),
             message: operation.message,
             last_error: operation.last_error,
+            plan_summary: operation.plan_summary,
             created_at: operation.created_at,
             updated_at: operation.updated_at,
         }

@@ -53,6 +53,7 @@ pub mod run;
 use run::Stage;
 
 /// Shared with terraform-runner, which reads them from `runner.json`; the service enables their API derives.
+pub use runner_contract::plan::PlanSummary;
 pub use runner_contract::providers::ProviderVersion;
 pub use runner_contract::{Cloud, Topology};
 
@@ -113,6 +114,8 @@ spelled! {
         JobStillRunning => "job_still_running",
         RenderFailed => "render_failed",
         JobFailed => "job_failed",
+        /// The runner refused to apply a plan that destroys or replaces a protected resource; nothing changed.
+        DestructivePlan => "destructive_plan",
         JobMissing => "job_missing",
         MissingOutputs => "missing_outputs",
         RuntimeMissing => "runtime_missing",
@@ -324,6 +327,8 @@ pub struct Operation {
     /// The provider version the run installs (fixed when the operation is queued); `None` only for operations
     /// recorded before versions were pinned, which run with this release's pin.
     pub terraform_provider: Option<ProviderVersion>,
+    /// What the run's plan changed, once its Job succeeded.
+    pub plan_summary: Option<PlanSummary>,
     pub created_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,
     pub updated_at: DateTime<Utc>,
@@ -350,6 +355,7 @@ impl Operation {
             attempts: 0,
             claims: 0,
             terraform_provider: Some(terraform_provider),
+            plan_summary: None,
             created_at: now,
             started_at: None,
             updated_at: now,

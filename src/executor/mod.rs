@@ -18,14 +18,15 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use runner_contract::job::{MANAGED_BY, MANAGED_BY_LABEL, OPERATION_LABEL, RUNTIME_LABEL};
 use runner_contract::manifest::KUBECONFIG_KEY;
+use runner_contract::plan::EXIT_DESTRUCTIVE_PLAN;
 use runner_contract::redact::{Redactor, bounded_failure_message};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
-use crate::domain::OperationType;
 use crate::domain::run::{JobState, RunNames};
+use crate::domain::{FailureReason, OperationType, PlanSummary};
 pub use job::{JobSettings, RUNNER_CONTAINER};
 pub use runner_contract::job::RUNNER_GRACE_PERIOD;
 const DELETION_TIMEOUT: Duration = Duration::from_secs(60);
@@ -332,15 +333,31 @@ impl Executor {
             Some(true) => Ok(JobState::Succeeded),
             Some(false) => {
                 let (reason, job_message) = job::failure(job);
-                let runner_message = self.termination_message(&job.name_any()).await?;
-                let message = runner_message.unwrap_or(job_message);
+                let (reason, message) = match self.termination_message(&job.name_any()).await? {
+                    Some((EXIT_DESTRUCTIVE_PLAN, message)) => (FailureReason::DestructivePlan, message),
+                    Some((_, message)) => (reason, message),
+                    None => (reason, job_message),
+                };
                 Ok(JobState::Failed { reason, message: bounded_and_redacted(&message, redact) })
             }
         }
     }
 
-    /// The termination message of the runner (or of the init container when that one failed).
-    async fn termination_message(&self, job_name: &str) -> Result<Option<String>> {
+    /// What the plan of a succeeded run changed: the runner's termination message (see
+    /// `runner_contract::plan`). `None` when the pod is gone or said nothing readable (an older runner).
+    pub async fn plan_summary(&self, names: &RunNames) -> Result<Option<PlanSummary>> {
+        let Some(pod) = self.newest_pod(&names.job).await? else { return Ok(None) };
+        let statuses = pod.status.and_then(|status| status.container_statuses).unwrap_or_default();
+        Ok(statuses
+            .into_iter()
+            .filter(|container| container.name == RUNNER_CONTAINER)
+            .filter_map(|container| container.state.and_then(|state| state.terminated))
+            .filter(|terminated| terminated.exit_code == 0)
+            .find_map(|terminated| serde_json::from_str(terminated.message.as_deref()?).ok()))
+    }
+
+    /// The exit code and termination message of the runner (or of the init container when that one failed).
+    async fn termination_message(&self, job_name: &str) -> Result<Option<(i32, String)>> {
         let Some(pod) = self.newest_pod(job_name).await? else { return Ok(None) };
         let status = pod.status.unwrap_or_default();
         let statuses = status
@@ -351,7 +368,10 @@ impl Executor {
         Ok(statuses
             .filter_map(|container| container.state.and_then(|state| state.terminated))
             .filter(|terminated| terminated.exit_code != 0)
-            .find_map(|terminated| terminated.message.filter(|message| !message.trim().is_empty())))
+            .find_map(|terminated| {
+                let message = terminated.message.filter(|message| !message.trim().is_empty())?;
+                Some((terminated.exit_code, message))
+            }))
     }
 
     async fn newest_pod(&self, job_name: &str) -> Result<Option<Pod>> {

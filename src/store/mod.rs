@@ -18,7 +18,7 @@ use uuid::Uuid;
 
 use crate::domain::run::Stage;
 use crate::domain::{
-    ClusterConfig, Component, FailureReason, Labels, LastError, Operation, OperationState, OperationType,
+    ClusterConfig, Component, FailureReason, Labels, LastError, Operation, OperationState, OperationType, PlanSummary,
     ProviderVersion, Runtime, RuntimePage,
 };
 use entity::{idempotency_key, operation, runtime};
@@ -502,6 +502,17 @@ impl Store {
         Ok(true)
     }
 
+    /// Records what the run's plan changed; fenced by the claim like every write of a run.
+    pub async fn record_plan_summary(&self, operation_id: Uuid, token: Uuid, summary: &PlanSummary) -> Result<bool> {
+        let updated = operation::Entity::update_many()
+            .col_expr(operation::Column::PlanSummary, Expr::value(serde_json::json!(summary).to_string()))
+            .filter(operation::Column::Id.eq(operation_id))
+            .filter(operation::Column::ClaimToken.eq(token))
+            .exec(&self.db)
+            .await?;
+        Ok(updated.rows_affected == 1)
+    }
+
     /// Gives a claim back on shutdown: the operation stays InProgress with an expired lease, so the next process
     /// resumes it at once instead of waiting for the lease to run out, and that resume uses no attempt.
     pub async fn release(&self, operation_id: Uuid, token: Uuid) -> Result<()> {
@@ -587,6 +598,7 @@ fn operation_to_model(operation: &Operation) -> operation::Model {
         attempts: operation.attempts,
         claims: operation.claims,
         terraform_provider: operation.terraform_provider.as_ref().map(ProviderVersion::to_string),
+        plan_summary: operation.plan_summary.as_ref().map(|summary| serde_json::json!(summary).to_string()),
         claim_token: None,
         progress_since_claim: false,
         owner: None,
@@ -621,6 +633,11 @@ fn operation_from_model(model: operation::Model) -> Result<Operation> {
         attempts: model.attempts,
         claims: model.claims,
         terraform_provider: model.terraform_provider.as_deref().map(provider_from_str).transpose()?,
+        plan_summary: model
+            .plan_summary
+            .as_deref()
+            .map(|summary| serde_json::from_str(summary).map_err(|_| corrupt("plan summary", summary)))
+            .transpose()?,
         created_at: model.created_at,
         started_at: model.started_at,
         updated_at: model.updated_at,

@@ -604,7 +604,12 @@ impl Worker {
                 }
                 let remaining = (deadline - store::now()).to_std().unwrap_or_default();
                 match self.executor.wait_for_job(&run.names, operation.id, remaining, &run.redact).await? {
-                    JobState::Succeeded => Ok(StepOutcome::Next),
+                    JobState::Succeeded => {
+                        if let Some(summary) = self.executor.plan_summary(&run.names).await? {
+                            self.store.record_plan_summary(operation.id, run.claim.token, &summary).await?;
+                        }
+                        Ok(StepOutcome::Next)
+                    }
                     JobState::Running => Ok(StepOutcome::Fail(timeout_error(
                         operation.operation_type,
                         self.timeout_of(operation.operation_type),

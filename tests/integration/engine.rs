@@ -11,7 +11,7 @@ use kube::api::{Patch, PatchParams};
 use provisioner::domain::{Cloud, ProviderVersion};
 use serde_json::{Value, json};
 use test_support::auth_service::{AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY};
-use test_support::engine::{Engine, MODULES_REPO_URL, RunLog};
+use test_support::engine::{Engine, MODULES_REPO_URL, RUNNER_PLAN_SUMMARY, RunLog};
 use test_support::fault_proxy::FaultProxy;
 use test_support::{Backend, on_both_databases, provision_body};
 
@@ -75,6 +75,12 @@ async fn provisioning_succeeds_and_serves_the_kubeconfig(backend: Backend) {
     let done = engine.wait_for_status(&runtime_id, &["succeeded", "failed"], WAIT).await;
     assert_eq!(done["status"], "succeeded", "{done}");
     assert_eq!(done["stage"], "Done");
+    // What the runner's plan changed, from its termination message, on both APIs.
+    let summary: Value = serde_json::from_str(RUNNER_PLAN_SUMMARY).unwrap();
+    assert_eq!(done["planSummary"], summary, "{done}");
+    let query = "query($id: String!) { runtimeStatus(id: $id) { lastOperationStatus { planSummary { add change destroy replaced destroyed } } } }";
+    let response = engine.app.graphql(query, json!({ "id": runtime_id })).await;
+    assert_eq!(response["data"]["runtimeStatus"]["lastOperationStatus"]["planSummary"], summary, "{response}");
 
     let answer = engine.app.get(&format!("/api/v1/provisions/{runtime_id}/kubeconfig")).await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);

@@ -157,9 +157,12 @@ async fn an_eks_cluster_is_provisioned_and_deprovisioned_by_the_real_runner_modu
 
     let applied = run_job_pod(&engine, &moto, &format!("provision-{runtime_id}"), &[]).await;
     assert_eq!(applied.exit_code, 0, "the runner failed: {}\n{}", applied.termination_message, applied.output);
-    assert!(applied.output.contains("Apply complete! Resources: "), "{}", applied.output);
+    assert!(applied.output.contains("Apply complete! Resources: 30 added"), "{}", applied.output);
+    let summary: runner_contract::plan::PlanSummary = serde_json::from_str(&applied.termination_message).unwrap();
+    assert_eq!((summary.add, summary.change, summary.destroy), (30, 0, 0), "the apply plan's summary: {summary:?}");
     let done = engine.wait_for_status(&runtime_id, &["succeeded", "failed"], WAIT).await;
     assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(done["planSummary"]["add"], 30, "the status shows what the plan created: {done}");
     // The kubeconfig the runner built from the EKS cluster moto made: its endpoint and the `aws eks get-token`
     // exec plugin, no secret.
     let answer = engine.app.get(&format!("/api/v1/provisions/{runtime_id}/kubeconfig")).await;
@@ -172,7 +175,9 @@ async fn an_eks_cluster_is_provisioned_and_deprovisioned_by_the_real_runner_modu
     assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
     let destroyed = run_job_pod(&engine, &moto, &format!("deprovision-{runtime_id}"), &[]).await;
     assert_eq!(destroyed.exit_code, 0, "the runner failed: {}\n{}", destroyed.termination_message, destroyed.output);
-    assert!(destroyed.output.contains("Destroy complete! Resources: "), "{}", destroyed.output);
+    assert!(destroyed.output.contains(" destroyed."), "{}", destroyed.output);
+    let summary: runner_contract::plan::PlanSummary = serde_json::from_str(&destroyed.termination_message).unwrap();
+    assert_eq!((summary.add, summary.destroy), (0, 30), "the destroy plan's summary: {summary:?}");
     let done = engine.wait_for_status(&runtime_id, &["succeeded", "failed"], WAIT).await;
     assert_eq!(
         (done["operation"].as_str(), done["status"].as_str()),

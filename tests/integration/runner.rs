@@ -11,6 +11,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use provisioner::domain::{Cloud, ProviderVersion};
+use runner_contract::plan::{EXIT_DESTRUCTIVE_PLAN, PlanSummary};
 use serde_json::{Value, json};
 use test_control_plane::ControlPlane;
 use test_support::engine::apply_production_rbac;
@@ -241,9 +242,12 @@ impl Outcome {
         }
     }
 
-    fn assert_success(&self) {
+    /// The run succeeded; its termination message is the summary of the plan it applied.
+    fn assert_success(&self) -> PlanSummary {
         assert!(self.status.success(), "terraform-runner failed ({}):\n{}", self.status, self.output);
-        assert!(self.termination_message.is_empty(), "{}", self.termination_message);
+        serde_json::from_str(&self.termination_message).unwrap_or_else(|error| {
+            panic!("the termination message is no plan summary ({error}): {}", self.termination_message)
+        })
     }
 
     fn assert_failure(&self) {
@@ -352,7 +356,7 @@ async fn vanilla_apply_publishes_the_kubeconfig_and_destroy_removes_the_bucket()
     job.write_config("destroy", "vanilla_kubeadm", &vanilla_config(&job));
     let destroyed = job.run("destroy").await;
     destroyed.assert_success();
-    assert!(destroyed.output.contains("Destroy complete! Resources: 1 destroyed."), "{}", destroyed.output);
+    assert!(destroyed.output.contains("Resources: 0 added, 0 changed, 1 destroyed."), "{}", destroyed.output);
     assert!(!job.bucket_exists(), "the state bucket is removed after the destroy");
     assert_eq!(job.parameters_under(&job.ssm_prefix()), Vec::<String>::new(), "the cluster's parameters are removed");
     assert_eq!(job.parameters_under("/kubeopera"), [other_cluster], "another cluster's parameters stay");
@@ -451,7 +455,12 @@ async fn a_failing_apply_reports_a_redacted_termination_message() {
     // Terraform's temporary files go to the writable work folder: the Job's root filesystem is read-only.
     let tmp = format!("tmp={}", job.path("work/.tmp").display());
     assert!(failed.output.contains(&tmp), "{tmp} in\n{}", failed.output);
-    assert!(failed.termination_message.starts_with("`tofu apply -auto-approve"), "{}", failed.termination_message);
+    assert!(failed.termination_message.starts_with("`tofu apply -input=false"), "{}", failed.termination_message);
+    assert!(
+        failed.termination_message.contains("run.tfplan"),
+        "the saved plan is applied: {}",
+        failed.termination_message
+    );
     assert!(failed.termination_message.contains("exit status 3"), "{}", failed.termination_message);
     assert!(job.published_kubeconfig().await.is_none(), "nothing is published after a failure");
     assert!(!job.object_keys().iter().any(|key| key.ends_with(".tflock")), "the lock is released");
@@ -635,6 +644,63 @@ output "location" {{
     write_config("destroy");
     let destroyed = job.run_with("destroy", &emulator).await;
     destroyed.assert_success();
-    assert!(destroyed.output.contains("Destroy complete! Resources: 1 destroyed."), "{}", destroyed.output);
+    assert!(destroyed.output.contains("Resources: 0 added, 0 changed, 1 destroyed."), "{}", destroyed.output);
     assert!(gcs.bucket(&job.bucket).await.is_none(), "the state bucket is removed after the destroy");
+}
+
+/// Every run is planned first and exactly the saved plan is applied; its summary (from tofu's own `show -json`)
+/// is the termination message. A plan that would replace a protected resource is refused with its own exit code,
+/// naming the resource, and changes nothing; a harmless change to the same configuration is applied.
+#[tokio::test]
+async fn the_runner_plans_first_and_refuses_to_replace_a_protected_resource() {
+    let job = Job::new().await;
+    let parameter = job.kubeconfig_parameter();
+    job.moto.aws(&[
+        "ssm",
+        "put-parameter",
+        "--name",
+        &parameter,
+        "--type",
+        "SecureString",
+        "--value",
+        "kind: Config\n",
+    ]);
+    let config = |input: &str, trigger: &str| {
+        format!(
+            "resource \"terraform_data\" \"cluster\" {{\n  input            = \"{input}\"\n  triggers_replace = \"{trigger}\"\n}}\n\n\
+             resource \"terraform_data\" \"workers\" {{\n  input = \"{input}\"\n}}\n\n\
+             output \"kubeconfig_ssm_parameter\" {{\n  value = \"{parameter}\"\n}}\n"
+        )
+    };
+    let protect = [("RUNNER_PROTECTED_RESOURCES", "terraform_data.cluster".to_owned())];
+
+    job.write_config("apply", "vanilla_kubeadm", &config("v1", "generation-1"));
+    let created = job.run_with("apply", &protect).await.assert_success();
+    assert_eq!(created, PlanSummary { add: 2, ..PlanSummary::default() });
+    let state = || job.s3api(&["get-object-attributes", "--key", "terraform.tfstate", "--object-attributes", "ETag"]);
+    let applied_state = state();
+
+    // A new trigger replaces the cluster: refused before anything changes.
+    job.write_config("apply", "vanilla_kubeadm", &config("v1", "generation-2"));
+    let refused = job.run_with("apply", &protect).await;
+    assert_eq!(refused.status.code(), Some(EXIT_DESTRUCTIVE_PLAN), "{}", refused.output);
+    assert_eq!(
+        refused.termination_message,
+        "the plan would destroy or replace protected resources (terraform_data.cluster); nothing was changed"
+    );
+    assert!(!refused.output.contains("Apply complete"), "{}", refused.output);
+    assert_eq!(state(), applied_state, "the state is untouched");
+
+    // Without the replacement, the change is an update, applied as planned.
+    job.write_config("apply", "vanilla_kubeadm", &config("v2", "generation-1"));
+    let changed = job.run_with("apply", &protect).await.assert_success();
+    assert_eq!(changed, PlanSummary { change: 2, ..PlanSummary::default() });
+
+    // A destroy is planned too, and may remove what an apply must keep.
+    job.write_config("destroy", "vanilla_kubeadm", &config("v2", "generation-1"));
+    let destroyed = job.run_with("destroy", &protect).await.assert_success();
+    let mut addresses = destroyed.destroyed.clone();
+    addresses.sort();
+    assert_eq!(addresses, ["terraform_data.cluster", "terraform_data.workers"]);
+    assert_eq!((destroyed.add, destroyed.change, destroyed.destroy), (0, 0, 2));
 }

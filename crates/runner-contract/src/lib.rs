@@ -6,6 +6,7 @@
 //! - [`manifest`]: the ConfigMap's files, `runner.json` ([`manifest::RunnerManifest`]) and the action;
 //! - [`credential`]: the credential and the files of the credentials Secret that carry it;
 //! - [`job`]: labels, the runner's binary, the grace period and the state-lock wait;
+//! - [`plan`]: what a run's plan changes, and the exit code of a refused destructive plan;
 //! - [`providers`]: the provider versions a run installs, and where the image keeps their lock files;
 //! - [`redact`]: how credential values are kept out of messages, and how long a failure message may be;
 //! - [`Topology`] and [`Cloud`], which `runner.json` names.
@@ -19,6 +20,7 @@ pub mod credential;
 pub mod environment;
 pub mod job;
 pub mod manifest;
+pub mod plan;
 pub mod providers;
 pub mod redact;
 mod topology;

@@ -11,6 +11,7 @@
 mod aws;
 mod gcp;
 mod kubeconfig;
+pub mod plan;
 mod publish;
 pub mod settings;
 mod terraform;
@@ -22,6 +23,7 @@ use runner_contract::Topology;
 use runner_contract::credential::{self, CloudCredential};
 use runner_contract::job::STATE_LOCK_TIMEOUT;
 use runner_contract::manifest::{MAIN_TF_FILE, RUNNER_MANIFEST_FILE, RunAction, RunnerManifest};
+use runner_contract::plan::PlanSummary;
 use runner_contract::providers::{LOCK_FILE, ProviderVersion};
 use runner_contract::redact::{Redactor, bounded_failure_message};
 use secrecy::SecretString;
@@ -60,6 +62,10 @@ pub enum Error {
     Kubernetes(#[from] kube::Error),
     #[error("stopped by a signal before the run finished")]
     Interrupted,
+    #[error("the plan would destroy or replace protected resources ({}); nothing was changed", addresses.join(", "))]
+    DestructivePlan { addresses: Vec<String> },
+    #[error("reading the plan: {0}")]
+    Plan(String),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -75,9 +81,10 @@ impl Runner {
         Runner { settings, kube }
     }
 
-    /// Runs `action`. On failure the error's text is safe to show: see [`Runner::failure_message`].
+    /// Runs `action`: plans first, then applies exactly that plan; returns the plan's summary. On failure the
+    /// error's text is safe to show: see [`Runner::failure_message`].
     #[tracing::instrument(skip_all, fields(runtime_id = tracing::field::Empty, action = action.as_str()))]
-    pub async fn run(&self, action: RunAction, redactor: &mut Redactor) -> Result<()> {
+    pub async fn run(&self, action: RunAction, redactor: &mut Redactor) -> Result<PlanSummary> {
         let settings = &self.settings;
         let mut signals =
             Signals::install().map_err(|error| Error::Input(format!("installing signal handlers: {error}")))?;
@@ -125,13 +132,18 @@ impl Runner {
         };
         let bucket = &manifest.state_bucket;
         let lock_timeout = format!("-lock-timeout={}s", STATE_LOCK_TIMEOUT.as_secs());
-        match action {
+        let summary = match action {
             RunAction::Apply => {
                 session.ensure_state_bucket(bucket).await?;
                 terraform.run(INIT, &mut signals).await?;
-                terraform
-                    .run(&["apply", "-auto-approve", "-input=false", "-no-color", &lock_timeout], &mut signals)
-                    .await?;
+                let summary =
+                    plan(&terraform, &["plan", "-input=false", "-no-color", &lock_timeout, PLAN_OUT], &mut signals)
+                        .await?;
+                let destructive = plan::protected_changes(&summary, &settings.protected_resources);
+                if !destructive.is_empty() {
+                    return Err(Error::DestructivePlan { addresses: destructive });
+                }
+                terraform.run(&["apply", "-input=false", "-no-color", &lock_timeout, PLAN_FILE], &mut signals).await?;
                 let outputs = terraform.outputs().await?;
                 let kubeconfig = self.kubeconfig(&manifest, &credential, &session, &outputs, &mut signals).await?;
                 publish::publish_kubeconfig(
@@ -142,25 +154,33 @@ impl Runner {
                     &kubeconfig,
                 )
                 .await?;
+                summary
             }
             RunAction::Destroy => {
                 // The bucket goes last, so without it nothing was ever applied or everything is destroyed.
                 if !session.state_bucket_exists(bucket).await? {
                     tracing::info!(bucket, "the state bucket does not exist; nothing to destroy");
-                    return Ok(());
+                    return Ok(PlanSummary::default());
                 }
                 terraform.run(INIT, &mut signals).await?;
-                terraform
-                    .run(&["destroy", "-auto-approve", "-input=false", "-no-color", &lock_timeout], &mut signals)
-                    .await?;
+                let arguments = ["plan", "-destroy", "-input=false", "-no-color", &lock_timeout, PLAN_OUT];
+                let summary = plan(&terraform, &arguments, &mut signals).await?;
+                terraform.run(&["apply", "-input=false", "-no-color", &lock_timeout, PLAN_FILE], &mut signals).await?;
                 if let (CloudSession::Aws(aws), Some(prefix)) = (&session, &manifest.ssm_parameter_prefix) {
                     aws.delete_parameters_under(prefix).await?;
                 }
                 session.delete_state_bucket(bucket).await?;
+                summary
             }
-        }
-        tracing::info!(action = action.as_str(), "finished");
-        Ok(())
+        };
+        tracing::info!(
+            action = action.as_str(),
+            add = summary.add,
+            change = summary.change,
+            destroy = summary.destroy,
+            "finished"
+        );
+        Ok(summary)
     }
 
     async fn kubeconfig(
@@ -248,6 +268,26 @@ fn read_credential(dir: &Path) -> Result<CloudCredential> {
 /// temporary folder there for Terraform's downloads, since the root filesystem (and so `/tmp`) is read-only. A
 /// folder left by an earlier attempt of the same run is reused, which saves downloading the providers again.
 /// Returns the temporary folder.
+/// The saved plan, in the work folder: what is applied is exactly what was planned and checked.
+const PLAN_FILE: &str = "run.tfplan";
+const PLAN_OUT: &str = "-out=run.tfplan";
+
+/// Plans with `arguments` into [`PLAN_FILE`] and reads its summary.
+async fn plan(terraform: &Terraform, arguments: &[&str], signals: &mut Signals) -> Result<PlanSummary> {
+    terraform.run(arguments, signals).await?;
+    let show = terraform.capture(&["show", "-json", "-no-color", PLAN_FILE]).await?;
+    let summary = plan::summarize(&show).map_err(Error::Plan)?;
+    tracing::info!(
+        add = summary.add,
+        change = summary.change,
+        destroy = summary.destroy,
+        replaced = ?summary.replaced,
+        destroyed = ?summary.destroyed,
+        "planned"
+    );
+    Ok(summary)
+}
+
 /// `init` installs exactly the providers of the lock file, from the image's mirror (its tofu configuration allows
 /// no registry), and fails rather than change the lock file.
 const INIT: &[&str] = &["init", "-input=false", "-no-color", "-lockfile=readonly"];

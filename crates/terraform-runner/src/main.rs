@@ -1,6 +1,7 @@
 //! terraform-runner: the main container of a provisioning Job. `terraform-runner --action apply|destroy`;
 //! configuration from the environment (see [`RunnerSettings`] and the README).
-//! Exit codes: 0 done, 1 the run failed (the termination message says why), 2 bad usage or configuration.
+//! Exit codes: 0 done (the termination message is the plan's summary as JSON), 1 the run failed (the termination
+//! message says why), 2 bad usage or configuration, 3 a destructive plan was refused (nothing changed).
 #![deny(rust_2018_idioms)]
 #![forbid(unsafe_code)]
 
@@ -9,8 +10,9 @@ use std::process::ExitCode;
 use process_support::install_crypto_provider;
 use process_support::logging::{self, LogFormat};
 use runner_contract::manifest::RunAction;
+use runner_contract::plan::EXIT_DESTRUCTIVE_PLAN;
 use runner_contract::redact::Redactor;
-use terraform_runner::{Runner, RunnerSettings};
+use terraform_runner::{Error, Runner, RunnerSettings};
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -39,17 +41,22 @@ async fn main() -> ExitCode {
         Runner::new(settings, kube).run(action, &mut redactor).await
     }
     .await;
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
+    let (message, code) = match result {
+        Ok(summary) => (serde_json::to_string(&summary).expect("a summary serialises"), ExitCode::SUCCESS),
         Err(error) => {
             let message = Runner::failure_message(&error, &redactor);
             eprintln!("terraform-runner: {message}");
-            if let Err(write_error) = std::fs::write(&termination_log, &message) {
-                eprintln!("terraform-runner: writing {}: {write_error}", termination_log.display());
-            }
-            ExitCode::FAILURE
+            let code = match error {
+                Error::DestructivePlan { .. } => ExitCode::from(EXIT_DESTRUCTIVE_PLAN as u8),
+                _ => ExitCode::FAILURE,
+            };
+            (message, code)
         }
+    };
+    if let Err(write_error) = std::fs::write(&termination_log, &message) {
+        eprintln!("terraform-runner: writing {}: {write_error}", termination_log.display());
     }
+    code
 }
 
 fn parse_action(mut args: impl Iterator<Item = String>) -> Result<RunAction, String> {

@@ -15,6 +15,7 @@ const KUBECONFIG_TIMEOUT: &str = "RUNNER_KUBECONFIG_TIMEOUT";
 const TERMINATION_LOG: &str = "RUNNER_TERMINATION_LOG";
 const LOG_LEVEL: &str = "RUNNER_LOG_LEVEL";
 const PROVIDER_LOCK_DIR: &str = "RUNNER_PROVIDER_LOCK_DIR";
+const PROTECTED_RESOURCES: &str = "RUNNER_PROTECTED_RESOURCES";
 
 #[derive(Debug, Clone)]
 pub struct RunnerSettings {
@@ -33,6 +34,9 @@ pub struct RunnerSettings {
     pub log_level: String,
     /// The lock files of the provider versions the image carries.
     pub provider_lock_dir: PathBuf,
+    /// Resource addresses an apply must not destroy or replace, beyond the built-in ones (the cluster, its
+    /// network and control plane).
+    pub protected_resources: Vec<String>,
 }
 
 impl RunnerSettings {
@@ -56,6 +60,12 @@ impl RunnerSettings {
             termination_log: text(TERMINATION_LOG, "/dev/termination-log").into(),
             log_level: text(LOG_LEVEL, "info").to_owned(),
             provider_lock_dir: text(PROVIDER_LOCK_DIR, IMAGE_LOCK_DIR).into(),
+            protected_resources: text(PROTECTED_RESOURCES, "")
+                .split(',')
+                .map(str::trim)
+                .filter(|address| !address.is_empty())
+                .map(str::to_owned)
+                .collect(),
         })
     }
 }

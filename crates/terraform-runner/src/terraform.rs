@@ -101,25 +101,30 @@ impl Terraform {
 
     /// `output -json`: the root module's outputs by name. Read, never printed (an output may be sensitive).
     pub async fn outputs(&self) -> Result<BTreeMap<String, serde_json::Value>> {
-        let args = ["output", "-json", "-no-color"];
-        let child = self.spawn(&args)?;
+        #[derive(serde::Deserialize)]
+        struct Output {
+            value: serde_json::Value,
+        }
+        let json = self.capture(&["output", "-json", "-no-color"]).await?;
+        let outputs: BTreeMap<String, Output> = serde_json::from_slice(&json)
+            .map_err(|error| Error::Outputs(format!("`output -json` printed no valid JSON: {error}")))?;
+        Ok(outputs.into_iter().map(|(name, output)| (name, output.value)).collect())
+    }
+
+    /// Runs a command whose standard output is data (`show -json`, `output -json`): returned, never printed.
+    pub async fn capture(&self, args: &[&str]) -> Result<Vec<u8>> {
+        let child = self.spawn(args)?;
         let output =
             child.wait_with_output().await.map_err(|source| Error::Spawn { binary: self.binary.clone(), source })?;
         if !output.status.success() {
             let stderr = self.redactor.redact(&String::from_utf8_lossy(&output.stderr));
             return Err(Error::Terraform {
-                command: self.describe(&args),
+                command: self.describe(args),
                 status: output.status.to_string(),
                 excerpt: excerpt(&stderr.lines().map(str::to_owned).collect::<Vec<_>>()),
             });
         }
-        #[derive(serde::Deserialize)]
-        struct Output {
-            value: serde_json::Value,
-        }
-        let outputs: BTreeMap<String, Output> = serde_json::from_slice(&output.stdout)
-            .map_err(|error| Error::Outputs(format!("`output -json` printed no valid JSON: {error}")))?;
-        Ok(outputs.into_iter().map(|(name, output)| (name, output.value)).collect())
+        Ok(output.stdout)
     }
 
     fn spawn(&self, args: &[&str]) -> Result<Child> {

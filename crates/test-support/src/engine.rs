@@ -24,6 +24,10 @@ pub const MODULES_REPO_URL: &str = "https://git.example.invalid/tcr/terraform-mo
 
 /// One running provisioner "process": its app, and the background work (worker and Job cache). Dropping it
 /// without [`Process::stop`] is a crash: all its tasks end at once and its leases stay until they expire.
+/// The plan summary a successful stand-in runner reports.
+pub const RUNNER_PLAN_SUMMARY: &str =
+    r#"{"add":3,"change":0,"destroy":1,"replaced":["aws_instance.worker"],"destroyed":[]}"#;
+
 pub struct Process {
     stop: watch::Sender<bool>,
     background: tokio::task::JoinHandle<Result<(), provisioner::startup::Error>>,
@@ -258,6 +262,7 @@ impl Engine {
 
     /// Plays terraform-runner and kubelet for a successful run: publishes the kubeconfig as the runner's own
     /// identity (provisioning only), then marks the pod Succeeded.
+    /// The runner's pod ends successfully, reporting [`RUNNER_PLAN_SUMMARY`] as the real runner reports its plan.
     pub async fn runner_succeeds(&self, job: &str, outputs: Option<(&str, &str)>) {
         let pod = self.control_plane.wait_for_job_pod(&self.namespace, job).await.expect("job pod");
         if let Some((secret_name, kubeconfig)) = outputs {
@@ -265,7 +270,7 @@ impl Engine {
         }
         let name = pod.metadata.name.unwrap();
         self.control_plane
-            .terminate_pod(&self.namespace, &name, "terraform-runner", 0, "")
+            .terminate_pod(&self.namespace, &name, "terraform-runner", 0, RUNNER_PLAN_SUMMARY)
             .await
             .expect("pod succeeds");
     }

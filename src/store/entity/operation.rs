@@ -24,6 +24,7 @@ pub struct Model {
     pub claims: i32,
     pub progress_since_claim: bool,
     pub terraform_provider: Option<String>,
+    pub plan_summary: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
