@@ -216,7 +216,18 @@ pub struct WorkerPool {
     pub machine_type: String,
     pub min_size: i32,
     pub max_size: i32,
+    /// Disk of each worker node in GB; optional, as Kyma's `volumeSizeGB`: 50 when left out.
+    #[serde(default = "default_disk_size_gb")]
+    #[graphql(default_with = "DEFAULT_DISK_SIZE_GB")]
+    #[schema(default = default_disk_size_gb)]
     pub disk_size_gb: i32,
+}
+
+/// A worker node's disk when the request names none, in GB.
+pub const DEFAULT_DISK_SIZE_GB: i32 = 50;
+
+fn default_disk_size_gb() -> i32 {
+    DEFAULT_DISK_SIZE_GB
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, InputObject, SimpleObject, ToSchema)]

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
+use provisioner::domain::DEFAULT_DISK_SIZE_GB;
 use serde_json::{Value, json};
 use test_support::{
     Backend, OPERATION_STATUS_FIELDS, TestApp, call, on_both_databases, provision_body, provision_input, spawn_app,
@@ -87,6 +88,30 @@ async fn graphql_provisioning_is_visible_over_rest(backend: Backend) {
     assert_eq!(cluster["workerPool"]["maxSize"], 3);
     assert_eq!(cluster["aws"]["zones"], json!(["eu-central-1a", "eu-central-1b"]));
     assert_eq!(runtime_status["runtimeConfiguration"]["kubeconfig"], Value::Null, "no kubeconfig before success");
+}
+
+/// `workerPool.diskSizeGb` may be left out, as Kyma's `volumeSizeGB`: both APIs store the documented default.
+async fn the_worker_disk_size_is_optional_in_both_apis(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let query = "query($id: String!) { runtimeStatus(id: $id) { runtimeConfiguration { clusterConfig { workerPool { diskSizeGb } } } } }";
+    let disk = |response: Value| {
+        response["data"]["runtimeStatus"]["runtimeConfiguration"]["clusterConfig"]["workerPool"]["diskSizeGb"].clone()
+    };
+
+    let mut body = provision_body("disk-rest");
+    body["clusterConfig"]["workerPool"].as_object_mut().unwrap().remove("diskSizeGb");
+    let accepted = app.post_provision(&body).await;
+    assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
+    let runtime_id = accepted.json()["id"].as_str().unwrap().to_owned();
+    assert_eq!(disk(app.graphql(query, json!({ "id": runtime_id })).await), json!(DEFAULT_DISK_SIZE_GB));
+
+    let mut input = provision_input("disk-graphql");
+    input["clusterConfig"]["workerPool"].as_object_mut().unwrap().remove("diskSizeGb");
+    let mutation = "mutation($config: ProvisionRuntimeInput!) { provisionRuntime(config: $config) { runtimeID } }";
+    let response = app.graphql(mutation, json!({ "config": input })).await;
+    assert!(response.get("errors").is_none(), "{response}");
+    let runtime_id = response["data"]["provisionRuntime"]["runtimeID"].as_str().unwrap().to_owned();
+    assert_eq!(disk(app.graphql(query, json!({ "id": runtime_id })).await), json!(DEFAULT_DISK_SIZE_GB));
 }
 
 async fn invalid_input_names_the_field_in_both_apis(backend: Backend) {
@@ -364,6 +389,7 @@ on_both_databases!(
     missing_credentials_fail_fast_and_record_nothing,
     rest_provisioning_is_queued_and_both_apis_agree,
     graphql_provisioning_is_visible_over_rest,
+    the_worker_disk_size_is_optional_in_both_apis,
     invalid_input_names_the_field_in_both_apis,
     malformed_bodies_are_refused_clearly,
     deprovisioning_while_provisioning_is_active_conflicts,
