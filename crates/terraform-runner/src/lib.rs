@@ -136,14 +136,12 @@ impl Runner {
             RunAction::Apply => {
                 session.ensure_state_bucket(bucket).await?;
                 terraform.run(INIT, &mut signals).await?;
-                let summary =
-                    plan(&terraform, &["plan", "-input=false", "-no-color", &lock_timeout, PLAN_OUT], &mut signals)
-                        .await?;
+                let summary = plan(&terraform, false, &lock_timeout, &mut signals).await?;
                 let destructive = plan::protected_changes(&summary, &settings.protected_resources);
                 if !destructive.is_empty() {
                     return Err(Error::DestructivePlan { addresses: destructive });
                 }
-                terraform.run(&["apply", "-input=false", "-no-color", &lock_timeout, PLAN_FILE], &mut signals).await?;
+                apply_plan(&terraform, &lock_timeout, &mut signals).await?;
                 let outputs = terraform.outputs().await?;
                 let kubeconfig = self.kubeconfig(&manifest, &credential, &session, &outputs, &mut signals).await?;
                 publish::publish_kubeconfig(
@@ -163,9 +161,8 @@ impl Runner {
                     return Ok(PlanSummary::default());
                 }
                 terraform.run(INIT, &mut signals).await?;
-                let arguments = ["plan", "-destroy", "-input=false", "-no-color", &lock_timeout, PLAN_OUT];
-                let summary = plan(&terraform, &arguments, &mut signals).await?;
-                terraform.run(&["apply", "-input=false", "-no-color", &lock_timeout, PLAN_FILE], &mut signals).await?;
+                let summary = plan(&terraform, true, &lock_timeout, &mut signals).await?;
+                apply_plan(&terraform, &lock_timeout, &mut signals).await?;
                 if let (CloudSession::Aws(aws), Some(prefix)) = (&session, &manifest.ssm_parameter_prefix) {
                     aws.delete_parameters_under(prefix).await?;
                 }
@@ -264,17 +261,21 @@ fn read_credential(dir: &Path) -> Result<CloudCredential> {
         .map_err(|error| Error::Input(format!("credentials in {}: {error}", dir.display())))
 }
 
-/// Copies `main.tf` into the writable work folder (Terraform writes `.terraform` next to it) and makes a
-/// temporary folder there for Terraform's downloads, since the root filesystem (and so `/tmp`) is read-only. A
-/// folder left by an earlier attempt of the same run is reused, which saves downloading the providers again.
-/// Returns the temporary folder.
+/// `init` installs exactly the providers of the lock file, from the image's mirror (its tofu configuration allows
+/// no registry), and fails rather than change the lock file.
+const INIT: &[&str] = &["init", "-input=false", "-no-color", "-lockfile=readonly"];
+
 /// The saved plan, in the work folder: what is applied is exactly what was planned and checked.
 const PLAN_FILE: &str = "run.tfplan";
-const PLAN_OUT: &str = "-out=run.tfplan";
 
-/// Plans with `arguments` into [`PLAN_FILE`] and reads its summary.
-async fn plan(terraform: &Terraform, arguments: &[&str], signals: &mut Signals) -> Result<PlanSummary> {
-    terraform.run(arguments, signals).await?;
+/// Plans (with `-destroy` for a destroy) into [`PLAN_FILE`] and reads its summary.
+async fn plan(terraform: &Terraform, destroy: bool, lock_timeout: &str, signals: &mut Signals) -> Result<PlanSummary> {
+    let out = format!("-out={PLAN_FILE}");
+    let mut arguments = vec!["plan", "-input=false", "-no-color", lock_timeout, &out];
+    if destroy {
+        arguments.insert(1, "-destroy");
+    }
+    terraform.run(&arguments, signals).await?;
     let show = terraform.capture(&["show", "-json", "-no-color", PLAN_FILE]).await?;
     let summary = plan::summarize(&show).map_err(Error::Plan)?;
     tracing::info!(
@@ -288,9 +289,10 @@ async fn plan(terraform: &Terraform, arguments: &[&str], signals: &mut Signals) 
     Ok(summary)
 }
 
-/// `init` installs exactly the providers of the lock file, from the image's mirror (its tofu configuration allows
-/// no registry), and fails rather than change the lock file.
-const INIT: &[&str] = &["init", "-input=false", "-no-color", "-lockfile=readonly"];
+/// Applies exactly the saved plan.
+async fn apply_plan(terraform: &Terraform, lock_timeout: &str, signals: &mut Signals) -> Result<()> {
+    terraform.run(&["apply", "-input=false", "-no-color", lock_timeout, PLAN_FILE], signals).await
+}
 
 /// Puts the image's lock file for the run's provider version where `init` reads it. A run of a version the image
 /// does not carry fails here, naming it, before Terraform starts.
@@ -310,6 +312,9 @@ fn install_lock_file(lock_dir: &Path, provider: &ProviderVersion, work_dir: &Pat
     Ok(())
 }
 
+/// Copies `main.tf` into the writable work folder (Terraform writes `.terraform` next to it) and makes a
+/// temporary folder there for Terraform's temporary files, since the root filesystem (and so `/tmp`) is read-only.
+/// A folder left by an earlier attempt of the same run is reused. Returns the temporary folder.
 fn prepare_work_dir(config_dir: &Path, work_dir: &Path) -> Result<PathBuf> {
     let failed = |error: std::io::Error| Error::Input(format!("preparing {}: {error}", work_dir.display()));
     let temporary = work_dir.join(".tmp");

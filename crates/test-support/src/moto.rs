@@ -1,5 +1,5 @@
-//! A local AWS for the tests: moto's server on a free loopback port, and the AWS CLI v1, both from the venv that
-//! `make test-tools` (tools/test-tools.sh) installs and names in `TEST_AWS_TOOLS_BIN_DIR`.
+//! A local AWS for the tests: moto's server (through `moto_shim.py`) on a free loopback port, and the AWS CLI v1,
+//! both from the venv that `make test-tools` (tools/test-tools.sh) installs and names in `TEST_AWS_TOOLS_BIN_DIR`.
 //!
 //! One server per test: it starts in a second or two, and tests never see each other's buckets or parameters.
 
@@ -14,7 +14,7 @@ pub const REGION: &str = "eu-west-1";
 pub const ACCESS_KEY_ID: &str = "testing";
 pub const SECRET_ACCESS_KEY: &str = "testing";
 
-/// The folder holding `moto_server` and `aws`; panics (the test fails, never skips) when it is not there.
+/// The folder holding the venv's `python` (with moto) and `aws`; panics (the test fails, never skips) when it is not there.
 pub fn aws_tools_bin_dir() -> PathBuf {
     let dir = std::env::var_os("TEST_AWS_TOOLS_BIN_DIR").map(PathBuf::from).unwrap_or_else(|| {
         panic!(
@@ -22,7 +22,7 @@ pub fn aws_tools_bin_dir() -> PathBuf {
              AWS CLI and prints the folder) or `make test-really-local`, which sets it"
         )
     });
-    for binary in ["python", "moto_server", "aws"] {
+    for binary in ["python", "aws"] {
         assert!(
             dir.join(binary).is_file(),
             "TEST_AWS_TOOLS_BIN_DIR={} has no `{binary}`: run `make test-tools` (tools/test-tools.sh) and set \
@@ -66,7 +66,7 @@ impl MotoServer {
         self.process.port()
     }
 
-    /// The venv's folder with `aws` and `moto_server`.
+    /// The venv's folder with `aws` and `python`.
     pub fn bin_dir(&self) -> &Path {
         &self.bin_dir
     }
