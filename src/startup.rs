@@ -205,6 +205,7 @@ fn worker_settings(settings: &Settings) -> WorkerSettings {
         resume_in_progress: operations.enqueue_in_progress,
         provisioning_timeout: operations.provisioning_timeout,
         deprovisioning_timeout: operations.deprovisioning_timeout,
+        upgrade_timeout: operations.upgrade_timeout,
     }
 }
 

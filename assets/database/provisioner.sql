@@ -26,3 +26,13 @@ UPDATE "operation" SET "claims" = "attempts";
 ALTER TABLE "operation" ADD COLUMN "terraform_provider" varchar;
 
 ALTER TABLE "operation" ADD COLUMN "plan_summary" text;
+
+ALTER TABLE "operation" ADD COLUMN "target_config" json;
+
+ALTER TABLE "operation" ADD COLUMN "dry_run" bool NOT NULL DEFAULT FALSE;
+
+ALTER TABLE "runtime" ADD COLUMN "preview" bool NOT NULL DEFAULT FALSE;
+
+DROP INDEX "runtime_live_name_idx";
+
+CREATE UNIQUE INDEX "runtime_live_name_idx" ON "runtime" ("name") WHERE "deleted_at" IS NULL AND NOT "preview";

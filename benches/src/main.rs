@@ -651,7 +651,7 @@ async fn seed(store: &Store, count: usize) -> Result<Vec<(Uuid, Uuid)>> {
     let results: Vec<Result<(Uuid, Uuid)>> = futures::stream::iter(0..count)
         .map(|index| async move {
             let request = ProvisionRequest::example_named(Topology::VanillaKubeadm, &format!("seed-{index}"));
-            let (runtime, operation) = Runtime::requested(request, store::now());
+            let (runtime, operation) = Runtime::requested(request, false, store::now());
             store.insert_runtime(&runtime, &operation, None).await?;
             Ok((runtime.id, operation.id))
         })

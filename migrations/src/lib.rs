@@ -9,6 +9,7 @@ use sea_orm_migration::sea_orm::DbBackend;
 mod m20261129_000001_create_runtime_and_operation;
 mod m20261201_000001_claim_tokens;
 mod m20261202_000001_operation_run_record;
+mod m20261203_000001_day_two;
 
 pub use sea_orm_migration::MigratorTrait;
 
@@ -26,6 +27,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000001_create_runtime_and_operation::Migration),
             Box::new(m20261201_000001_claim_tokens::Migration),
             Box::new(m20261202_000001_operation_run_record::Migration),
+            Box::new(m20261203_000001_day_two::Migration),
         ]
     }
 }
@@ -67,6 +69,7 @@ pub fn postgres_schema_sql() -> String {
         &m20261129_000001_create_runtime_and_operation::Migration,
         &m20261201_000001_claim_tokens::Migration,
         &m20261202_000001_operation_run_record::Migration,
+        &m20261203_000001_day_two::Migration,
     ];
     for migration in migrations {
         for statement in migration.statements(DbBackend::Postgres) {

@@ -20,18 +20,34 @@ pub struct Classified {
     pub code: &'static str,
     /// Which part of the system the error comes from: `provisioner`, `database`, `auth-service`, `kubernetes`.
     pub component: &'static str,
-    /// The offending request field (or header), for invalid input.
+    /// The offending request field (or header), for invalid input: the first of `errors`.
     pub field: Option<String>,
+    /// Every invalid field of the request, for invalid input.
+    pub errors: Vec<FieldError>,
     /// Safe to show: internal details (addresses, OS errors, SQL) stay in the log.
+    pub message: String,
+}
+
+/// One invalid field of a request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct FieldError {
+    /// A path into the request body, for example `clusterConfig.workerPool.minSize`.
+    pub field: String,
     pub message: String,
 }
 
 pub fn classify(error: service::Error) -> Classified {
     let message = error.to_string();
+    let mut errors = Vec::new();
     let (status, code, component, field) = match error {
-        service::Error::Invalid(invalid) => {
-            (StatusCode::BAD_REQUEST, "invalid_input", "provisioner", Some(invalid.field))
+        service::Error::Invalid(rejected) => {
+            errors = rejected
+                .all()
+                .map(|invalid| FieldError { field: invalid.field.clone(), message: invalid.message.clone() })
+                .collect();
+            (StatusCode::BAD_REQUEST, "invalid_input", "provisioner", Some(rejected.first.field))
         }
+        service::Error::NothingToChange { .. } => (StatusCode::BAD_REQUEST, "nothing_to_change", "provisioner", None),
         service::Error::NotFound { .. } => (StatusCode::NOT_FOUND, "not_found", "provisioner", None),
         service::Error::Conflict { conflict, .. } => (StatusCode::CONFLICT, conflict.code(), "provisioner", None),
         service::Error::IdempotencyKeyReused => {
@@ -47,11 +63,12 @@ pub fn classify(error: service::Error) -> Classified {
                 code: "internal",
                 component: "database",
                 field: None,
+                errors,
                 message: "internal error".to_owned(),
             };
         }
     };
-    Classified { status, code, component, field, message }
+    Classified { status, code, component, field, errors, message }
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -64,9 +81,12 @@ pub struct ErrorDetail {
     /// A stable machine-readable code, for example `invalid_input` or `operation_in_progress`.
     code: String,
     message: String,
-    /// The offending field, as a path into the request body (or a header name).
+    /// The offending field, as a path into the request body (or a header name): the first of `errors`.
     #[serde(skip_serializing_if = "Option::is_none")]
     field: Option<String>,
+    /// For `invalid_input`: every invalid field of the request at once.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    errors: Vec<FieldError>,
     /// For `unavailable`: the dependency that did not answer (`database`, `auth-service`, `kubernetes`).
     #[serde(skip_serializing_if = "Option::is_none")]
     component: Option<String>,
@@ -121,6 +141,7 @@ impl From<service::Error> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut component = None;
+        let mut errors = Vec::new();
         let (status, code, message, field) = match self {
             ApiError::UnsupportedMediaType => (
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -135,6 +156,7 @@ impl IntoResponse for ApiError {
                 None,
             ),
             ApiError::MalformedBody { field, message } => {
+                errors.extend(field.iter().map(|field| FieldError { field: field.clone(), message: message.clone() }));
                 (StatusCode::BAD_REQUEST, "invalid_input".to_owned(), message, field)
             }
             ApiError::BatchUnsupported => (
@@ -176,11 +198,12 @@ impl IntoResponse for ApiError {
                 if classified.status == StatusCode::SERVICE_UNAVAILABLE {
                     component = Some(classified.component.to_owned());
                 }
+                errors = classified.errors;
                 (classified.status, classified.code.to_owned(), classified.message, classified.field)
             }
         };
-        let mut response =
-            (status, Json(ErrorBody { error: ErrorDetail { code, message, field, component } })).into_response();
+        let mut response = (status, Json(ErrorBody { error: ErrorDetail { code, message, field, errors, component } }))
+            .into_response();
         if status == StatusCode::UNAUTHORIZED {
             // RFC 6750: names the scheme the client has to use.
             response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));

@@ -19,6 +19,7 @@ use super::caller::Identity;
 use super::error::classify;
 use crate::domain::{
     ClusterConfig, Labels, LastError, Operation, OperationState, OperationType, PlanSummary, ProvisionRequest,
+    UpgradeClusterInput,
 };
 use crate::service::{self, Conflict, Service};
 
@@ -120,6 +121,10 @@ pub fn graphql_error(error: service::Error) -> async_graphql::Error {
         if let Some(field) = &classified.field {
             extensions.set("field", field.as_str());
         }
+        if !classified.errors.is_empty() {
+            // Plain strings in a list of objects: serializing them cannot fail.
+            extensions.set("errors", async_graphql::to_value(&classified.errors).unwrap_or_default());
+        }
     })
 }
 
@@ -143,6 +148,8 @@ pub struct OperationStatus {
     last_error: Option<LastError>,
     /// What the plan of the operation's run changed, once its Job succeeded.
     plan_summary: Option<PlanSummary>,
+    /// The operation only plans: nothing is applied.
+    dry_run: bool,
 }
 
 impl From<Operation> for OperationStatus {
@@ -156,6 +163,7 @@ impl From<Operation> for OperationStatus {
             stage: operation.stage.as_str().to_owned(),
             last_error: operation.last_error,
             plan_summary: operation.plan_summary,
+            dry_run: operation.dry_run,
         }
     }
 }
@@ -271,17 +279,37 @@ pub struct Mutation;
 
 #[Object]
 impl Mutation {
+    /// With `dryRun`, only validates, renders and plans: the runtime is recorded as a preview (its name stays
+    /// free) and nothing is built.
     async fn provision_runtime(
         &self,
         context: &Context<'_>,
         config: ProvisionRequest,
+        #[graphql(default_with = "Some(false)")] dry_run: Option<bool>,
     ) -> GraphQLResult<OperationStatus> {
         let identity = context.data::<Identity>()?;
-        let accepted = service(context).provision_runtime(config, None).await.map_err(graphql_error)?;
+        let dry_run = dry_run.unwrap_or_default();
+        let accepted = service(context).provision_runtime(config, None, dry_run).await.map_err(graphql_error)?;
         if !accepted.replayed {
             identity.audit("graphql", &accepted.operation);
         }
         Ok(accepted.operation.into())
+    }
+
+    /// Changes a provisioned cluster (planned first; a plan that would replace the cluster is refused). The
+    /// runtime's configuration changes only once the upgrade succeeded; with `dryRun` the operation only plans.
+    async fn upgrade_cluster(
+        &self,
+        context: &Context<'_>,
+        id: String,
+        config: UpgradeClusterInput,
+        #[graphql(default_with = "Some(false)")] dry_run: Option<bool>,
+    ) -> GraphQLResult<OperationStatus> {
+        let identity = context.data::<Identity>()?;
+        let dry_run = dry_run.unwrap_or_default();
+        let operation = service(context).upgrade_cluster(&id, config, dry_run).await.map_err(graphql_error)?;
+        identity.audit("graphql", &operation);
+        Ok(operation.into())
     }
 
     /// Returns the id of the deprovisioning operation.

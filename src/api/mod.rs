@@ -67,7 +67,10 @@ pub fn router(
             }),
         )
         .route("/api/v1/provisions", post(rest::create_provision))
-        .route("/api/v1/provisions/{id}", get(rest::get_provision).delete(rest::delete_provision))
+        .route(
+            "/api/v1/provisions/{id}",
+            get(rest::get_provision).patch(rest::patch_provision).delete(rest::delete_provision),
+        )
         .route("/api/v1/provisions/{id}/logs", get(rest::get_logs))
         .route("/api/v1/provisions/{id}/kubeconfig", get(rest::get_kubeconfig))
         .route("/api/v1/openapi.json", get(rest::openapi))

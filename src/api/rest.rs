@@ -16,7 +16,9 @@ use utoipa::{Modify, OpenApi, ToSchema};
 use super::AppState;
 use super::caller::Identity;
 use super::error::{ApiError, ErrorBody};
-use crate::domain::{LastError, Operation, OperationState, OperationType, PlanSummary, ProvisionRequest};
+use crate::domain::{
+    LastError, Operation, OperationState, OperationType, PlanSummary, ProvisionRequest, UpgradeClusterInput,
+};
 use crate::service::{self, ExecutorHealth, RuntimeStatus};
 
 /// The seed's words for an operation's state, one to one with [`OperationState`].
@@ -45,6 +47,7 @@ impl From<OperationState> for ProvisionStatus {
 pub enum OperationKind {
     Provision,
     Deprovision,
+    Upgrade,
 }
 
 impl From<OperationType> for OperationKind {
@@ -52,18 +55,22 @@ impl From<OperationType> for OperationKind {
         match operation_type {
             OperationType::Provision => OperationKind::Provision,
             OperationType::Deprovision => OperationKind::Deprovision,
+            OperationType::Upgrade => OperationKind::Upgrade,
         }
     }
 }
 
-/// The answer to an accepted POST or DELETE: the runtime id and the queued operation.
+/// The answer to an accepted POST, PATCH or DELETE: the runtime id and the queued operation.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Accepted {
     /// The runtime id, used in every other path.
     id: String,
     operation_id: String,
+    operation: OperationKind,
     status: ProvisionStatus,
+    /// The operation only plans: nothing is applied.
+    dry_run: bool,
 }
 
 impl From<&Operation> for Accepted {
@@ -71,7 +78,9 @@ impl From<&Operation> for Accepted {
         Accepted {
             id: operation.runtime_id.to_string(),
             operation_id: operation.id.to_string(),
+            operation: operation.operation_type.into(),
             status: operation.state.into(),
+            dry_run: operation.dry_run,
         }
     }
 }
@@ -90,6 +99,8 @@ pub struct ProvisionStatusResponse {
     last_error: Option<LastError>,
     /// What the plan of the operation's run changed, once its Job succeeded.
     plan_summary: Option<PlanSummary>,
+    /// The operation only plans: nothing is applied (a preview runtime, or an upgrade's dry run).
+    dry_run: bool,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
 }
@@ -107,6 +118,7 @@ impl From<RuntimeStatus> for ProvisionStatusResponse {
             message: operation.message,
             last_error: operation.last_error,
             plan_summary: operation.plan_summary,
+            dry_run: operation.dry_run,
             created_at: operation.created_at,
             updated_at: operation.updated_at,
         }
@@ -153,6 +165,21 @@ async fn json_body<T: serde::de::DeserializeOwned>(headers: &HeaderMap, body: Bo
     })
 }
 
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DryRunQuery {
+    #[serde(default)]
+    dry_run: bool,
+}
+
+/// `?dryRun=true`; axum's rejection would answer text/plain.
+fn dry_run(query: Result<Query<DryRunQuery>, QueryRejection>) -> ApiResult<bool> {
+    query.map(|Query(query)| query.dry_run).map_err(|rejection| ApiError::MalformedBody {
+        field: Some("dryRun".into()),
+        message: format!("invalid query: {}", rejection.body_text()),
+    })
+}
+
 /// The `{id}` path segment; axum's own rejection (a segment that is not UTF-8 once percent-decoded) would answer
 /// text/plain, every other error here is JSON.
 fn path_id(id: Result<Path<String>, PathRejection>) -> ApiResult<String> {
@@ -174,7 +201,10 @@ fn path_id(id: Result<Path<String>, PathRejection>) -> ApiResult<String> {
             "aws": {"zones": ["eu-central-1a", "eu-central-1b"]}
         }
     })),
-    params(("Idempotency-Key" = Option<String>, Header, description = "Retries with the same key get the first answer")),
+    params(
+        ("Idempotency-Key" = Option<String>, Header, description = "Retries with the same key get the first answer"),
+        ("dryRun" = Option<bool>, Query, description = "Only validate, render and plan: the runtime is recorded as a preview (its name stays free) and nothing is built"),
+    ),
     responses(
         (status = 202, description = "Provisioning queued", body = Accepted),
         (status = 400, description = "Invalid input; `field` names it", body = ErrorBody),
@@ -187,20 +217,22 @@ fn path_id(id: Result<Path<String>, PathRejection>) -> ApiResult<String> {
 pub async fn create_provision(
     State(state): State<AppState>,
     Extension(identity): Extension<Identity>,
+    query: Result<Query<DryRunQuery>, QueryRejection>,
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
+    let dry_run = dry_run(query)?;
     let request: ProvisionRequest = json_body(&headers, body).await?;
     let idempotency_key = match headers.get("idempotency-key") {
         Some(value) => Some(value.to_str().map_err(|_| {
-            service::Error::Invalid(service::Invalid {
+            service::Error::from(service::Invalid {
                 field: "Idempotency-Key".into(),
                 message: "must be visible ASCII".into(),
             })
         })?),
         None => None,
     };
-    let accepted = state.service.provision_runtime(request, idempotency_key).await?;
+    let accepted = state.service.provision_runtime(request, idempotency_key, dry_run).await?;
     // A replayed request changed nothing: its audit line is the first request's.
     if !accepted.replayed {
         identity.audit("rest", &accepted.operation);
@@ -288,6 +320,41 @@ pub async fn get_kubeconfig(
 }
 
 #[utoipa::path(
+    patch,
+    path = "/api/v1/provisions/{id}",
+    request_body(content = UpgradeClusterInput, content_type = "application/json", description = "The changeable part of `clusterConfig` (JSON merge semantics: what is left out stays)", example = json!({
+        "kubernetesVersion": "1.35", "workerPool": {"maxSize": 5}
+    })),
+    params(
+        ("id" = uuid::Uuid, Path, description = "Runtime id"),
+        ("dryRun" = Option<bool>, Query, description = "Only plan the change: the operation ends with its plan summary and nothing is applied"),
+    ),
+    responses(
+        (status = 202, description = "Upgrade queued", body = Accepted),
+        (status = 400, description = "Invalid input, a field that cannot change (`errors` lists every one), or `nothing_to_change`", body = ErrorBody),
+        (status = 404, description = "Unknown runtime", body = ErrorBody),
+        (status = 409, description = "An operation is active, the runtime is not provisioned, is deprovisioned or is a preview", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
+    )
+)]
+pub async fn patch_provision(
+    State(state): State<AppState>,
+    Extension(identity): Extension<Identity>,
+    id: Result<Path<String>, PathRejection>,
+    query: Result<Query<DryRunQuery>, QueryRejection>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    let id = path_id(id)?;
+    let dry_run = dry_run(query)?;
+    let body: serde_json::Value = json_body(&headers, body).await?;
+    let upgrade = service::upgrade_from_json(&body).map_err(service::Error::from)?;
+    let operation = state.service.upgrade_cluster(&id, upgrade, dry_run).await?;
+    identity.audit("rest", &operation);
+    Ok((StatusCode::ACCEPTED, Json(Accepted::from(&operation))).into_response())
+}
+
+#[utoipa::path(
     delete,
     path = "/api/v1/provisions/{id}",
     params(("id" = uuid::Uuid, Path, description = "Runtime id")),
@@ -349,7 +416,7 @@ pub async fn healthz(State(state): State<AppState>) -> Response {
 #[derive(OpenApi)]
 #[openapi(
     info(title = "cluster-provisioner", description = "Provisions and deprovisions Kubernetes clusters."),
-    paths(create_provision, get_provision, get_logs, get_kubeconfig, delete_provision, healthz),
+    paths(create_provision, get_provision, patch_provision, get_logs, get_kubeconfig, delete_provision, healthz),
     modifiers(&BearerToken),
     security(("bearer" = []))
 )]

@@ -67,7 +67,7 @@ impl Runtime {
     /// reproducible (golden files).
     pub fn example(topology: Topology) -> Runtime {
         let created: DateTime<Utc> = Utc.with_ymd_and_hms(2025, 6, 1, 12, 0, 0).single().expect("a valid time");
-        let (mut runtime, _) = Runtime::requested(ProvisionRequest::example(topology), created);
+        let (mut runtime, _) = Runtime::requested(ProvisionRequest::example(topology), false, created);
         runtime.id = Uuid::from_u128(0x0190b8a6_7f3e_7c4a_9a41_3f2d3c1b2a10);
         runtime.last_operation_id = None;
         runtime

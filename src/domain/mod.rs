@@ -53,6 +53,7 @@ pub mod run;
 use run::Stage;
 
 /// Shared with terraform-runner, which reads them from `runner.json`; the service enables their API derives.
+pub use runner_contract::manifest::RunAction;
 pub use runner_contract::plan::PlanSummary;
 pub use runner_contract::providers::ProviderVersion;
 pub use runner_contract::{Cloud, Topology};
@@ -64,23 +65,18 @@ spelled! {
     pub enum OperationType {
         Provision => "Provision",
         Deprovision => "Deprovision",
+        /// A change of a running cluster (version, sizes, machine types), planned first.
+        Upgrade => "Upgrade",
     }
 }
 
 impl OperationType {
-    /// What its Job's terraform-runner does.
-    pub fn run_action(self) -> runner_contract::manifest::RunAction {
-        match self {
-            OperationType::Provision => runner_contract::manifest::RunAction::Apply,
-            OperationType::Deprovision => runner_contract::manifest::RunAction::Destroy,
-        }
-    }
-
     /// The noun for messages: "provisioning did not finish within 1h".
     pub fn verb(self) -> &'static str {
         match self {
             OperationType::Provision => "provisioning",
             OperationType::Deprovision => "deprovisioning",
+            OperationType::Upgrade => "upgrading",
         }
     }
 }
@@ -254,6 +250,61 @@ pub struct GcpConfig {
     pub zones: Vec<String>,
 }
 
+/// What an upgrade changes; every field left out stays as it is (JSON merge semantics for REST's PATCH). Only
+/// these can change on a running cluster: the rest of its configuration is fixed when it is provisioned.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, InputObject, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UpgradeClusterInput {
+    /// `MAJOR.MINOR`: only upwards, one minor version at a time.
+    pub kubernetes_version: Option<String>,
+    pub worker_pool: Option<WorkerPoolUpgrade>,
+    /// vanilla_kubeadm only.
+    pub control_plane: Option<ControlPlaneUpgrade>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, InputObject, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[graphql(name = "WorkerPoolUpgradeInput")]
+pub struct WorkerPoolUpgrade {
+    pub machine_type: Option<String>,
+    pub min_size: Option<i32>,
+    pub max_size: Option<i32>,
+    pub disk_size_gb: Option<i32>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, InputObject, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[graphql(name = "ControlPlaneUpgradeInput")]
+pub struct ControlPlaneUpgrade {
+    pub machine_type: Option<String>,
+}
+
+impl ClusterConfig {
+    /// This configuration with the upgrade's fields replaced; a control-plane change of a topology without
+    /// control-plane nodes is left for validation to refuse.
+    pub fn upgraded(&self, upgrade: &UpgradeClusterInput) -> ClusterConfig {
+        let mut config = self.clone();
+        if let Some(version) = &upgrade.kubernetes_version {
+            config.kubernetes_version = version.clone();
+        }
+        if let Some(workers) = &upgrade.worker_pool {
+            let pool = &mut config.worker_pool;
+            if let Some(machine_type) = &workers.machine_type {
+                pool.machine_type = machine_type.clone();
+            }
+            pool.min_size = workers.min_size.unwrap_or(pool.min_size);
+            pool.max_size = workers.max_size.unwrap_or(pool.max_size);
+            pool.disk_size_gb = workers.disk_size_gb.unwrap_or(pool.disk_size_gb);
+        }
+        if let (Some(change), Some(control_plane)) = (&upgrade.control_plane, &mut config.control_plane)
+            && let Some(machine_type) = &change.machine_type
+        {
+            control_plane.machine_type = machine_type.clone();
+        }
+        config
+    }
+}
+
 /// A cluster this service built or is building.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Runtime {
@@ -266,14 +317,17 @@ pub struct Runtime {
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub deleted_at: Option<DateTime<Utc>>,
+    /// Recorded by a dry-run provisioning: planned, never built; its name stays free for a real one.
+    pub preview: bool,
 }
 
 impl Runtime {
-    /// A new runtime for a request, with its first operation: the queued provisioning.
-    pub fn requested(request: ProvisionRequest, now: DateTime<Utc>) -> (Runtime, Operation) {
+    /// A new runtime for a request, with its first operation: the queued provisioning (only its plan, and the
+    /// runtime a preview, for a dry run).
+    pub fn requested(request: ProvisionRequest, dry_run: bool, now: DateTime<Utc>) -> (Runtime, Operation) {
         let id = Uuid::now_v7();
         let provider = ProviderVersion::pinned(request.cluster_config.topology.cloud());
-        let operation = Operation::queued(id, OperationType::Provision, provider, now);
+        let operation = Operation { dry_run, ..Operation::queued(id, OperationType::Provision, provider, now) };
         let runtime = Runtime {
             id,
             name: request.runtime_input.name,
@@ -284,6 +338,7 @@ impl Runtime {
             created_at: now,
             updated_at: now,
             deleted_at: None,
+            preview: dry_run,
         };
         (runtime, operation)
     }
@@ -321,7 +376,7 @@ impl LastError {
     }
 }
 
-/// One asynchronous operation (provision or deprovision) on a runtime.
+/// One asynchronous operation (provision, upgrade or deprovision) on a runtime.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Operation {
     pub id: Uuid,
@@ -340,6 +395,11 @@ pub struct Operation {
     pub terraform_provider: Option<ProviderVersion>,
     /// What the run's plan changed, once its Job succeeded.
     pub plan_summary: Option<PlanSummary>,
+    /// The configuration the run applies, when it is not the runtime's (an upgrade's target): it becomes the
+    /// runtime's only when the run succeeded.
+    pub target_config: Option<ClusterConfig>,
+    /// Plan only: nothing is applied and the runtime's configuration stays as it is.
+    pub dry_run: bool,
     pub created_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,
     pub updated_at: DateTime<Utc>,
@@ -367,10 +427,23 @@ impl Operation {
             claims: 0,
             terraform_provider: Some(terraform_provider),
             plan_summary: None,
+            target_config: None,
+            dry_run: false,
             created_at: now,
             started_at: None,
             updated_at: now,
             finished_at: None,
+        }
+    }
+}
+
+impl Operation {
+    /// What its Job's terraform-runner does.
+    pub fn run_action(&self) -> RunAction {
+        match (self.dry_run, self.operation_type) {
+            (true, _) => RunAction::Plan,
+            (false, OperationType::Provision | OperationType::Upgrade) => RunAction::Apply,
+            (false, OperationType::Deprovision) => RunAction::Destroy,
         }
     }
 }
@@ -398,7 +471,8 @@ mod tests {
             assert_eq!(OperationState::parse(state.as_str()), Some(*state));
         }
         assert_eq!(OperationType::parse("Provision"), Some(OperationType::Provision));
-        assert_eq!(OperationType::parse("Upgrade"), None);
+        assert_eq!(OperationType::parse("Upgrade"), Some(OperationType::Upgrade));
+        assert_eq!(OperationType::parse("upgrade"), None);
         assert_eq!(Component::AuthService.as_str(), "auth-service");
         assert_eq!(serde_json::to_string(&FailureReason::JobStillRunning).unwrap(), "\"job_still_running\"");
     }
@@ -421,5 +495,38 @@ mod tests {
         assert_eq!(operation.runtime_id, runtime_id);
         assert!(operation.message.contains("deprovisioning"));
         assert!(operation.last_error.is_none());
+    }
+
+    #[test]
+    fn a_dry_run_only_plans_and_an_upgrade_applies() {
+        let provider = ProviderVersion::pinned(Cloud::Aws);
+        let queued = |operation_type| Operation::queued(Uuid::now_v7(), operation_type, provider.clone(), Utc::now());
+        assert_eq!(queued(OperationType::Provision).run_action(), RunAction::Apply);
+        assert_eq!(queued(OperationType::Upgrade).run_action(), RunAction::Apply);
+        assert_eq!(queued(OperationType::Deprovision).run_action(), RunAction::Destroy);
+        let dry_run = Operation { dry_run: true, ..queued(OperationType::Upgrade) };
+        assert_eq!(dry_run.run_action(), RunAction::Plan);
+    }
+
+    #[test]
+    fn an_upgrade_replaces_only_the_fields_it_names() {
+        let current = ProvisionRequest::example(Topology::VanillaKubeadm).cluster_config;
+        assert_eq!(current.upgraded(&UpgradeClusterInput::default()), current);
+        let upgrade = UpgradeClusterInput {
+            kubernetes_version: Some("1.35".to_owned()),
+            worker_pool: Some(WorkerPoolUpgrade { max_size: Some(9), ..WorkerPoolUpgrade::default() }),
+            control_plane: Some(ControlPlaneUpgrade { machine_type: Some("m6i.xlarge".to_owned()) }),
+        };
+        let upgraded = current.upgraded(&upgrade);
+        assert_eq!(upgraded.kubernetes_version, "1.35");
+        assert_eq!(upgraded.worker_pool.max_size, 9);
+        assert_eq!(upgraded.worker_pool.min_size, current.worker_pool.min_size);
+        assert_eq!(upgraded.worker_pool.machine_type, current.worker_pool.machine_type);
+        assert_eq!(upgraded.control_plane.as_ref().unwrap().machine_type, "m6i.xlarge");
+        assert_eq!(upgraded.control_plane.as_ref().unwrap().count, current.control_plane.as_ref().unwrap().count);
+        assert_eq!(
+            (upgraded.region.as_str(), upgraded.network.as_ref()),
+            (current.region.as_str(), current.network.as_ref())
+        );
     }
 }

@@ -3,7 +3,7 @@
 
 use uuid::Uuid;
 
-use super::{Component, FailureReason, LastError, OperationType};
+use super::{Component, FailureReason, LastError, OperationType, RunAction};
 
 spelled! {
     /// The steps of a run, in order (the derived ordering is the step order). The current one is stored with the
@@ -20,7 +20,8 @@ spelled! {
         CreateJob => "CreateJob",
         /// Follow the Job until it completes or fails.
         WaitForJob => "WaitForJob",
-        /// Provisioning: require the outputs Secret. Deprovisioning: remove it and mark the runtime deleted.
+        /// Provisioning and upgrades: require the outputs Secret. Deprovisioning: remove it and mark the runtime
+        /// deleted. A dry run: nothing.
         Finalize => "Finalize",
         /// Stop the Job of a failed run, then delete the credentials Secret, whatever the result.
         Cleanup => "Cleanup",
@@ -44,20 +45,25 @@ impl Stage {
     }
 
     /// What the operation is doing while at this step, as its status message.
-    pub fn message(self, operation_type: OperationType) -> &'static str {
-        match (self, operation_type) {
-            (Stage::Queued, _) => "Operation queued: waiting for a worker",
-            (Stage::ResolveCredential, _) => "Resolving the cloud credential",
-            (Stage::RenderConfig, _) => "Rendering the Terraform configuration",
-            (Stage::CreateJob, OperationType::Provision) => "Starting the terraform apply Job",
-            (Stage::CreateJob, OperationType::Deprovision) => "Starting the terraform destroy Job",
-            (Stage::WaitForJob, OperationType::Provision) => "terraform apply is running",
-            (Stage::WaitForJob, OperationType::Deprovision) => "terraform destroy is running",
-            (Stage::Finalize, OperationType::Provision) => "Checking the published kubeconfig",
-            (Stage::Finalize, OperationType::Deprovision) => "Removing the cluster's outputs",
-            (Stage::Cleanup, _) => "Removing the run's credentials",
-            (Stage::Done, OperationType::Provision) => "Cluster provisioned",
-            (Stage::Done, OperationType::Deprovision) => "Cluster deprovisioned",
+    pub fn message(self, operation_type: OperationType, action: RunAction) -> &'static str {
+        match (self, action, operation_type) {
+            (Stage::Queued, _, _) => "Operation queued: waiting for a worker",
+            (Stage::ResolveCredential, _, _) => "Resolving the cloud credential",
+            (Stage::RenderConfig, _, _) => "Rendering the Terraform configuration",
+            (Stage::CreateJob, RunAction::Apply, _) => "Starting the terraform apply Job",
+            (Stage::CreateJob, RunAction::Destroy, _) => "Starting the terraform destroy Job",
+            (Stage::CreateJob, RunAction::Plan, _) => "Starting the terraform plan Job (dry run)",
+            (Stage::WaitForJob, RunAction::Apply, _) => "terraform apply is running",
+            (Stage::WaitForJob, RunAction::Destroy, _) => "terraform destroy is running",
+            (Stage::WaitForJob, RunAction::Plan, _) => "terraform plan is running (dry run)",
+            (Stage::Finalize, RunAction::Apply, _) => "Checking the published kubeconfig",
+            (Stage::Finalize, RunAction::Destroy, _) => "Removing the cluster's outputs",
+            (Stage::Finalize, RunAction::Plan, _) => "Recording the plan",
+            (Stage::Cleanup, _, _) => "Removing the run's credentials",
+            (Stage::Done, RunAction::Plan, _) => "Dry run planned; nothing was changed",
+            (Stage::Done, _, OperationType::Provision) => "Cluster provisioned",
+            (Stage::Done, _, OperationType::Upgrade) => "Cluster upgraded",
+            (Stage::Done, _, OperationType::Deprovision) => "Cluster deprovisioned",
         }
     }
 }
@@ -176,6 +182,7 @@ impl RunNames {
         let job = match operation_type {
             OperationType::Provision => format!("provision-{runtime_id}"),
             OperationType::Deprovision => format!("deprovision-{runtime_id}"),
+            OperationType::Upgrade => format!("upgrade-{runtime_id}"),
         };
         RunNames {
             config_map: format!("{job}-config"),
@@ -268,6 +275,7 @@ mod tests {
         let runtime_id = Uuid::parse_str("0190b8a6-7f3e-7c4a-9a41-3f2d3c1b2a10").unwrap();
         let names = RunNames::new(OperationType::Deprovision, runtime_id);
         assert_eq!(names, RunNames::new(OperationType::Deprovision, runtime_id));
+        assert_eq!(RunNames::new(OperationType::Upgrade, runtime_id).job, format!("upgrade-{runtime_id}"));
         assert_eq!(names.job, format!("deprovision-{runtime_id}"));
         assert_eq!(names.outputs_secret, format!("provision-{runtime_id}-outputs"));
         for name in [&names.job, &names.config_map, &names.credentials_secret, &names.outputs_secret] {

@@ -15,7 +15,7 @@ use runner_contract::environment::{POD_NAMESPACE_FIELD, RunnerEnvironment, mount
 use runner_contract::job::{RUNNER_BINARY, RUNNER_GRACE_PERIOD};
 
 use crate::domain::run::RunNames;
-use crate::domain::{FailureReason, OperationType};
+use crate::domain::{FailureReason, RunAction};
 
 pub const INIT_CONTAINER: &str = "init";
 pub const RUNNER_CONTAINER: &str = "terraform-runner";
@@ -36,12 +36,11 @@ pub struct JobSettings {
 /// the rendered configuration and the credentials mounted as files (never in the spec or the environment).
 pub fn build(
     settings: &JobSettings,
-    operation_type: OperationType,
+    action: RunAction,
     names: &RunNames,
     labels: &BTreeMap<String, String>,
     active_deadline: Duration,
 ) -> Job {
-    let action = operation_type.run_action();
     let volume_mount = |name: &str, path: &str, read_only: bool| VolumeMount {
         name: name.to_owned(),
         mount_path: path.to_owned(),
@@ -203,6 +202,7 @@ pub fn failure(job: &Job) -> (FailureReason, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::OperationType;
     use uuid::Uuid;
 
     fn settings() -> JobSettings {
@@ -218,7 +218,7 @@ mod tests {
     #[test]
     fn the_job_never_retries_and_mounts_credentials_as_files() {
         let names = RunNames::new(OperationType::Deprovision, Uuid::now_v7());
-        let job = build(&settings(), OperationType::Deprovision, &names, &BTreeMap::new(), Duration::from_secs(600));
+        let job = build(&settings(), RunAction::Destroy, &names, &BTreeMap::new(), Duration::from_secs(600));
         let spec = job.spec.unwrap();
         assert_eq!(spec.backoff_limit, Some(0));
         assert_eq!(spec.active_deadline_seconds, Some(600));
@@ -248,7 +248,7 @@ mod tests {
     #[test]
     fn the_runner_reads_what_the_job_sets_and_finds_it_mounted() {
         let names = RunNames::new(OperationType::Provision, Uuid::now_v7());
-        let job = build(&settings(), OperationType::Provision, &names, &BTreeMap::new(), Duration::from_secs(600));
+        let job = build(&settings(), RunAction::Apply, &names, &BTreeMap::new(), Duration::from_secs(600));
         let pod = job.spec.unwrap().template.spec.unwrap();
         let runner = &pod.containers[0];
         assert_eq!(runner.args.as_ref().unwrap(), &["--action", "apply"]);

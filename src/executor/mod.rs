@@ -26,7 +26,7 @@ use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
 use crate::domain::run::{JobState, RunNames};
-use crate::domain::{FailureReason, OperationType, PlanSummary};
+use crate::domain::{FailureReason, PlanSummary, RunAction};
 pub use job::{JobSettings, RUNNER_CONTAINER};
 pub use runner_contract::job::RUNNER_GRACE_PERIOD;
 const DELETION_TIMEOUT: Duration = Duration::from_secs(60);
@@ -201,12 +201,12 @@ impl Executor {
     /// the garbage collector removes them with the Job.
     pub async fn ensure_job(
         &self,
-        operation_type: OperationType,
+        action: RunAction,
         names: &RunNames,
         labels: &BTreeMap<String, String>,
         active_deadline: Duration,
     ) -> Result<()> {
-        let job = job::build(&self.settings, operation_type, names, labels, active_deadline);
+        let job = job::build(&self.settings, action, names, labels, active_deadline);
         let job = self.ensure(job, operation_of(labels)).await?;
         let owner = OwnerReference {
             api_version: "batch/v1".to_owned(),

@@ -14,11 +14,11 @@ pub use crate::domain::policy::{KubernetesVersion, ValidationPolicy};
 use crate::domain::run::{JobState, RunNames, Stage};
 use crate::domain::{
     ClusterConfig, Component, LastError, Operation, OperationState, OperationType, ProviderVersion, ProvisionRequest,
-    Runtime, RuntimePage,
+    Runtime, RuntimePage, UpgradeClusterInput,
 };
 use crate::executor::{self, Executor};
 use crate::store::{self, IdempotencyRecord, OperationCount, Store};
-pub use validation::Invalid;
+pub use validation::{Invalid, Rejected, upgrade_from_json};
 
 /// Why a request conflicts with the state of a runtime.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +33,8 @@ pub enum Conflict {
     NoRunnerPod,
     /// A Job of an earlier operation on the runtime is still running: only one Terraform per runtime at a time.
     JobStillRunning,
+    /// The runtime is the preview of a dry-run provisioning: there is no cluster to change.
+    Preview,
 }
 
 impl Conflict {
@@ -44,14 +46,18 @@ impl Conflict {
             Conflict::AlreadyDeprovisioned => "already_deprovisioned",
             Conflict::NoRunnerPod => "no_runner_pod",
             Conflict::JobStillRunning => "job_still_running",
+            Conflict::Preview => "preview",
         }
     }
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("invalid {}: {}", .0.field, .0.message)]
-    Invalid(Invalid),
+    #[error("invalid {}: {}", .0.first.field, .0.first.message)]
+    Invalid(Rejected),
+    /// An upgrade whose every field already has the requested value.
+    #[error("nothing to change: runtime {runtime_id} already has this configuration")]
+    NothingToChange { runtime_id: String },
     #[error("{what} {id} not found")]
     NotFound { what: &'static str, id: String },
     #[error("{message}")]
@@ -81,7 +87,13 @@ impl From<store::Error> for Error {
 
 impl From<Invalid> for Error {
     fn from(invalid: Invalid) -> Self {
-        Error::Invalid(invalid)
+        Error::Invalid(invalid.into())
+    }
+}
+
+impl From<Rejected> for Error {
+    fn from(rejected: Rejected) -> Self {
+        Error::Invalid(rejected)
     }
 }
 
@@ -145,15 +157,17 @@ impl Service {
     }
 
     /// Validates and records a new runtime with a queued provisioning operation. With an idempotency key, a
-    /// repeated identical request returns the operation recorded the first time instead of a new one.
+    /// repeated identical request returns the operation recorded the first time instead of a new one. A dry run
+    /// records a preview runtime (its name stays free) whose operation only plans.
     #[instrument(skip_all, fields(runtime_name = %request.runtime_input.name))]
     pub async fn provision_runtime(
         &self,
         request: ProvisionRequest,
         idempotency_key: Option<&str>,
+        dry_run: bool,
     ) -> Result<ProvisionAccepted> {
         self.policy.validate(&request)?;
-        let fingerprint = request_fingerprint(&request);
+        let fingerprint = request_fingerprint(&request, dry_run);
         if let Some(key) = idempotency_key {
             check_idempotency_key(key)?;
             if let Some(record) = self.store.find_idempotency_record(key).await? {
@@ -164,7 +178,7 @@ impl Service {
         // Fail fast: nothing is recorded for a credential that does not exist or does not fit the topology.
         self.check_credential(&request.cluster_config).await?;
 
-        let (runtime, operation) = Runtime::requested(request, store::now());
+        let (runtime, operation) = Runtime::requested(request, dry_run, store::now());
         let runtime_id = runtime.id;
         let record = idempotency_key.map(|key| IdempotencyRecord {
             key: key.to_owned(),
@@ -174,7 +188,7 @@ impl Service {
         });
         match self.store.insert_runtime(&runtime, &operation, record.as_ref()).await {
             Ok(()) => {
-                tracing::info!(runtime_id = %runtime_id, operation_id = %operation.id, "provisioning queued");
+                tracing::info!(runtime_id = %runtime_id, operation_id = %operation.id, dry_run, "provisioning queued");
                 self.queued.notify_one();
                 Ok(ProvisionAccepted { operation, replayed: false })
             }
@@ -242,22 +256,76 @@ impl Service {
     #[instrument(skip_all, fields(runtime_id = %runtime_id))]
     pub async fn deprovision_runtime(&self, runtime_id: &str) -> Result<Operation> {
         let status = self.runtime_status(runtime_id).await?;
-        if status.runtime.deleted_at.is_some() {
+        self.check_changeable(&status).await?;
+        // The provider that last wrote the cluster's state destroys it, whatever this release pins.
+        let provider = self.state_provider(&status.runtime).await?;
+        let operation = Operation::queued(status.runtime.id, OperationType::Deprovision, provider, store::now());
+        self.queue(runtime_id, operation).await
+    }
+
+    /// Queues a change of a provisioned cluster: the configuration `upgrade` makes of the one last applied, checked
+    /// as a provisioning is plus the upgrade's own rules. The runtime shows the new configuration only once the
+    /// upgrade succeeded; a dry run only plans it.
+    #[instrument(skip_all, fields(runtime_id = %runtime_id, dry_run))]
+    pub async fn upgrade_cluster(
+        &self,
+        runtime_id: &str,
+        upgrade: UpgradeClusterInput,
+        dry_run: bool,
+    ) -> Result<Operation> {
+        let status = self.runtime_status(runtime_id).await?;
+        let runtime = &status.runtime;
+        // Validation first: a bad request is answered the same whatever the runtime is doing.
+        let target = self
+            .policy
+            .validate_upgrade(&runtime.cluster_config, &upgrade)?
+            .ok_or_else(|| Error::NothingToChange { runtime_id: runtime.id.to_string() })?;
+        self.check_changeable(&status).await?;
+        if !self.store.was_provisioned(runtime.id).await? {
+            return Err(Error::Conflict {
+                conflict: Conflict::NotReady,
+                message: format!(
+                    "runtime {} has no cluster to upgrade: its provisioning has not succeeded",
+                    runtime.id
+                ),
+            });
+        }
+        let provider = self.state_provider(&status.runtime).await?;
+        let operation = Operation {
+            target_config: Some(target),
+            dry_run,
+            ..Operation::queued(status.runtime.id, OperationType::Upgrade, provider, store::now())
+        };
+        self.queue(runtime_id, operation).await
+    }
+
+    /// Whether a new operation may be queued on the runtime: live, not a preview, no active operation, and no Job of an
+    /// earlier operation still running (a run that ended without stopping it): a second Terraform on the same
+    /// state must not start beside it.
+    async fn check_changeable(&self, status: &RuntimeStatus) -> Result<()> {
+        let runtime = &status.runtime;
+        if runtime.deleted_at.is_some() {
             return Err(Error::Conflict {
                 conflict: Conflict::AlreadyDeprovisioned,
-                message: format!("runtime {} is already deprovisioned", status.runtime.id),
+                message: format!("runtime {} is already deprovisioned", runtime.id),
+            });
+        }
+        if runtime.preview {
+            return Err(Error::Conflict {
+                conflict: Conflict::Preview,
+                message: format!(
+                    "runtime {} is the preview of a dry run and has no cluster; provision it without dryRun",
+                    runtime.id
+                ),
             });
         }
         if status.last_operation.state.is_active() {
             return Err(operation_in_progress(&status.last_operation));
         }
-        // The earlier operation ended, but its Job may not have (a run that ended without stopping it): a second
-        // Terraform on the same state must not start beside it.
         let running = match &self.executor {
-            Some(executor) => executor
-                .cached_active_job_of_runtime(status.runtime.id, JOB_CACHE_SYNC)
-                .await
-                .map_err(executor_error)?,
+            Some(executor) => {
+                executor.cached_active_job_of_runtime(runtime.id, JOB_CACHE_SYNC).await.map_err(executor_error)?
+            }
             None => None,
         };
         if let Some(job) = running {
@@ -265,19 +333,31 @@ impl Service {
                 conflict: Conflict::JobStillRunning,
                 message: format!(
                     "Job {job} of an earlier operation on runtime {} is still running; try again once it has ended",
-                    status.runtime.id
+                    runtime.id
                 ),
             });
         }
-        // The provider that last wrote the cluster's state destroys it, whatever this release pins.
-        let provider = match self.store.last_terraform_provider(status.runtime.id).await? {
+        Ok(())
+    }
+
+    /// The provider version the runtime's state was last written with (a cluster keeps the provider that built
+    /// it until a release moves it on deliberately).
+    async fn state_provider(&self, runtime: &Runtime) -> Result<ProviderVersion> {
+        Ok(match self.store.last_terraform_provider(runtime.id).await? {
             Some(provider) => provider,
-            None => ProviderVersion::pinned(status.runtime.cluster_config.topology.cloud()),
-        };
-        let operation = Operation::queued(status.runtime.id, OperationType::Deprovision, provider, store::now());
+            None => ProviderVersion::pinned(runtime.cluster_config.topology.cloud()),
+        })
+    }
+
+    async fn queue(&self, runtime_id: &str, operation: Operation) -> Result<Operation> {
         match self.store.insert_operation(&operation).await {
             Ok(()) => {
-                tracing::info!(operation_id = %operation.id, "deprovisioning queued");
+                tracing::info!(
+                    operation_id = %operation.id,
+                    operation_type = operation.operation_type.as_str(),
+                    dry_run = operation.dry_run,
+                    "operation queued"
+                );
                 self.queued.notify_one();
                 Ok(operation)
             }
@@ -334,15 +414,18 @@ impl Service {
         Ok(RuntimeStatus { runtime, last_operation: self.with_live_job_state(last_operation) })
     }
 
-    /// The kubeconfig of a runtime whose provisioning succeeded; 409 before then.
+    /// The kubeconfig of a live runtime whose provisioning succeeded (also while it is being upgraded); 409
+    /// before then and once it is deprovisioned.
     pub async fn kubeconfig(&self, runtime_id: &str) -> Result<String> {
         let status = self.runtime_status(runtime_id).await?;
         let operation = &status.last_operation;
-        if operation.operation_type != OperationType::Provision || operation.state != OperationState::Succeeded {
+        let live = status.runtime.deleted_at.is_none() && !status.runtime.preview;
+        let deprovisioning = operation.operation_type == OperationType::Deprovision && operation.state.is_active();
+        if !live || deprovisioning || !self.store.was_provisioned(status.runtime.id).await? {
             return Err(Error::Conflict {
                 conflict: Conflict::NotReady,
                 message: format!(
-                    "no kubeconfig: the last operation of runtime {} is {:?} {:?}, not a succeeded provisioning",
+                    "no kubeconfig: runtime {} has no provisioned cluster (its last operation is {} {})",
                     status.runtime.id, operation.operation_type, operation.state
                 ),
             });
@@ -472,8 +555,11 @@ fn check_idempotency_key(key: &str) -> Result<(), Invalid> {
     Ok(())
 }
 
-/// A digest of the validated request, to tell a retry from a different request under the same key.
-fn request_fingerprint(request: &ProvisionRequest) -> String {
-    let canonical = serde_json::to_vec(request).unwrap_or_default();
+/// A digest of the validated request, to tell a retry from a different request under the same key (a dry run
+/// and a real provisioning of the same request are different requests).
+fn request_fingerprint(request: &ProvisionRequest, dry_run: bool) -> String {
+    // A real request's digest is what it was before dry runs existed, so recorded keys keep matching.
+    let canonical = if dry_run { serde_json::to_vec(&(request, dry_run)) } else { serde_json::to_vec(request) };
+    let canonical = canonical.unwrap_or_default();
     Sha256::digest(canonical).iter().map(|byte| format!("{byte:02x}")).collect()
 }

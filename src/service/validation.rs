@@ -1,10 +1,12 @@
-//! Validation of provisioning requests, shared by both APIs. Every rejection names the field it is about, as a
-//! path into `ProvisionRuntimeInput` (for example `clusterConfig.workerPool.minSize`).
+//! Validation of provisioning and upgrade requests, shared by both APIs. Every rejection names the field it is
+//! about, as a path into `ProvisionRuntimeInput` (for example `clusterConfig.workerPool.minSize`), and a request
+//! is checked whole: every invalid field is reported at once.
 
 use ipnet::Ipv4Net;
+use serde_json::Value;
 
 use crate::domain::policy::{KubernetesVersion, ValidationPolicy};
-use crate::domain::{ClusterConfig, Labels, ProvisionRequest, Topology};
+use crate::domain::{ClusterConfig, Labels, ProvisionRequest, Topology, UpgradeClusterInput};
 
 /// The longest runtime name: the name ends up in cloud resource names with tighter limits than Kubernetes
 /// (an AWS load balancer name is at most 32 characters, and the state bucket
@@ -27,82 +29,167 @@ pub struct Invalid {
 }
 
 impl Invalid {
-    fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
         Invalid { field: field.into(), message: message.into() }
+    }
+}
+
+/// Everything wrong with a request, in the order the fields are checked; never empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejected {
+    pub first: Invalid,
+    pub more: Vec<Invalid>,
+}
+
+impl Rejected {
+    pub fn all(&self) -> impl Iterator<Item = &Invalid> {
+        std::iter::once(&self.first).chain(&self.more)
+    }
+}
+
+impl From<Invalid> for Rejected {
+    fn from(first: Invalid) -> Self {
+        Rejected { first, more: Vec::new() }
     }
 }
 
 type Check = Result<(), Invalid>;
 
-impl ValidationPolicy {
-    pub fn validate(&self, request: &ProvisionRequest) -> Check {
-        let runtime = &request.runtime_input;
-        check_dns_label("runtimeInput.name", &runtime.name, MAX_NAME_LEN)?;
-        if let Some(description) = &runtime.description {
-            check_text("runtimeInput.description", description, MAX_DESCRIPTION_LEN)?;
+/// Collects the problems of one request.
+#[derive(Default)]
+struct Findings(Vec<Invalid>);
+
+impl Findings {
+    /// Records the check's problem, if any; true when it passed.
+    fn check(&mut self, result: Check) -> bool {
+        match result {
+            Ok(()) => true,
+            Err(invalid) => {
+                self.0.push(invalid);
+                false
+            }
         }
-        if let Some(labels) = &runtime.labels {
-            check_labels("runtimeInput.labels", labels)?;
-        }
-        self.check_cluster_config(&request.cluster_config)
     }
 
-    fn check_cluster_config(&self, config: &ClusterConfig) -> Check {
-        check_text("clusterConfig.credentialId", &config.credential_id, 255)?;
-        if config.credential_id.trim().is_empty() {
-            return Err(Invalid::new("clusterConfig.credentialId", "must not be empty"));
+    fn into_result(self) -> Result<(), Rejected> {
+        let mut problems = self.0.into_iter();
+        match problems.next() {
+            None => Ok(()),
+            Some(first) => Err(Rejected { first, more: problems.collect() }),
         }
-        check_environment(&config.environment)?;
-        self.check_kubernetes_version(&config.kubernetes_version)?;
-        check_region(config.topology, &config.region)?;
-        check_topology_sections(config)?;
+    }
+}
+
+/// What an upgrade may change of the worker pool; the other fields of a cluster are fixed when it is provisioned.
+const WORKER_POOL_FIELDS: [&str; 4] = ["machineType", "minSize", "maxSize", "diskSizeGb"];
+/// Fields of `clusterConfig` (and the runtime's name) an upgrade names to be told they cannot change.
+const FIXED_FIELDS: [&str; 9] =
+    ["topology", "credentialId", "region", "environment", "network", "aws", "gcp", "name", "runtimeInput"];
+
+impl ValidationPolicy {
+    pub fn validate(&self, request: &ProvisionRequest) -> Result<(), Rejected> {
+        let mut findings = Findings::default();
+        let runtime = &request.runtime_input;
+        findings.check(check_dns_label("runtimeInput.name", &runtime.name, MAX_NAME_LEN));
+        if let Some(description) = &runtime.description {
+            findings.check(check_text("runtimeInput.description", description, MAX_DESCRIPTION_LEN));
+        }
+        if let Some(labels) = &runtime.labels {
+            findings.check(check_labels("runtimeInput.labels", labels));
+        }
+        self.check_cluster_config(&request.cluster_config, &mut findings);
+        findings.into_result()
+    }
+
+    /// The configuration `upgrade` makes of `current`, checked by the provisioning's rules plus the upgrade's
+    /// own: Kubernetes versions go up one minor at a time, and the control plane's machine type only changes
+    /// where there are control-plane nodes. An upgrade that changes nothing is `Ok(None)`.
+    pub fn validate_upgrade(
+        &self,
+        current: &ClusterConfig,
+        upgrade: &UpgradeClusterInput,
+    ) -> Result<Option<ClusterConfig>, Rejected> {
+        let mut findings = Findings::default();
+        if upgrade.control_plane.is_some() && current.control_plane.is_none() {
+            findings.check(Err(Invalid::new(
+                "clusterConfig.controlPlane",
+                format!(
+                    "cannot be changed for topology {}: its control plane is managed by the cloud",
+                    current.topology.as_str()
+                ),
+            )));
+        }
+        let target = current.upgraded(upgrade);
+        if let Some(version) = &upgrade.kubernetes_version {
+            findings.check(check_version_step(&current.kubernetes_version, version));
+        }
+        self.check_cluster_config(&target, &mut findings);
+        findings.into_result()?;
+        Ok((target != *current).then_some(target))
+    }
+
+    fn check_cluster_config(&self, config: &ClusterConfig, findings: &mut Findings) {
+        findings.check(check_credential_id(&config.credential_id));
+        findings.check(check_environment(&config.environment));
+        findings.check(self.check_kubernetes_version(&config.kubernetes_version));
+        let region_valid = findings.check(check_region(config.topology, &config.region));
+        check_topology_sections(config, region_valid, findings);
 
         if let Some(control_plane) = &config.control_plane {
             if !CONTROL_PLANE_COUNTS.contains(&control_plane.count) {
-                return Err(Invalid::new(
+                findings.check(Err(Invalid::new(
                     "clusterConfig.controlPlane.count",
                     format!("must be 1, 3 or 5 (an odd number keeps etcd quorum), got {}", control_plane.count),
-                ));
+                )));
             }
-            check_machine_type("clusterConfig.controlPlane.machineType", &control_plane.machine_type)?;
+            findings.check(check_machine_type("clusterConfig.controlPlane.machineType", &control_plane.machine_type));
         }
 
         let workers = &config.worker_pool;
-        check_machine_type("clusterConfig.workerPool.machineType", &workers.machine_type)?;
-        if !(0..=MAX_WORKERS).contains(&workers.min_size) {
-            return Err(Invalid::new(
+        findings.check(check_machine_type("clusterConfig.workerPool.machineType", &workers.machine_type));
+        let min_valid = (0..=MAX_WORKERS).contains(&workers.min_size);
+        if !min_valid {
+            findings.check(Err(Invalid::new(
                 "clusterConfig.workerPool.minSize",
                 format!("must be between 0 and {MAX_WORKERS}, got {}", workers.min_size),
-            ));
+            )));
         }
-        if !(1..=MAX_WORKERS).contains(&workers.max_size) {
-            return Err(Invalid::new(
+        let max_valid = (1..=MAX_WORKERS).contains(&workers.max_size);
+        if !max_valid {
+            findings.check(Err(Invalid::new(
                 "clusterConfig.workerPool.maxSize",
                 format!("must be between 1 and {MAX_WORKERS}, got {}", workers.max_size),
-            ));
+            )));
         }
-        if workers.min_size > workers.max_size {
-            return Err(Invalid::new(
+        if min_valid && max_valid && workers.min_size > workers.max_size {
+            findings.check(Err(Invalid::new(
                 "clusterConfig.workerPool.minSize",
                 format!("must not exceed maxSize ({} > {})", workers.min_size, workers.max_size),
-            ));
+            )));
         }
         if !(MIN_DISK_GB..=MAX_DISK_GB).contains(&workers.disk_size_gb) {
-            return Err(Invalid::new(
+            findings.check(Err(Invalid::new(
                 "clusterConfig.workerPool.diskSizeGb",
                 format!("must be between {MIN_DISK_GB} and {MAX_DISK_GB}, got {}", workers.disk_size_gb),
-            ));
+            )));
         }
 
         if let Some(network) = &config.network {
-            let vpc = parse_cidr("clusterConfig.network.vpcCidr", &network.vpc_cidr)?;
-            let pods = parse_cidr("clusterConfig.network.podCidr", &network.pod_cidr)?;
-            let services = parse_cidr("clusterConfig.network.serviceCidr", &network.service_cidr)?;
-            check_disjoint("clusterConfig.network.podCidr", pods, "vpcCidr", vpc)?;
-            check_disjoint("clusterConfig.network.serviceCidr", services, "vpcCidr", vpc)?;
-            check_disjoint("clusterConfig.network.serviceCidr", services, "podCidr", pods)?;
+            let mut parse =
+                |field, value| parse_cidr(field, value).map_err(|invalid| findings.check(Err(invalid))).ok();
+            let vpc = parse("clusterConfig.network.vpcCidr", &network.vpc_cidr);
+            let pods = parse("clusterConfig.network.podCidr", &network.pod_cidr);
+            let services = parse("clusterConfig.network.serviceCidr", &network.service_cidr);
+            if let (Some(pods), Some(vpc)) = (pods, vpc) {
+                findings.check(check_disjoint("clusterConfig.network.podCidr", pods, "vpcCidr", vpc));
+            }
+            if let (Some(services), Some(vpc)) = (services, vpc) {
+                findings.check(check_disjoint("clusterConfig.network.serviceCidr", services, "vpcCidr", vpc));
+            }
+            if let (Some(services), Some(pods)) = (services, pods) {
+                findings.check(check_disjoint("clusterConfig.network.serviceCidr", services, "podCidr", pods));
+            }
         }
-        Ok(())
     }
 
     fn check_kubernetes_version(&self, value: &str) -> Check {
@@ -121,31 +208,139 @@ impl ValidationPolicy {
     }
 }
 
-/// Each topology needs its own cloud section and no other; vanilla_kubeadm alone has control-plane nodes.
-fn check_topology_sections(config: &ClusterConfig) -> Check {
+/// EKS, GKE and kubeadm all upgrade one minor version at a time, and none goes back.
+fn check_version_step(current: &str, requested: &str) -> Check {
+    let field = "clusterConfig.kubernetesVersion";
+    // An unparsable request is reported by the window check; an unparsable stored version cannot be compared.
+    let (Ok(from), Ok(to)) = (current.parse::<KubernetesVersion>(), requested.parse::<KubernetesVersion>()) else {
+        return Ok(());
+    };
+    if to < from {
+        return Err(Invalid::new(field, format!("{to} is older than the cluster's {from}: versions only go up")));
+    }
+    if to.major != from.major || to.minor > from.minor + 1 {
+        let next = KubernetesVersion { minor: from.minor + 1, ..from };
+        return Err(Invalid::new(
+            field,
+            format!("{to} skips a minor version: the cluster runs {from}, so the next upgrade is to {next}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Reads the body of an upgrade (REST's PATCH: the changeable part of `clusterConfig`, JSON merge semantics),
+/// naming every field it may not contain: fixed ones get told so, unknown ones too, and `null` (which would
+/// remove a field in a merge patch) is refused since every changeable field is required.
+pub fn upgrade_from_json(body: &Value) -> Result<UpgradeClusterInput, Rejected> {
+    let mut findings = Findings::default();
+    let Some(fields) = body.as_object() else {
+        findings.check(Err(Invalid::new("clusterConfig", "must be a JSON object")));
+        return Err(findings.into_result().expect_err("one finding"));
+    };
+    for (key, value) in fields {
+        let field = format!("clusterConfig.{key}");
+        let allowed: &[&str] = match key.as_str() {
+            "workerPool" => &WORKER_POOL_FIELDS,
+            "controlPlane" => &["machineType"],
+            "kubernetesVersion" => &[],
+            fixed if FIXED_FIELDS.contains(&fixed) => {
+                findings.check(Err(Invalid::new(field, fixed_message())));
+                continue;
+            }
+            _ => {
+                findings.check(Err(Invalid::new(field, format!("unknown field; {}", fixed_message()))));
+                continue;
+            }
+        };
+        if value.is_null() {
+            findings.check(Err(Invalid::new(field, "must not be null: leave it out to keep it as it is")));
+            continue;
+        }
+        let Some(inner) = value.as_object().filter(|_| !allowed.is_empty()) else { continue };
+        for (inner_key, inner_value) in inner {
+            let field = format!("{field}.{inner_key}");
+            if !allowed.contains(&inner_key.as_str()) {
+                let message = match (key.as_str(), inner_key.as_str()) {
+                    ("controlPlane", "count") => fixed_message().to_owned(),
+                    _ => format!("unknown field; {}", fixed_message()),
+                };
+                findings.check(Err(Invalid::new(field, message)));
+            } else if inner_value.is_null() {
+                findings.check(Err(Invalid::new(field, "must not be null: leave it out to keep it as it is")));
+            }
+        }
+    }
+    findings.into_result()?;
+    let deserializer = body.clone();
+    serde_path_to_error::deserialize(deserializer).map_err(|error| {
+        let path = error.path().to_string();
+        let field = if path == "." { "clusterConfig".to_owned() } else { format!("clusterConfig.{path}") };
+        Rejected::from(Invalid::new(field, error.inner().to_string()))
+    })
+}
+
+fn fixed_message() -> &'static str {
+    "only kubernetesVersion, workerPool.machineType, workerPool.minSize, workerPool.maxSize, workerPool.diskSizeGb \
+     and controlPlane.machineType can change after provisioning"
+}
+
+fn check_credential_id(value: &str) -> Check {
+    check_text("clusterConfig.credentialId", value, 255)?;
+    if value.trim().is_empty() {
+        return Err(Invalid::new("clusterConfig.credentialId", "must not be empty"));
+    }
+    Ok(())
+}
+
+/// Each topology needs its own cloud section and no other; vanilla_kubeadm alone has control-plane nodes. Zones
+/// are checked against the region only when the region is valid.
+fn check_topology_sections(config: &ClusterConfig, region_valid: bool, findings: &mut Findings) {
     let topology = config.topology.as_str();
     match config.topology {
         Topology::VanillaKubeadm | Topology::Eks => {
             if config.gcp.is_some() {
-                return Err(Invalid::new("clusterConfig.gcp", format!("must be absent for topology {topology}")));
+                findings
+                    .check(Err(Invalid::new("clusterConfig.gcp", format!("must be absent for topology {topology}"))));
             }
-            let aws = config
-                .aws
-                .as_ref()
-                .ok_or_else(|| Invalid::new("clusterConfig.aws", format!("is required for topology {topology}")))?;
-            check_zones("clusterConfig.aws.zones", &config.region, &aws.zones, is_aws_zone_suffix)?;
+            match &config.aws {
+                None => {
+                    findings
+                        .check(Err(Invalid::new("clusterConfig.aws", format!("is required for topology {topology}"))));
+                }
+                Some(aws) if region_valid => {
+                    findings.check(check_zones(
+                        "clusterConfig.aws.zones",
+                        &config.region,
+                        &aws.zones,
+                        is_aws_zone_suffix,
+                    ));
+                }
+                Some(_) => {}
+            }
         }
         Topology::Gke => {
             if config.aws.is_some() {
-                return Err(Invalid::new("clusterConfig.aws", "must be absent for topology gke"));
+                findings.check(Err(Invalid::new("clusterConfig.aws", "must be absent for topology gke")));
             }
-            let gcp =
-                config.gcp.as_ref().ok_or_else(|| Invalid::new("clusterConfig.gcp", "is required for topology gke"))?;
-            check_gcp_project("clusterConfig.gcp.projectId", &gcp.project_id)?;
-            check_zones("clusterConfig.gcp.zones", &config.region, &gcp.zones, is_gcp_zone_suffix)?;
+            match &config.gcp {
+                None => {
+                    findings.check(Err(Invalid::new("clusterConfig.gcp", "is required for topology gke")));
+                }
+                Some(gcp) => {
+                    findings.check(check_gcp_project("clusterConfig.gcp.projectId", &gcp.project_id));
+                    if region_valid {
+                        findings.check(check_zones(
+                            "clusterConfig.gcp.zones",
+                            &config.region,
+                            &gcp.zones,
+                            is_gcp_zone_suffix,
+                        ));
+                    }
+                }
+            }
         }
     }
-    match (config.topology, &config.control_plane) {
+    let control_plane = match (config.topology, &config.control_plane) {
         (Topology::VanillaKubeadm, None) => {
             Err(Invalid::new("clusterConfig.controlPlane", "is required for topology vanilla_kubeadm"))
         }
@@ -154,7 +349,8 @@ fn check_topology_sections(config: &ClusterConfig) -> Check {
             format!("must be absent for topology {topology}: its control plane is managed by the cloud"),
         )),
         _ => Ok(()),
-    }
+    };
+    findings.check(control_plane);
 }
 
 fn check_dns_label(field: &str, value: &str, max_len: usize) -> Check {
@@ -373,7 +569,7 @@ pub fn parse_id(field: &str, value: &str) -> Result<uuid::Uuid, Invalid> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{AwsConfig, ControlPlane, Network};
+    use crate::domain::{AwsConfig, ControlPlane, ControlPlaneUpgrade, Network, WorkerPoolUpgrade};
 
     fn policy() -> ValidationPolicy {
         ValidationPolicy::DEFAULT
@@ -388,7 +584,7 @@ mod tests {
     }
 
     fn rejected_field(request: &ProvisionRequest) -> String {
-        policy().validate(request).expect_err("request should be rejected").field
+        policy().validate(request).expect_err("request should be rejected").first.field
     }
 
     #[test]
@@ -538,7 +734,8 @@ mod tests {
             rejected_field(&with_network("10.0.0.0/16", "192.168.0.0/16", "192.168.10.0/24")),
             "clusterConfig.network.serviceCidr"
         );
-        let invalid = policy().validate(&with_network("10.0.0.0/8", "10.244.0.0/16", "172.16.0.0/16")).unwrap_err();
+        let invalid =
+            policy().validate(&with_network("10.0.0.0/8", "10.244.0.0/16", "172.16.0.0/16")).unwrap_err().first;
         assert_eq!(invalid.field, "clusterConfig.network.podCidr");
         assert!(invalid.message.contains("overlaps vpcCidr 10.0.0.0/8"), "{}", invalid.message);
     }
@@ -571,5 +768,157 @@ mod tests {
     fn ids_must_be_uuids() {
         assert_eq!(parse_id("id", "nope").unwrap_err().field, "id");
         assert!(parse_id("id", "0190b8a6-7f3e-7c4a-9a41-3f2d3c1b2a10").is_ok());
+    }
+
+    #[test]
+    fn every_invalid_field_is_reported_at_once() {
+        let mut request = vanilla();
+        request.runtime_input.name = "Bad Name".into();
+        request.cluster_config.environment = "dev-a".into();
+        request.cluster_config.worker_pool.min_size = -1;
+        request.cluster_config.worker_pool.disk_size_gb = 1;
+        request.cluster_config.network = Some(Network {
+            vpc_cidr: "nope".into(),
+            pod_cidr: "192.168.0.0/16".into(),
+            service_cidr: "192.168.1.0/24".into(),
+        });
+        let rejected = policy().validate(&request).unwrap_err();
+        let fields: Vec<&str> = rejected.all().map(|invalid| invalid.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "runtimeInput.name",
+                "clusterConfig.environment",
+                "clusterConfig.workerPool.minSize",
+                "clusterConfig.workerPool.diskSizeGb",
+                "clusterConfig.network.vpcCidr",
+                // Overlaps are checked between the ranges that parsed.
+                "clusterConfig.network.serviceCidr",
+            ]
+        );
+        assert_eq!(rejected.first.field, "runtimeInput.name");
+    }
+
+    #[test]
+    fn zones_are_not_judged_against_an_invalid_region() {
+        let mut request = vanilla();
+        request.cluster_config.region = "mars-1".into();
+        let rejected = policy().validate(&request).unwrap_err();
+        assert_eq!(rejected.all().map(|invalid| invalid.field.as_str()).collect::<Vec<_>>(), ["clusterConfig.region"]);
+    }
+
+    fn upgrade(version: Option<&str>, workers: Option<WorkerPoolUpgrade>) -> UpgradeClusterInput {
+        UpgradeClusterInput {
+            kubernetes_version: version.map(str::to_owned),
+            worker_pool: workers,
+            control_plane: None,
+        }
+    }
+
+    #[test]
+    fn upgrades_go_up_one_minor_version_at_a_time() {
+        let current = vanilla().cluster_config;
+        assert_eq!(current.kubernetes_version, "1.34");
+        let target = policy().validate_upgrade(&current, &upgrade(Some("1.35"), None)).unwrap().unwrap();
+        assert_eq!(target.kubernetes_version, "1.35");
+        for (version, says) in
+            [("1.33", "versions only go up"), ("1.36", "the next upgrade is to 1.35"), ("2.0", "skips")]
+        {
+            let rejected = policy().validate_upgrade(&current, &upgrade(Some(version), None)).unwrap_err();
+            assert_eq!(rejected.first.field, "clusterConfig.kubernetesVersion", "{version}");
+            assert!(rejected.first.message.contains(says), "{version}: {}", rejected.first.message);
+        }
+        // Beyond the supported window is refused by the provisioning's rule.
+        let mut newest = current.clone();
+        newest.kubernetes_version = "1.37".into();
+        let rejected = policy().validate_upgrade(&newest, &upgrade(Some("1.38"), None)).unwrap_err();
+        assert!(rejected.first.message.contains("outside the supported window"), "{}", rejected.first.message);
+    }
+
+    #[test]
+    fn an_upgrade_that_changes_nothing_is_none() {
+        let current = vanilla().cluster_config;
+        assert_eq!(policy().validate_upgrade(&current, &UpgradeClusterInput::default()), Ok(None));
+        let same = upgrade(
+            Some(&current.kubernetes_version),
+            Some(WorkerPoolUpgrade { max_size: Some(current.worker_pool.max_size), ..WorkerPoolUpgrade::default() }),
+        );
+        assert_eq!(policy().validate_upgrade(&current, &same), Ok(None));
+    }
+
+    #[test]
+    fn an_upgraded_configuration_follows_the_provisioning_rules() {
+        let current = vanilla().cluster_config;
+        let shrink = WorkerPoolUpgrade { min_size: Some(5), max_size: Some(2), ..WorkerPoolUpgrade::default() };
+        let rejected = policy().validate_upgrade(&current, &upgrade(None, Some(shrink))).unwrap_err();
+        assert_eq!(rejected.first.field, "clusterConfig.workerPool.minSize");
+        let bad = WorkerPoolUpgrade {
+            machine_type: Some("Big One".into()),
+            disk_size_gb: Some(5),
+            ..WorkerPoolUpgrade::default()
+        };
+        let rejected = policy().validate_upgrade(&current, &upgrade(Some("1.40"), Some(bad))).unwrap_err();
+        let fields: Vec<&str> = rejected.all().map(|invalid| invalid.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "clusterConfig.kubernetesVersion",
+                "clusterConfig.kubernetesVersion",
+                "clusterConfig.workerPool.machineType",
+                "clusterConfig.workerPool.diskSizeGb"
+            ]
+        );
+    }
+
+    #[test]
+    fn only_vanilla_has_a_control_plane_to_change() {
+        let change = UpgradeClusterInput {
+            control_plane: Some(ControlPlaneUpgrade { machine_type: Some("m6i.xlarge".into()) }),
+            ..UpgradeClusterInput::default()
+        };
+        let target = policy().validate_upgrade(&vanilla().cluster_config, &change).unwrap().unwrap();
+        assert_eq!(target.control_plane.unwrap().machine_type, "m6i.xlarge");
+        let rejected = policy().validate_upgrade(&gke().cluster_config, &change).unwrap_err();
+        assert_eq!(rejected.first.field, "clusterConfig.controlPlane");
+        assert!(rejected.first.message.contains("managed by the cloud"), "{}", rejected.first.message);
+    }
+
+    #[test]
+    fn an_upgrade_body_names_every_field_that_cannot_change() {
+        let body = serde_json::json!({
+            "kubernetesVersion": "1.35",
+            "region": "eu-west-1",
+            "topology": "gke",
+            "network": null,
+            "controlPlane": {"count": 3, "machineType": "m6i.large"},
+            "workerPool": {"maxSize": 4, "spot": true, "minSize": null},
+            "colour": "blue",
+        });
+        let rejected = upgrade_from_json(&body).unwrap_err();
+        let fields: Vec<&str> = rejected.all().map(|invalid| invalid.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "clusterConfig.colour",
+                "clusterConfig.controlPlane.count",
+                "clusterConfig.network",
+                "clusterConfig.region",
+                "clusterConfig.topology",
+                "clusterConfig.workerPool.minSize",
+                "clusterConfig.workerPool.spot",
+            ]
+        );
+        let messages: Vec<&str> = rejected.all().map(|invalid| invalid.message.as_str()).collect();
+        assert!(messages[0].starts_with("unknown field"), "{}", messages[0]);
+        assert!(messages[1].starts_with("only kubernetesVersion"), "{}", messages[1]);
+        assert!(messages[5].contains("must not be null"), "{}", messages[5]);
+
+        let body = serde_json::json!({"kubernetesVersion": "1.35", "workerPool": {"maxSize": 4}});
+        let upgrade = upgrade_from_json(&body).unwrap();
+        assert_eq!(upgrade.kubernetes_version.as_deref(), Some("1.35"));
+        assert_eq!(upgrade.worker_pool.unwrap().max_size, Some(4));
+        let rejected = upgrade_from_json(&serde_json::json!({"workerPool": {"maxSize": "four"}})).unwrap_err();
+        assert_eq!(rejected.first.field, "clusterConfig.workerPool.maxSize");
+        assert_eq!(upgrade_from_json(&serde_json::json!([1])).unwrap_err().first.field, "clusterConfig");
     }
 }

@@ -11,8 +11,8 @@ use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend, DbErr,
-    EntityTrait, IntoActiveModel, JoinType, QueryFilter, QueryOrder, QuerySelect, RelationDef, SqlErr, Statement,
-    TransactionTrait,
+    EntityTrait, IntoActiveModel, JoinType, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, RelationDef, SqlErr,
+    Statement, TransactionTrait,
 };
 use uuid::Uuid;
 
@@ -148,7 +148,7 @@ impl Store {
             .insert(&txn)
             .await
             .map_err(|error| unique_violation_as(error, Error::NameTaken))?;
-        operation_to_model(operation)
+        operation_to_model(operation)?
             .into_active_model()
             .insert(&txn)
             .await
@@ -173,7 +173,7 @@ impl Store {
     /// Records a further operation on a live runtime and makes it the runtime's last operation.
     pub async fn insert_operation(&self, operation: &Operation) -> Result<()> {
         let txn = self.db.begin().await?;
-        operation_to_model(operation)
+        operation_to_model(operation)?
             .into_active_model()
             .insert(&txn)
             .await
@@ -205,6 +205,18 @@ impl Store {
             .one(&self.reads)
             .await?;
         latest.as_deref().map(provider_from_str).transpose()
+    }
+
+    /// Whether a provisioning of the runtime (not a dry run) succeeded: its cluster exists.
+    pub async fn was_provisioned(&self, runtime_id: Uuid) -> Result<bool> {
+        let succeeded = operation::Entity::find()
+            .filter(operation::Column::RuntimeId.eq(runtime_id))
+            .filter(operation::Column::OperationType.eq(OperationType::Provision.as_str()))
+            .filter(operation::Column::State.eq(OperationState::Succeeded.as_str()))
+            .filter(operation::Column::DryRun.eq(false))
+            .count(&self.reads)
+            .await?;
+        Ok(succeeded > 0)
     }
 
     pub async fn find_runtime(&self, id: Uuid) -> Result<Option<Runtime>> {
@@ -441,6 +453,7 @@ impl Store {
             .filter(operation::Column::ClaimToken.eq(token))
             .filter(operation::Column::State.eq(OperationState::InProgress.as_str()));
         let mut runtime_deleted = false;
+        let mut applied_config = None;
         match progress {
             Progress::Stage { stage, message } => {
                 update = update
@@ -468,8 +481,12 @@ impl Store {
                     .col_expr(operation::Column::LastErrorComponent, Expr::value(error.component.as_str()));
             }
             Progress::Finished { state, stage, message } => {
-                runtime_deleted =
-                    state == OperationState::Succeeded && operation.operation_type == OperationType::Deprovision;
+                let applied = state == OperationState::Succeeded && !operation.dry_run;
+                runtime_deleted = applied && operation.operation_type == OperationType::Deprovision;
+                if applied && let Some(config) = &operation.target_config {
+                    applied_config =
+                        Some(serde_json::to_value(config).map_err(|error| Error::Corrupt(error.to_string()))?);
+                }
                 if state == OperationState::Succeeded {
                     update = update
                         .col_expr(operation::Column::LastErrorMessage, no_text())
@@ -493,6 +510,15 @@ impl Store {
         if runtime_deleted {
             runtime::Entity::update_many()
                 .col_expr(runtime::Column::DeletedAt, Expr::value(now))
+                .col_expr(runtime::Column::UpdatedAt, Expr::value(now))
+                .filter(runtime::Column::Id.eq(operation.runtime_id))
+                .exec(&txn)
+                .await?;
+        }
+        // The runtime shows what was last applied: an upgrade's configuration only once it succeeded.
+        if let Some(config) = applied_config {
+            runtime::Entity::update_many()
+                .col_expr(runtime::Column::ClusterConfig, Expr::value(config))
                 .col_expr(runtime::Column::UpdatedAt, Expr::value(now))
                 .filter(runtime::Column::Id.eq(operation.runtime_id))
                 .exec(&txn)
@@ -562,6 +588,7 @@ fn runtime_to_model(runtime: &Runtime) -> Result<runtime::Model> {
         created_at: runtime.created_at,
         updated_at: runtime.updated_at,
         deleted_at: runtime.deleted_at,
+        preview: runtime.preview,
     })
 }
 
@@ -580,12 +607,19 @@ fn runtime_from_model(model: runtime::Model) -> Result<Runtime> {
         created_at: model.created_at,
         updated_at: model.updated_at,
         deleted_at: model.deleted_at,
+        preview: model.preview,
     })
 }
 
-fn operation_to_model(operation: &Operation) -> operation::Model {
+fn operation_to_model(operation: &Operation) -> Result<operation::Model> {
     let last_error = operation.last_error.as_ref();
-    operation::Model {
+    let target_config = operation
+        .target_config
+        .as_ref()
+        .map(serde_json::to_value)
+        .transpose()
+        .map_err(|error| Error::Corrupt(error.to_string()))?;
+    Ok(operation::Model {
         id: operation.id,
         runtime_id: operation.runtime_id,
         operation_type: operation.operation_type.as_str().to_owned(),
@@ -599,6 +633,8 @@ fn operation_to_model(operation: &Operation) -> operation::Model {
         claims: operation.claims,
         terraform_provider: operation.terraform_provider.as_ref().map(ProviderVersion::to_string),
         plan_summary: operation.plan_summary.as_ref().map(|summary| serde_json::json!(summary).to_string()),
+        target_config,
+        dry_run: operation.dry_run,
         claim_token: None,
         progress_since_claim: false,
         owner: None,
@@ -607,7 +643,7 @@ fn operation_to_model(operation: &Operation) -> operation::Model {
         started_at: operation.started_at,
         updated_at: operation.updated_at,
         finished_at: operation.finished_at,
-    }
+    })
 }
 
 fn operation_from_model(model: operation::Model) -> Result<Operation> {
@@ -638,6 +674,14 @@ fn operation_from_model(model: operation::Model) -> Result<Operation> {
             .as_deref()
             .map(|summary| serde_json::from_str(summary).map_err(|_| corrupt("plan summary", summary)))
             .transpose()?,
+        target_config: model
+            .target_config
+            .map(|config| {
+                serde_json::from_value(config)
+                    .map_err(|error| Error::Corrupt(format!("operation {} target config: {error}", model.id)))
+            })
+            .transpose()?,
+        dry_run: model.dry_run,
         created_at: model.created_at,
         started_at: model.started_at,
         updated_at: model.updated_at,

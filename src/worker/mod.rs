@@ -17,7 +17,9 @@ use uuid::Uuid;
 use crate::backoff::Backoff;
 use crate::credentials::{self as auth, AuthClient};
 use crate::domain::run::{AfterStep, JobState, Record, RunNames, RunState, Stage};
-use crate::domain::{Component, FailureReason, LastError, OperationState, OperationType, ProviderVersion, Runtime};
+use crate::domain::{
+    Component, FailureReason, LastError, OperationState, OperationType, ProviderVersion, RunAction, Runtime,
+};
 use crate::executor::{self, Executor, JobStop, RUNNER_GRACE_PERIOD, run_labels};
 use crate::render::Renderer;
 use crate::store::{self, Claim, Progress, Store};
@@ -52,6 +54,7 @@ pub struct WorkerSettings {
     pub resume_in_progress: bool,
     pub provisioning_timeout: Duration,
     pub deprovisioning_timeout: Duration,
+    pub upgrade_timeout: Duration,
 }
 
 /// Claims and drives operations; what a run needs is shared by the worker's tasks through an `Arc`.
@@ -255,6 +258,7 @@ impl Worker {
         match operation_type {
             OperationType::Provision => self.settings.provisioning_timeout,
             OperationType::Deprovision => self.settings.deprovisioning_timeout,
+            OperationType::Upgrade => self.settings.upgrade_timeout,
         }
     }
 
@@ -366,7 +370,7 @@ impl Worker {
                 ));
             }
             let stage = state.stage;
-            let message = stage.message(operation.operation_type);
+            let message = stage.message(operation.operation_type, operation.run_action());
             let (progress, finished) = match state.record() {
                 Record::Stage => (Progress::Stage { stage, message: message.to_owned() }, None),
                 Record::Failing(error) => {
@@ -471,7 +475,8 @@ impl Worker {
         failing: bool,
     ) -> Result<StepOutcome, StepError> {
         let mut backoff = Backoff::new(RETRY_INITIAL, RETRY_MAX);
-        let operation_type = run.claim.operation.operation_type;
+        let operation = &run.claim.operation;
+        let (operation_type, action) = (operation.operation_type, operation.run_action());
         loop {
             let result = match step_limit(stage, failing) {
                 Some(limit) => {
@@ -506,7 +511,10 @@ impl Worker {
                             ..error.error.clone()
                         };
                         let progress = Progress::Retrying {
-                            message: format!("{}: retrying after a transient failure", stage.message(operation_type)),
+                            message: format!(
+                                "{}: retrying after a transient failure",
+                                stage.message(operation_type, action)
+                            ),
                             error: shown,
                         };
                         let record = self.store.record_progress(&run.claim.operation, run.claim.token, progress);
@@ -564,13 +572,21 @@ impl Worker {
                 Ok(StepOutcome::Next)
             }
             Stage::RenderConfig => {
-                let action = operation.operation_type.run_action();
                 let runtime = run.runtime(&self.store).await?;
                 let provider = match &operation.terraform_provider {
                     Some(provider) => provider.clone(),
                     None => ProviderVersion::pinned(runtime.cluster_config.topology.cloud()),
                 };
-                let rendered = self.renderer.render(runtime, action, &provider).map_err(|error| {
+                // An upgrade renders its target; the runtime keeps the configuration last applied until it succeeded.
+                let target;
+                let runtime = match &operation.target_config {
+                    Some(config) => {
+                        target = Runtime { cluster_config: config.clone(), ..runtime.clone() };
+                        &target
+                    }
+                    None => runtime,
+                };
+                let rendered = self.renderer.render(runtime, operation.run_action(), &provider).map_err(|error| {
                     StepError::permanent(FailureReason::RenderFailed, Component::Renderer, error.to_string())
                 })?;
                 self.executor.ensure_config(&run.names, &labels, rendered.files).await?;
@@ -595,7 +611,7 @@ impl Worker {
                 // stops the Job gracefully, with the operation's timeout in its message.
                 let remaining = (deadline - store::now()).to_std().unwrap_or(Duration::from_secs(1));
                 let job_deadline = remaining + JOB_DEADLINE_MARGIN;
-                self.executor.ensure_job(operation.operation_type, &run.names, &labels, job_deadline).await?;
+                self.executor.ensure_job(operation.run_action(), &run.names, &labels, job_deadline).await?;
                 Ok(StepOutcome::Next)
             }
             Stage::WaitForJob => {
@@ -624,8 +640,9 @@ impl Worker {
                     }
                 }
             }
-            Stage::Finalize => match operation.operation_type {
-                OperationType::Provision => match self.executor.kubeconfig(&run.names).await? {
+            Stage::Finalize => match operation.run_action() {
+                RunAction::Plan => Ok(StepOutcome::Next),
+                RunAction::Apply => match self.executor.kubeconfig(&run.names).await? {
                     Some(_) => Ok(StepOutcome::Next),
                     None => Ok(StepOutcome::Fail(LastError::new(
                         FailureReason::MissingOutputs,
@@ -636,7 +653,7 @@ impl Worker {
                         ),
                     ))),
                 },
-                OperationType::Deprovision => {
+                RunAction::Destroy => {
                     self.executor.delete_secret(&run.names.outputs_secret).await?;
                     Ok(StepOutcome::Next)
                 }

@@ -506,7 +506,7 @@ async fn bad_usage_and_bad_configuration_exit_with_2_and_name_the_problem() {
     let job = Job::new().await;
     let bogus = job.command("bogus").output().await.unwrap();
     assert_eq!(bogus.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&bogus.stderr).contains("--action \"bogus\" is not apply or destroy"));
+    assert!(String::from_utf8_lossy(&bogus.stderr).contains("--action \"bogus\" is not apply, destroy or plan"));
 
     let unconfigured = job.command("apply").env_remove("POD_NAMESPACE").output().await.unwrap();
     assert_eq!(unconfigured.status.code(), Some(2));
@@ -703,4 +703,44 @@ async fn the_runner_plans_first_and_refuses_to_replace_a_protected_resource() {
     addresses.sort();
     assert_eq!(addresses, ["terraform_data.cluster", "terraform_data.workers"]);
     assert_eq!((destroyed.add, destroyed.change, destroyed.destroy), (0, 0, 2));
+}
+
+/// A dry run plans and changes nothing: a new cluster is planned without its state bucket being created (from
+/// empty local state), an existing one against its state, which stays as it was; a destructive plan is reported
+/// as the real run would refuse it.
+#[tokio::test]
+async fn a_dry_run_plans_without_changing_anything() {
+    let job = Job::new().await;
+    job.put_kubeconfig_parameter("kind: Config\n");
+    let parameter = job.kubeconfig_parameter();
+    let config = |input: &str, trigger: &str| {
+        format!(
+            "resource \"terraform_data\" \"cluster\" {{\n  input            = \"{input}\"\n  triggers_replace = \"{trigger}\"\n}}\n\n\
+             resource \"terraform_data\" \"workers\" {{\n  input = \"{input}\"\n}}\n\n\
+             output \"kubeconfig_ssm_parameter\" {{\n  value = \"{parameter}\"\n}}\n"
+        )
+    };
+    let protect = [("RUNNER_PROTECTED_RESOURCES", "terraform_data.cluster".to_owned())];
+
+    job.write_config("plan", "vanilla_kubeadm", &config("v1", "generation-1"));
+    let preview = job.run_with("plan", &protect).await.assert_success();
+    assert_eq!(preview, PlanSummary { add: 2, ..PlanSummary::default() });
+    assert!(!job.bucket_exists(), "a dry run of a new cluster creates no state bucket");
+    assert!(job.published_kubeconfig().await.is_none(), "a dry run publishes nothing");
+
+    job.write_config("apply", "vanilla_kubeadm", &config("v1", "generation-1"));
+    job.run_with("apply", &protect).await.assert_success();
+    let state = || job.s3api(&["get-object-attributes", "--key", "terraform.tfstate", "--object-attributes", "ETag"]);
+    let applied_state = state();
+
+    job.write_config("plan", "vanilla_kubeadm", &config("v2", "generation-1"));
+    let planned = job.run_with("plan", &protect).await.assert_success();
+    assert_eq!(planned, PlanSummary { change: 2, ..PlanSummary::default() });
+    assert_eq!(state(), applied_state, "a dry run leaves the state as it was");
+
+    job.write_config("plan", "vanilla_kubeadm", &config("v1", "generation-2"));
+    let refused = job.run_with("plan", &protect).await;
+    assert_eq!(refused.status.code(), Some(EXIT_DESTRUCTIVE_PLAN), "{}", refused.output);
+    assert!(refused.termination_message.contains("terraform_data.cluster"), "{}", refused.termination_message);
+    assert_eq!(state(), applied_state);
 }

@@ -14,22 +14,25 @@ pub const RUNNER_MANIFEST_FILE: &str = "runner.json";
 /// The key of the kubeconfig in the outputs Secret.
 pub const KUBECONFIG_KEY: &str = "kubeconfig";
 
-/// What the Job does with the configuration; the configuration itself is the same for both.
+/// What the Job does with the configuration; the configuration itself is the same for all three.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RunAction {
     Apply,
     Destroy,
+    /// A dry run: plan the apply, change nothing (not even create the state bucket).
+    Plan,
 }
 
 impl RunAction {
-    pub const ALL: [RunAction; 2] = [RunAction::Apply, RunAction::Destroy];
+    pub const ALL: [RunAction; 3] = [RunAction::Apply, RunAction::Destroy, RunAction::Plan];
 
     /// The spelling in `runner.json` and in the runner's `--action` argument.
     pub fn as_str(self) -> &'static str {
         match self {
             RunAction::Apply => "apply",
             RunAction::Destroy => "destroy",
+            RunAction::Plan => "plan",
         }
     }
 
@@ -99,6 +102,6 @@ mod tests {
         for action in RunAction::ALL {
             assert_eq!(RunAction::parse(action.as_str()), Some(action));
         }
-        assert_eq!(RunAction::parse("plan"), None);
+        assert_eq!(RunAction::parse("Plan"), None);
     }
 }

@@ -137,10 +137,7 @@ impl Runner {
                 session.ensure_state_bucket(bucket).await?;
                 terraform.run(INIT, &mut signals).await?;
                 let summary = plan(&terraform, false, &lock_timeout, &mut signals).await?;
-                let destructive = plan::protected_changes(&summary, &settings.protected_resources);
-                if !destructive.is_empty() {
-                    return Err(Error::DestructivePlan { addresses: destructive });
-                }
+                refuse_destructive(&summary, &settings.protected_resources)?;
                 apply_plan(&terraform, &lock_timeout, &mut signals).await?;
                 let outputs = terraform.outputs().await?;
                 let kubeconfig = self.kubeconfig(&manifest, &credential, &session, &outputs, &mut signals).await?;
@@ -152,6 +149,18 @@ impl Runner {
                     &kubeconfig,
                 )
                 .await?;
+                summary
+            }
+            RunAction::Plan => {
+                // A dry run changes nothing, not even the bucket: a cluster not built yet plans from empty state.
+                if !session.state_bucket_exists(bucket).await? {
+                    tracing::info!(bucket, "the state bucket does not exist; planning from empty local state");
+                    plan_without_backend(&settings.job.work_dir)?;
+                }
+                terraform.run(INIT, &mut signals).await?;
+                let summary = plan(&terraform, false, &lock_timeout, &mut signals).await?;
+                // What the real run would refuse, the dry run reports the same way.
+                refuse_destructive(&summary, &settings.protected_resources)?;
                 summary
             }
             RunAction::Destroy => {
@@ -262,8 +271,12 @@ fn read_credential(dir: &Path) -> Result<CloudCredential> {
 }
 
 /// `init` installs exactly the providers of the lock file, from the image's mirror (its tofu configuration allows
-/// no registry), and fails rather than change the lock file.
-const INIT: &[&str] = &["init", "-input=false", "-no-color", "-lockfile=readonly"];
+/// no registry), and fails rather than change the lock file. `-reconfigure`: a work folder an earlier attempt
+/// initialised with another backend (a dry run's local one) never holds state to migrate.
+const INIT: &[&str] = &["init", "-input=false", "-no-color", "-lockfile=readonly", "-reconfigure"];
+
+/// Swaps the configuration's backend for local state; written only for a dry run of a cluster without state.
+const DRY_RUN_BACKEND_OVERRIDE: &str = "dry_run_backend_override.tf";
 
 /// The saved plan, in the work folder: what is applied is exactly what was planned and checked.
 const PLAN_FILE: &str = "run.tfplan";
@@ -287,6 +300,20 @@ async fn plan(terraform: &Terraform, destroy: bool, lock_timeout: &str, signals:
         "planned"
     );
     Ok(summary)
+}
+
+/// A plan that destroys or replaces a protected resource is never applied.
+fn refuse_destructive(summary: &PlanSummary, protected: &[String]) -> Result<()> {
+    let addresses = plan::protected_changes(summary, protected);
+    if addresses.is_empty() { Ok(()) } else { Err(Error::DestructivePlan { addresses }) }
+}
+
+/// An override file (Terraform merges `*_override.tf` last) that swaps the configuration's backend for local
+/// state in the work folder: a dry run of a new cluster plans without creating its state bucket.
+fn plan_without_backend(work_dir: &Path) -> Result<()> {
+    let override_file = work_dir.join(DRY_RUN_BACKEND_OVERRIDE);
+    std::fs::write(&override_file, "terraform {\n  backend \"local\" {}\n}\n")
+        .map_err(|error| Error::Input(format!("writing {}: {error}", override_file.display())))
 }
 
 /// Applies exactly the saved plan.
@@ -320,6 +347,11 @@ fn prepare_work_dir(config_dir: &Path, work_dir: &Path) -> Result<PathBuf> {
     let temporary = work_dir.join(".tmp");
     std::fs::create_dir_all(&temporary).map_err(failed)?;
     std::fs::copy(config_dir.join(MAIN_TF_FILE), work_dir.join(MAIN_TF_FILE)).map_err(failed)?;
+    // An earlier attempt's dry run must not send this run's state elsewhere.
+    match std::fs::remove_file(work_dir.join(DRY_RUN_BACKEND_OVERRIDE)) {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => return Err(failed(error)),
+        _ => {}
+    }
     Ok(temporary)
 }
 

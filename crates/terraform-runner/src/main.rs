@@ -1,4 +1,4 @@
-//! terraform-runner: the main container of a provisioning Job. `terraform-runner --action apply|destroy`;
+//! terraform-runner: the main container of a provisioning Job. `terraform-runner --action apply|destroy|plan`;
 //! configuration from the environment (see [`RunnerSettings`] and the README).
 //! Exit codes: 0 done (the termination message is the plan's summary as JSON), 1 the run failed (the termination
 //! message says why), 2 bad usage or configuration, 3 a destructive plan was refused (nothing changed).
@@ -19,7 +19,7 @@ async fn main() -> ExitCode {
     let action = match parse_action(std::env::args().skip(1)) {
         Ok(action) => action,
         Err(message) => {
-            eprintln!("terraform-runner: {message}\nusage: terraform-runner --action apply|destroy");
+            eprintln!("terraform-runner: {message}\nusage: terraform-runner --action apply|destroy|plan");
             return ExitCode::from(2);
         }
     };
@@ -62,8 +62,8 @@ async fn main() -> ExitCode {
 fn parse_action(mut args: impl Iterator<Item = String>) -> Result<RunAction, String> {
     match (args.next().as_deref(), args.next().as_deref(), args.next()) {
         (Some("--action"), Some(action), None) => {
-            RunAction::parse(action).ok_or_else(|| format!("--action {action:?} is not apply or destroy"))
+            RunAction::parse(action).ok_or_else(|| format!("--action {action:?} is not apply, destroy or plan"))
         }
-        _ => Err("expected exactly --action apply|destroy".to_owned()),
+        _ => Err("expected exactly --action apply|destroy|plan".to_owned()),
     }
 }

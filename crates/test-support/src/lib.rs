@@ -245,6 +245,22 @@ impl TestApp {
         self.request("DELETE", path, None, &[]).await
     }
 
+    pub async fn patch(&self, path: &str, body: &Value) -> Answer {
+        self.request("PATCH", path, Some(body), &[]).await
+    }
+
+    /// A runtime whose provisioning succeeded (marked so in the database: no cluster is built); its id.
+    pub async fn provisioned(&self, name: &str) -> String {
+        let accepted = self.post_provision(&provision_body(name)).await;
+        assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
+        let accepted = accepted.json();
+        let operation_id = accepted["operationId"].as_str().expect("an operation id");
+        self.database
+            .set_operation_columns(operation_id, [("state", "Succeeded".into()), ("stage", "Done".into())])
+            .await;
+        accepted["id"].as_str().expect("a runtime id").to_owned()
+    }
+
     /// Runs a GraphQL document and returns the whole response (`data` and `errors`).
     pub async fn graphql(&self, query: &str, variables: Value) -> Value {
         let body = json!({ "query": query, "variables": variables });

@@ -25,6 +25,8 @@ pub struct Model {
     pub progress_since_claim: bool,
     pub terraform_provider: Option<String>,
     pub plan_summary: Option<String>,
+    pub target_config: Option<Json>,
+    pub dry_run: bool,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

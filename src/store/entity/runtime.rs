@@ -18,6 +18,7 @@ pub struct Model {
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,
     pub deleted_at: Option<DateTimeUtc>,
+    pub preview: bool,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -1,0 +1,277 @@
+//! Day-2 requests through both APIs, on SQLite and on PostgreSQL: upgrades and dry runs are validated, refused
+//! while they would conflict, and the stored configuration changes only when an upgrade succeeded.
+
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use provisioner::domain::OperationState;
+use provisioner::domain::run::Stage;
+use provisioner::store::{Progress, Store};
+use serde_json::{Value, json};
+use test_support::{Backend, TestApp, on_both_databases, provision_body, provision_input, spawn_app};
+
+const UPGRADE: &str = "mutation($id: String!, $config: UpgradeClusterInput!, $dryRun: Boolean) {
+    upgradeCluster(id: $id, config: $config, dryRun: $dryRun) { id operation state runtimeID dryRun }
+}";
+
+const CLUSTER_CONFIG: &str = "query($id: String!) {
+    runtimeStatus(id: $id) {
+        lastOperationStatus { id operation state dryRun }
+        runtimeConfiguration { clusterConfig { kubernetesVersion workerPool { maxSize } } }
+    }
+}";
+
+async fn cluster_config(app: &TestApp, runtime_id: &str) -> Value {
+    let response = app.graphql(CLUSTER_CONFIG, json!({ "id": runtime_id })).await;
+    assert!(response.get("errors").is_none(), "{response}");
+    response["data"]["runtimeStatus"]["runtimeConfiguration"]["clusterConfig"].clone()
+}
+
+/// Ends the runtime's active operation as a worker would: claimed, then finished with `state`.
+async fn finish_active_operation(app: &TestApp, state: OperationState) -> String {
+    let store = Store::connect(&app.database.url, 2, Duration::from_secs(5)).await.expect("store");
+    let claim = store.claim_operation("test", Duration::from_secs(60), false, &[]).await.unwrap().expect("a claim");
+    let progress = Progress::Finished { state, stage: Stage::Done, message: format!("{state} by the test") };
+    assert!(store.record_progress(&claim.operation, claim.token, progress).await.unwrap());
+    claim.operation.id.to_string()
+}
+
+fn error_fields(answer: &Value) -> Vec<String> {
+    answer["error"]["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|error| error["field"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+async fn an_upgrade_changes_the_configuration_only_once_it_succeeded(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let runtime_id = app.provisioned("upgrade-a").await;
+    let path = format!("/api/v1/provisions/{runtime_id}");
+
+    let accepted = app.patch(&path, &json!({ "kubernetesVersion": "1.35", "workerPool": { "maxSize": 5 } })).await;
+    assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
+    let accepted = accepted.json();
+    assert_eq!((accepted["operation"].as_str(), accepted["dryRun"].as_bool()), (Some("upgrade"), Some(false)));
+    let status = app.get(&path).await.json();
+    assert_eq!((status["operation"].as_str(), status["status"].as_str()), (Some("upgrade"), Some("queued")));
+    assert_eq!(status["operationId"], accepted["operationId"]);
+    // Queued: the runtime still shows what was last applied.
+    assert_eq!(
+        cluster_config(&app, &runtime_id).await,
+        json!({ "kubernetesVersion": "1.34", "workerPool": { "maxSize": 3 } })
+    );
+
+    // One operation per runtime: a second upgrade and a deprovisioning wait for this one.
+    let second = app.patch(&path, &json!({ "workerPool": { "maxSize": 6 } })).await;
+    assert_eq!(second.status, StatusCode::CONFLICT, "{}", second.text);
+    assert_eq!(second.json()["error"]["code"], "operation_in_progress");
+    assert_eq!(app.delete(&path).await.json()["error"]["code"], "operation_in_progress");
+    let response = app.graphql(UPGRADE, json!({ "id": runtime_id, "config": { "kubernetesVersion": "1.35" } })).await;
+    assert_eq!(response["errors"][0]["extensions"]["error_reason"], "operation_in_progress", "{response}");
+
+    // A failed upgrade keeps the previous configuration, and the status says it failed.
+    finish_active_operation(&app, OperationState::Failed).await;
+    assert_eq!(cluster_config(&app, &runtime_id).await["kubernetesVersion"], "1.34");
+    let status = app.get(&path).await.json();
+    assert_eq!((status["operation"].as_str(), status["status"].as_str()), (Some("upgrade"), Some("failed")));
+
+    // The same upgrade through GraphQL, this time succeeding: now the runtime shows it.
+    let response = app
+        .graphql(
+            UPGRADE,
+            json!({ "id": runtime_id, "config": { "kubernetesVersion": "1.35", "workerPool": { "maxSize": 5 } } }),
+        )
+        .await;
+    assert!(response.get("errors").is_none(), "{response}");
+    let upgrade = &response["data"]["upgradeCluster"];
+    assert_eq!((upgrade["operation"].as_str(), upgrade["state"].as_str()), (Some("Upgrade"), Some("Pending")));
+    assert_eq!(finish_active_operation(&app, OperationState::Succeeded).await, upgrade["id"].as_str().unwrap());
+    assert_eq!(
+        cluster_config(&app, &runtime_id).await,
+        json!({ "kubernetesVersion": "1.35", "workerPool": { "maxSize": 5 } })
+    );
+
+    // Upgrading to what it already is changes nothing.
+    let same = app.patch(&path, &json!({ "kubernetesVersion": "1.35" })).await;
+    assert_eq!(same.status, StatusCode::BAD_REQUEST, "{}", same.text);
+    assert_eq!(same.json()["error"]["code"], "nothing_to_change");
+    let response = app.graphql(UPGRADE, json!({ "id": runtime_id, "config": {} })).await;
+    assert_eq!(response["errors"][0]["extensions"]["error_reason"], "nothing_to_change", "{response}");
+    assert_eq!(response["errors"][0]["extensions"]["code"], "BAD_REQUEST");
+}
+
+async fn a_dry_run_upgrade_plans_and_leaves_the_configuration(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let runtime_id = app.provisioned("upgrade-b").await;
+    let accepted = app
+        .request(
+            "PATCH",
+            &format!("/api/v1/provisions/{runtime_id}?dryRun=true"),
+            Some(&json!({ "kubernetesVersion": "1.35" })),
+            &[],
+        )
+        .await;
+    assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
+    assert_eq!(accepted.json()["dryRun"], true);
+    finish_active_operation(&app, OperationState::Succeeded).await;
+    let response = app.graphql(CLUSTER_CONFIG, json!({ "id": runtime_id })).await;
+    let status = &response["data"]["runtimeStatus"];
+    assert_eq!(status["lastOperationStatus"]["operation"], "Upgrade", "{response}");
+    assert_eq!(status["lastOperationStatus"]["state"], "Succeeded");
+    assert_eq!(status["lastOperationStatus"]["dryRun"], true);
+    assert_eq!(status["runtimeConfiguration"]["clusterConfig"]["kubernetesVersion"], "1.34");
+
+    let response = app
+        .graphql(UPGRADE, json!({ "id": runtime_id, "config": { "kubernetesVersion": "1.35" }, "dryRun": true }))
+        .await;
+    assert_eq!(response["data"]["upgradeCluster"]["dryRun"], true, "{response}");
+
+    let answer =
+        app.request("PATCH", &format!("/api/v1/provisions/{runtime_id}?dryRun=maybe"), Some(&json!({})), &[]).await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.text);
+    assert_eq!(answer.json()["error"]["field"], "dryRun");
+}
+
+async fn upgrades_name_every_field_they_may_not_change(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let runtime_id = app.provisioned("upgrade-c").await;
+    let path = format!("/api/v1/provisions/{runtime_id}");
+
+    let body = json!({ "region": "eu-west-1", "credentialId": "other", "aws": { "zones": ["eu-west-1a"] }, "controlPlane": { "count": 5 } });
+    let answer = app.patch(&path, &body).await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.text);
+    let answer = answer.json();
+    assert_eq!(answer["error"]["code"], "invalid_input");
+    assert_eq!(answer["error"]["field"], "clusterConfig.aws");
+    assert_eq!(
+        error_fields(&answer),
+        ["clusterConfig.aws", "clusterConfig.controlPlane.count", "clusterConfig.credentialId", "clusterConfig.region"]
+    );
+
+    let answer = app
+        .patch(&path, &json!({ "kubernetesVersion": "1.36", "workerPool": { "minSize": 9, "maxSize": 4 } }))
+        .await
+        .json();
+    assert_eq!(error_fields(&answer), ["clusterConfig.kubernetesVersion", "clusterConfig.workerPool.minSize"]);
+    assert!(answer["error"]["message"].as_str().unwrap().contains("the next upgrade is to 1.35"), "{answer}");
+
+    let response = app.graphql(UPGRADE, json!({ "id": runtime_id, "config": { "kubernetesVersion": "1.33" } })).await;
+    let extensions = &response["errors"][0]["extensions"];
+    assert_eq!(extensions["code"], "BAD_REQUEST", "{response}");
+    assert_eq!(extensions["field"], "clusterConfig.kubernetesVersion");
+    assert!(response["errors"][0]["message"].as_str().unwrap().contains("versions only go up"), "{response}");
+    // GraphQL itself refuses a field the input type does not have, naming it, before anything runs.
+    let document = json!({ "query": UPGRADE, "variables": { "id": runtime_id, "config": { "region": "eu-west-1" } } });
+    let answer = app.request("POST", "/graphql", Some(&document), &[]).await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.text);
+    assert!(answer.text.contains(r#"unknown field \"region\""#), "{}", answer.text);
+
+    // Nothing was queued by any of them.
+    assert_eq!(app.get(&path).await.json()["operation"], "provision");
+
+    // A body that is not JSON names no field.
+    let answer = app.request("PATCH", &path, None, &[("content-type", "application/json")]).await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.text);
+    assert!(answer.json()["error"].get("field").is_none(), "{}", answer.text);
+}
+
+async fn only_a_provisioned_live_runtime_can_be_upgraded(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let upgrade = json!({ "workerPool": { "maxSize": 4 } });
+
+    let queued = app.post_provision(&provision_body("upgrade-d")).await.json()["id"].as_str().unwrap().to_owned();
+    let answer = app.patch(&format!("/api/v1/provisions/{queued}"), &upgrade).await;
+    assert_eq!(answer.json()["error"]["code"], "operation_in_progress", "{}", answer.text);
+
+    finish_active_operation(&app, OperationState::Failed).await;
+    let answer = app.patch(&format!("/api/v1/provisions/{queued}"), &upgrade).await;
+    assert_eq!(answer.status, StatusCode::CONFLICT, "{}", answer.text);
+    assert_eq!(answer.json()["error"]["code"], "not_ready");
+
+    let runtime_id = app.provisioned("upgrade-e").await;
+    assert_eq!(app.delete(&format!("/api/v1/provisions/{runtime_id}")).await.status, StatusCode::ACCEPTED);
+    finish_active_operation(&app, OperationState::Succeeded).await;
+    let answer = app.patch(&format!("/api/v1/provisions/{runtime_id}"), &upgrade).await;
+    assert_eq!(answer.status, StatusCode::CONFLICT, "{}", answer.text);
+    assert_eq!(answer.json()["error"]["code"], "already_deprovisioned");
+
+    let unknown = uuid::Uuid::now_v7();
+    assert_eq!(app.patch(&format!("/api/v1/provisions/{unknown}"), &upgrade).await.status, StatusCode::NOT_FOUND);
+}
+
+async fn a_dry_run_provisioning_is_a_preview_that_keeps_the_name_free(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let preview = app.request("POST", "/api/v1/provisions?dryRun=true", Some(&provision_body("preview-a")), &[]).await;
+    assert_eq!(preview.status, StatusCode::ACCEPTED, "{}", preview.text);
+    let preview = preview.json();
+    assert_eq!((preview["operation"].as_str(), preview["dryRun"].as_bool()), (Some("provision"), Some(true)));
+    let preview_id = preview["id"].as_str().unwrap();
+
+    // The name stays free for the real cluster, from either API.
+    let real = app.post_provision(&provision_body("preview-a")).await;
+    assert_eq!(real.status, StatusCode::ACCEPTED, "{}", real.text);
+    let mutation = "mutation($config: ProvisionRuntimeInput!) { provisionRuntime(config: $config, dryRun: true) { runtimeID dryRun } }";
+    let response = app.graphql(mutation, json!({ "config": provision_input("preview-a") })).await;
+    assert_eq!(response["data"]["provisionRuntime"]["dryRun"], true, "{response}");
+
+    // A preview has no cluster: nothing to upgrade, deprovision or connect to, even once its plan succeeded.
+    let path = format!("/api/v1/provisions/{preview_id}");
+    let operation_id = preview["operationId"].as_str().unwrap();
+    app.database.set_operation_columns(operation_id, [("state", "Succeeded".into()), ("stage", "Done".into())]).await;
+    let answer = app.patch(&path, &json!({ "workerPool": { "maxSize": 4 } })).await;
+    assert_eq!(
+        (answer.status, answer.json()["error"]["code"].clone()),
+        (StatusCode::CONFLICT, json!("preview")),
+        "{}",
+        answer.text
+    );
+    assert_eq!(app.delete(&path).await.json()["error"]["code"], "preview");
+    assert_eq!(app.get(&format!("{path}/kubeconfig")).await.json()["error"]["code"], "not_ready");
+
+    // The same Idempotency-Key for a dry run and a real request is a different request.
+    let key = [("idempotency-key", "preview-b-1")];
+    let first = app.request("POST", "/api/v1/provisions?dryRun=true", Some(&provision_body("preview-b")), &key).await;
+    assert_eq!(first.status, StatusCode::ACCEPTED, "{}", first.text);
+    let again = app.request("POST", "/api/v1/provisions", Some(&provision_body("preview-b")), &key).await;
+    assert_eq!(again.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", again.text);
+}
+
+async fn every_invalid_field_of_a_provisioning_is_listed_in_both_apis(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let mut body = provision_body("Bad Name");
+    body["clusterConfig"]["region"] = json!("nowhere");
+    body["clusterConfig"]["workerPool"]["diskSizeGb"] = json!(1);
+    let answer = app.post_provision(&body).await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.text);
+    let answer = answer.json();
+    let fields = ["runtimeInput.name", "clusterConfig.region", "clusterConfig.workerPool.diskSizeGb"];
+    assert_eq!(error_fields(&answer), fields);
+    assert_eq!(answer["error"]["field"], fields[0]);
+
+    let mut input = provision_input("Bad Name");
+    input["clusterConfig"]["region"] = json!("nowhere");
+    input["clusterConfig"]["workerPool"]["diskSizeGb"] = json!(1);
+    let response = app
+        .graphql(
+            "mutation($config: ProvisionRuntimeInput!) { provisionRuntime(config: $config) { id } }",
+            json!({ "config": input }),
+        )
+        .await;
+    let extensions = &response["errors"][0]["extensions"];
+    assert_eq!(extensions["field"], fields[0], "{response}");
+    let listed: Vec<&str> =
+        extensions["errors"].as_array().unwrap().iter().map(|error| error["field"].as_str().unwrap()).collect();
+    assert_eq!(listed, fields);
+    assert_eq!(extensions["errors"], answer["error"]["errors"]);
+}
+
+on_both_databases!(
+    an_upgrade_changes_the_configuration_only_once_it_succeeded,
+    a_dry_run_upgrade_plans_and_leaves_the_configuration,
+    upgrades_name_every_field_they_may_not_change,
+    only_a_provisioned_live_runtime_can_be_upgraded,
+    a_dry_run_provisioning_is_a_preview_that_keeps_the_name_free,
+    every_invalid_field_of_a_provisioning_is_listed_in_both_apis,
+);
