@@ -104,6 +104,10 @@ impl ValidationPolicy {
     /// The configuration `upgrade` makes of `current`, checked by the provisioning's rules plus the upgrade's
     /// own: Kubernetes versions go up one minor at a time, and the control plane's machine type only changes
     /// where there are control-plane nodes. An upgrade that changes nothing is `Ok(None)`.
+    ///
+    /// A vanilla_kubeadm cluster takes worker changes only, for now: its control-plane nodes must be rolled one
+    /// at a time (`kubeadm upgrade`), and workers newer than their control plane would break the version skew
+    /// policy, so neither its version nor its control plane's machine type can change until that is built.
     pub fn validate_upgrade(
         &self,
         current: &ClusterConfig,
@@ -120,6 +124,21 @@ impl ValidationPolicy {
             )));
         }
         let target = current.upgraded(upgrade);
+        if current.topology == Topology::VanillaKubeadm {
+            let not_yet = |field: &str| {
+                Invalid::new(
+                    field,
+                    "cannot change yet for topology vanilla_kubeadm: rolling its control-plane nodes one at a time \
+                     (kubeadm upgrade) is not built yet; its worker pool can change",
+                )
+            };
+            if target.kubernetes_version != current.kubernetes_version {
+                findings.check(Err(not_yet("clusterConfig.kubernetesVersion")));
+            }
+            if target.control_plane != current.control_plane {
+                findings.check(Err(not_yet("clusterConfig.controlPlane.machineType")));
+            }
+        }
         if let Some(version) = &upgrade.kubernetes_version {
             findings.check(check_version_step(&current.kubernetes_version, version));
         }
@@ -815,9 +834,13 @@ mod tests {
         }
     }
 
+    fn eks() -> ProvisionRequest {
+        ProvisionRequest::example(Topology::Eks)
+    }
+
     #[test]
     fn upgrades_go_up_one_minor_version_at_a_time() {
-        let current = vanilla().cluster_config;
+        let current = eks().cluster_config;
         assert_eq!(current.kubernetes_version, "1.34");
         let target = policy().validate_upgrade(&current, &upgrade(Some("1.35"), None)).unwrap().unwrap();
         assert_eq!(target.kubernetes_version, "1.35");
@@ -837,7 +860,7 @@ mod tests {
 
     #[test]
     fn an_upgrade_that_changes_nothing_is_none() {
-        let current = vanilla().cluster_config;
+        let current = eks().cluster_config;
         assert_eq!(policy().validate_upgrade(&current, &UpgradeClusterInput::default()), Ok(None));
         let same = upgrade(
             Some(&current.kubernetes_version),
@@ -848,7 +871,7 @@ mod tests {
 
     #[test]
     fn an_upgraded_configuration_follows_the_provisioning_rules() {
-        let current = vanilla().cluster_config;
+        let current = eks().cluster_config;
         let shrink = WorkerPoolUpgrade { min_size: Some(5), max_size: Some(2), ..WorkerPoolUpgrade::default() };
         let rejected = policy().validate_upgrade(&current, &upgrade(None, Some(shrink))).unwrap_err();
         assert_eq!(rejected.first.field, "clusterConfig.workerPool.minSize");
@@ -871,16 +894,28 @@ mod tests {
     }
 
     #[test]
-    fn only_vanilla_has_a_control_plane_to_change() {
+    fn a_managed_control_plane_cannot_be_changed_and_vanilla_takes_worker_changes_only() {
         let change = UpgradeClusterInput {
             control_plane: Some(ControlPlaneUpgrade { machine_type: Some("m6i.xlarge".into()) }),
             ..UpgradeClusterInput::default()
         };
-        let target = policy().validate_upgrade(&vanilla().cluster_config, &change).unwrap().unwrap();
-        assert_eq!(target.control_plane.unwrap().machine_type, "m6i.xlarge");
         let rejected = policy().validate_upgrade(&gke().cluster_config, &change).unwrap_err();
         assert_eq!(rejected.first.field, "clusterConfig.controlPlane");
         assert!(rejected.first.message.contains("managed by the cloud"), "{}", rejected.first.message);
+
+        let vanilla = vanilla().cluster_config;
+        let rejected = policy().validate_upgrade(&vanilla, &change).unwrap_err();
+        assert_eq!(rejected.first.field, "clusterConfig.controlPlane.machineType");
+        assert!(rejected.first.message.contains("not built yet"), "{}", rejected.first.message);
+        let rejected = policy().validate_upgrade(&vanilla, &upgrade(Some("1.35"), None)).unwrap_err();
+        assert_eq!(rejected.first.field, "clusterConfig.kubernetesVersion");
+        let workers = WorkerPoolUpgrade {
+            max_size: Some(6),
+            machine_type: Some("m6i.large".into()),
+            ..WorkerPoolUpgrade::default()
+        };
+        let target = policy().validate_upgrade(&vanilla, &upgrade(None, Some(workers))).unwrap().unwrap();
+        assert_eq!((target.worker_pool.max_size, target.worker_pool.machine_type.as_str()), (6, "m6i.large"));
     }
 
     #[test]

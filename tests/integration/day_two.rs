@@ -8,7 +8,7 @@ use provisioner::domain::OperationState;
 use provisioner::domain::run::Stage;
 use provisioner::store::{Progress, Store};
 use serde_json::{Value, json};
-use test_support::{Backend, TestApp, on_both_databases, provision_body, provision_input, spawn_app};
+use test_support::{Backend, TestApp, eks_body, on_both_databases, provision_body, provision_input, spawn_app};
 
 const UPGRADE: &str = "mutation($id: String!, $config: UpgradeClusterInput!, $dryRun: Boolean) {
     upgradeCluster(id: $id, config: $config, dryRun: $dryRun) { id operation state runtimeID dryRun }
@@ -47,7 +47,7 @@ fn error_fields(answer: &Value) -> Vec<String> {
 
 async fn an_upgrade_changes_the_configuration_only_once_it_succeeded(backend: Backend) {
     let app = spawn_app(backend).await;
-    let runtime_id = app.provisioned("upgrade-a").await;
+    let runtime_id = app.provisioned(&eks_body("upgrade-a")).await;
     let path = format!("/api/v1/provisions/{runtime_id}");
 
     let accepted = app.patch(&path, &json!({ "kubernetesVersion": "1.35", "workerPool": { "maxSize": 5 } })).await;
@@ -104,7 +104,7 @@ async fn an_upgrade_changes_the_configuration_only_once_it_succeeded(backend: Ba
 
 async fn a_dry_run_upgrade_plans_and_leaves_the_configuration(backend: Backend) {
     let app = spawn_app(backend).await;
-    let runtime_id = app.provisioned("upgrade-b").await;
+    let runtime_id = app.provisioned(&eks_body("upgrade-b")).await;
     let accepted = app
         .request(
             "PATCH",
@@ -136,7 +136,7 @@ async fn a_dry_run_upgrade_plans_and_leaves_the_configuration(backend: Backend) 
 
 async fn upgrades_name_every_field_they_may_not_change(backend: Backend) {
     let app = spawn_app(backend).await;
-    let runtime_id = app.provisioned("upgrade-c").await;
+    let runtime_id = app.provisioned(&eks_body("upgrade-c")).await;
     let path = format!("/api/v1/provisions/{runtime_id}");
 
     let body = json!({ "region": "eu-west-1", "credentialId": "other", "aws": { "zones": ["eu-west-1a"] }, "controlPlane": { "count": 5 } });
@@ -190,7 +190,7 @@ async fn only_a_provisioned_live_runtime_can_be_upgraded(backend: Backend) {
     assert_eq!(answer.status, StatusCode::CONFLICT, "{}", answer.text);
     assert_eq!(answer.json()["error"]["code"], "not_ready");
 
-    let runtime_id = app.provisioned("upgrade-e").await;
+    let runtime_id = app.provisioned(&eks_body("upgrade-e")).await;
     assert_eq!(app.delete(&format!("/api/v1/provisions/{runtime_id}")).await.status, StatusCode::ACCEPTED);
     finish_active_operation(&app, OperationState::Succeeded).await;
     let answer = app.patch(&format!("/api/v1/provisions/{runtime_id}"), &upgrade).await;
@@ -199,6 +199,20 @@ async fn only_a_provisioned_live_runtime_can_be_upgraded(backend: Backend) {
 
     let unknown = uuid::Uuid::now_v7();
     assert_eq!(app.patch(&format!("/api/v1/provisions/{unknown}"), &upgrade).await.status, StatusCode::NOT_FOUND);
+}
+
+async fn a_vanilla_cluster_takes_worker_changes_only(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let runtime_id = app.provisioned(&provision_body("vanilla-a")).await;
+    let path = format!("/api/v1/provisions/{runtime_id}");
+    let answer =
+        app.patch(&path, &json!({ "kubernetesVersion": "1.35", "controlPlane": { "machineType": "m6i.large" } })).await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.text);
+    let answer = answer.json();
+    assert_eq!(error_fields(&answer), ["clusterConfig.kubernetesVersion", "clusterConfig.controlPlane.machineType"]);
+    assert!(answer["error"]["message"].as_str().unwrap().contains("not built yet"), "{answer}");
+    let accepted = app.patch(&path, &json!({ "workerPool": { "maxSize": 6, "machineType": "m6i.large" } })).await;
+    assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
 }
 
 async fn a_dry_run_provisioning_is_a_preview_that_keeps_the_name_free(backend: Backend) {
@@ -272,6 +286,7 @@ on_both_databases!(
     a_dry_run_upgrade_plans_and_leaves_the_configuration,
     upgrades_name_every_field_they_may_not_change,
     only_a_provisioned_live_runtime_can_be_upgraded,
+    a_vanilla_cluster_takes_worker_changes_only,
     a_dry_run_provisioning_is_a_preview_that_keeps_the_name_free,
     every_invalid_field_of_a_provisioning_is_listed_in_both_apis,
 );

@@ -1,8 +1,8 @@
 //! The whole path with the real terraform-runner in the Job: a request to the REST API, the engine's credentials
 //! Secret, rendered ConfigMap and Job on the test control plane, then the Job's pod run by a kubelet stand-in that
 //! starts the real `terraform-runner` binary exactly as the pod spec says (its command, arguments, environment,
-//! volumes and ServiceAccount), against moto with OpenTofu; then the service reads the published kubeconfig, and
-//! deprovisioning destroys and removes the state bucket. This is where the service's side of the contract (Job
+//! volumes and ServiceAccount), against moto with OpenTofu; then the service reads the published kubeconfig, an
+//! upgrade is planned (dry run) and applied, and deprovisioning destroys and removes the state bucket. This is where the service's side of the contract (Job
 //! spec, file names, runner.json, credential files, RBAC) meets the runner's.
 //!
 //! Nothing is substituted: the stand-in plays the init container by putting the repository's modules where it
@@ -16,13 +16,12 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use kube::Api;
-use provisioner::domain::{ProvisionRequest, Topology};
 use runner_contract::environment::mount;
 use serde_json::Value;
-use test_support::Backend;
 use test_support::engine::Engine;
 use test_support::moto::MotoServer;
 use test_support::terraform::test_providers;
+use test_support::{Backend, eks_body};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -141,13 +140,8 @@ async fn run_job_pod(engine: &Engine, moto: &MotoServer, job: &str, extra_env: &
     }
 }
 
-/// The EKS example as a REST request.
-fn eks_body(name: &str) -> Value {
-    serde_json::to_value(ProvisionRequest::example_named(Topology::Eks, name)).unwrap()
-}
-
 #[tokio::test]
-async fn an_eks_cluster_is_provisioned_and_deprovisioned_by_the_real_runner_modules_and_provider() {
+async fn an_eks_cluster_is_provisioned_upgraded_and_deprovisioned_by_the_real_runner_modules_and_provider() {
     let moto = MotoServer::start().await;
     let (engine, process) = Engine::start(Backend::Sqlite, &[]).await;
     let (runtime_id, _) = engine.provision(&eks_body("pipeline")).await;
@@ -171,6 +165,51 @@ async fn an_eks_cluster_is_provisioned_and_deprovisioned_by_the_real_runner_modu
     assert!(answer.text.contains("--cluster-name") && answer.text.contains("pipeline"), "{}", answer.text);
     assert!(bucket_exists(), "the state bucket the service named exists");
 
+    // An upgrade, first as a dry run: planned by the same Job, nothing applied, the configuration kept.
+    let path = format!("/api/v1/provisions/{runtime_id}");
+    let upgrade = serde_json::json!({ "kubernetesVersion": "1.35", "workerPool": { "maxSize": 5 } });
+    let config = || async {
+        let query = "query($id: String!) { runtimeStatus(id: $id) { runtimeConfiguration { clusterConfig { kubernetesVersion workerPool { maxSize } } } } }";
+        let response = engine.app.graphql(query, serde_json::json!({ "id": runtime_id })).await;
+        response["data"]["runtimeStatus"]["runtimeConfiguration"]["clusterConfig"].clone()
+    };
+    let before = config().await;
+    let accepted = engine.app.request("PATCH", &format!("{path}?dryRun=true"), Some(&upgrade), &[]).await;
+    assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
+    let planned = run_job_pod(&engine, &moto, &format!("upgrade-{runtime_id}"), &[]).await;
+    assert_eq!(planned.exit_code, 0, "the runner failed: {}\n{}", planned.termination_message, planned.output);
+    assert!(!planned.output.contains("Apply complete!"), "{}", planned.output);
+    let done = engine.wait_for_status(&runtime_id, &["succeeded", "failed"], WAIT).await;
+    assert_eq!((done["operation"].as_str(), done["status"].as_str()), (Some("upgrade"), Some("succeeded")), "{done}");
+    assert_eq!(done["dryRun"], true);
+    let change = done["planSummary"]["change"].as_u64().unwrap();
+    assert!(change >= 2, "the cluster's version and the node group change in place: {done}");
+    assert_eq!(
+        (done["planSummary"]["add"].as_u64(), done["planSummary"]["destroy"].as_u64()),
+        (Some(0), Some(0)),
+        "{done}"
+    );
+    assert_eq!(config().await, before, "a dry run keeps the configuration");
+
+    // The upgrade itself: the same plan, applied; the runtime then shows the new configuration.
+    let accepted = engine.app.patch(&path, &upgrade).await;
+    assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
+    let upgraded = run_job_pod(&engine, &moto, &format!("upgrade-{runtime_id}"), &[]).await;
+    assert_eq!(upgraded.exit_code, 0, "the runner failed: {}\n{}", upgraded.termination_message, upgraded.output);
+    assert!(
+        upgraded.output.contains(&format!("Apply complete! Resources: 0 added, {change} changed, 0 destroyed")),
+        "{}",
+        upgraded.output
+    );
+    let done = engine.wait_for_status(&runtime_id, &["succeeded", "failed"], WAIT).await;
+    assert_eq!((done["operation"].as_str(), done["status"].as_str()), (Some("upgrade"), Some("succeeded")), "{done}");
+    assert_eq!(config().await, serde_json::json!({ "kubernetesVersion": "1.35", "workerPool": { "maxSize": 5 } }));
+    let cluster =
+        moto.aws(&["eks", "describe-cluster", "--name", "pipeline", "--region", "eu-central-1", "--output", "json"]);
+    assert_eq!(serde_json::from_str::<Value>(&cluster).unwrap()["cluster"]["version"], "1.35", "{cluster}");
+    let answer = engine.app.get(&format!("/api/v1/provisions/{runtime_id}/kubeconfig")).await;
+    assert_eq!(answer.status, StatusCode::OK, "the kubeconfig stays available after an upgrade: {}", answer.text);
+
     let accepted = engine.app.delete(&format!("/api/v1/provisions/{runtime_id}")).await;
     assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
     let destroyed = run_job_pod(&engine, &moto, &format!("deprovision-{runtime_id}"), &[]).await;
@@ -188,7 +227,7 @@ async fn an_eks_cluster_is_provisioned_and_deprovisioned_by_the_real_runner_modu
     let clusters = moto.aws(&["eks", "list-clusters", "--region", "eu-central-1", "--output", "json"]);
     assert_eq!(serde_json::from_str::<Value>(&clusters).unwrap()["clusters"], serde_json::json!([]));
     let pods = Api::<Pod>::namespaced(engine.admin.clone(), &engine.namespace);
-    assert!(pods.list(&Default::default()).await.unwrap().items.len() >= 2, "both Jobs ran a pod");
+    assert!(pods.list(&Default::default()).await.unwrap().items.len() >= 4, "every Job ran a pod");
     process.stop().await;
 }
 

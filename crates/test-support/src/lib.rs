@@ -249,9 +249,9 @@ impl TestApp {
         self.request("PATCH", path, Some(body), &[]).await
     }
 
-    /// A runtime whose provisioning succeeded (marked so in the database: no cluster is built); its id.
-    pub async fn provisioned(&self, name: &str) -> String {
-        let accepted = self.post_provision(&provision_body(name)).await;
+    /// A runtime whose provisioning of `body` succeeded (marked so in the database: no cluster is built); its id.
+    pub async fn provisioned(&self, body: &Value) -> String {
+        let accepted = self.post_provision(body).await;
         assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
         let accepted = accepted.json();
         let operation_id = accepted["operationId"].as_str().expect("an operation id");
@@ -279,6 +279,11 @@ impl TestApp {
 /// single fields of it.
 pub fn provision_body(name: &str) -> Value {
     serde_json::to_value(ProvisionRequest::example_named(Topology::VanillaKubeadm, name)).expect("serialisable")
+}
+
+/// The EKS example in the REST spelling, named `name`.
+pub fn eks_body(name: &str) -> Value {
+    serde_json::to_value(ProvisionRequest::example_named(Topology::Eks, name)).expect("serialisable")
 }
 
 /// The configuration of `action` on `runtime` with this release's provider pin, as the worker renders it for a
