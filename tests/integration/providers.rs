@@ -12,10 +12,6 @@
 //! anything else:
 //! - `aws_vpc_security_group_ingress_rule` / `_egress_rule` `description`: moto does not return it;
 //! - `aws_launch_template` `tag_specifications`: moto returns the tag specifications differently;
-//! - `aws_eks_cluster` `access_config`: moto returns no access configuration (a replacement, since
-//!   `bootstrap_cluster_creator_admin_permissions` cannot change in place);
-//! - `aws_eks_node_group` `remote_access`: moto invents an SSH key (`eksKeypair`) for every node group (a
-//!   replacement), and `update_config`: moto returns none;
 //! - `aws_instance` `associate_public_ip_address`: moto gives a control-plane node in a private subnet a public
 //!   address although the module asks for none (a replacement; its load balancer attachments follow), and
 //!   `vpc_security_group_ids`: moto returns none for an instance in a VPC;
@@ -37,9 +33,6 @@ const MOTO_ONLY_DIFFERENCES: &[(&str, &str)] = &[
     ("aws_vpc_security_group_ingress_rule", "description"),
     ("aws_vpc_security_group_egress_rule", "description"),
     ("aws_launch_template", "tag_specifications"),
-    ("aws_eks_cluster", "access_config"),
-    ("aws_eks_node_group", "remote_access"),
-    ("aws_eks_node_group", "update_config"),
     ("aws_instance", "associate_public_ip_address"),
     ("aws_instance", "vpc_security_group_ids"),
     ("aws_autoscaling_group", "capacity_reservation_specification"),

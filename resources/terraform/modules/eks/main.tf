@@ -162,6 +162,9 @@ resource "aws_eks_node_group" "this" {
   ami_type        = local.ami_type
   instance_types  = [var.node_instance_type]
   capacity_type   = "ON_DEMAND"
+  # The nodes follow the control plane: an upgrade updates the cluster first (this reference orders it), then
+  # rolls the nodes to its version (UpdateNodegroupVersion, max_unavailable at a time).
+  version = aws_eks_cluster.this.version
 
   scaling_config {
     min_size     = var.node_min_size
