@@ -107,6 +107,13 @@ impl Configuration {
         String::from_utf8(output.stdout).expect("tofu prints UTF-8")
     }
 
+    /// Renders `runtime` (the same cluster, changed) over this configuration's `main.tf`, as an upgrade does.
+    fn rerender(&mut self, runtime: Runtime) {
+        let rendered = test_support::render(&runtime, RunAction::Apply);
+        std::fs::write(self.run.join("main.tf"), &rendered.files["main.tf"]).unwrap();
+        self.runtime = runtime;
+    }
+
     /// `init` exactly as the runner runs it, then `validate`, which must report neither an error nor a warning.
     fn init_and_validate(&self) {
         self.tofu(&["init", "-input=false", "-no-color", "-lockfile=readonly"]);
@@ -243,12 +250,49 @@ async fn apply_and_destroy_on_moto(runtime: Runtime) -> (usize, usize, usize) {
         configuration.runtime.name
     );
 
+    // Every change an upgrade may make of this topology is planned in place: nothing is destroyed or replaced
+    // but for moto's own differences above.
+    let mut configuration = configuration;
+    let current = configuration.runtime.clone();
+    configuration.rerender(upgraded(&current));
+    let upgrade = configuration.plan("upgrade.tfplan");
+    let mut destructive = Vec::new();
+    for change in &upgrade {
+        let actions = change["change"]["actions"].as_array().cloned().unwrap_or_default();
+        if !actions.contains(&Value::from("delete")) {
+            continue;
+        }
+        let resource_type = change["type"].as_str().unwrap_or_default();
+        let causes = changed_attributes(change);
+        if !causes.iter().all(|attribute| MOTO_ONLY_DIFFERENCES.contains(&(resource_type, attribute.as_str()))) {
+            destructive.push(format!("{} {actions:?}: {causes:?}", change["address"].as_str().unwrap_or_default()));
+        }
+    }
+    assert!(destructive.is_empty(), "{}: the upgrade plan destroys or replaces {destructive:#?}", current.name);
+    assert!(!with_actions(&upgrade, &["update"]).is_empty(), "{}: the upgrade changes something", current.name);
+    configuration.rerender(current);
+
     let destroyed = configuration.tofu(&["destroy", "-auto-approve", "-input=false", "-no-color", "-lock-timeout=60s"]);
     let destroyed = resource_count(&destroyed, "destroyed");
     assert_eq!(destroyed, added, "destroy removes what apply created");
     let left = remaining(&moto, &configuration.runtime);
     assert!(left.is_empty(), "{}: destroy left {left:#?}", configuration.runtime.name);
     (planned.len(), added, destroyed)
+}
+
+/// `runtime` with every change an upgrade of its topology accepts: the worker pool's machine type, sizes and disk,
+/// and (EKS) the next Kubernetes version; vanilla_kubeadm takes worker changes only.
+fn upgraded(runtime: &Runtime) -> Runtime {
+    let mut upgraded = runtime.clone();
+    let config = &mut upgraded.cluster_config;
+    config.worker_pool.machine_type = "m6i.large".into();
+    config.worker_pool.min_size += 1;
+    config.worker_pool.max_size += 2;
+    config.worker_pool.disk_size_gb += 30;
+    if config.topology == Topology::Eks {
+        config.kubernetes_version = "1.35".into();
+    }
+    upgraded
 }
 
 /// `Resources: 3 added, 0 changed, 0 destroyed.` / `Resources: 3 destroyed.`

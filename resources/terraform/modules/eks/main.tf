@@ -118,10 +118,13 @@ resource "aws_iam_role_policy_attachment" "node" {
   policy_arn = "${local.policy_prefix}/${each.value}"
 }
 
-# Encrypted gp3 root volumes of the requested size and IMDSv2 only; EKS fills in the AMI and its bootstrap.
+# The nodes' instance type, encrypted gp3 root volumes of the requested size and IMDSv2 only; EKS fills in the
+# AMI and its bootstrap. A change here is a new template version, which the node group rolls out node by node
+# (the node group's own instance_types could only change by replacing the group, all its nodes at once).
 resource "aws_launch_template" "node" {
   name_prefix            = "${var.cluster_name}-node-"
   description            = var.description != "" ? substr(var.description, 0, 255) : null
+  instance_type          = var.node_instance_type
   update_default_version = true
 
   block_device_mappings {
@@ -160,7 +163,6 @@ resource "aws_eks_node_group" "this" {
   node_role_arn   = aws_iam_role.node.arn
   subnet_ids      = var.subnet_ids
   ami_type        = local.ami_type
-  instance_types  = [var.node_instance_type]
   capacity_type   = "ON_DEMAND"
   # The nodes follow the control plane: an upgrade updates the cluster first (this reference orders it), then
   # rolls the nodes to its version (UpdateNodegroupVersion, max_unavailable at a time).
