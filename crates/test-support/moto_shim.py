@@ -25,11 +25,24 @@ for. Started by `MotoServer::start` (src/moto.rs) as `python moto_shim.py -H 127
    (default: the cluster's, never above it), release version (default: the latest of that version) and launch
    template version (of the template the group was created with; default: the template's default version).
    Both answer with a "VersionUpdate" that DescribeUpdate returns (4).
+6. Auto Scaling instance refreshes, which moto lacks: StartInstanceRefresh, DescribeInstanceRefreshes and
+   CancelInstanceRefresh (the provider starts one when a group's launch template changes, cancelling an active one
+   first, and waits for a cancelled one to end). As on AWS, a group has at most one active refresh (another Start
+   is refused with InstanceRefreshInProgress; Cancel without one gives ActiveInstanceRefreshNotFound), and a
+   DesiredConfiguration becomes the group's. Here a refresh completes at once: the group's InService instances
+   (protected ones only with ScaleInProtectedInstances "Refresh", with SkipMatching only those not already from
+   the target launch template version) are terminated and as many launched from the group's current launch
+   template version, and the refresh is "Successful" at 100 percent. As on AWS, an instance reports the launch
+   template version it was launched from (moto: the template's default version, whatever the group's).
 """
 
 import json
 import sys
 
+from moto.autoscaling.exceptions import AutoscalingClientError
+from moto.autoscaling.exceptions import ValidationError as AutoScalingValidationError
+from moto.autoscaling.models import AutoScalingBackend, FakeAutoScalingGroup, InstanceState
+from moto.autoscaling.responses import AutoScalingResponse
 from moto.core.responses import ActionResult
 from moto.core.utils import utcnow
 from moto.ec2.models import security_groups
@@ -349,6 +362,180 @@ eks_urls.url_paths.update(
         "{0}/clusters/(?P<name>[^/]+)/node-groups/(?P<nodegroupName>[^/]+)/update-version$": eks_urls.response.dispatch,
     }
 )
+
+# 6. Auto Scaling instance refreshes.
+
+_LAUNCH_TEMPLATE = "_shim_launch_template"
+_original_replace_instances = FakeAutoScalingGroup.replace_autoscaling_group_instances
+
+
+def _replace_instances(self, count_needed, propagated_tags):
+    before = len(self.instance_states)
+    _original_replace_instances(self, count_needed, propagated_tags)
+    template = self.ec2_launch_template
+    if template is None:
+        return
+    number = str(template.get_version(self.launch_template_version).number)
+    for state in self.instance_states[before:]:
+        state.__dict__[_LAUNCH_TEMPLATE] = {
+            "LaunchTemplateId": template.id,
+            "LaunchTemplateName": template.name,
+            "Version": number,
+        }
+        # moto launches with the template's default version; the data above comes from the group's version.
+        state.instance.add_tags({"aws:ec2launchtemplate:version": number})
+
+
+FakeAutoScalingGroup.replace_autoscaling_group_instances = _replace_instances
+
+_original_state_launch_template = InstanceState.launch_template
+
+
+def _state_launch_template(self):
+    launched = self.__dict__.get(_LAUNCH_TEMPLATE)
+    return dict(launched) if launched else _original_state_launch_template.fget(self)
+
+
+InstanceState.launch_template = property(_state_launch_template)
+
+
+_REFRESHES = "_shim_instance_refreshes"
+_ACTIVE_REFRESH_STATUSES = {"Pending", "InProgress", "Cancelling", "Baking", "RollbackInProgress"}
+# The preferences AWS reports for a refresh started without them.
+_DEFAULT_REFRESH_PREFERENCES = {
+    "MinHealthyPercentage": 90,
+    "MaxHealthyPercentage": 100,
+    "SkipMatching": False,
+    "AutoRollback": False,
+    "ScaleInProtectedInstances": "Ignore",
+    "StandbyInstances": "Ignore",
+}
+
+
+def _refresh_group(backend, name):
+    group = backend.autoscaling_groups.get(name)
+    if group is None:
+        raise AutoScalingValidationError(f"AutoScalingGroup name not found - AutoScalingGroup {name} not found")
+    return group, group.__dict__.setdefault(_REFRESHES, [])
+
+
+def start_instance_refresh(self, group_name, strategy=None, desired_configuration=None, preferences=None):
+    group, refreshes = _refresh_group(self, group_name)
+    if any(refresh["Status"] in _ACTIVE_REFRESH_STATUSES for refresh in refreshes):
+        raise AutoscalingClientError(
+            "InstanceRefreshInProgress",
+            "An Instance Refresh is already in progress and blocks the execution of this Instance Refresh.",
+        )
+    preferences = {**_DEFAULT_REFRESH_PREFERENCES, **(preferences or {})}
+    if desired_configuration:
+        policy = desired_configuration.get("MixedInstancesPolicy")
+        if policy:
+            group.mixed_instances_policy = policy
+            group._set_launch_configuration(None, {}, policy)
+        elif desired_configuration.get("LaunchTemplate"):
+            group.mixed_instances_policy = None
+            group._set_launch_configuration(None, desired_configuration["LaunchTemplate"], None)
+    target = None
+    if group.ec2_launch_template is not None:
+        number = group.ec2_launch_template.get_version(group.launch_template_version).number
+        target = (group.ec2_launch_template.id, str(number))
+
+    def replaced(state):
+        if state.lifecycle_state != "InService":
+            return False
+        if state.protected_from_scale_in and preferences["ScaleInProtectedInstances"] != "Refresh":
+            return False
+        launched = state.launch_template or {}
+        matching = target is not None and (launched.get("LaunchTemplateId"), str(launched.get("Version"))) == target
+        return not (preferences["SkipMatching"] and matching)
+
+    old = [state for state in group.instance_states if replaced(state)]
+    refresh = {
+        "InstanceRefreshId": str(random.uuid4()),
+        "AutoScalingGroupName": group_name,
+        "Status": "Successful",
+        "StartTime": utcnow(),
+        "PercentageComplete": 100,
+        "InstancesToUpdate": 0,
+        "ProgressDetails": {"LivePoolProgress": {"PercentageComplete": 100, "InstancesToUpdate": 0}},
+        "Preferences": preferences,
+        "Strategy": strategy or "Rolling",
+    }
+    if desired_configuration:
+        refresh["DesiredConfiguration"] = desired_configuration
+    if group.warm_pool is not None:
+        refresh["ProgressDetails"]["WarmPoolProgress"] = {"PercentageComplete": 100, "InstancesToUpdate": 0}
+    if old:
+        group.instance_states = [state for state in group.instance_states if state not in old]
+        self.ec2_backend.terminate_instances([state.instance.id for state in old])
+        group.replace_autoscaling_group_instances(len(old), group.get_propagated_tags())
+        self.update_attached_elbs(group_name)
+        self.update_attached_target_groups(group_name)
+    refresh["EndTime"] = utcnow()
+    refreshes.append(refresh)
+    return refresh["InstanceRefreshId"]
+
+
+def describe_instance_refreshes(self, group_name, instance_refresh_ids=None):
+    _, refreshes = _refresh_group(self, group_name)
+    # Newest first, as AWS lists them.
+    return [
+        refresh
+        for refresh in reversed(refreshes)
+        if not instance_refresh_ids or refresh["InstanceRefreshId"] in instance_refresh_ids
+    ]
+
+
+def cancel_instance_refresh(self, group_name):
+    _, refreshes = _refresh_group(self, group_name)
+    for refresh in refreshes:
+        if refresh["Status"] in _ACTIVE_REFRESH_STATUSES:
+            refresh["Status"] = "Cancelled"
+            refresh["EndTime"] = utcnow()
+            return refresh["InstanceRefreshId"]
+    raise AutoscalingClientError(
+        "ActiveInstanceRefreshNotFound",
+        f"No in progress or pending Instance Refresh found for Auto Scaling group {group_name}",
+    )
+
+
+def _start_instance_refresh_response(self):
+    refresh_id = self.autoscaling_backend.start_instance_refresh(
+        group_name=self._get_param("AutoScalingGroupName"),
+        strategy=self._get_param("Strategy"),
+        desired_configuration=self._get_param("DesiredConfiguration"),
+        preferences=self._get_param("Preferences"),
+    )
+    return ActionResult({"InstanceRefreshId": refresh_id})
+
+
+def _describe_instance_refreshes_response(self):
+    refreshes = self.autoscaling_backend.describe_instance_refreshes(
+        group_name=self._get_param("AutoScalingGroupName"),
+        instance_refresh_ids=self._get_param("InstanceRefreshIds", []),
+    )
+    token = self._get_param("NextToken")
+    ids = [refresh["InstanceRefreshId"] for refresh in refreshes]
+    start = ids.index(token) + 1 if token in ids else 0
+    max_records = self._get_int_param("MaxRecords") or 50
+    page = refreshes[start : start + max_records]
+    next_token = page[-1]["InstanceRefreshId"] if len(refreshes) > start + max_records else None
+    return ActionResult({"InstanceRefreshes": page, "NextToken": next_token})
+
+
+def _cancel_instance_refresh_response(self):
+    refresh_id = self.autoscaling_backend.cancel_instance_refresh(
+        group_name=self._get_param("AutoScalingGroupName")
+    )
+    return ActionResult({"InstanceRefreshId": refresh_id})
+
+
+AutoScalingBackend.start_instance_refresh = start_instance_refresh
+AutoScalingBackend.describe_instance_refreshes = describe_instance_refreshes
+AutoScalingBackend.cancel_instance_refresh = cancel_instance_refresh
+AutoScalingResponse.start_instance_refresh = _start_instance_refresh_response
+AutoScalingResponse.describe_instance_refreshes = _describe_instance_refreshes_response
+AutoScalingResponse.cancel_instance_refresh = _cancel_instance_refresh_response
 
 if __name__ == "__main__":
     from moto.server import main

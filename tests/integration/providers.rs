@@ -4,7 +4,8 @@
 //! (vanilla kubeadm with one and three control-plane nodes, EKS, GKE; the default and a custom network):
 //! `init`, `validate` (a warning fails the test) and `plan`. The AWS topologies are then applied and destroyed on
 //! moto, with their state in the real S3 backend on moto as terraform-runner keeps it; a second plan after the
-//! apply may show only moto's known differences (below), and after the destroy nothing of the cluster is left.
+//! apply may show only moto's known differences (below); every change an upgrade accepts is planned in place (and
+//! on EKS applied: version, node group, launch template); after the destroy nothing of the cluster is left.
 //! GKE is validated and planned only (there is no GCP emulator): its state lives in fake-gcs-server.
 //!
 //! Differences a second plan shows on moto only (moto 5.2.5 answers differently from AWS), none of them a change
@@ -250,8 +251,10 @@ async fn apply_and_destroy_on_moto(runtime: Runtime) -> (usize, usize, usize) {
         configuration.runtime.name
     );
 
-    // Every change an upgrade may make of this topology is planned in place: nothing is destroyed or replaced
-    // but for moto's own differences above.
+    // Every change an upgrade may make of this topology is planned in place (nothing is destroyed or replaced
+    // but for moto's own differences above), and on EKS applied. A vanilla worker upgrade is not applied on moto:
+    // after the group's minimum grows, the provider waits for capacity that moto's group never reaches (seen with
+    // 1 of 2 instances after 14 minutes; the cause in moto is not found yet).
     let mut configuration = configuration;
     let current = configuration.runtime.clone();
     configuration.rerender(upgraded(&current));
@@ -270,7 +273,10 @@ async fn apply_and_destroy_on_moto(runtime: Runtime) -> (usize, usize, usize) {
     }
     assert!(destructive.is_empty(), "{}: the upgrade plan destroys or replaces {destructive:#?}", current.name);
     assert!(!with_actions(&upgrade, &["update"]).is_empty(), "{}: the upgrade changes something", current.name);
-    configuration.rerender(current);
+    if current.cluster_config.topology == Topology::Eks {
+        configuration.tofu(&["apply", "-input=false", "-no-color", "-lock-timeout=60s", "upgrade.tfplan"]);
+        assert_eks_upgraded(&moto, &configuration.runtime);
+    }
 
     let destroyed = configuration.tofu(&["destroy", "-auto-approve", "-input=false", "-no-color", "-lock-timeout=60s"]);
     let destroyed = resource_count(&destroyed, "destroyed");
@@ -293,6 +299,24 @@ fn upgraded(runtime: &Runtime) -> Runtime {
         config.kubernetes_version = "1.35".into();
     }
     upgraded
+}
+
+/// What the applied upgrade changed in moto: the EKS cluster and its node group run the new version, the node
+/// group its new size and its launch template's new version (which rolls the nodes).
+fn assert_eks_upgraded(moto: &MotoServer, runtime: &Runtime) {
+    let region = runtime.cluster_config.region.as_str();
+    let json = |args: &[&str]| -> Value {
+        let mut all = args.to_vec();
+        all.extend(["--region", region, "--output", "json"]);
+        serde_json::from_str(&moto.aws(&all)).expect("aws prints JSON")
+    };
+    let cluster = json(&["eks", "describe-cluster", "--name", &runtime.name]);
+    assert_eq!(cluster["cluster"]["version"], "1.35", "{cluster}");
+    let group = json(&["eks", "describe-nodegroup", "--cluster-name", &runtime.name, "--nodegroup-name", "workers"]);
+    let group = &group["nodegroup"];
+    assert_eq!(group["version"], "1.35", "{group}");
+    assert_eq!(group["scalingConfig"]["maxSize"], runtime.cluster_config.worker_pool.max_size, "{group}");
+    assert_eq!(group["launchTemplate"]["version"], "2", "the nodes roll to the new template: {group}");
 }
 
 /// `Resources: 3 added, 0 changed, 0 destroyed.` / `Resources: 3 destroyed.`

@@ -512,6 +512,16 @@ resource "aws_autoscaling_group" "worker" {
     version = aws_launch_template.worker.latest_version
   }
 
+  # A new launch template version (machine type, disk, user data) rolls the workers: replaced a few at a time,
+  # at least 90 % of the group in service throughout. The control plane is never part of it.
+  instance_refresh {
+    strategy = "Rolling"
+
+    preferences {
+      min_healthy_percentage = 90
+    }
+  }
+
   # Tags of the group itself (the launch template tags the instances); the last two let the cluster autoscaler
   # discover it.
   dynamic "tag" {
