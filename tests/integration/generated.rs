@@ -27,10 +27,13 @@ fn graphql_enums_are_spelled_for_kyma_clients() {
     let sdl = provisioner::api::graphql::schema_sdl();
     for expected in [
         "enum OperationState {\n\tPending\n\tInProgress\n\tSucceeded\n\tFailed\n}",
-        "enum OperationType {\n\tProvision\n\tDeprovision\n}",
+        "enum OperationType {\n\tProvision\n\tDeprovision\n",
+        "\tUpgrade\n}",
         "enum Topology {",
         "VANILLA_KUBEADM",
-        "provisionRuntime(config: ProvisionRuntimeInput!): OperationStatus!",
+        // Kyma's `provisionRuntime(config: ...)` stays valid: the dry run is an optional argument.
+        "provisionRuntime(config: ProvisionRuntimeInput!, dryRun: Boolean = false): OperationStatus!",
+        "upgradeCluster(id: String!, config: UpgradeClusterInput!, dryRun: Boolean = false): OperationStatus!",
         "deprovisionRuntime(id: String!): String!",
         "runtimeID: String!",
     ] {
@@ -52,4 +55,7 @@ fn the_openapi_document_is_served_and_names_every_path() {
         assert!(paths.contains_key(path), "{path} missing from the OpenAPI document");
     }
     assert!(document["components"]["schemas"]["ProvisionRequest"].is_object());
+    let runtime = &paths["/api/v1/provisions/{id}"];
+    assert!(runtime["patch"]["requestBody"].is_object(), "the upgrade is PATCH on the runtime: {runtime}");
+    assert!(document["components"]["schemas"]["UpgradeClusterInput"].is_object());
 }
