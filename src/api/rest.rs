@@ -207,7 +207,7 @@ fn path_id(id: Result<Path<String>, PathRejection>) -> ApiResult<String> {
     ),
     responses(
         (status = 202, description = "Provisioning queued", body = Accepted),
-        (status = 400, description = "Invalid input; `field` names it", body = ErrorBody),
+        (status = 400, description = "Invalid input; `field` names the first invalid field, `errors` every one", body = ErrorBody),
         (status = 409, description = "The name is taken", body = ErrorBody),
         (status = 413, description = "Body too large", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),

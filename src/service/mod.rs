@@ -299,9 +299,9 @@ impl Service {
         self.queue(runtime_id, operation).await
     }
 
-    /// Whether a new operation may be queued on the runtime: live, not a preview, no active operation, and no Job of an
-    /// earlier operation still running (a run that ended without stopping it): a second Terraform on the same
-    /// state must not start beside it.
+    /// Whether a new operation may be queued on the runtime: live, not a preview, no active operation, and no
+    /// Job of an earlier operation still running (a run that ended without stopping it): a second Terraform on
+    /// the same state must not start beside it.
     async fn check_changeable(&self, status: &RuntimeStatus) -> Result<()> {
         let runtime = &status.runtime;
         if runtime.deleted_at.is_some() {

@@ -251,11 +251,10 @@ fn check_version_step(current: &str, requested: &str) -> Check {
 /// naming every field it may not contain: fixed ones get told so, unknown ones too, and `null` (which would
 /// remove a field in a merge patch) is refused since every changeable field is required.
 pub fn upgrade_from_json(body: &Value) -> Result<UpgradeClusterInput, Rejected> {
-    let mut findings = Findings::default();
     let Some(fields) = body.as_object() else {
-        findings.check(Err(Invalid::new("clusterConfig", "must be a JSON object")));
-        return Err(findings.into_result().expect_err("one finding"));
+        return Err(Invalid::new("clusterConfig", "must be a JSON object").into());
     };
+    let mut findings = Findings::default();
     for (key, value) in fields {
         let field = format!("clusterConfig.{key}");
         let allowed: &[&str] = match key.as_str() {
@@ -290,8 +289,7 @@ pub fn upgrade_from_json(body: &Value) -> Result<UpgradeClusterInput, Rejected> 
         }
     }
     findings.into_result()?;
-    let deserializer = body.clone();
-    serde_path_to_error::deserialize(deserializer).map_err(|error| {
+    serde_path_to_error::deserialize(body.clone()).map_err(|error| {
         let path = error.path().to_string();
         let field = if path == "." { "clusterConfig".to_owned() } else { format!("clusterConfig.{path}") };
         Rejected::from(Invalid::new(field, error.inner().to_string()))

@@ -452,8 +452,8 @@ impl Store {
             .filter(operation::Column::Id.eq(operation.id))
             .filter(operation::Column::ClaimToken.eq(token))
             .filter(operation::Column::State.eq(OperationState::InProgress.as_str()));
-        let mut runtime_deleted = false;
-        let mut applied_config = None;
+        // What a successful run changes of its runtime, written in the same transaction.
+        let mut runtime_update = None;
         match progress {
             Progress::Stage { stage, message } => {
                 update = update
@@ -481,11 +481,21 @@ impl Store {
                     .col_expr(operation::Column::LastErrorComponent, Expr::value(error.component.as_str()));
             }
             Progress::Finished { state, stage, message } => {
-                let applied = state == OperationState::Succeeded && !operation.dry_run;
-                runtime_deleted = applied && operation.operation_type == OperationType::Deprovision;
-                if applied && let Some(config) = &operation.target_config {
-                    applied_config =
-                        Some(serde_json::to_value(config).map_err(|error| Error::Corrupt(error.to_string()))?);
+                let deleted = operation.operation_type == OperationType::Deprovision;
+                // The runtime shows what was last applied: an upgrade's configuration only once it succeeded.
+                let applied_config = operation.target_config.as_ref();
+                if state == OperationState::Succeeded && !operation.dry_run && (deleted || applied_config.is_some()) {
+                    let mut change = runtime::Entity::update_many()
+                        .col_expr(runtime::Column::UpdatedAt, Expr::value(now))
+                        .filter(runtime::Column::Id.eq(operation.runtime_id));
+                    if deleted {
+                        change = change.col_expr(runtime::Column::DeletedAt, Expr::value(now));
+                    }
+                    if let Some(config) = applied_config {
+                        let config = serde_json::to_value(config).map_err(|error| Error::Corrupt(error.to_string()))?;
+                        change = change.col_expr(runtime::Column::ClusterConfig, Expr::value(config));
+                    }
+                    runtime_update = Some(change);
                 }
                 if state == OperationState::Succeeded {
                     update = update
@@ -507,22 +517,8 @@ impl Store {
         if update.exec(&txn).await?.rows_affected != 1 {
             return Ok(false);
         }
-        if runtime_deleted {
-            runtime::Entity::update_many()
-                .col_expr(runtime::Column::DeletedAt, Expr::value(now))
-                .col_expr(runtime::Column::UpdatedAt, Expr::value(now))
-                .filter(runtime::Column::Id.eq(operation.runtime_id))
-                .exec(&txn)
-                .await?;
-        }
-        // The runtime shows what was last applied: an upgrade's configuration only once it succeeded.
-        if let Some(config) = applied_config {
-            runtime::Entity::update_many()
-                .col_expr(runtime::Column::ClusterConfig, Expr::value(config))
-                .col_expr(runtime::Column::UpdatedAt, Expr::value(now))
-                .filter(runtime::Column::Id.eq(operation.runtime_id))
-                .exec(&txn)
-                .await?;
+        if let Some(change) = runtime_update {
+            change.exec(&txn).await?;
         }
         txn.commit().await?;
         Ok(true)

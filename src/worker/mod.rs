@@ -577,15 +577,6 @@ impl Worker {
                     Some(provider) => provider.clone(),
                     None => ProviderVersion::pinned(runtime.cluster_config.topology.cloud()),
                 };
-                // An upgrade renders its target; the runtime keeps the configuration last applied until it succeeded.
-                let target;
-                let runtime = match &operation.target_config {
-                    Some(config) => {
-                        target = Runtime { cluster_config: config.clone(), ..runtime.clone() };
-                        &target
-                    }
-                    None => runtime,
-                };
                 let rendered = self.renderer.render(runtime, operation.run_action(), &provider).map_err(|error| {
                     StepError::permanent(FailureReason::RenderFailed, Component::Renderer, error.to_string())
                 })?;
@@ -714,16 +705,22 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
+    /// The runtime as this run works on it: with an upgrade's target configuration (the stored runtime keeps the
+    /// configuration last applied until the upgrade succeeded).
     async fn runtime(&mut self, store: &Store) -> Result<&Runtime, StepError> {
         if self.runtime.is_none() {
-            let runtime_id = self.claim.operation.runtime_id;
-            let runtime = store.find_runtime(runtime_id).await?.ok_or_else(|| {
+            let operation = &self.claim.operation;
+            let runtime_id = operation.runtime_id;
+            let mut runtime = store.find_runtime(runtime_id).await?.ok_or_else(|| {
                 StepError::permanent(
                     FailureReason::RuntimeMissing,
                     Component::Database,
                     format!("runtime {runtime_id} does not exist"),
                 )
             })?;
+            if let Some(config) = &operation.target_config {
+                runtime.cluster_config = config.clone();
+            }
             self.runtime = Some(runtime);
         }
         Ok(self.runtime.as_ref().expect("loaded above"))

@@ -219,6 +219,22 @@ impl Job {
             .unwrap_or_default()
     }
 
+    /// The ETag of the Terraform state object: it changes whenever a run writes the state.
+    fn state_etag(&self) -> Value {
+        self.s3api(&["get-object-attributes", "--key", "terraform.tfstate", "--object-attributes", "ETag"])
+    }
+
+    /// A vanilla-shaped configuration of built-in resources: `terraform_data.cluster` (replaced when `trigger`
+    /// changes), `terraform_data.workers`, and the kubeconfig parameter output.
+    fn protected_cluster_config(&self, input: &str, trigger: &str) -> String {
+        let parameter = self.kubeconfig_parameter();
+        format!(
+            "resource \"terraform_data\" \"cluster\" {{\n  input            = \"{input}\"\n  triggers_replace = \"{trigger}\"\n}}\n\n\
+             resource \"terraform_data\" \"workers\" {{\n  input = \"{input}\"\n}}\n\n\
+             output \"kubeconfig_ssm_parameter\" {{\n  value = \"{parameter}\"\n}}\n"
+        )
+    }
+
     fn put_kubeconfig_parameter(&self, value: &str) {
         self.moto.aws(&[
             "ssm",
@@ -256,6 +272,12 @@ impl Outcome {
         assert!(self.termination_message.len() <= 1024 + 3, "{}", self.termination_message);
         assert!(!self.termination_message.contains('\n'), "one line: {}", self.termination_message);
     }
+}
+
+/// The runner's setting that marks `terraform_data.cluster` protected, as the cluster resources of the real
+/// topologies are.
+fn protect_the_cluster() -> [(&'static str, String); 1] {
+    [("RUNNER_PROTECTED_RESOURCES", "terraform_data.cluster".to_owned())]
 }
 
 const CLUSTER_RESOURCE: &str = r#"resource "terraform_data" "cluster" {
@@ -654,30 +676,14 @@ output "location" {{
 #[tokio::test]
 async fn the_runner_plans_first_and_refuses_to_replace_a_protected_resource() {
     let job = Job::new().await;
-    let parameter = job.kubeconfig_parameter();
-    job.moto.aws(&[
-        "ssm",
-        "put-parameter",
-        "--name",
-        &parameter,
-        "--type",
-        "SecureString",
-        "--value",
-        "kind: Config\n",
-    ]);
-    let config = |input: &str, trigger: &str| {
-        format!(
-            "resource \"terraform_data\" \"cluster\" {{\n  input            = \"{input}\"\n  triggers_replace = \"{trigger}\"\n}}\n\n\
-             resource \"terraform_data\" \"workers\" {{\n  input = \"{input}\"\n}}\n\n\
-             output \"kubeconfig_ssm_parameter\" {{\n  value = \"{parameter}\"\n}}\n"
-        )
-    };
-    let protect = [("RUNNER_PROTECTED_RESOURCES", "terraform_data.cluster".to_owned())];
+    job.put_kubeconfig_parameter("kind: Config\n");
+    let config = |input: &str, trigger: &str| job.protected_cluster_config(input, trigger);
+    let protect = protect_the_cluster();
 
     job.write_config("apply", "vanilla_kubeadm", &config("v1", "generation-1"));
     let created = job.run_with("apply", &protect).await.assert_success();
     assert_eq!(created, PlanSummary { add: 2, ..PlanSummary::default() });
-    let state = || job.s3api(&["get-object-attributes", "--key", "terraform.tfstate", "--object-attributes", "ETag"]);
+    let state = || job.state_etag();
     let applied_state = state();
 
     // A new trigger replaces the cluster: refused before anything changes.
@@ -712,15 +718,8 @@ async fn the_runner_plans_first_and_refuses_to_replace_a_protected_resource() {
 async fn a_dry_run_plans_without_changing_anything() {
     let job = Job::new().await;
     job.put_kubeconfig_parameter("kind: Config\n");
-    let parameter = job.kubeconfig_parameter();
-    let config = |input: &str, trigger: &str| {
-        format!(
-            "resource \"terraform_data\" \"cluster\" {{\n  input            = \"{input}\"\n  triggers_replace = \"{trigger}\"\n}}\n\n\
-             resource \"terraform_data\" \"workers\" {{\n  input = \"{input}\"\n}}\n\n\
-             output \"kubeconfig_ssm_parameter\" {{\n  value = \"{parameter}\"\n}}\n"
-        )
-    };
-    let protect = [("RUNNER_PROTECTED_RESOURCES", "terraform_data.cluster".to_owned())];
+    let config = |input: &str, trigger: &str| job.protected_cluster_config(input, trigger);
+    let protect = protect_the_cluster();
 
     job.write_config("plan", "vanilla_kubeadm", &config("v1", "generation-1"));
     let preview = job.run_with("plan", &protect).await.assert_success();
@@ -730,7 +729,7 @@ async fn a_dry_run_plans_without_changing_anything() {
 
     job.write_config("apply", "vanilla_kubeadm", &config("v1", "generation-1"));
     job.run_with("apply", &protect).await.assert_success();
-    let state = || job.s3api(&["get-object-attributes", "--key", "terraform.tfstate", "--object-attributes", "ETag"]);
+    let state = || job.state_etag();
     let applied_state = state();
 
     job.write_config("plan", "vanilla_kubeadm", &config("v2", "generation-1"));
