@@ -97,6 +97,8 @@ struct Variables {
     app_deprovisioning_timeout: Duration,
     #[serde(deserialize_with = "duration")]
     app_upgrade_timeout: Duration,
+    #[serde(deserialize_with = "duration")]
+    app_hibernation_timeout: Duration,
     #[serde(deserialize_with = "parsed")]
     app_enqueue_in_progress_operations: bool,
     #[serde(deserialize_with = "parsed")]
@@ -158,6 +160,7 @@ impl Default for Variables {
             app_deprovisioning_timeout: Duration::from_secs(60 * 60),
             // A version upgrade rolls every node: as long as building the cluster may take.
             app_upgrade_timeout: Duration::from_secs(90 * 60),
+            app_hibernation_timeout: Duration::from_secs(30 * 60),
             app_enqueue_in_progress_operations: true,
             app_kubernetes_version_min: ValidationPolicy::DEFAULT.min_kubernetes_version,
             app_kubernetes_version_max: ValidationPolicy::DEFAULT.max_kubernetes_version,
@@ -307,6 +310,7 @@ pub struct OperationSettings {
     pub provisioning_timeout: Duration,
     pub deprovisioning_timeout: Duration,
     pub upgrade_timeout: Duration,
+    pub hibernation_timeout: Duration,
     pub enqueue_in_progress: bool,
     pub worker_concurrency: usize,
     pub worker_max_runs: usize,
@@ -430,6 +434,7 @@ impl Variables {
                 provisioning_timeout: self.app_provisioning_timeout,
                 deprovisioning_timeout: self.app_deprovisioning_timeout,
                 upgrade_timeout: self.app_upgrade_timeout,
+                hibernation_timeout: self.app_hibernation_timeout,
                 enqueue_in_progress: self.app_enqueue_in_progress_operations,
                 worker_concurrency: within("APP_WORKER_CONCURRENCY", self.app_worker_concurrency, 1..=256)?,
                 worker_max_runs: within("APP_WORKER_MAX_RUNS", self.app_worker_max_runs, 1..=100_000)?,

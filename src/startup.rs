@@ -206,6 +206,7 @@ fn worker_settings(settings: &Settings) -> WorkerSettings {
         provisioning_timeout: operations.provisioning_timeout,
         deprovisioning_timeout: operations.deprovisioning_timeout,
         upgrade_timeout: operations.upgrade_timeout,
+        hibernation_timeout: operations.hibernation_timeout,
     }
 }
 

@@ -10,6 +10,7 @@ mod m20261129_000001_create_runtime_and_operation;
 mod m20261201_000001_claim_tokens;
 mod m20261202_000001_operation_run_record;
 mod m20261203_000001_day_two;
+mod m20261204_000001_hibernation;
 
 pub use sea_orm_migration::MigratorTrait;
 
@@ -28,6 +29,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000001_claim_tokens::Migration),
             Box::new(m20261202_000001_operation_run_record::Migration),
             Box::new(m20261203_000001_day_two::Migration),
+            Box::new(m20261204_000001_hibernation::Migration),
         ]
     }
 }

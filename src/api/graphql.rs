@@ -178,12 +178,27 @@ impl RuntimeStatus {
         self.status.last_operation.clone().into()
     }
 
+    /// Whether the cluster sleeps, and whether a hibernation would be accepted now.
+    async fn hibernation_status(&self, context: &Context<'_>) -> GraphQLResult<HibernationStatus> {
+        let status = service(context).hibernation_status(&self.status).await.map_err(graphql_error)?;
+        Ok(HibernationStatus { hibernated: status.hibernated, hibernation_possible: status.hibernation_possible })
+    }
+
     async fn runtime_configuration(&self) -> RuntimeConfig {
         RuntimeConfig {
             runtime_id: self.status.runtime.id.to_string(),
             cluster_config: self.status.runtime.cluster_config.clone(),
         }
     }
+}
+
+/// As Kyma's `HibernationStatus`.
+#[derive(SimpleObject)]
+pub struct HibernationStatus {
+    /// Workers at zero (and a vanilla control plane stopped) since a hibernation succeeded.
+    hibernated: bool,
+    /// The cluster is provisioned, awake, and no operation is active.
+    hibernation_possible: bool,
 }
 
 pub struct RuntimeConfig {
@@ -308,6 +323,23 @@ impl Mutation {
         let identity = context.data::<Identity>()?;
         let dry_run = dry_run.unwrap_or_default();
         let operation = service(context).upgrade_cluster(&id, config, dry_run).await.map_err(graphql_error)?;
+        identity.audit("graphql", &operation);
+        Ok(operation.into())
+    }
+
+    /// Scales every worker pool to zero (and stops a vanilla control plane); the configuration is kept for the
+    /// wake-up. A hibernated runtime refuses upgrades until it is woken up; it can be deprovisioned.
+    async fn hibernate_runtime(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationStatus> {
+        let identity = context.data::<Identity>()?;
+        let operation = service(context).hibernate_runtime(&id).await.map_err(graphql_error)?;
+        identity.audit("graphql", &operation);
+        Ok(operation.into())
+    }
+
+    /// Brings a hibernated cluster back at its configured sizes; a vanilla one ends once its API server answers.
+    async fn wake_up_runtime(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationStatus> {
+        let identity = context.data::<Identity>()?;
+        let operation = service(context).wake_up_runtime(&id).await.map_err(graphql_error)?;
         identity.audit("graphql", &operation);
         Ok(operation.into())
     }

@@ -71,6 +71,8 @@ pub fn router(
             "/api/v1/provisions/{id}",
             get(rest::get_provision).patch(rest::patch_provision).delete(rest::delete_provision),
         )
+        .route("/api/v1/provisions/{id}/hibernate", post(rest::hibernate_provision))
+        .route("/api/v1/provisions/{id}/wake", post(rest::wake_provision))
         .route("/api/v1/provisions/{id}/logs", get(rest::get_logs))
         .route("/api/v1/provisions/{id}/kubeconfig", get(rest::get_kubeconfig))
         .route("/api/v1/openapi.json", get(rest::openapi))

@@ -43,11 +43,13 @@ impl From<OperationState> for ProvisionStatus {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum OperationKind {
     Provision,
     Deprovision,
     Upgrade,
+    Hibernate,
+    WakeUp,
 }
 
 impl From<OperationType> for OperationKind {
@@ -56,6 +58,8 @@ impl From<OperationType> for OperationKind {
             OperationType::Provision => OperationKind::Provision,
             OperationType::Deprovision => OperationKind::Deprovision,
             OperationType::Upgrade => OperationKind::Upgrade,
+            OperationType::Hibernate => OperationKind::Hibernate,
+            OperationType::WakeUp => OperationKind::WakeUp,
         }
     }
 }
@@ -101,12 +105,24 @@ pub struct ProvisionStatusResponse {
     plan_summary: Option<PlanSummary>,
     /// The operation only plans: nothing is applied (a preview runtime, or an upgrade's dry run).
     dry_run: bool,
+    hibernation: Hibernation,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
 }
 
-impl From<RuntimeStatus> for ProvisionStatusResponse {
-    fn from(status: RuntimeStatus) -> Self {
+/// Whether the cluster sleeps (workers at zero, a vanilla control plane stopped), as Kyma's `hibernationStatus`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Hibernation {
+    hibernated: bool,
+    /// A hibernation would be accepted now: the cluster is provisioned, awake, and no operation is active.
+    hibernation_possible: bool,
+}
+
+impl ProvisionStatusResponse {
+    fn new(status: RuntimeStatus, hibernation: service::HibernationStatus) -> Self {
+        let hibernation =
+            Hibernation { hibernated: hibernation.hibernated, hibernation_possible: hibernation.hibernation_possible };
         let operation = status.last_operation;
         ProvisionStatusResponse {
             id: status.runtime.id.to_string(),
@@ -119,6 +135,7 @@ impl From<RuntimeStatus> for ProvisionStatusResponse {
             last_error: operation.last_error,
             plan_summary: operation.plan_summary,
             dry_run: operation.dry_run,
+            hibernation,
             created_at: operation.created_at,
             updated_at: operation.updated_at,
         }
@@ -257,7 +274,9 @@ pub async fn get_provision(
     id: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Json<ProvisionStatusResponse>> {
     let id = path_id(id)?;
-    Ok(Json(state.service.runtime_status(&id).await?.into()))
+    let status = state.service.runtime_status(&id).await?;
+    let hibernation = state.service.hibernation_status(&status).await?;
+    Ok(Json(ProvisionStatusResponse::new(status, hibernation)))
 }
 
 #[utoipa::path(
@@ -333,7 +352,7 @@ pub async fn get_kubeconfig(
         (status = 202, description = "Upgrade queued", body = Accepted),
         (status = 400, description = "Invalid input, a field that cannot change (`errors` lists every one), or `nothing_to_change`", body = ErrorBody),
         (status = 404, description = "Unknown runtime", body = ErrorBody),
-        (status = 409, description = "An operation is active, the runtime is not provisioned, is deprovisioned or is a preview", body = ErrorBody),
+        (status = 409, description = "An operation is active, the runtime is hibernated, not provisioned, deprovisioned or a preview", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
     )
 )]
@@ -350,6 +369,50 @@ pub async fn patch_provision(
     let body: serde_json::Value = json_body(&headers, body).await?;
     let upgrade = service::upgrade_from_json(&body).map_err(service::Error::from)?;
     let operation = state.service.upgrade_cluster(&id, upgrade, dry_run).await?;
+    identity.audit("rest", &operation);
+    Ok((StatusCode::ACCEPTED, Json(Accepted::from(&operation))).into_response())
+}
+
+#[utoipa::path(
+    post,
+    path = "/api/v1/provisions/{id}/hibernate",
+    params(("id" = uuid::Uuid, Path, description = "Runtime id")),
+    responses(
+        (status = 202, description = "Hibernation queued: every worker pool goes to zero, a vanilla control plane stops", body = Accepted),
+        (status = 400, description = "The id is not a UUID", body = ErrorBody),
+        (status = 404, description = "Unknown runtime", body = ErrorBody),
+        (status = 409, description = "An operation is active, the runtime is already hibernated, not provisioned, deprovisioned or a preview", body = ErrorBody),
+    )
+)]
+pub async fn hibernate_provision(
+    State(state): State<AppState>,
+    Extension(identity): Extension<Identity>,
+    id: Result<Path<String>, PathRejection>,
+) -> ApiResult<Response> {
+    let id = path_id(id)?;
+    let operation = state.service.hibernate_runtime(&id).await?;
+    identity.audit("rest", &operation);
+    Ok((StatusCode::ACCEPTED, Json(Accepted::from(&operation))).into_response())
+}
+
+#[utoipa::path(
+    post,
+    path = "/api/v1/provisions/{id}/wake",
+    params(("id" = uuid::Uuid, Path, description = "Runtime id")),
+    responses(
+        (status = 202, description = "Wake-up queued: the configured sizes come back (and a vanilla control plane, whose API server the run waits for)", body = Accepted),
+        (status = 400, description = "The id is not a UUID", body = ErrorBody),
+        (status = 404, description = "Unknown runtime", body = ErrorBody),
+        (status = 409, description = "An operation is active, or the runtime is not hibernated, deprovisioned or a preview", body = ErrorBody),
+    )
+)]
+pub async fn wake_provision(
+    State(state): State<AppState>,
+    Extension(identity): Extension<Identity>,
+    id: Result<Path<String>, PathRejection>,
+) -> ApiResult<Response> {
+    let id = path_id(id)?;
+    let operation = state.service.wake_up_runtime(&id).await?;
     identity.audit("rest", &operation);
     Ok((StatusCode::ACCEPTED, Json(Accepted::from(&operation))).into_response())
 }
@@ -416,7 +479,17 @@ pub async fn healthz(State(state): State<AppState>) -> Response {
 #[derive(OpenApi)]
 #[openapi(
     info(title = "cluster-provisioner", description = "Provisions and deprovisions Kubernetes clusters."),
-    paths(create_provision, get_provision, patch_provision, get_logs, get_kubeconfig, delete_provision, healthz),
+    paths(
+        create_provision,
+        get_provision,
+        patch_provision,
+        hibernate_provision,
+        wake_provision,
+        get_logs,
+        get_kubeconfig,
+        delete_provision,
+        healthz
+    ),
     modifiers(&BearerToken),
     security(("bearer" = []))
 )]

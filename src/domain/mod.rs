@@ -67,6 +67,10 @@ spelled! {
         Deprovision => "Deprovision",
         /// A change of a running cluster (version, sizes, machine types), planned first.
         Upgrade => "Upgrade",
+        /// Every worker pool scaled to zero (and a vanilla control plane stopped); the configuration is kept.
+        Hibernate => "Hibernate",
+        /// A hibernated cluster back at its configured sizes, its API server answering.
+        WakeUp => "WakeUp",
     }
 }
 
@@ -77,6 +81,17 @@ impl OperationType {
             OperationType::Provision => "provisioning",
             OperationType::Deprovision => "deprovisioning",
             OperationType::Upgrade => "upgrading",
+            OperationType::Hibernate => "hibernating",
+            OperationType::WakeUp => "waking up",
+        }
+    }
+
+    /// Whether the cluster is hibernated once a run of this type has succeeded; `None`: as it was before.
+    pub fn hibernated_after(self) -> Option<bool> {
+        match self {
+            OperationType::Hibernate => Some(true),
+            OperationType::WakeUp => Some(false),
+            OperationType::Provision | OperationType::Deprovision | OperationType::Upgrade => None,
         }
     }
 }
@@ -319,6 +334,8 @@ pub struct Runtime {
     pub deleted_at: Option<DateTime<Utc>>,
     /// Recorded by a dry-run provisioning: planned, never built; its name stays free for a real one.
     pub preview: bool,
+    /// Its workers are scaled to zero (and a vanilla control plane is stopped) since a hibernation succeeded.
+    pub hibernated: bool,
 }
 
 impl Runtime {
@@ -339,6 +356,7 @@ impl Runtime {
             updated_at: now,
             deleted_at: None,
             preview: dry_run,
+            hibernated: false,
         };
         (runtime, operation)
     }
@@ -442,7 +460,10 @@ impl Operation {
     pub fn run_action(&self) -> RunAction {
         match (self.dry_run, self.operation_type) {
             (true, _) => RunAction::Plan,
-            (false, OperationType::Provision | OperationType::Upgrade) => RunAction::Apply,
+            (
+                false,
+                OperationType::Provision | OperationType::Upgrade | OperationType::Hibernate | OperationType::WakeUp,
+            ) => RunAction::Apply,
             (false, OperationType::Deprovision) => RunAction::Destroy,
         }
     }
@@ -473,6 +494,7 @@ mod tests {
         assert_eq!(OperationType::parse("Provision"), Some(OperationType::Provision));
         assert_eq!(OperationType::parse("Upgrade"), Some(OperationType::Upgrade));
         assert_eq!(OperationType::parse("upgrade"), None);
+        assert_eq!(OperationType::parse("WakeUp"), Some(OperationType::WakeUp));
         assert_eq!(Component::AuthService.as_str(), "auth-service");
         assert_eq!(serde_json::to_string(&FailureReason::JobStillRunning).unwrap(), "\"job_still_running\"");
     }
@@ -504,8 +526,19 @@ mod tests {
         assert_eq!(queued(OperationType::Provision).run_action(), RunAction::Apply);
         assert_eq!(queued(OperationType::Upgrade).run_action(), RunAction::Apply);
         assert_eq!(queued(OperationType::Deprovision).run_action(), RunAction::Destroy);
+        assert_eq!(queued(OperationType::Hibernate).run_action(), RunAction::Apply);
+        assert_eq!(queued(OperationType::WakeUp).run_action(), RunAction::Apply);
         let dry_run = Operation { dry_run: true, ..queued(OperationType::Upgrade) };
         assert_eq!(dry_run.run_action(), RunAction::Plan);
+    }
+
+    #[test]
+    fn only_a_hibernation_and_a_wake_up_change_whether_a_cluster_sleeps() {
+        assert_eq!(OperationType::Hibernate.hibernated_after(), Some(true));
+        assert_eq!(OperationType::WakeUp.hibernated_after(), Some(false));
+        for other in [OperationType::Provision, OperationType::Upgrade, OperationType::Deprovision] {
+            assert_eq!(other.hibernated_after(), None);
+        }
     }
 
     #[test]

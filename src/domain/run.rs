@@ -63,6 +63,8 @@ impl Stage {
             (Stage::Done, RunAction::Plan, _) => "Dry run planned; nothing was changed",
             (Stage::Done, _, OperationType::Provision) => "Cluster provisioned",
             (Stage::Done, _, OperationType::Upgrade) => "Cluster upgraded",
+            (Stage::Done, _, OperationType::Hibernate) => "Cluster hibernated",
+            (Stage::Done, _, OperationType::WakeUp) => "Cluster woken up",
             (Stage::Done, _, OperationType::Deprovision) => "Cluster deprovisioned",
         }
     }
@@ -183,6 +185,8 @@ impl RunNames {
             OperationType::Provision => format!("provision-{runtime_id}"),
             OperationType::Deprovision => format!("deprovision-{runtime_id}"),
             OperationType::Upgrade => format!("upgrade-{runtime_id}"),
+            OperationType::Hibernate => format!("hibernate-{runtime_id}"),
+            OperationType::WakeUp => format!("wake-up-{runtime_id}"),
         };
         RunNames {
             config_map: format!("{job}-config"),
@@ -276,6 +280,8 @@ mod tests {
         let names = RunNames::new(OperationType::Deprovision, runtime_id);
         assert_eq!(names, RunNames::new(OperationType::Deprovision, runtime_id));
         assert_eq!(RunNames::new(OperationType::Upgrade, runtime_id).job, format!("upgrade-{runtime_id}"));
+        assert_eq!(RunNames::new(OperationType::WakeUp, runtime_id).job, format!("wake-up-{runtime_id}"));
+        assert_eq!(RunNames::new(OperationType::Hibernate, runtime_id).job, format!("hibernate-{runtime_id}"));
         assert_eq!(names.job, format!("deprovision-{runtime_id}"));
         assert_eq!(names.outputs_secret, format!("provision-{runtime_id}-outputs"));
         for name in [&names.job, &names.config_map, &names.credentials_secret, &names.outputs_secret] {

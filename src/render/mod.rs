@@ -17,7 +17,7 @@ use runner_contract::providers::ProviderVersion;
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::domain::{Runtime, Topology};
+use crate::domain::{OperationType, Runtime, Topology};
 pub use bucket::state_bucket_name;
 use escape::escape_hcl_string;
 pub use runner_contract::manifest::RunAction;
@@ -79,9 +79,15 @@ impl Renderer {
         Ok(Renderer { registry })
     }
 
-    /// The configuration of `action` on `runtime`, requiring exactly `provider` (the pin of this release for a new
-    /// cluster, the one its apply recorded for later runs).
-    pub fn render(&self, runtime: &Runtime, action: RunAction, provider: &ProviderVersion) -> Result<RenderedConfig> {
+    /// The configuration of `action` for an operation of `operation_type` on `runtime`, requiring exactly `provider`
+    /// (the pin of this release for a new cluster, the one its apply recorded for later runs).
+    pub fn render(
+        &self,
+        runtime: &Runtime,
+        operation_type: OperationType,
+        action: RunAction,
+        provider: &ProviderVersion,
+    ) -> Result<RenderedConfig> {
         let config = &runtime.cluster_config;
         let topology = config.topology;
         let cloud = topology.cloud();
@@ -89,7 +95,8 @@ impl Renderer {
             return Err(Error::Provider { provider: provider.clone(), cloud: cloud.as_str(), runtime_id: runtime.id });
         }
         let state_bucket = state_bucket_name(&config.environment, &runtime.name);
-        let data = TemplateData::new(runtime, &state_bucket, provider)?;
+        let scaling = WorkerScaling::of(operation_type);
+        let data = TemplateData::new(runtime, &state_bucket, provider, scaling)?;
         let main_tf = self
             .registry
             .render(topology.as_str(), &data)
@@ -106,6 +113,8 @@ impl Renderer {
             gcp_project: data.project_id.map(str::to_owned),
             ssm_parameter_prefix: data.ssm_parameter_prefix.clone(),
             provider: provider.clone(),
+            // Only vanilla's control plane sleeps; the managed ones keep answering.
+            wait_for_api_server: scaling == WorkerScaling::Minimum && topology == Topology::VanillaKubeadm,
         };
         let mut runner_json = serde_json::to_string_pretty(&manifest)?;
         runner_json.push('\n');
@@ -181,6 +190,33 @@ struct WorkerData<'a> {
     min_size: i32,
     max_size: i32,
     disk_size_gb: i32,
+    scaling: WorkerScaling,
+}
+
+/// How a run sizes the workers (the modules' `worker_scaling`). The configuration keeps the sizes; only a
+/// hibernation takes the workers (and a vanilla control plane) away, and the wake-up brings back the minimum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum WorkerScaling {
+    /// A new cluster: its workers start at the minimum (a destroy renders this too; it sizes nothing).
+    Initial,
+    /// A change of a running cluster: the count the cluster autoscaler chose stays (within the new bounds).
+    KeepCurrent,
+    /// Hibernated: no workers, and a vanilla control plane stopped.
+    Zero,
+    /// Woken up: a vanilla control plane started again, the workers at the minimum.
+    Minimum,
+}
+
+impl WorkerScaling {
+    fn of(operation_type: OperationType) -> Self {
+        match operation_type {
+            OperationType::Provision | OperationType::Deprovision => WorkerScaling::Initial,
+            OperationType::Upgrade => WorkerScaling::KeepCurrent,
+            OperationType::Hibernate => WorkerScaling::Zero,
+            OperationType::WakeUp => WorkerScaling::Minimum,
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -191,7 +227,12 @@ struct ControlPlaneData<'a> {
 }
 
 impl<'a> TemplateData<'a> {
-    fn new(runtime: &'a Runtime, state_bucket: &'a str, provider: &'a ProviderVersion) -> Result<Self> {
+    fn new(
+        runtime: &'a Runtime,
+        state_bucket: &'a str,
+        provider: &'a ProviderVersion,
+        scaling: WorkerScaling,
+    ) -> Result<Self> {
         let config = &runtime.cluster_config;
         let topology = config.topology;
         let missing = |section| Error::MissingSection { topology: topology.as_str(), section, runtime_id: runtime.id };
@@ -224,6 +265,7 @@ impl<'a> TemplateData<'a> {
                 min_size: workers.min_size,
                 max_size: workers.max_size,
                 disk_size_gb: workers.disk_size_gb,
+                scaling,
             },
             control_plane: None,
             ssm_parameter_prefix: None,
@@ -309,8 +351,16 @@ mod tests {
         ProviderVersion::pinned(runtime.cluster_config.topology.cloud())
     }
 
+    /// What the worker renders for an apply (a provisioning) or a destroy (a deprovisioning).
     fn render(runtime: &Runtime, action: RunAction) -> RenderedConfig {
-        Renderer::new().expect("templates compile").render(runtime, action, &pinned(runtime)).expect("renders")
+        let operation_type =
+            if action == RunAction::Destroy { OperationType::Deprovision } else { OperationType::Provision };
+        render_for(runtime, operation_type, action)
+    }
+
+    fn render_for(runtime: &Runtime, operation_type: OperationType, action: RunAction) -> RenderedConfig {
+        let renderer = Renderer::new().expect("templates compile");
+        renderer.render(runtime, operation_type, action, &pinned(runtime)).expect("renders")
     }
 
     #[test]
@@ -360,6 +410,48 @@ mod tests {
     }
 
     #[test]
+    fn hibernation_takes_the_workers_away_and_a_vanilla_wake_up_waits_for_the_api_server() {
+        let scaling = |operation_type| WorkerScaling::of(operation_type);
+        assert_eq!(scaling(OperationType::Provision), WorkerScaling::Initial);
+        assert_eq!(scaling(OperationType::Upgrade), WorkerScaling::KeepCurrent);
+        assert_eq!(scaling(OperationType::Hibernate), WorkerScaling::Zero);
+        assert_eq!(scaling(OperationType::WakeUp), WorkerScaling::Minimum);
+        for topology in [Topology::VanillaKubeadm, Topology::Eks, Topology::Gke] {
+            let runtime = runtime(topology);
+            for (operation_type, spelling) in [
+                (OperationType::Provision, "initial"),
+                (OperationType::Upgrade, "keep_current"),
+                (OperationType::Hibernate, "zero"),
+                (OperationType::WakeUp, "minimum"),
+            ] {
+                let rendered = render_for(&runtime, operation_type, RunAction::Apply);
+                let main_tf = hcl::parse(&rendered.files["main.tf"]).expect("parses");
+                let module = main_tf
+                    .blocks()
+                    .find(|block| {
+                        block.identifier() == "module"
+                            && block.labels().len() == 1
+                            && ["eks", "compute", "gke"].contains(&block.labels()[0].as_str())
+                    })
+                    .expect("the cluster module");
+                let value = module
+                    .body()
+                    .attributes()
+                    .find(|attribute| attribute.key() == "worker_scaling")
+                    .map(|attribute| attribute.expr().to_string());
+                assert_eq!(
+                    value.as_deref(),
+                    Some(format!("\"{spelling}\"").as_str()),
+                    "{topology:?} {operation_type:?}"
+                );
+                let manifest: serde_json::Value = serde_json::from_str(&rendered.files["runner.json"]).unwrap();
+                let waits = operation_type == OperationType::WakeUp && topology == Topology::VanillaKubeadm;
+                assert_eq!(manifest.get("waitForApiServer").is_some(), waits, "{topology:?} {operation_type:?}");
+            }
+        }
+    }
+
+    #[test]
     fn the_load_balancer_comes_with_more_than_one_control_plane_node() {
         let mut runtime = runtime(Topology::VanillaKubeadm);
         assert!(render(&runtime, RunAction::Apply).files["main.tf"].contains("create_api_load_balancer = true"));
@@ -390,12 +482,13 @@ mod tests {
         let renderer = Renderer::new().unwrap();
         let mut vanilla = runtime(Topology::VanillaKubeadm);
         vanilla.cluster_config.control_plane = None;
-        let error = renderer.render(&vanilla, RunAction::Apply, &pinned(&vanilla)).unwrap_err();
+        let error =
+            renderer.render(&vanilla, OperationType::Provision, RunAction::Apply, &pinned(&vanilla)).unwrap_err();
         assert!(matches!(error, Error::MissingSection { section: "controlPlane", .. }), "{error}");
 
         let mut gke = runtime(Topology::Gke);
         gke.cluster_config.gcp = None;
-        let error = renderer.render(&gke, RunAction::Apply, &pinned(&gke)).unwrap_err();
+        let error = renderer.render(&gke, OperationType::Provision, RunAction::Apply, &pinned(&gke)).unwrap_err();
         assert!(matches!(error, Error::MissingSection { section: "gcp", .. }));
     }
 
@@ -403,7 +496,10 @@ mod tests {
     fn an_oversized_configuration_is_refused() {
         let mut runtime = runtime(Topology::Eks);
         runtime.description = Some("x".repeat(MAX_RENDERED_BYTES));
-        let error = Renderer::new().unwrap().render(&runtime, RunAction::Apply, &pinned(&runtime)).unwrap_err();
+        let error = Renderer::new()
+            .unwrap()
+            .render(&runtime, OperationType::Provision, RunAction::Apply, &pinned(&runtime))
+            .unwrap_err();
         assert!(matches!(error, Error::TooLarge { .. }), "{error}");
     }
 
@@ -411,7 +507,10 @@ mod tests {
     fn the_provider_is_pinned_exactly_and_named_in_runner_json() {
         let runtime = runtime(Topology::Eks);
         let provider = ProviderVersion { source: "hashicorp/aws".into(), version: "6.40.1".into() };
-        let rendered = Renderer::new().unwrap().render(&runtime, RunAction::Destroy, &provider).unwrap();
+        let rendered = Renderer::new()
+            .unwrap()
+            .render(&runtime, OperationType::Deprovision, RunAction::Destroy, &provider)
+            .unwrap();
         assert!(rendered.files["main.tf"].contains("version = \"6.40.1\""), "{}", rendered.files["main.tf"]);
         let manifest: serde_json::Value = serde_json::from_str(&rendered.files["runner.json"]).unwrap();
         assert_eq!(manifest["provider"], serde_json::json!({"source": "hashicorp/aws", "version": "6.40.1"}));
@@ -420,7 +519,10 @@ mod tests {
             ProviderVersion { source: "hashicorp/aws".into(), version: "~> 6.0".into() },
             ProviderVersion { source: "hashicorp/google".into(), version: "8.0.0".into() },
         ] {
-            let error = Renderer::new().unwrap().render(&runtime, RunAction::Apply, &wrong).unwrap_err();
+            let error = Renderer::new()
+                .unwrap()
+                .render(&runtime, OperationType::Provision, RunAction::Apply, &wrong)
+                .unwrap_err();
             assert!(matches!(error, Error::Provider { .. }), "{error}");
         }
     }

@@ -35,6 +35,10 @@ pub enum Conflict {
     JobStillRunning,
     /// The runtime is the preview of a dry-run provisioning: there is no cluster to change.
     Preview,
+    /// The runtime is hibernated: only a wake-up or a deprovisioning may change it.
+    Hibernated,
+    /// A wake-up of a runtime that is not hibernated.
+    NotHibernated,
 }
 
 impl Conflict {
@@ -47,6 +51,8 @@ impl Conflict {
             Conflict::NoRunnerPod => "no_runner_pod",
             Conflict::JobStillRunning => "job_still_running",
             Conflict::Preview => "preview",
+            Conflict::Hibernated => "hibernated",
+            Conflict::NotHibernated => "not_hibernated",
         }
     }
 }
@@ -112,6 +118,13 @@ pub struct ProvisionAccepted {
 pub struct RuntimeStatus {
     pub runtime: Runtime,
     pub last_operation: Operation,
+}
+
+/// Whether a runtime sleeps, and whether a hibernation would be accepted now (Kyma's `HibernationStatus`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HibernationStatus {
+    pub hibernated: bool,
+    pub hibernation_possible: bool,
 }
 
 /// Largest page of `runtimes`.
@@ -257,10 +270,9 @@ impl Service {
     pub async fn deprovision_runtime(&self, runtime_id: &str) -> Result<Operation> {
         let status = self.runtime_status(runtime_id).await?;
         self.check_changeable(&status).await?;
-        // The provider that last wrote the cluster's state destroys it, whatever this release pins.
-        let provider = self.state_provider(&status.runtime).await?;
-        let operation = Operation::queued(status.runtime.id, OperationType::Deprovision, provider, store::now());
-        self.queue(runtime_id, operation).await
+        // The provider that last wrote the cluster's state destroys it, whatever this release pins; a hibernated
+        // cluster is destroyed as it is.
+        self.queue_run(&status, OperationType::Deprovision).await
     }
 
     /// Queues a change of a provisioned cluster: the configuration `upgrade` makes of the one last applied, checked
@@ -281,15 +293,13 @@ impl Service {
             .validate_upgrade(&runtime.cluster_config, &upgrade)?
             .ok_or_else(|| Error::NothingToChange { runtime_id: runtime.id.to_string() })?;
         self.check_changeable(&status).await?;
-        if !self.store.was_provisioned(runtime.id).await? {
+        if runtime.hibernated {
             return Err(Error::Conflict {
-                conflict: Conflict::NotReady,
-                message: format!(
-                    "runtime {} has no cluster to upgrade: its provisioning has not succeeded",
-                    runtime.id
-                ),
+                conflict: Conflict::Hibernated,
+                message: format!("runtime {} is hibernated; wake it up before upgrading it", runtime.id),
             });
         }
+        self.check_provisioned(runtime, "upgrade").await?;
         let provider = self.state_provider(&status.runtime).await?;
         let operation = Operation {
             target_config: Some(target),
@@ -297,6 +307,69 @@ impl Service {
             ..Operation::queued(status.runtime.id, OperationType::Upgrade, provider, store::now())
         };
         self.queue(runtime_id, operation).await
+    }
+
+    /// Queues the hibernation of a provisioned cluster: every worker pool scaled to zero (a vanilla control plane
+    /// stopped too); the configuration keeps the sizes a wake-up restores.
+    #[instrument(skip_all, fields(runtime_id = %runtime_id))]
+    pub async fn hibernate_runtime(&self, runtime_id: &str) -> Result<Operation> {
+        let status = self.runtime_status(runtime_id).await?;
+        let runtime = &status.runtime;
+        self.check_changeable(&status).await?;
+        if runtime.hibernated {
+            return Err(Error::Conflict {
+                conflict: Conflict::Hibernated,
+                message: format!("runtime {} is already hibernated", runtime.id),
+            });
+        }
+        self.check_provisioned(runtime, "hibernate").await?;
+        self.queue_run(&status, OperationType::Hibernate).await
+    }
+
+    /// Queues the wake-up of a hibernated cluster: back at its configured sizes (a vanilla control plane started,
+    /// and the run ends once its API server answers).
+    #[instrument(skip_all, fields(runtime_id = %runtime_id))]
+    pub async fn wake_up_runtime(&self, runtime_id: &str) -> Result<Operation> {
+        let status = self.runtime_status(runtime_id).await?;
+        self.check_changeable(&status).await?;
+        if !status.runtime.hibernated {
+            return Err(Error::Conflict {
+                conflict: Conflict::NotHibernated,
+                message: format!("runtime {} is not hibernated; there is nothing to wake up", status.runtime.id),
+            });
+        }
+        self.queue_run(&status, OperationType::WakeUp).await
+    }
+
+    /// Whether the runtime sleeps, and whether [`Service::hibernate_runtime`] would accept it now.
+    pub async fn hibernation_status(&self, status: &RuntimeStatus) -> Result<HibernationStatus> {
+        let runtime = &status.runtime;
+        let operation = &status.last_operation;
+        let changeable = runtime.deleted_at.is_none() && !runtime.preview && !operation.state.is_active();
+        let hibernation_possible = changeable
+            && !runtime.hibernated
+            // A successful provisioning, upgrade or wake-up last: the cluster exists, no need to look further.
+            && ((operation.state == OperationState::Succeeded && !operation.dry_run && operation.operation_type != OperationType::Deprovision)
+                || self.store.was_provisioned(runtime.id).await?);
+        Ok(HibernationStatus { hibernated: runtime.hibernated, hibernation_possible })
+    }
+
+    /// A change of a cluster needs a cluster: a provisioning of the runtime succeeded.
+    async fn check_provisioned(&self, runtime: &Runtime, what: &str) -> Result<()> {
+        if self.store.was_provisioned(runtime.id).await? {
+            return Ok(());
+        }
+        Err(Error::Conflict {
+            conflict: Conflict::NotReady,
+            message: format!("runtime {} has no cluster to {what}: its provisioning has not succeeded", runtime.id),
+        })
+    }
+
+    /// Queues a run of the runtime's own configuration with the provider that last wrote its state.
+    async fn queue_run(&self, status: &RuntimeStatus, operation_type: OperationType) -> Result<Operation> {
+        let provider = self.state_provider(&status.runtime).await?;
+        let operation = Operation::queued(status.runtime.id, operation_type, provider, store::now());
+        self.queue(&status.runtime.id.to_string(), operation).await
     }
 
     /// Whether a new operation may be queued on the runtime: live, not a preview, no active operation, and no

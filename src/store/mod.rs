@@ -484,7 +484,9 @@ impl Store {
                 let deleted = operation.operation_type == OperationType::Deprovision;
                 // The runtime shows what was last applied: an upgrade's configuration only once it succeeded.
                 let applied_config = operation.target_config.as_ref();
-                if state == OperationState::Succeeded && !operation.dry_run && (deleted || applied_config.is_some()) {
+                let hibernated = operation.operation_type.hibernated_after();
+                let changes_runtime = deleted || applied_config.is_some() || hibernated.is_some();
+                if state == OperationState::Succeeded && !operation.dry_run && changes_runtime {
                     let mut change = runtime::Entity::update_many()
                         .col_expr(runtime::Column::UpdatedAt, Expr::value(now))
                         .filter(runtime::Column::Id.eq(operation.runtime_id));
@@ -494,6 +496,9 @@ impl Store {
                     if let Some(config) = applied_config {
                         let config = serde_json::to_value(config).map_err(|error| Error::Corrupt(error.to_string()))?;
                         change = change.col_expr(runtime::Column::ClusterConfig, Expr::value(config));
+                    }
+                    if let Some(hibernated) = hibernated {
+                        change = change.col_expr(runtime::Column::Hibernated, Expr::value(hibernated));
                     }
                     runtime_update = Some(change);
                 }
@@ -585,6 +590,7 @@ fn runtime_to_model(runtime: &Runtime) -> Result<runtime::Model> {
         updated_at: runtime.updated_at,
         deleted_at: runtime.deleted_at,
         preview: runtime.preview,
+        hibernated: runtime.hibernated,
     })
 }
 
@@ -604,6 +610,7 @@ fn runtime_from_model(model: runtime::Model) -> Result<Runtime> {
         updated_at: model.updated_at,
         deleted_at: model.deleted_at,
         preview: model.preview,
+        hibernated: model.hibernated,
     })
 }
 

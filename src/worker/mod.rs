@@ -55,6 +55,8 @@ pub struct WorkerSettings {
     pub provisioning_timeout: Duration,
     pub deprovisioning_timeout: Duration,
     pub upgrade_timeout: Duration,
+    /// Of a hibernation or a wake-up.
+    pub hibernation_timeout: Duration,
 }
 
 /// Claims and drives operations; what a run needs is shared by the worker's tasks through an `Arc`.
@@ -259,6 +261,7 @@ impl Worker {
             OperationType::Provision => self.settings.provisioning_timeout,
             OperationType::Deprovision => self.settings.deprovisioning_timeout,
             OperationType::Upgrade => self.settings.upgrade_timeout,
+            OperationType::Hibernate | OperationType::WakeUp => self.settings.hibernation_timeout,
         }
     }
 
@@ -577,9 +580,12 @@ impl Worker {
                     Some(provider) => provider.clone(),
                     None => ProviderVersion::pinned(runtime.cluster_config.topology.cloud()),
                 };
-                let rendered = self.renderer.render(runtime, operation.run_action(), &provider).map_err(|error| {
-                    StepError::permanent(FailureReason::RenderFailed, Component::Renderer, error.to_string())
-                })?;
+                let rendered = self
+                    .renderer
+                    .render(runtime, operation.operation_type, operation.run_action(), &provider)
+                    .map_err(|error| {
+                        StepError::permanent(FailureReason::RenderFailed, Component::Renderer, error.to_string())
+                    })?;
                 self.executor.ensure_config(&run.names, &labels, rendered.files).await?;
                 Ok(StepOutcome::Next)
             }

@@ -63,6 +63,7 @@ module "eks" {
   node_min_size      = 1
   node_max_size      = 5
   node_disk_size_gb  = 80
+  worker_scaling     = "initial"
 
   tags = local.tags
 }

@@ -65,6 +65,7 @@ module "gke" {
   total_min_node_count = 1
   total_max_node_count = 5
   disk_size_gb         = 80
+  worker_scaling       = "initial"
 
   labels = local.labels
 }

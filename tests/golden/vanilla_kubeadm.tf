@@ -81,6 +81,7 @@ module "compute" {
   worker_min_size          = 1
   worker_max_size          = 5
   worker_disk_size_gb      = 80
+  worker_scaling           = "initial"
   worker_security_group_id = module.security.worker_security_group_id
 
   # The control plane publishes its join credentials and admin kubeconfig under this path; the nodes

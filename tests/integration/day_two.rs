@@ -1,5 +1,6 @@
-//! Day-2 requests through both APIs, on SQLite and on PostgreSQL: upgrades and dry runs are validated, refused
-//! while they would conflict, and the stored configuration changes only when an upgrade succeeded.
+//! Day-2 requests through both APIs, on SQLite and on PostgreSQL: upgrades, dry runs, hibernations and wake-ups
+//! are validated, refused while they would conflict, and the stored configuration (and whether the runtime
+//! sleeps) changes only when the operation succeeded.
 
 use std::time::Duration;
 
@@ -34,6 +35,23 @@ async fn finish_active_operation(app: &TestApp, state: OperationState) -> String
     let progress = Progress::Finished { state, stage: Stage::Done, message: format!("{state} by the test") };
     assert!(store.record_progress(&claim.operation, claim.token, progress).await.unwrap());
     claim.operation.id.to_string()
+}
+
+const HIBERNATION: &str = "query($id: String!) {
+    runtimeStatus(id: $id) {
+        lastOperationStatus { operation state }
+        hibernationStatus { hibernated hibernationPossible }
+    }
+}";
+
+/// `hibernationStatus` from GraphQL and `hibernation` from REST, which must agree.
+async fn hibernation(app: &TestApp, runtime_id: &str) -> Value {
+    let response = app.graphql(HIBERNATION, json!({ "id": runtime_id })).await;
+    assert!(response.get("errors").is_none(), "{response}");
+    let graphql = response["data"]["runtimeStatus"]["hibernationStatus"].clone();
+    let rest = app.get(&format!("/api/v1/provisions/{runtime_id}")).await.json()["hibernation"].clone();
+    assert_eq!(graphql, rest);
+    graphql
 }
 
 fn error_fields(answer: &Value) -> Vec<String> {
@@ -281,7 +299,85 @@ async fn every_invalid_field_of_a_provisioning_is_listed_in_both_apis(backend: B
     assert_eq!(extensions["errors"], answer["error"]["errors"]);
 }
 
+async fn a_hibernated_runtime_refuses_upgrades_until_it_is_woken_up(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let runtime_id = app.provisioned(&provision_body("sleepy-a")).await;
+    let path = format!("/api/v1/provisions/{runtime_id}");
+    assert_eq!(hibernation(&app, &runtime_id).await, json!({ "hibernated": false, "hibernationPossible": true }));
+    let wake = app.request("POST", &format!("{path}/wake"), None, &[]).await;
+    assert_eq!((wake.status, wake.json()["error"]["code"].clone()), (StatusCode::CONFLICT, json!("not_hibernated")));
+
+    let accepted = app.request("POST", &format!("{path}/hibernate"), None, &[]).await;
+    assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
+    assert_eq!(accepted.json()["operation"], "hibernate");
+    // Until the hibernation succeeded the runtime is awake, and busy.
+    assert_eq!(hibernation(&app, &runtime_id).await, json!({ "hibernated": false, "hibernationPossible": false }));
+    let again = app.request("POST", &format!("{path}/hibernate"), None, &[]).await;
+    assert_eq!(again.json()["error"]["code"], "operation_in_progress", "{}", again.text);
+    finish_active_operation(&app, OperationState::Succeeded).await;
+    assert_eq!(hibernation(&app, &runtime_id).await, json!({ "hibernated": true, "hibernationPossible": false }));
+
+    // Asleep: no upgrade (from either API), no second hibernation; the kubeconfig is still the runtime's.
+    let upgrade = app.patch(&path, &json!({ "workerPool": { "maxSize": 4 } })).await;
+    assert_eq!((upgrade.status, upgrade.json()["error"]["code"].clone()), (StatusCode::CONFLICT, json!("hibernated")));
+    let response =
+        app.graphql(UPGRADE, json!({ "id": runtime_id, "config": { "workerPool": { "maxSize": 4 } } })).await;
+    assert_eq!(response["errors"][0]["extensions"]["error_reason"], "hibernated", "{response}");
+    assert_eq!(response["errors"][0]["extensions"]["code"], "CONFLICT");
+    let response =
+        app.graphql("mutation($id: String!) { hibernateRuntime(id: $id) { id } }", json!({ "id": runtime_id })).await;
+    assert_eq!(response["errors"][0]["extensions"]["error_reason"], "hibernated", "{response}");
+    let kubeconfig = app.get(&format!("{path}/kubeconfig")).await;
+    assert_ne!(kubeconfig.json()["error"]["code"], "not_ready", "{}", kubeconfig.text);
+
+    // A failed wake-up leaves it asleep; a successful one wakes it, and upgrades are accepted again.
+    let response = app
+        .graphql("mutation($id: String!) { wakeUpRuntime(id: $id) { operation state } }", json!({ "id": runtime_id }))
+        .await;
+    assert_eq!(response["data"]["wakeUpRuntime"], json!({ "operation": "WakeUp", "state": "Pending" }), "{response}");
+    finish_active_operation(&app, OperationState::Failed).await;
+    assert_eq!(hibernation(&app, &runtime_id).await["hibernated"], true);
+    let accepted = app.request("POST", &format!("{path}/wake"), None, &[]).await;
+    assert_eq!((accepted.status, accepted.json()["operation"].clone()), (StatusCode::ACCEPTED, json!("wake_up")));
+    finish_active_operation(&app, OperationState::Succeeded).await;
+    assert_eq!(hibernation(&app, &runtime_id).await, json!({ "hibernated": false, "hibernationPossible": true }));
+    assert_eq!(app.patch(&path, &json!({ "workerPool": { "maxSize": 4 } })).await.status, StatusCode::ACCEPTED);
+}
+
+async fn a_hibernated_runtime_can_be_deprovisioned_and_only_a_cluster_can_sleep(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let runtime_id = app.provisioned(&eks_body("sleepy-b")).await;
+    let path = format!("/api/v1/provisions/{runtime_id}");
+    assert_eq!(app.request("POST", &format!("{path}/hibernate"), None, &[]).await.status, StatusCode::ACCEPTED);
+    finish_active_operation(&app, OperationState::Succeeded).await;
+    let deprovision = app.delete(&path).await;
+    assert_eq!(deprovision.status, StatusCode::ACCEPTED, "{}", deprovision.text);
+    finish_active_operation(&app, OperationState::Succeeded).await;
+    let hibernate = app.request("POST", &format!("{path}/hibernate"), None, &[]).await;
+    assert_eq!(hibernate.json()["error"]["code"], "already_deprovisioned", "{}", hibernate.text);
+    assert_eq!(hibernation(&app, &runtime_id).await["hibernationPossible"], false);
+
+    // A runtime whose provisioning failed has no cluster to put to sleep; a preview neither.
+    let failed = app.post_provision(&provision_body("sleepy-c")).await.json()["id"].as_str().unwrap().to_owned();
+    finish_active_operation(&app, OperationState::Failed).await;
+    assert_eq!(hibernation(&app, &failed).await, json!({ "hibernated": false, "hibernationPossible": false }));
+    let hibernate = app.request("POST", &format!("/api/v1/provisions/{failed}/hibernate"), None, &[]).await;
+    assert_eq!(
+        (hibernate.status, hibernate.json()["error"]["code"].clone()),
+        (StatusCode::CONFLICT, json!("not_ready"))
+    );
+    let preview = app.request("POST", "/api/v1/provisions?dryRun=true", Some(&provision_body("sleepy-d")), &[]).await;
+    let preview = preview.json()["id"].as_str().unwrap().to_owned();
+    let hibernate = app.request("POST", &format!("/api/v1/provisions/{preview}/hibernate"), None, &[]).await;
+    assert_eq!(hibernate.json()["error"]["code"], "preview", "{}", hibernate.text);
+    let unknown = uuid::Uuid::now_v7();
+    let wake = app.request("POST", &format!("/api/v1/provisions/{unknown}/wake"), None, &[]).await;
+    assert_eq!(wake.status, StatusCode::NOT_FOUND, "{}", wake.text);
+}
+
 on_both_databases!(
+    a_hibernated_runtime_refuses_upgrades_until_it_is_woken_up,
+    a_hibernated_runtime_can_be_deprovisioned_and_only_a_cluster_can_sleep,
     an_upgrade_changes_the_configuration_only_once_it_succeeded,
     a_dry_run_upgrade_plans_and_leaves_the_configuration,
     upgrades_name_every_field_they_may_not_change,

@@ -28,7 +28,15 @@ fn graphql_enums_are_spelled_for_kyma_clients() {
     for expected in [
         "enum OperationState {\n\tPending\n\tInProgress\n\tSucceeded\n\tFailed\n}",
         "enum OperationType {\n\tProvision\n\tDeprovision\n",
-        "\tUpgrade\n}",
+        "\tUpgrade\n",
+        "\tHibernate\n",
+        "\tWakeUp\n}",
+        "hibernateRuntime(id: String!): OperationStatus!",
+        "wakeUpRuntime(id: String!): OperationStatus!",
+        "hibernationStatus: HibernationStatus!",
+        "type HibernationStatus {",
+        "\thibernated: Boolean!\n",
+        "\thibernationPossible: Boolean!\n}",
         "enum Topology {",
         "VANILLA_KUBEADM",
         // Kyma's `provisionRuntime(config: ...)` stays valid: the dry run is an optional argument.
@@ -50,6 +58,8 @@ fn the_openapi_document_is_served_and_names_every_path() {
         "/api/v1/provisions/{id}",
         "/api/v1/provisions/{id}/logs",
         "/api/v1/provisions/{id}/kubeconfig",
+        "/api/v1/provisions/{id}/hibernate",
+        "/api/v1/provisions/{id}/wake",
         "/healthz",
     ] {
         assert!(paths.contains_key(path), "{path} missing from the OpenAPI document");

@@ -64,6 +64,9 @@ pub struct RunnerManifest {
     /// The provider `main.tf` requires, at the exact version it pins: the runner installs it with the image's lock
     /// file for that version.
     pub provider: ProviderVersion,
+    /// This run starts a stopped control plane (a vanilla wake-up): it succeeds only once the API server answers.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub wait_for_api_server: bool,
 }
 
 #[cfg(test)]
@@ -83,6 +86,7 @@ mod tests {
             gcp_project: None,
             ssm_parameter_prefix: Some("/kubeopera/x/".to_owned()),
             provider: ProviderVersion { source: "hashicorp/aws".to_owned(), version: "6.47.0".to_owned() },
+            wait_for_api_server: false,
         };
         let json = serde_json::to_value(&manifest).unwrap();
         assert_eq!(

@@ -8,6 +8,7 @@
 #![deny(rust_2018_idioms)]
 // Unsafe only where it must be: forwarding a signal to Terraform (libc::kill).
 
+mod api_server;
 mod aws;
 mod gcp;
 mod kubeconfig;
@@ -56,6 +57,11 @@ pub enum Error {
         last_error.as_ref().map(|error| format!(" (last error: {error})")).unwrap_or_default()
     )]
     KubeconfigTimeout { parameter: String, waited: std::time::Duration, last_error: Option<String> },
+    #[error(
+        "the API server at {server} did not answer within {} after the control plane was started (last error: {last_error})",
+        humantime::format_duration(*waited)
+    )]
+    ApiServerTimeout { server: String, waited: std::time::Duration, last_error: String },
     #[error("publishing the kubeconfig to Secret {secret} failed: {message}")]
     Publish { secret: String, message: String },
     #[error("connecting to the Kubernetes API failed: {0}")]
@@ -141,6 +147,10 @@ impl Runner {
                 apply_plan(&terraform, &lock_timeout, &mut signals).await?;
                 let outputs = terraform.outputs().await?;
                 let kubeconfig = self.kubeconfig(&manifest, &credential, &session, &outputs, &mut signals).await?;
+                if manifest.wait_for_api_server {
+                    let (interval, timeout) = (settings.kubeconfig_poll_interval, settings.kubeconfig_timeout);
+                    api_server::wait_until_answering(&kubeconfig, interval, timeout, &mut signals).await?;
+                }
                 publish::publish_kubeconfig(
                     self.kube.clone(),
                     &settings.namespace,

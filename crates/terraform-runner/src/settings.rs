@@ -25,7 +25,8 @@ pub struct RunnerSettings {
     pub namespace: String,
     /// `tofu` or `terraform` (a name on PATH or a path).
     pub terraform_binary: PathBuf,
-    /// How often and how long a vanilla cluster's kubeconfig is awaited in SSM.
+    /// How often and how long a vanilla cluster's kubeconfig is awaited in SSM, and after a wake-up its API
+    /// server.
     pub kubeconfig_poll_interval: Duration,
     pub kubeconfig_timeout: Duration,
     /// Where Kubernetes picks up the failure message shown in the operation's status.

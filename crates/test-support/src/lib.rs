@@ -18,7 +18,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
-use provisioner::domain::{ProviderVersion, ProvisionRequest, Runtime, Topology};
+use provisioner::domain::{OperationType, ProviderVersion, ProvisionRequest, Runtime, Topology};
 use provisioner::render::{RenderedConfig, Renderer, RunAction};
 use provisioner::settings::Settings;
 use provisioner::startup::App;
@@ -287,10 +287,17 @@ pub fn eks_body(name: &str) -> Value {
 }
 
 /// The configuration of `action` on `runtime` with this release's provider pin, as the worker renders it for a
-/// new cluster.
+/// new cluster (an apply or a dry run provisions, a destroy deprovisions).
 pub fn render(runtime: &Runtime, action: RunAction) -> RenderedConfig {
+    let operation_type =
+        if action == RunAction::Destroy { OperationType::Deprovision } else { OperationType::Provision };
+    render_for(runtime, operation_type, action)
+}
+
+/// The configuration an operation of `operation_type` renders on `runtime` (with its target applied).
+pub fn render_for(runtime: &Runtime, operation_type: OperationType, action: RunAction) -> RenderedConfig {
     let provider = ProviderVersion::pinned(runtime.cluster_config.topology.cloud());
-    Renderer::new().expect("templates compile").render(runtime, action, &provider).expect("renders")
+    Renderer::new().expect("templates compile").render(runtime, operation_type, action, &provider).expect("renders")
 }
 
 /// The same request as GraphQL input: enum values are spelled the GraphQL way.

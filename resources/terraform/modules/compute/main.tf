@@ -499,11 +499,23 @@ resource "aws_launch_template" "worker" {
   }
 }
 
+# Hibernated, the control plane is stopped (its disks and addresses stay) and started again on wake-up, before
+# the workers (which need it to rejoin); terraform-runner then waits until the API server answers.
+resource "aws_ec2_instance_state" "control_plane" {
+  count = var.control_plane_count
+
+  instance_id = aws_instance.control_plane[count.index].id
+  state       = var.worker_scaling == "zero" ? "stopped" : "running"
+}
+
 resource "aws_autoscaling_group" "worker" {
-  name_prefix         = "${var.cluster_name}-worker-"
-  min_size            = var.worker_min_size
-  max_size            = var.worker_max_size
-  desired_capacity    = var.worker_min_size
+  name_prefix = "${var.cluster_name}-worker-"
+  # Hibernated, no worker runs; the maximum stays, so the recorded sizes are all a wake-up needs.
+  min_size = var.worker_scaling == "zero" ? 0 : var.worker_min_size
+  max_size = var.worker_max_size
+  # Left out (null) for an upgrade: the group keeps what the cluster autoscaler set, and Auto Scaling itself
+  # moves it into new bounds.
+  desired_capacity    = var.worker_scaling == "keep_current" ? null : var.worker_scaling == "zero" ? 0 : var.worker_min_size
   vpc_zone_identifier = var.private_subnet_ids
   health_check_type   = "EC2"
 
@@ -539,12 +551,13 @@ resource "aws_autoscaling_group" "worker" {
   }
 
   lifecycle {
-    # The cluster autoscaler owns the desired size once the group exists.
-    ignore_changes = [desired_capacity]
-
     precondition {
       condition     = var.worker_min_size <= var.worker_max_size
       error_message = "worker_min_size must not be above worker_max_size."
     }
   }
+
+  # Woken up, workers start once the control plane runs again (hibernating, they stop after it: Terraform keeps
+  # one order, and a stopped cluster has no work to drain anyway).
+  depends_on = [aws_ec2_instance_state.control_plane]
 }

@@ -100,6 +100,21 @@ variable "worker_min_size" {
   type        = number
 }
 
+variable "worker_scaling" {
+  description = <<-EOT
+    How the run sets the workers' desired size, and whether the control plane runs: "initial" (a new group starts
+    at its minimum), "keep_current" (what the cluster autoscaler set), "zero" (hibernated: no workers, the
+    control-plane instances stopped) or "minimum" (woken up: the control plane started, workers back at the minimum).
+  EOT
+  type        = string
+  default     = "initial"
+
+  validation {
+    condition     = contains(["initial", "keep_current", "zero", "minimum"], var.worker_scaling)
+    error_message = "worker_scaling must be initial, keep_current, zero or minimum."
+  }
+}
+
 variable "worker_max_size" {
   description = "Maximum size of the worker Auto Scaling Group."
   type        = number

@@ -157,6 +157,25 @@ resource "aws_launch_template" "node" {
   tags = var.tags
 }
 
+# What the autoscaler has set, for a run that changes the existing group (an upgrade keeps it).
+data "aws_eks_node_group" "current" {
+  count = var.worker_scaling == "keep_current" ? 1 : 0
+
+  cluster_name    = var.cluster_name
+  node_group_name = "workers"
+}
+
+locals {
+  # Hibernated, the group keeps its maximum (EKS needs at least 1) and nothing runs.
+  node_min_size = var.worker_scaling == "zero" ? 0 : var.node_min_size
+  # EKS refuses a desired size outside min..max, so the autoscaler's choice is kept within the new bounds.
+  node_desired_size = (
+    var.worker_scaling == "zero" ? 0 :
+    var.worker_scaling == "keep_current" ? min(max(one(data.aws_eks_node_group.current[*].scaling_config[0].desired_size), var.node_min_size), var.node_max_size) :
+    var.node_min_size
+  )
+}
+
 resource "aws_eks_node_group" "this" {
   cluster_name    = aws_eks_cluster.this.name
   node_group_name = "workers"
@@ -169,9 +188,9 @@ resource "aws_eks_node_group" "this" {
   version = aws_eks_cluster.this.version
 
   scaling_config {
-    min_size     = var.node_min_size
+    min_size     = local.node_min_size
     max_size     = var.node_max_size
-    desired_size = var.node_min_size
+    desired_size = local.node_desired_size
   }
 
   update_config {
@@ -186,9 +205,6 @@ resource "aws_eks_node_group" "this" {
   tags = var.tags
 
   lifecycle {
-    # The cluster autoscaler owns the desired size once the group exists.
-    ignore_changes = [scaling_config[0].desired_size]
-
     precondition {
       condition     = var.node_min_size <= var.node_max_size
       error_message = "node_min_size must not be above node_max_size."

@@ -60,6 +60,21 @@ variable "node_min_size" {
   type        = number
 }
 
+variable "worker_scaling" {
+  description = <<-EOT
+    How the run sets the node group's desired size: "initial" (a new group starts at its minimum), "keep_current"
+    (what the cluster autoscaler set, kept within min..max), "zero" (hibernated: no nodes, minimum 0) or "minimum"
+    (woken up: back at the minimum).
+  EOT
+  type        = string
+  default     = "initial"
+
+  validation {
+    condition     = contains(["initial", "keep_current", "zero", "minimum"], var.worker_scaling)
+    error_message = "worker_scaling must be initial, keep_current, zero or minimum."
+  }
+}
+
 variable "node_max_size" {
   description = "Maximum size of the managed node group."
   type        = number

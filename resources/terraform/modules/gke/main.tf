@@ -75,11 +75,22 @@ resource "google_container_node_pool" "workers" {
   node_locations = var.node_locations
 
   initial_node_count = local.initial_node_count_per_zone
+  # Set only to hibernate (no nodes) and to wake up (back at the minimum); otherwise the autoscaler's count stays.
+  node_count = (
+    var.worker_scaling == "zero" ? 0 :
+    var.worker_scaling == "minimum" ? ceil(var.total_min_node_count / length(var.node_locations)) :
+    null
+  )
 
-  autoscaling {
-    total_min_node_count = var.total_min_node_count
-    total_max_node_count = var.total_max_node_count
-    location_policy      = "BALANCED"
+  # Hibernated, there is no autoscaler: it would start nodes for the system pods left pending.
+  dynamic "autoscaling" {
+    for_each = var.worker_scaling == "zero" ? [] : [1]
+
+    content {
+      total_min_node_count = var.total_min_node_count
+      total_max_node_count = var.total_max_node_count
+      location_policy      = "BALANCED"
+    }
   }
 
   management {

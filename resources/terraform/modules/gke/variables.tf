@@ -59,6 +59,21 @@ variable "total_min_node_count" {
   type        = number
 }
 
+variable "worker_scaling" {
+  description = <<-EOT
+    How the run sets the node pool's size: "initial" (a new pool starts with its initial count), "keep_current"
+    (what the cluster autoscaler set), "zero" (hibernated: no nodes, no autoscaling) or "minimum" (woken up:
+    back at the minimum, autoscaling again).
+  EOT
+  type        = string
+  default     = "initial"
+
+  validation {
+    condition     = contains(["initial", "keep_current", "zero", "minimum"], var.worker_scaling)
+    error_message = "worker_scaling must be initial, keep_current, zero or minimum."
+  }
+}
+
 variable "total_max_node_count" {
   description = "Maximum number of nodes in the node pool, across all zones."
   type        = number
