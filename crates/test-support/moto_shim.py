@@ -34,6 +34,13 @@ for. Started by `MotoServer::start` (src/moto.rs) as `python moto_shim.py -H 127
    the target launch template version) are terminated and as many launched from the group's current launch
    template version, and the refresh is "Successful" at 100 percent. As on AWS, an instance reports the launch
    template version it was launched from (moto: the template's default version, whatever the group's).
+7. Descriptions of security group rules that reference a group. AWS returns the description given at creation
+   for every rule; moto keeps a referencing rule's description with the group it references and returns none,
+   so every plan after the first wants to set it again.
+8. User data of a new launch template version. AWS launches instances from any version; moto keeps the user data
+   of a version created by CreateLaunchTemplateVersion undecoded, and launching from it fails an assertion (500):
+   an Auto Scaling Group on such a version could never grow again (a wake-up, a raised minimum). Here it is
+   parsed as moto parses that of CreateLaunchTemplate.
 """
 
 import json
@@ -45,7 +52,10 @@ from moto.autoscaling.models import AutoScalingBackend, FakeAutoScalingGroup, In
 from moto.autoscaling.responses import AutoScalingResponse
 from moto.core.responses import ActionResult
 from moto.core.utils import utcnow
+from moto.core.types import Base64EncodedString
 from moto.ec2.models import security_groups
+from moto.ec2.models.launch_templates import LaunchTemplate
+from moto.ec2.utils import parse_user_data
 from moto.eks import urls as eks_urls
 from moto.eks.exceptions import InvalidParameterException, ResourceNotFoundException
 from moto.eks.models import EKSBackend, Nodegroup
@@ -74,6 +84,12 @@ def _rule_init(self, ec2_backend, ip_protocol, group_id, from_port, to_port, *ar
 
 
 security_groups.SecurityGroupRule.__init__ = _rule_init
+
+# 7. Descriptions of security group rules that reference a group.
+
+security_groups.SecurityGroupRule.description = property(
+    lambda self: self.ip_range.get("Description") or self.source_group.get("Description")
+)
 
 # 2. The access configuration of an EKS cluster (UpdateClusterConfig changes it: 4).
 
@@ -537,7 +553,23 @@ AutoScalingResponse.start_instance_refresh = _start_instance_refresh_response
 AutoScalingResponse.describe_instance_refreshes = _describe_instance_refreshes_response
 AutoScalingResponse.cancel_instance_refresh = _cancel_instance_refresh_response
 
+# 8. User data of a new launch template version.
+
+_original_create_version = LaunchTemplate.create_version
+
+
+def _create_version(self, data, description):
+    user_data = data.get("UserData")
+    if user_data is not None and not isinstance(user_data, Base64EncodedString):
+        data = {**data, "UserData": parse_user_data(user_data)}
+    return _original_create_version(self, data, description)
+
+
+LaunchTemplate.create_version = _create_version
+
+
 if __name__ == "__main__":
     from moto.server import main
 
     sys.exit(main(sys.argv[1:]))
+

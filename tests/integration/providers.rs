@@ -4,8 +4,10 @@
 //! (vanilla kubeadm with one and three control-plane nodes, EKS, GKE; the default and a custom network):
 //! `init`, `validate` (a warning fails the test) and `plan`. The AWS topologies are then applied and destroyed on
 //! moto, with their state in the real S3 backend on moto as terraform-runner keeps it; a second plan after the
-//! apply may show only moto's known differences (below); every change an upgrade accepts is planned in place (and
-//! on EKS applied: version, node group, launch template); after the destroy nothing of the cluster is left.
+//! apply may show only moto's known differences (below); a hibernation and a wake-up are applied (workers to zero
+//! and back to the minimum, a vanilla control plane stopped and started); every change an upgrade accepts is planned
+//! in place and applied (EKS: version, node group, launch template; vanilla: the workers' group, rolled by an
+//! instance refresh); after the destroy nothing of the cluster is left.
 //! GKE is validated and planned only (there is no GCP emulator): its state lives in fake-gcs-server.
 //!
 //! Differences a second plan shows on moto only (moto 5.2.5 answers differently from AWS), none of them a change
@@ -22,7 +24,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use provisioner::domain::{ControlPlane, Network, ProviderVersion, Runtime, Topology};
+use provisioner::domain::{ControlPlane, Network, OperationType, ProviderVersion, Runtime, Topology};
 use provisioner::render::RunAction;
 use serde_json::Value;
 use test_support::gcp::FakeGcs;
@@ -108,9 +110,10 @@ impl Configuration {
         String::from_utf8(output.stdout).expect("tofu prints UTF-8")
     }
 
-    /// Renders `runtime` (the same cluster, changed) over this configuration's `main.tf`, as an upgrade does.
-    fn rerender(&mut self, runtime: Runtime) {
-        let rendered = test_support::render(&runtime, RunAction::Apply);
+    /// Renders `runtime` (the same cluster, maybe changed) over this configuration's `main.tf`, as a run of
+    /// `operation_type` on the existing cluster does.
+    fn rerender(&mut self, operation_type: OperationType, runtime: Runtime) {
+        let rendered = test_support::render_for(&runtime, operation_type, RunAction::Apply);
         std::fs::write(self.run.join("main.tf"), &rendered.files["main.tf"]).unwrap();
         self.runtime = runtime;
     }
@@ -251,16 +254,45 @@ async fn apply_and_destroy_on_moto(runtime: Runtime) -> (usize, usize, usize) {
         configuration.runtime.name
     );
 
-    // Every change an upgrade may make of this topology is planned in place (nothing is destroyed or replaced
-    // but for moto's own differences above), and on EKS applied. A vanilla worker upgrade is not applied on moto:
-    // after the group's minimum grows, the provider waits for capacity that moto's group never reaches (seen with
-    // 1 of 2 instances after 14 minutes; the cause in moto is not found yet).
+    // Hibernation and wake-up, applied: the workers go to zero and come back at the minimum, a vanilla control
+    // plane stops and starts again; in place, nothing destroyed.
     let mut configuration = configuration;
     let current = configuration.runtime.clone();
-    configuration.rerender(upgraded(&current));
+    for (operation_type, hibernated) in [(OperationType::Hibernate, true), (OperationType::WakeUp, false)] {
+        configuration.rerender(operation_type, current.clone());
+        let plan = configuration.plan("sleep.tfplan");
+        let destructive = destructive_changes(&plan);
+        assert!(destructive.is_empty(), "{}: {operation_type} destroys or replaces {destructive:#?}", current.name);
+        configuration.tofu(&["apply", "-input=false", "-no-color", "-lock-timeout=60s", "sleep.tfplan"]);
+        assert_workers(&moto, &current, hibernated);
+    }
+
+    // Every change an upgrade may make of this topology is planned in place (nothing is destroyed or replaced
+    // but for moto's own differences above), and applied.
+    configuration.rerender(OperationType::Upgrade, upgraded(&current));
     let upgrade = configuration.plan("upgrade.tfplan");
+    let destructive = destructive_changes(&upgrade);
+    assert!(destructive.is_empty(), "{}: the upgrade plan destroys or replaces {destructive:#?}", current.name);
+    assert!(!with_actions(&upgrade, &["update"]).is_empty(), "{}: the upgrade changes something", current.name);
+    configuration.tofu(&["apply", "-input=false", "-no-color", "-lock-timeout=60s", "upgrade.tfplan"]);
+    if current.cluster_config.topology == Topology::Eks {
+        assert_eks_upgraded(&moto, &configuration.runtime);
+    } else {
+        assert_vanilla_workers_upgraded(&moto, &configuration.runtime);
+    }
+
+    let destroyed = configuration.tofu(&["destroy", "-auto-approve", "-input=false", "-no-color", "-lock-timeout=60s"]);
+    let destroyed = resource_count(&destroyed, "destroyed");
+    assert_eq!(destroyed, added, "destroy removes what apply created");
+    let left = remaining(&moto, &configuration.runtime);
+    assert!(left.is_empty(), "{}: destroy left {left:#?}", configuration.runtime.name);
+    (planned.len(), added, destroyed)
+}
+
+/// The planned deletions and replacements that moto's own differences do not explain.
+fn destructive_changes(plan: &[Value]) -> Vec<String> {
     let mut destructive = Vec::new();
-    for change in &upgrade {
+    for change in plan {
         let actions = change["change"]["actions"].as_array().cloned().unwrap_or_default();
         if !actions.contains(&Value::from("delete")) {
             continue;
@@ -271,19 +303,55 @@ async fn apply_and_destroy_on_moto(runtime: Runtime) -> (usize, usize, usize) {
             destructive.push(format!("{} {actions:?}: {causes:?}", change["address"].as_str().unwrap_or_default()));
         }
     }
-    assert!(destructive.is_empty(), "{}: the upgrade plan destroys or replaces {destructive:#?}", current.name);
-    assert!(!with_actions(&upgrade, &["update"]).is_empty(), "{}: the upgrade changes something", current.name);
-    if current.cluster_config.topology == Topology::Eks {
-        configuration.tofu(&["apply", "-input=false", "-no-color", "-lock-timeout=60s", "upgrade.tfplan"]);
-        assert_eks_upgraded(&moto, &configuration.runtime);
-    }
+    destructive
+}
 
-    let destroyed = configuration.tofu(&["destroy", "-auto-approve", "-input=false", "-no-color", "-lock-timeout=60s"]);
-    let destroyed = resource_count(&destroyed, "destroyed");
-    assert_eq!(destroyed, added, "destroy removes what apply created");
-    let left = remaining(&moto, &configuration.runtime);
-    assert!(left.is_empty(), "{}: destroy left {left:#?}", configuration.runtime.name);
-    (planned.len(), added, destroyed)
+/// Asks moto what `runtime`'s workers (and a vanilla control plane) look like.
+fn describe(moto: &MotoServer, runtime: &Runtime, args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.extend(["--region", runtime.cluster_config.region.as_str(), "--output", "json"]);
+    serde_json::from_str(&moto.aws(&all)).expect("aws prints JSON")
+}
+
+/// Hibernated: no worker wanted and a minimum of 0 (the maximum kept), a vanilla control plane stopped. Awake:
+/// the workers at the configured minimum, the control plane running.
+fn assert_workers(moto: &MotoServer, runtime: &Runtime, hibernated: bool) {
+    let pool = &runtime.cluster_config.worker_pool;
+    let wanted = if hibernated { 0 } else { pool.min_size };
+    let (name, state) = (runtime.name.as_str(), if hibernated { "hibernated" } else { "awake" });
+    if runtime.cluster_config.topology == Topology::Eks {
+        let group = describe(
+            moto,
+            runtime,
+            &["eks", "describe-nodegroup", "--cluster-name", name, "--nodegroup-name", "workers"],
+        );
+        let scaling = &group["nodegroup"]["scalingConfig"];
+        assert_eq!(
+            (&scaling["minSize"], &scaling["desiredSize"], &scaling["maxSize"]),
+            (&Value::from(wanted), &Value::from(wanted), &Value::from(pool.max_size)),
+            "{state}: {group}"
+        );
+        return;
+    }
+    let query = format!("AutoScalingGroups[?starts_with(AutoScalingGroupName, '{name}-worker-')]");
+    let groups = describe(moto, runtime, &["autoscaling", "describe-auto-scaling-groups", "--query", &query]);
+    let group = &groups[0];
+    assert_eq!(
+        (&group["MinSize"], &group["DesiredCapacity"], &group["MaxSize"]),
+        (&Value::from(wanted), &Value::from(wanted), &Value::from(pool.max_size)),
+        "{state}: {groups}"
+    );
+    let in_service = group["Instances"].as_array().map_or(0, |instances| instances.len());
+    assert_eq!(in_service, wanted as usize, "{state}: {groups}");
+    let control_plane = format!("Name=tag:Name,Values={name}-control-plane-*");
+    let states = describe(
+        moto,
+        runtime,
+        &["ec2", "describe-instances", "--filters", &control_plane, "--query", "Reservations[].Instances[].State.Name"],
+    );
+    let count = runtime.cluster_config.control_plane.as_ref().map_or(0, |control_plane| control_plane.count);
+    let expected = if hibernated { "stopped" } else { "running" };
+    assert_eq!(states, Value::from(vec![expected; count as usize]), "{state}: the control plane");
 }
 
 /// `runtime` with every change an upgrade of its topology accepts: the worker pool's machine type, sizes and disk,
@@ -304,19 +372,45 @@ fn upgraded(runtime: &Runtime) -> Runtime {
 /// What the applied upgrade changed in moto: the EKS cluster and its node group run the new version, the node
 /// group its new size and its launch template's new version (which rolls the nodes).
 fn assert_eks_upgraded(moto: &MotoServer, runtime: &Runtime) {
-    let region = runtime.cluster_config.region.as_str();
-    let json = |args: &[&str]| -> Value {
-        let mut all = args.to_vec();
-        all.extend(["--region", region, "--output", "json"]);
-        serde_json::from_str(&moto.aws(&all)).expect("aws prints JSON")
-    };
+    let json = |args: &[&str]| describe(moto, runtime, args);
     let cluster = json(&["eks", "describe-cluster", "--name", &runtime.name]);
     assert_eq!(cluster["cluster"]["version"], "1.35", "{cluster}");
     let group = json(&["eks", "describe-nodegroup", "--cluster-name", &runtime.name, "--nodegroup-name", "workers"]);
     let group = &group["nodegroup"];
     assert_eq!(group["version"], "1.35", "{group}");
     assert_eq!(group["scalingConfig"]["maxSize"], runtime.cluster_config.worker_pool.max_size, "{group}");
-    assert_eq!(group["launchTemplate"]["version"], "2", "the nodes roll to the new template: {group}");
+    let template = &group["launchTemplate"]["id"];
+    let templates =
+        json(&["ec2", "describe-launch-templates", "--launch-template-ids", template.as_str().unwrap_or_default()]);
+    let latest = templates["LaunchTemplates"][0]["LatestVersionNumber"].to_string();
+    assert_eq!(
+        group["launchTemplate"]["version"].as_str(),
+        Some(latest.as_str()),
+        "the nodes roll to the new template: {group}"
+    );
+}
+
+/// What the applied worker upgrade changed in moto: the Auto Scaling Group has its new bounds and a new launch
+/// template version, and its instance refresh replaced every worker with one of that version.
+fn assert_vanilla_workers_upgraded(moto: &MotoServer, runtime: &Runtime) {
+    let pool = &runtime.cluster_config.worker_pool;
+    let query = format!("AutoScalingGroups[?starts_with(AutoScalingGroupName, '{}-worker-')]", runtime.name);
+    let groups = describe(moto, runtime, &["autoscaling", "describe-auto-scaling-groups", "--query", &query]);
+    let group = &groups[0];
+    assert_eq!(
+        (&group["MinSize"], &group["MaxSize"]),
+        (&Value::from(pool.min_size), &Value::from(pool.max_size)),
+        "{group}"
+    );
+    let template = group["LaunchTemplate"]["LaunchTemplateId"].as_str().unwrap_or_default();
+    let templates = describe(moto, runtime, &["ec2", "describe-launch-templates", "--launch-template-ids", template]);
+    let latest = templates["LaunchTemplates"][0]["LatestVersionNumber"].to_string();
+    assert_eq!(group["LaunchTemplate"]["Version"].as_str(), Some(latest.as_str()), "{group}");
+    let instances = group["Instances"].as_array().cloned().unwrap_or_default();
+    assert_eq!(instances.len(), pool.min_size as usize, "{group}");
+    for instance in &instances {
+        assert_eq!(instance["LaunchTemplate"]["Version"].as_str(), Some(latest.as_str()), "rolled: {group}");
+    }
 }
 
 /// `Resources: 3 added, 0 changed, 0 destroyed.` / `Resources: 3 destroyed.`

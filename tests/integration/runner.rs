@@ -107,6 +107,14 @@ impl Job {
         std::fs::write(self.path("config/main.tf"), main_tf).unwrap();
     }
 
+    /// Marks the configuration a vanilla wake-up's, as the renderer does: the run ends once the API server answers.
+    fn wait_for_api_server(&self) {
+        let path = self.path("config/runner.json");
+        let mut manifest: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        manifest["waitForApiServer"] = json!(true);
+        std::fs::write(path, manifest.to_string()).unwrap();
+    }
+
     fn ssm_prefix(&self) -> String {
         format!("/kubeopera/{}/", self.runtime_id)
     }
@@ -742,4 +750,59 @@ async fn a_dry_run_plans_without_changing_anything() {
     assert_eq!(refused.status.code(), Some(EXIT_DESTRUCTIVE_PLAN), "{}", refused.output);
     assert!(refused.termination_message.contains("terraform_data.cluster"), "{}", refused.termination_message);
     assert_eq!(state(), applied_state);
+}
+
+/// A vanilla wake-up started the stopped control plane: the run ends only once its API server answers (the real
+/// test API server, reached through a proxy that refuses connections until the "boot" is over), and fails, saying
+/// so, when it never does.
+#[tokio::test]
+async fn a_wake_up_waits_until_the_api_server_answers() {
+    let job = Job::new().await;
+    let upstream = job.control_plane.server_url().trim_start_matches("https://").parse().expect("host:port");
+    let proxy = test_support::fault_proxy::FaultProxy::start(upstream).await;
+    proxy.cut();
+    let kubeconfig_file = job.path("cluster-kubeconfig");
+    let server = format!("https://{}", proxy.address());
+    job.control_plane
+        .write_service_account_kubeconfig_via(&job.namespace, "terraform-runner", &kubeconfig_file, &server)
+        .await
+        .unwrap();
+    job.put_kubeconfig_parameter(&std::fs::read_to_string(&kubeconfig_file).unwrap());
+    job.write_config("apply", "vanilla_kubeadm", &vanilla_config(&job));
+    job.wait_for_api_server();
+
+    let run = job.command("apply").spawn().expect("start terraform-runner");
+    // The control plane "boots" for a few seconds after the apply (which writes the state) has started it.
+    let answering = async {
+        let mut state_written = tokio::process::Command::from(job.moto.aws_command());
+        state_written.args(["s3api", "head-object", "--bucket", &job.bucket, "--key", "terraform.tfstate"]);
+        let started = tokio::time::Instant::now();
+        while !state_written.output().await.unwrap().status.success() {
+            assert!(started.elapsed() < Duration::from_secs(120), "the apply never wrote its state");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        proxy.restore();
+    };
+    let (output, ()) = tokio::join!(tokio::time::timeout(Duration::from_secs(180), run.wait_with_output()), answering);
+    let output = output.expect("the wake-up finishes within 3 minutes").unwrap();
+    let outcome = job.outcome(
+        output.status,
+        format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr)),
+    );
+    outcome.assert_success();
+    let (waiting, answers) =
+        (outcome.output.find("waiting for the API server to answer"), outcome.output.find("the API server answers"));
+    assert!(waiting.is_some() && waiting < answers, "{}", outcome.output);
+    assert!(job.published_kubeconfig().await.is_some());
+
+    proxy.cut();
+    let timeout = [("RUNNER_KUBECONFIG_TIMEOUT", "3s".to_owned())];
+    let outcome = job.run_with("apply", &timeout).await;
+    outcome.assert_failure();
+    assert!(
+        outcome.termination_message.starts_with(&format!("the API server at {server}/ did not answer within 3s")),
+        "{}",
+        outcome.termination_message
+    );
 }
