@@ -12,7 +12,7 @@ mod escape;
 use std::collections::BTreeMap;
 
 use handlebars::Handlebars;
-use runner_contract::manifest::{MAIN_TF_FILE, RUNNER_MANIFEST_FILE, RunnerManifest};
+use runner_contract::manifest::{ControlPlaneUpgrade, MAIN_TF_FILE, RUNNER_MANIFEST_FILE, RunnerManifest};
 use runner_contract::providers::ProviderVersion;
 use serde::Serialize;
 use uuid::Uuid;
@@ -115,6 +115,15 @@ impl Renderer {
             provider: provider.clone(),
             // Only vanilla's control plane sleeps; the managed ones keep answering.
             wait_for_api_server: scaling == WorkerScaling::Minimum && topology == Topology::VanillaKubeadm,
+            control_plane_upgrade: data
+                .control_plane
+                .as_ref()
+                .filter(|_| operation_type == OperationType::Upgrade)
+                .map(|control_plane| ControlPlaneUpgrade {
+                    resource: "module.compute.aws_ssm_parameter.upgrade_target".to_owned(),
+                    last_node: control_plane.count.saturating_sub(1).unsigned_abs(),
+                    version: config.kubernetes_version.clone(),
+                }),
         };
         let mut runner_json = serde_json::to_string_pretty(&manifest)?;
         runner_json.push('\n');
@@ -447,6 +456,17 @@ mod tests {
                 let manifest: serde_json::Value = serde_json::from_str(&rendered.files["runner.json"]).unwrap();
                 let waits = operation_type == OperationType::WakeUp && topology == Topology::VanillaKubeadm;
                 assert_eq!(manifest.get("waitForApiServer").is_some(), waits, "{topology:?} {operation_type:?}");
+                let control_plane_first =
+                    operation_type == OperationType::Upgrade && topology == Topology::VanillaKubeadm;
+                let expected = control_plane_first.then(|| {
+                    let count = runtime.cluster_config.control_plane.as_ref().unwrap().count;
+                    serde_json::json!({
+                        "resource": "module.compute.aws_ssm_parameter.upgrade_target",
+                        "lastNode": count - 1,
+                        "version": runtime.cluster_config.kubernetes_version,
+                    })
+                });
+                assert_eq!(manifest.get("controlPlaneUpgrade"), expected.as_ref(), "{topology:?} {operation_type:?}");
             }
         }
     }

@@ -124,20 +124,14 @@ impl ValidationPolicy {
             )));
         }
         let target = current.upgraded(upgrade);
-        if current.topology == Topology::VanillaKubeadm {
-            let not_yet = |field: &str| {
-                Invalid::new(
-                    field,
-                    "cannot change yet for topology vanilla_kubeadm: rolling its control-plane nodes one at a time \
-                     (kubeadm upgrade) is not built yet; its worker pool can change",
-                )
-            };
-            if target.kubernetes_version != current.kubernetes_version {
-                findings.check(Err(not_yet("clusterConfig.kubernetesVersion")));
-            }
-            if target.control_plane != current.control_plane {
-                findings.check(Err(not_yet("clusterConfig.controlPlane.machineType")));
-            }
+        // Terraform would stop every control-plane machine at once to change its type (etcd loses its quorum);
+        // the version rolls node by node through kubeadm instead.
+        if current.topology == Topology::VanillaKubeadm && target.control_plane != current.control_plane {
+            findings.check(Err(Invalid::new(
+                "clusterConfig.controlPlane.machineType",
+                "cannot change yet for topology vanilla_kubeadm: replacing its control-plane machines one at a \
+                 time is not built yet; its Kubernetes version and worker pool can change",
+            )));
         }
         if let Some(version) = &upgrade.kubernetes_version {
             findings.check(check_version_step(&current.kubernetes_version, version));
@@ -892,7 +886,7 @@ mod tests {
     }
 
     #[test]
-    fn a_managed_control_plane_cannot_be_changed_and_vanilla_takes_worker_changes_only() {
+    fn a_managed_control_plane_cannot_be_changed_and_vanilla_keeps_its_control_plane_machines() {
         let change = UpgradeClusterInput {
             control_plane: Some(ControlPlaneUpgrade { machine_type: Some("m6i.xlarge".into()) }),
             ..UpgradeClusterInput::default()
@@ -905,8 +899,8 @@ mod tests {
         let rejected = policy().validate_upgrade(&vanilla, &change).unwrap_err();
         assert_eq!(rejected.first.field, "clusterConfig.controlPlane.machineType");
         assert!(rejected.first.message.contains("not built yet"), "{}", rejected.first.message);
-        let rejected = policy().validate_upgrade(&vanilla, &upgrade(Some("1.35"), None)).unwrap_err();
-        assert_eq!(rejected.first.field, "clusterConfig.kubernetesVersion");
+        let target = policy().validate_upgrade(&vanilla, &upgrade(Some("1.35"), None)).unwrap().unwrap();
+        assert_eq!(target.kubernetes_version, "1.35");
         let workers = WorkerPoolUpgrade {
             max_size: Some(6),
             machine_type: Some("m6i.large".into()),

@@ -8,7 +8,9 @@
 //! - the vanilla bootstrap scripts pass shellcheck and fit EC2's 16 KB user data;
 //! - the control plane's join coordination through SSM Parameter Store works: four control-plane bootstraps run
 //!   concurrently against moto (`TEST_AWS_TOOLS_BIN_DIR`) with recording stand-ins for kubeadm and kubectl, and
-//!   must init once, then join one at a time in index order with the published credentials.
+//!   must init once, then join one at a time in index order with the published credentials; then their upgrade
+//!   timers' runs, all at once, must upgrade them one at a time in index order (`kubeadm upgrade apply` first,
+//!   `kubeadm upgrade node` after it), each publishing its marker.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -505,7 +507,7 @@ const SSM_PREFIX: &str = "/kubeopera/0190b8a6-7f3e-7c4a-9a41-3f2d3c1b2a10/3f0c1e
 const KUBEADM_STAND_IN: &str = r#"#!/usr/bin/env bash
 set -euo pipefail
 if [[ ${1:-} == version ]]; then
-  echo v1.34.0
+  echo "${STANDIN_KUBEADM_VERSION:-v1.34.0}"
   exit 0
 fi
 echo "$(date +%s.%N) ${STANDIN_NODE} ${1:-} start $*" >>"$STANDIN_LOG"
@@ -745,7 +747,7 @@ fn ca_cert_hash(ca_cert: &Path) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn control_plane_nodes_join_one_at_a_time_in_order_through_ssm() {
+async fn control_plane_nodes_join_and_upgrade_one_at_a_time_in_order_through_ssm() {
     let moto = MotoServer::start().await;
     let scene = Scene::new();
 
@@ -850,6 +852,63 @@ async fn control_plane_nodes_join_one_at_a_time_in_order_through_ssm() {
     assert_eq!(flag(&worker.arguments, "--token"), Some(token.as_str()));
     assert_eq!(flag(&worker.arguments, "--discovery-token-ca-cert-hash"), Some(hash.as_str()));
     assert!(!worker.arguments.contains("--control-plane") && !worker.arguments.contains("--certificate-key"));
+
+    // Every node runs the version it was built with.
+    for index in 0..CONTROL_PLANE_NODES {
+        assert_eq!(value(&format!("control-plane/{index}/upgraded/1.34")).0, "v1.34.0");
+    }
+
+    // Terraform publishes a new version; every node's upgrade timer fires (all at once, last node first).
+    let target = format!("{SSM_PREFIX}/control-plane/upgrade-target");
+    moto.aws(&["ssm", "put-parameter", "--name", &target, "--type", "String", "--value", "1.35", "--overwrite"]);
+    let upgrade = |index: usize| {
+        let node = format!("cp{index}");
+        let env_file = scene.path(&format!("{node}/bootstrap.env"));
+        let mut command = scene.command("control-plane.sh", &node, &env_file, &moto);
+        command.arg("upgrade").env("STANDIN_KUBEADM_VERSION", "v1.35.0");
+        (node, command.spawn().expect("start bash"))
+    };
+    let mut upgrades = Vec::new();
+    for index in (0..CONTROL_PLANE_NODES).rev() {
+        upgrades.push(upgrade(index));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    for (node, child) in upgrades {
+        let (status, log) = finish(&node, child).await;
+        assert!(
+            status.success(),
+            "{node}'s upgrade failed
+{log}"
+        );
+    }
+    let log = std::fs::read_to_string(scene.path("kubeadm.log")).unwrap();
+    let runs: Vec<KubeadmRun> = kubeadm_runs(&log).into_iter().filter(|run| run.subcommand == "upgrade").collect();
+    for pair in runs.windows(2) {
+        assert!(pair[1].start >= pair[0].end, "kubeadm upgrades overlapped: {pair:?}\n{log}");
+    }
+    let order: Vec<(&str, &str)> = runs.iter().map(|run| (run.node.as_str(), run.arguments.as_str())).collect();
+    assert_eq!(
+        order,
+        [
+            ("cp0", "upgrade apply v1.35.0 --yes"),
+            ("cp1", "upgrade node"),
+            ("cp2", "upgrade node"),
+            ("cp3", "upgrade node")
+        ],
+        "\n{log}"
+    );
+    for index in 0..CONTROL_PLANE_NODES {
+        assert_eq!(value(&format!("control-plane/{index}/upgraded/1.35")).0, "v1.35.0");
+    }
+    // The next timer run finds nothing to do.
+    let (node, child) = upgrade(0);
+    let (status, again) = finish(&node, child).await;
+    assert!(status.success(), "{again}");
+    let upgrades_now = kubeadm_runs(&std::fs::read_to_string(scene.path("kubeadm.log")).unwrap())
+        .into_iter()
+        .filter(|run| run.subcommand == "upgrade")
+        .count();
+    assert_eq!(upgrades_now, CONTROL_PLANE_NODES, "an upgrade ran twice:\n{again}");
 
     // A node whose predecessor never joins gives up after its timeout, without running kubeadm.
     let env_file = scene.env_file("cp9", "control-plane", Some(9), &moto, 2);

@@ -278,7 +278,7 @@ async fn apply_and_destroy_on_moto(runtime: Runtime) -> (usize, usize, usize) {
     if current.cluster_config.topology == Topology::Eks {
         assert_eks_upgraded(&moto, &configuration.runtime);
     } else {
-        assert_vanilla_workers_upgraded(&moto, &configuration.runtime);
+        assert_vanilla_upgraded(&moto, &configuration.runtime);
     }
 
     let destroyed = configuration.tofu(&["destroy", "-auto-approve", "-input=false", "-no-color", "-lock-timeout=60s"]);
@@ -343,19 +343,28 @@ fn assert_workers(moto: &MotoServer, runtime: &Runtime, hibernated: bool) {
     );
     let in_service = group["Instances"].as_array().map_or(0, |instances| instances.len());
     assert_eq!(in_service, wanted as usize, "{state}: {groups}");
+    // Instances moto's own differences had replaced (see above) are terminated and left out.
     let control_plane = format!("Name=tag:Name,Values={name}-control-plane-*");
     let states = describe(
         moto,
         runtime,
-        &["ec2", "describe-instances", "--filters", &control_plane, "--query", "Reservations[].Instances[].State.Name"],
+        &[
+            "ec2",
+            "describe-instances",
+            "--filters",
+            &control_plane,
+            "Name=instance-state-name,Values=pending,running,stopping,stopped",
+            "--query",
+            "Reservations[].Instances[].State.Name",
+        ],
     );
     let count = runtime.cluster_config.control_plane.as_ref().map_or(0, |control_plane| control_plane.count);
     let expected = if hibernated { "stopped" } else { "running" };
     assert_eq!(states, Value::from(vec![expected; count as usize]), "{state}: the control plane");
 }
 
-/// `runtime` with every change an upgrade of its topology accepts: the worker pool's machine type, sizes and disk,
-/// and (EKS) the next Kubernetes version; vanilla_kubeadm takes worker changes only.
+/// `runtime` with every change an upgrade of its topology accepts: the next Kubernetes version and the worker
+/// pool's machine type, sizes and disk (vanilla_kubeadm keeps its control-plane machines).
 fn upgraded(runtime: &Runtime) -> Runtime {
     let mut upgraded = runtime.clone();
     let config = &mut upgraded.cluster_config;
@@ -363,9 +372,7 @@ fn upgraded(runtime: &Runtime) -> Runtime {
     config.worker_pool.min_size += 1;
     config.worker_pool.max_size += 2;
     config.worker_pool.disk_size_gb += 30;
-    if config.topology == Topology::Eks {
-        config.kubernetes_version = "1.35".into();
-    }
+    config.kubernetes_version = "1.35".into();
     upgraded
 }
 
@@ -390,9 +397,25 @@ fn assert_eks_upgraded(moto: &MotoServer, runtime: &Runtime) {
     );
 }
 
-/// What the applied worker upgrade changed in moto: the Auto Scaling Group has its new bounds and a new launch
-/// template version, and its instance refresh replaced every worker with one of that version.
-fn assert_vanilla_workers_upgraded(moto: &MotoServer, runtime: &Runtime) {
+/// What the applied upgrade changed in moto: the control plane's nodes are told the new version, the Auto Scaling
+/// Group has its new bounds and a new launch template version, and its instance refresh replaced every worker with
+/// one of that version.
+fn assert_vanilla_upgraded(moto: &MotoServer, runtime: &Runtime) {
+    let prefix = format!("/kubeopera/{}/", runtime.id);
+    let targets = describe(
+        moto,
+        runtime,
+        &[
+            "ssm",
+            "get-parameters-by-path",
+            "--path",
+            &prefix,
+            "--recursive",
+            "--query",
+            "Parameters[?ends_with(Name, '/control-plane/upgrade-target')].Value",
+        ],
+    );
+    assert_eq!(targets, serde_json::json!([runtime.cluster_config.kubernetes_version]), "the upgrade target");
     let pool = &runtime.cluster_config.worker_pool;
     let query = format!("AutoScalingGroups[?starts_with(AutoScalingGroupName, '{}-worker-')]", runtime.name);
     let groups = describe(moto, runtime, &["autoscaling", "describe-auto-scaling-groups", "--query", &query]);

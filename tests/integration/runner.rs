@@ -806,3 +806,100 @@ async fn a_wake_up_waits_until_the_api_server_answers() {
         outcome.termination_message
     );
 }
+
+/// A vanilla upgrade's configuration: the resource the control-plane nodes watch and the workers, each replaced
+/// for a new `version` and logging when it is created.
+fn control_plane_and_workers(job: &Job, version: &str) -> String {
+    let events = job.path("events.log");
+    let resource = |name: &str| {
+        format!(
+            "resource \"terraform_data\" \"{name}\" {{\n  triggers_replace = \"{version}\"\n  provisioner \"local-exec\" {{\n    \
+             command = \"echo {name} $(date +%s.%N) >> {}\"\n  }}\n}}\n",
+            events.display()
+        )
+    };
+    format!(
+        "{}\n{}\noutput \"kubeconfig_ssm_parameter\" {{\n  value = \"{}\"\n}}\n",
+        resource("control_plane"),
+        resource("workers"),
+        job.kubeconfig_parameter()
+    )
+}
+
+/// `(resource, time)` of every creation logged by [`control_plane_and_workers`].
+fn created(job: &Job) -> Vec<(String, f64)> {
+    let events = std::fs::read_to_string(job.path("events.log")).unwrap_or_default();
+    events
+        .lines()
+        .map(|line| {
+            let (name, time) = line.split_once(' ').expect("name time");
+            (name.to_owned(), time.parse().expect("a timestamp"))
+        })
+        .collect()
+}
+
+/// A vanilla upgrade applies what tells the control plane the new version first, waits until the last
+/// control-plane node has published that it runs it, and only then rolls the workers; when that never comes, the
+/// workers stay as they are.
+#[tokio::test]
+async fn a_vanilla_upgrade_rolls_the_workers_only_after_the_control_plane() {
+    let job = Job::new().await;
+    job.put_kubeconfig_parameter("kind: Config\n");
+    job.write_config("apply", "vanilla_kubeadm", &control_plane_and_workers(&job, "1.34"));
+    job.run("apply").await.assert_success();
+    assert_eq!(created(&job).len(), 2);
+
+    let upgrade = |version: &str| {
+        job.write_config("apply", "vanilla_kubeadm", &control_plane_and_workers(&job, version));
+        let path = job.path("config/runner.json");
+        let mut manifest: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        manifest["controlPlaneUpgrade"] =
+            json!({ "resource": "terraform_data.control_plane", "lastNode": 2, "version": version });
+        std::fs::write(path, manifest.to_string()).unwrap();
+    };
+    upgrade("1.35");
+    let marker = format!("{}generation-1/control-plane/2/upgraded/1.35", job.ssm_prefix());
+    let run = job.command("apply").spawn().expect("start terraform-runner");
+    // The "nodes" finish a few seconds after the control plane's part was applied.
+    let nodes = async {
+        let started = tokio::time::Instant::now();
+        while created(&job).len() < 3 {
+            assert!(started.elapsed() < Duration::from_secs(120), "the control plane's part was never applied");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let mut put = tokio::process::Command::from(job.moto.aws_command());
+        put.args(["ssm", "put-parameter", "--name", &marker, "--type", "String", "--value", "v1.35.0"]);
+        assert!(put.output().await.unwrap().status.success());
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64()
+    };
+    let (output, published) =
+        tokio::join!(tokio::time::timeout(Duration::from_secs(180), run.wait_with_output()), nodes);
+    let output = output.expect("the upgrade finishes within 3 minutes").unwrap();
+    let outcome = job.outcome(
+        output.status,
+        format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr)),
+    );
+    outcome.assert_success();
+    let events = created(&job);
+    let names: Vec<&str> = events.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names[2..], ["control_plane", "workers"], "{events:?}");
+    assert!(events[3].1 > published, "the workers rolled before the control plane ran the new version: {events:?}");
+    assert!(outcome.output.contains("waiting for the control plane to run the new version"), "{}", outcome.output);
+
+    // A control plane that never gets there: the run fails, naming it, and the workers stay.
+    upgrade("1.36");
+    let timeout = [("RUNNER_CONTROL_PLANE_UPGRADE_TIMEOUT", "3s".to_owned())];
+    let outcome = job.run_with("apply", &timeout).await;
+    outcome.assert_failure();
+    assert!(
+        outcome.termination_message.starts_with(&format!(
+            "the cluster did not publish that its control plane runs 1.36 to SSM parameter {}generation-1/control-plane/2/upgraded/1.36 within 3s",
+            job.ssm_prefix()
+        )),
+        "{}",
+        outcome.termination_message
+    );
+    let names: Vec<String> = created(&job).into_iter().map(|(name, _)| name).collect();
+    assert_eq!(names[4..], ["control_plane"], "the workers were replaced without their control plane");
+}

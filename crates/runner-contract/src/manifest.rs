@@ -67,6 +67,31 @@ pub struct RunnerManifest {
     /// This run starts a stopped control plane (a vanilla wake-up): it succeeds only once the API server answers.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub wait_for_api_server: bool,
+    /// A vanilla upgrade: the control plane is upgraded (and awaited) before anything else changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control_plane_upgrade: Option<ControlPlaneUpgrade>,
+}
+
+/// How a run upgrades a self-managed control plane before the workers: it applies `resource` alone (what tells
+/// the nodes the version), waits until node `last_node` has published that it runs `version`, then plans and
+/// applies the rest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ControlPlaneUpgrade {
+    /// The Terraform address of the resource the nodes watch.
+    pub resource: String,
+    pub last_node: u32,
+    /// `MAJOR.MINOR`.
+    pub version: String,
+}
+
+impl ControlPlaneUpgrade {
+    /// The SSM parameter node `last_node` publishes once it runs `version`, next to the kubeconfig parameter
+    /// (both under the nodes' path of this creation of the cluster).
+    pub fn marker_parameter(&self, kubeconfig_parameter: &str) -> Option<String> {
+        let (path, _) = kubeconfig_parameter.rsplit_once('/')?;
+        Some(format!("{path}/control-plane/{}/upgraded/{}", self.last_node, self.version))
+    }
 }
 
 #[cfg(test)]
@@ -87,6 +112,7 @@ mod tests {
             ssm_parameter_prefix: Some("/kubeopera/x/".to_owned()),
             provider: ProviderVersion { source: "hashicorp/aws".to_owned(), version: "6.47.0".to_owned() },
             wait_for_api_server: false,
+            control_plane_upgrade: None,
         };
         let json = serde_json::to_value(&manifest).unwrap();
         assert_eq!(
@@ -99,6 +125,20 @@ mod tests {
             })
         );
         assert_eq!(serde_json::from_value::<RunnerManifest>(json).unwrap(), manifest);
+    }
+
+    #[test]
+    fn the_last_nodes_upgrade_marker_sits_beside_the_kubeconfig() {
+        let upgrade = ControlPlaneUpgrade {
+            resource: "module.compute.aws_ssm_parameter.upgrade_target".to_owned(),
+            last_node: 2,
+            version: "1.35".to_owned(),
+        };
+        assert_eq!(
+            upgrade.marker_parameter("/kubeopera/x/generation-1/kubeconfig").as_deref(),
+            Some("/kubeopera/x/generation-1/control-plane/2/upgraded/1.35")
+        );
+        assert_eq!(upgrade.marker_parameter("kubeconfig"), None);
     }
 
     #[test]

@@ -262,10 +262,12 @@ impl AwsSession {
         }
     }
 
-    /// Polls an SSM parameter (decrypted) until it exists, every `interval` for at most `timeout`.
+    /// Polls an SSM parameter (decrypted) until it exists, every `interval` for at most `timeout`; `what` the
+    /// cluster publishes there, for the error.
     pub async fn wait_for_parameter(
         &self,
         name: &str,
+        what: &str,
         interval: Duration,
         timeout: Duration,
         signals: &mut Signals,
@@ -295,9 +297,14 @@ impl AwsSession {
                 }
             }
             if tokio::time::Instant::now() + interval > deadline {
-                return Err(Error::KubeconfigTimeout { parameter: name.to_owned(), waited: timeout, last_error });
+                return Err(Error::ParameterTimeout {
+                    what: what.to_owned(),
+                    parameter: name.to_owned(),
+                    waited: timeout,
+                    last_error,
+                });
             }
-            tracing::info!(parameter = name, "waiting for the cluster to publish its kubeconfig");
+            tracing::info!(parameter = name, "waiting for the cluster to publish {what}");
             tokio::select! {
                 () = tokio::time::sleep(interval) => {},
                 () = signals.recv() => return Err(Error::Interrupted),

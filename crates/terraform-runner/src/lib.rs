@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use runner_contract::Topology;
 use runner_contract::credential::{self, CloudCredential};
 use runner_contract::job::STATE_LOCK_TIMEOUT;
-use runner_contract::manifest::{MAIN_TF_FILE, RUNNER_MANIFEST_FILE, RunAction, RunnerManifest};
+use runner_contract::manifest::{ControlPlaneUpgrade, MAIN_TF_FILE, RUNNER_MANIFEST_FILE, RunAction, RunnerManifest};
 use runner_contract::plan::PlanSummary;
 use runner_contract::providers::{LOCK_FILE, ProviderVersion};
 use runner_contract::redact::{Redactor, bounded_failure_message};
@@ -52,11 +52,17 @@ pub enum Error {
     #[error("Terraform outputs: {0}")]
     Outputs(String),
     #[error(
-        "the cluster did not publish its kubeconfig to SSM parameter {parameter} within {}{}",
+        "the cluster did not publish {what} to SSM parameter {parameter} within {}{}",
         humantime::format_duration(*waited),
         last_error.as_ref().map(|error| format!(" (last error: {error})")).unwrap_or_default()
     )]
-    KubeconfigTimeout { parameter: String, waited: std::time::Duration, last_error: Option<String> },
+    ParameterTimeout {
+        /// "its kubeconfig", "that its control plane runs 1.35".
+        what: String,
+        parameter: String,
+        waited: std::time::Duration,
+        last_error: Option<String>,
+    },
     #[error(
         "the API server at {server} did not answer within {} after the control plane was started (last error: {last_error})",
         humantime::format_duration(*waited)
@@ -144,6 +150,13 @@ impl Runner {
                 terraform.run(INIT, &mut signals).await?;
                 let summary = plan(&terraform, false, &lock_timeout, &mut signals).await?;
                 refuse_destructive(&summary, &settings.protected_resources)?;
+                if let (Some(upgrade), CloudSession::Aws(aws)) = (&manifest.control_plane_upgrade, &session) {
+                    self.upgrade_control_plane_first(&terraform, aws, upgrade, &lock_timeout, &mut signals).await?;
+                    // The first plan is stale once the control plane's part is applied: the rest is planned again
+                    // (and checked again) from the state as it is now.
+                    let rest = plan(&terraform, false, &lock_timeout, &mut signals).await?;
+                    refuse_destructive(&rest, &settings.protected_resources)?;
+                }
                 apply_plan(&terraform, &lock_timeout, &mut signals).await?;
                 let outputs = terraform.outputs().await?;
                 let kubeconfig = self.kubeconfig(&manifest, &credential, &session, &outputs, &mut signals).await?;
@@ -199,6 +212,36 @@ impl Runner {
         Ok(summary)
     }
 
+    /// Applies the one resource that tells the control-plane nodes the new version (planned alone, applied as
+    /// planned), then waits until the last node has published that it runs it: the nodes upgrade one at a time,
+    /// and no worker may be newer than its control plane.
+    async fn upgrade_control_plane_first(
+        &self,
+        terraform: &Terraform,
+        aws: &AwsSession,
+        upgrade: &ControlPlaneUpgrade,
+        lock_timeout: &str,
+        signals: &mut Signals,
+    ) -> Result<()> {
+        // Where the nodes publish is recorded by the provisioning's apply.
+        let outputs = terraform.outputs().await?;
+        let kubeconfig_parameter = output(&outputs, "kubeconfig_ssm_parameter")?;
+        let marker = upgrade.marker_parameter(kubeconfig_parameter).ok_or_else(|| {
+            Error::Outputs(format!("kubeconfig_ssm_parameter {kubeconfig_parameter:?} is not an SSM path"))
+        })?;
+        let target = format!("-target={}", upgrade.resource);
+        let out = format!("-out={PLAN_FILE}");
+        terraform.run(&["plan", "-input=false", "-no-color", lock_timeout, &target, &out], signals).await?;
+        apply_plan(terraform, lock_timeout, signals).await?;
+        tracing::info!(version = upgrade.version, marker, "waiting for the control plane to run the new version");
+        let settings = &self.settings;
+        let what = format!("that its control plane runs {}", upgrade.version);
+        let interval = settings.kubeconfig_poll_interval;
+        aws.wait_for_parameter(&marker, &what, interval, settings.control_plane_upgrade_timeout, signals).await?;
+        tracing::info!(version = upgrade.version, "the control plane runs the new version");
+        Ok(())
+    }
+
     async fn kubeconfig(
         &self,
         manifest: &RunnerManifest,
@@ -213,6 +256,7 @@ impl Runner {
                 let settings = &self.settings;
                 aws.wait_for_parameter(
                     parameter,
+                    "its kubeconfig",
                     settings.kubeconfig_poll_interval,
                     settings.kubeconfig_timeout,
                     signals,

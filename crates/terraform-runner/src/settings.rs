@@ -12,6 +12,7 @@ use runner_contract::providers::IMAGE_LOCK_DIR;
 const TERRAFORM_BINARY: &str = "RUNNER_TERRAFORM_BINARY";
 const KUBECONFIG_POLL_INTERVAL: &str = "RUNNER_KUBECONFIG_POLL_INTERVAL";
 const KUBECONFIG_TIMEOUT: &str = "RUNNER_KUBECONFIG_TIMEOUT";
+const CONTROL_PLANE_UPGRADE_TIMEOUT: &str = "RUNNER_CONTROL_PLANE_UPGRADE_TIMEOUT";
 const TERMINATION_LOG: &str = "RUNNER_TERMINATION_LOG";
 const LOG_LEVEL: &str = "RUNNER_LOG_LEVEL";
 const PROVIDER_LOCK_DIR: &str = "RUNNER_PROVIDER_LOCK_DIR";
@@ -29,6 +30,9 @@ pub struct RunnerSettings {
     /// server.
     pub kubeconfig_poll_interval: Duration,
     pub kubeconfig_timeout: Duration,
+    /// How long a vanilla upgrade waits for its control-plane nodes to run the new version (polled like the
+    /// kubeconfig).
+    pub control_plane_upgrade_timeout: Duration,
     /// Where Kubernetes picks up the failure message shown in the operation's status.
     pub termination_log: PathBuf,
     /// A tracing filter, like `APP_LOG_LEVEL`.
@@ -58,6 +62,7 @@ impl RunnerSettings {
             terraform_binary: text(TERRAFORM_BINARY, "tofu").into(),
             kubeconfig_poll_interval: duration(KUBECONFIG_POLL_INTERVAL, "20s")?,
             kubeconfig_timeout: duration(KUBECONFIG_TIMEOUT, "20m")?,
+            control_plane_upgrade_timeout: duration(CONTROL_PLANE_UPGRADE_TIMEOUT, "60m")?,
             termination_log: text(TERMINATION_LOG, "/dev/termination-log").into(),
             log_level: text(LOG_LEVEL, "info").to_owned(),
             provider_lock_dir: text(PROVIDER_LOCK_DIR, IMAGE_LOCK_DIR).into(),

@@ -499,6 +499,17 @@ resource "aws_launch_template" "worker" {
   }
 }
 
+# The version the control plane runs: each control-plane node's upgrade timer upgrades it when this names a newer
+# one, node 0 first (kubeadm upgrade apply), the others one at a time after it (kubeadm upgrade node), each
+# publishing control-plane/<i>/upgraded/<version>; terraform-runner applies this first and waits for the last
+# node's marker before the workers roll.
+resource "aws_ssm_parameter" "upgrade_target" {
+  name  = "${local.ssm_path}/control-plane/upgrade-target"
+  type  = "String"
+  value = var.kubernetes_version
+  tags  = var.tags
+}
+
 # Hibernated, the control plane is stopped (its disks and addresses stay) and started again on wake-up, before
 # the workers (which need it to rejoin); terraform-runner then waits until the API server answers.
 resource "aws_ec2_instance_state" "control_plane" {

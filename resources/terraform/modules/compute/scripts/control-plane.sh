@@ -10,11 +10,24 @@
 #               control-plane/<i>/joined.
 #
 # So control-plane nodes join strictly one at a time and in index order: concurrent etcd member additions can
-# break the quorum. kubeadm manages the etcd membership itself.
+# break the quorum. kubeadm manages the etcd membership itself. Every node then publishes
+# control-plane/<i>/upgraded/<MAJOR.MINOR> for the version it runs.
 #
-# Usage: control-plane.sh ENV_FILE [bootstrap|refresh-token]
+# Upgrades follow the same pattern. Terraform publishes the cluster's version as control-plane/upgrade-target;
+# when it names a version a node has no upgraded marker for:
+#
+#   node 0      installs that version's kubeadm, runs kubeadm upgrade apply (control-plane components, etcd,
+#               add-ons, the cluster's configuration), then the kubelet, and publishes its marker;
+#   node i > 0  waits for control-plane/<i-1>/upgraded/<version>, runs kubeadm upgrade node, then the kubelet,
+#               and publishes its marker.
+#
+# terraform-runner waits for the last node's marker before it rolls the workers, so no kubelet is ever newer than
+# the API servers (the version skew policy).
+#
+# Usage: control-plane.sh ENV_FILE [bootstrap|refresh-token|upgrade]
 #   refresh-token  creates a new 24-hour bootstrap token and publishes it for workers that join later (run by a
 #                  systemd timer on every control-plane node).
+#   upgrade        the upgrade above, when there is one to do (run by a systemd timer every minute).
 set -euo pipefail
 
 # shellcheck source-path=SCRIPTDIR
@@ -24,6 +37,11 @@ readonly TOKEN_TTL=24h0m0s
 
 joined_marker() {
   printf 'control-plane/%s/joined' "$1"
+}
+
+# NODE VERSION (MAJOR.MINOR): published once node NODE runs VERSION.
+upgraded_marker() {
+  printf 'control-plane/%s/upgraded/%s' "$1" "$2"
 }
 
 init_cluster() {
@@ -221,8 +239,9 @@ publish_kubeconfig() {
   ssm_put "$PARAM_KUBECONFIG" SecureString "$kubeconfig" Intelligent-Tiering
 }
 
-# A systemd timer that keeps a valid bootstrap token in SSM for workers the Auto Scaling Group starts later.
-install_token_refresh() {
+# A systemd timer that keeps a valid bootstrap token in SSM for workers the Auto Scaling Group starts later, and
+# one that looks for an upgrade to do every minute.
+install_timers() {
   if is_true "$BOOTSTRAP_SKIP_INSTALL"; then
     return
   fi
@@ -248,8 +267,61 @@ RandomizedDelaySec=30m
 [Install]
 WantedBy=timers.target
 UNIT
+  cat >/etc/systemd/system/kubeopera-upgrade.service <<UNIT
+[Unit]
+Description=Upgrade this control-plane node when control-plane/upgrade-target names a new version
+
+[Service]
+Type=oneshot
+ExecStart=${script} ${ENV_FILE} upgrade
+UNIT
+  cat >/etc/systemd/system/kubeopera-upgrade.timer <<UNIT
+[Unit]
+Description=Look for a control-plane upgrade every minute
+
+[Timer]
+OnActiveSec=1min
+OnUnitInactiveSec=1min
+
+[Install]
+WantedBy=timers.target
+UNIT
   systemctl daemon-reload
-  systemctl enable --now kubeopera-join-token.timer
+  systemctl enable --now kubeopera-join-token.timer kubeopera-upgrade.timer
+}
+
+# The upgrade of this node to control-plane/upgrade-target, when it names a version this node has no marker
+# for; otherwise nothing. A run that fails (or a reboot) is repeated by the next timer run: kubeadm upgrade is
+# safe to run again.
+upgrade() {
+  local target previous version
+  if ! target=$(ssm_get "$PARAM_UPGRADE_TARGET" 2>/dev/null); then
+    log "no upgrade target is published"
+    return
+  fi
+  if ssm_get "$(upgraded_marker "$NODE_INDEX" "$target")" >/dev/null 2>&1; then
+    return
+  fi
+  if ((NODE_INDEX > 0)); then
+    previous=$((NODE_INDEX - 1))
+    wait_for_parameter "$(upgraded_marker "$previous" "$target")" >/dev/null
+    log "control-plane node ${previous} runs ${target}; upgrading next"
+  fi
+  KUBERNETES_VERSION=$target
+  install_kubernetes_packages kubeadm
+  version=$(kubeadm version -o short)
+  if ((NODE_INDEX == 0)); then
+    log "kubeadm upgrade apply ${version}"
+    kubeadm upgrade apply "$version" --yes
+  else
+    log "kubeadm upgrade node (${version})"
+    kubeadm upgrade node
+  fi
+  install_kubernetes_packages kubelet kubectl
+  systemctl daemon-reload
+  systemctl restart kubelet
+  ssm_put "$(upgraded_marker "$NODE_INDEX" "$target")" String "$version"
+  log "control-plane node ${NODE_INDEX} runs ${version}"
 }
 
 refresh_token() {
@@ -268,9 +340,22 @@ bootstrap() {
   else
     join_control_plane
   fi
-  install_token_refresh
+  install_timers
   ssm_put "$(joined_marker "$NODE_INDEX")" String "$NODE_NAME"
+  ssm_put "$(upgraded_marker "$NODE_INDEX" "$(kubernetes_minor)")" String "$(kubeadm version -o short)"
   log "control-plane node ${NODE_INDEX} is ready"
+}
+
+# One upgrade at a time on a node: a timer run that finds the previous one still waiting or upgrading leaves.
+with_upgrade_lock() {
+  local lock_file=${KUBERNETES_DIR}/.kubeopera-upgrade.lock
+  mkdir -p "$KUBERNETES_DIR"
+  exec 9>"$lock_file"
+  if ! flock -n 9; then
+    log "an upgrade is already running on this node"
+    return
+  fi
+  "$@"
 }
 
 main() {
@@ -286,7 +371,8 @@ main() {
   case ${2:-bootstrap} in
     bootstrap) bootstrap ;;
     refresh-token) refresh_token ;;
-    *) die "unknown command '$2' (bootstrap or refresh-token)" ;;
+    upgrade) with_upgrade_lock upgrade ;;
+    *) die "unknown command '$2' (bootstrap, refresh-token or upgrade)" ;;
   esac
 }
 

@@ -14,7 +14,8 @@
 # not the certificate key, which decrypts the control plane's certificates uploaded by kubeadm init.
 # shellcheck disable=SC2034 # used by the scripts that source this file
 readonly PARAM_JOIN_ENDPOINT=join/endpoint PARAM_JOIN_TOKEN=join/token PARAM_JOIN_CA_CERT_HASH=join/ca-cert-hash \
-  PARAM_JOIN_CERTIFICATE_KEY=control-plane/certificate-key PARAM_KUBECONFIG=kubeconfig
+  PARAM_JOIN_CERTIFICATE_KEY=control-plane/certificate-key PARAM_KUBECONFIG=kubeconfig \
+  PARAM_UPGRADE_TARGET=control-plane/upgrade-target
 
 log() {
   printf '%s [%s] %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "${LOG_TAG:-bootstrap}" "$*" >&2
@@ -176,6 +177,27 @@ already_joined() {
   [[ -f ${KUBERNETES_DIR}/kubelet.conf ]]
 }
 
+# Installs (or upgrades to) the named packages of KUBERNETES_VERSION's minor release from pkgs.k8s.io, whose
+# repository is per minor version.
+install_kubernetes_packages() {
+  if is_true "$BOOTSTRAP_SKIP_INSTALL"; then
+    log "BOOTSTRAP_SKIP_INSTALL is set: not installing $*"
+    return
+  fi
+  local minor
+  minor=$(kubernetes_minor)
+  cat >/etc/yum.repos.d/kubernetes.repo <<REPO
+[kubernetes]
+name=Kubernetes
+baseurl=https://pkgs.k8s.io/core:/stable:/v${minor}/rpm/
+enabled=1
+gpgcheck=1
+gpgkey=https://pkgs.k8s.io/core:/stable:/v${minor}/rpm/repodata/repomd.xml.key
+exclude=kubelet kubeadm kubectl cri-tools kubernetes-cni
+REPO
+  retry 5 dnf install -y --disableexcludes=kubernetes "$@"
+}
+
 # Prepares a fresh Amazon Linux 2023 node: kernel settings, containerd with the systemd cgroup driver, and
 # kubeadm, kubelet and kubectl from pkgs.k8s.io, with the kubelet set up for the external cloud provider.
 install_node() {
@@ -198,17 +220,8 @@ SYSCTL
   sysctl --system >/dev/null
   swapoff -a
 
-  cat >/etc/yum.repos.d/kubernetes.repo <<REPO
-[kubernetes]
-name=Kubernetes
-baseurl=https://pkgs.k8s.io/core:/stable:/v${minor}/rpm/
-enabled=1
-gpgcheck=1
-gpgkey=https://pkgs.k8s.io/core:/stable:/v${minor}/rpm/repodata/repomd.xml.key
-exclude=kubelet kubeadm kubectl cri-tools kubernetes-cni
-REPO
   retry 5 dnf install -y containerd
-  retry 5 dnf install -y --disableexcludes=kubernetes kubelet kubeadm kubectl
+  install_kubernetes_packages kubelet kubeadm kubectl
 
   mkdir -p /etc/containerd
   containerd config default >/etc/containerd/config.toml
