@@ -120,6 +120,8 @@ impl Renderer {
                 .as_ref()
                 .filter(|_| operation_type == OperationType::Upgrade)
                 .map(|control_plane| ControlPlaneUpgrade {
+                    machines: "module.compute.aws_instance.control_plane".to_owned(),
+                    machine_type: control_plane.machine_type.to_owned(),
                     resource: "module.compute.aws_ssm_parameter.upgrade_target".to_owned(),
                     last_node: control_plane.count.saturating_sub(1).unsigned_abs(),
                     version: config.kubernetes_version.clone(),
@@ -461,6 +463,8 @@ mod tests {
                 let expected = control_plane_first.then(|| {
                     let count = runtime.cluster_config.control_plane.as_ref().unwrap().count;
                     serde_json::json!({
+                        "machines": "module.compute.aws_instance.control_plane",
+                        "machineType": runtime.cluster_config.control_plane.as_ref().unwrap().machine_type,
                         "resource": "module.compute.aws_ssm_parameter.upgrade_target",
                         "lastNode": count - 1,
                         "version": runtime.cluster_config.kubernetes_version,

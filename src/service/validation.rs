@@ -124,15 +124,6 @@ impl ValidationPolicy {
             )));
         }
         let target = current.upgraded(upgrade);
-        // Terraform would stop every control-plane machine at once to change its type (etcd loses its quorum);
-        // the version rolls node by node through kubeadm instead.
-        if current.topology == Topology::VanillaKubeadm && target.control_plane != current.control_plane {
-            findings.check(Err(Invalid::new(
-                "clusterConfig.controlPlane.machineType",
-                "cannot change yet for topology vanilla_kubeadm: replacing its control-plane machines one at a \
-                 time is not built yet; its Kubernetes version and worker pool can change",
-            )));
-        }
         if let Some(version) = &upgrade.kubernetes_version {
             findings.check(check_version_step(&current.kubernetes_version, version));
         }
@@ -886,7 +877,7 @@ mod tests {
     }
 
     #[test]
-    fn a_managed_control_plane_cannot_be_changed_and_vanilla_keeps_its_control_plane_machines() {
+    fn a_managed_control_plane_cannot_be_changed_and_a_vanilla_one_can() {
         let change = UpgradeClusterInput {
             control_plane: Some(ControlPlaneUpgrade { machine_type: Some("m6i.xlarge".into()) }),
             ..UpgradeClusterInput::default()
@@ -896,9 +887,8 @@ mod tests {
         assert!(rejected.first.message.contains("managed by the cloud"), "{}", rejected.first.message);
 
         let vanilla = vanilla().cluster_config;
-        let rejected = policy().validate_upgrade(&vanilla, &change).unwrap_err();
-        assert_eq!(rejected.first.field, "clusterConfig.controlPlane.machineType");
-        assert!(rejected.first.message.contains("not built yet"), "{}", rejected.first.message);
+        let target = policy().validate_upgrade(&vanilla, &change).unwrap().unwrap();
+        assert_eq!(target.control_plane.unwrap().machine_type, "m6i.xlarge");
         let target = policy().validate_upgrade(&vanilla, &upgrade(Some("1.35"), None)).unwrap().unwrap();
         assert_eq!(target.kubernetes_version, "1.35");
         let workers = WorkerPoolUpgrade {

@@ -219,17 +219,23 @@ async fn only_a_provisioned_live_runtime_can_be_upgraded(backend: Backend) {
     assert_eq!(app.patch(&format!("/api/v1/provisions/{unknown}"), &upgrade).await.status, StatusCode::NOT_FOUND);
 }
 
-async fn a_vanilla_cluster_keeps_its_control_plane_machines(backend: Backend) {
+async fn a_vanilla_cluster_changes_its_control_plane_too_but_not_its_size(backend: Backend) {
     let app = spawn_app(backend).await;
     let runtime_id = app.provisioned(&provision_body("vanilla-a")).await;
     let path = format!("/api/v1/provisions/{runtime_id}");
-    let answer =
-        app.patch(&path, &json!({ "kubernetesVersion": "1.35", "controlPlane": { "machineType": "m6i.large" } })).await;
-    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.text);
-    let answer = answer.json();
-    assert_eq!(error_fields(&answer), ["clusterConfig.controlPlane.machineType"]);
-    assert!(answer["error"]["message"].as_str().unwrap().contains("not built yet"), "{answer}");
-    let body = json!({ "kubernetesVersion": "1.35", "workerPool": { "maxSize": 6, "machineType": "m6i.large" } });
+    for (change, field) in [
+        (json!({ "count": 5 }), "clusterConfig.controlPlane.count"),
+        (json!({ "machineType": "bad type" }), "clusterConfig.controlPlane.machineType"),
+    ] {
+        let answer = app.patch(&path, &json!({ "controlPlane": change })).await;
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.text);
+        assert_eq!(error_fields(&answer.json()), [field]);
+    }
+    let body = json!({
+        "kubernetesVersion": "1.35",
+        "controlPlane": { "machineType": "m6i.xlarge" },
+        "workerPool": { "maxSize": 6, "machineType": "m6i.large" },
+    });
     let accepted = app.patch(&path, &body).await;
     assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
 }
@@ -383,7 +389,7 @@ on_both_databases!(
     a_dry_run_upgrade_plans_and_leaves_the_configuration,
     upgrades_name_every_field_they_may_not_change,
     only_a_provisioned_live_runtime_can_be_upgraded,
-    a_vanilla_cluster_keeps_its_control_plane_machines,
+    a_vanilla_cluster_changes_its_control_plane_too_but_not_its_size,
     a_dry_run_provisioning_is_a_preview_that_keeps_the_name_free,
     every_invalid_field_of_a_provisioning_is_listed_in_both_apis,
 );

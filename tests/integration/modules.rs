@@ -553,6 +553,12 @@ echo "${STANDIN_NODE} $*" >>"$STANDIN_KUBECTL_LOG"
 
 const NO_OP_STAND_IN: &str = "#!/usr/bin/env bash\nexit 0\n";
 
+/// The node's own API server (`curl https://127.0.0.1:6443/readyz`): ready once `STANDIN_READY` exists.
+const CURL_STAND_IN: &str = r#"#!/usr/bin/env bash
+[[ -n ${STANDIN_READY:-} && -e $STANDIN_READY ]] || exit 7
+echo ok
+"#;
+
 struct Scene {
     folder: tempfile::TempDir,
     bin: PathBuf,
@@ -567,6 +573,7 @@ impl Scene {
         for (name, script) in [
             ("kubeadm", KUBEADM_STAND_IN),
             ("kubectl", KUBECTL_STAND_IN),
+            ("curl", CURL_STAND_IN),
             ("systemctl", NO_OP_STAND_IN),
             ("dnf", NO_OP_STAND_IN),
             ("modprobe", NO_OP_STAND_IN),
@@ -616,6 +623,7 @@ impl Scene {
             ("BOOTSTRAP_SKIP_INSTALL", "true".to_owned()),
             ("NODE_NAME", format!("ip-10-0-1-{address}.eu-west-1.compute.internal")),
             ("NODE_IP", format!("10.0.1.{address}")),
+            ("INSTANCE_TYPE", "m6i.large".to_owned()),
             ("KUBERNETES_DIR", self.kubernetes_dir(node).display().to_string()),
             ("AWS_ENDPOINT_URL", moto.endpoint()),
         ];
@@ -909,6 +917,30 @@ async fn control_plane_nodes_join_and_upgrade_one_at_a_time_in_order_through_ssm
         .filter(|run| run.subcommand == "upgrade")
         .count();
     assert_eq!(upgrades_now, CONTROL_PLANE_NODES, "an upgrade ran twice:\n{again}");
+
+    // Every node says it runs, on its machine type; after a boot on a new one (a machine type change), once its API
+    // server is ready, it says so again.
+    for index in 0..CONTROL_PLANE_NODES {
+        assert_eq!(
+            value(&format!("control-plane/{index}/running/m6i.large")).0,
+            format!("ip-10-0-1-{}.eu-west-1.compute.internal", 10 + index)
+        );
+    }
+    let env_file = scene.path("cp1/bootstrap.env");
+    let settings =
+        std::fs::read_to_string(&env_file).unwrap().replace("INSTANCE_TYPE='m6i.large'", "INSTANCE_TYPE='m6i.xlarge'");
+    std::fs::write(&env_file, settings).unwrap();
+    let mut command = scene.command("control-plane.sh", "cp1", &env_file, &moto);
+    let ready = scene.path("cp1/ready");
+    let child = command.arg("report-ready").env("STANDIN_READY", &ready).spawn().unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let marker = format!("{SSM_PREFIX}/control-plane/1/running/m6i.xlarge");
+    let early = moto.aws_command().args(["ssm", "get-parameter", "--name", &marker]).output().unwrap();
+    assert!(!early.status.success(), "published before the API server was ready");
+    std::fs::write(&ready, "").unwrap();
+    let (status, reported) = finish("cp1", child).await;
+    assert!(status.success(), "{reported}");
+    assert_eq!(value("control-plane/1/running/m6i.xlarge").0, "ip-10-0-1-11.eu-west-1.compute.internal");
 
     // A node whose predecessor never joins gives up after its timeout, without running kubeadm.
     let env_file = scene.env_file("cp9", "control-plane", Some(9), &moto, 2);

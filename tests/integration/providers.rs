@@ -363,8 +363,8 @@ fn assert_workers(moto: &MotoServer, runtime: &Runtime, hibernated: bool) {
     assert_eq!(states, Value::from(vec![expected; count as usize]), "{state}: the control plane");
 }
 
-/// `runtime` with every change an upgrade of its topology accepts: the next Kubernetes version and the worker
-/// pool's machine type, sizes and disk (vanilla_kubeadm keeps its control-plane machines).
+/// `runtime` with every change an upgrade of its topology accepts: the next Kubernetes version, the worker pool's
+/// machine type, sizes and disk, and (vanilla_kubeadm) the control plane's machine type.
 fn upgraded(runtime: &Runtime) -> Runtime {
     let mut upgraded = runtime.clone();
     let config = &mut upgraded.cluster_config;
@@ -373,6 +373,9 @@ fn upgraded(runtime: &Runtime) -> Runtime {
     config.worker_pool.max_size += 2;
     config.worker_pool.disk_size_gb += 30;
     config.kubernetes_version = "1.35".into();
+    if let Some(control_plane) = &mut config.control_plane {
+        control_plane.machine_type = "m6i.xlarge".into();
+    }
     upgraded
 }
 
@@ -416,6 +419,22 @@ fn assert_vanilla_upgraded(moto: &MotoServer, runtime: &Runtime) {
         ],
     );
     assert_eq!(targets, serde_json::json!([runtime.cluster_config.kubernetes_version]), "the upgrade target");
+    let control_plane = format!("Name=tag:Name,Values={}-control-plane-*", runtime.name);
+    let types = describe(
+        moto,
+        runtime,
+        &[
+            "ec2",
+            "describe-instances",
+            "--filters",
+            &control_plane,
+            "Name=instance-state-name,Values=running",
+            "--query",
+            "Reservations[].Instances[].InstanceType",
+        ],
+    );
+    let count = runtime.cluster_config.control_plane.as_ref().map_or(0, |control_plane| control_plane.count) as usize;
+    assert_eq!(types, serde_json::json!(vec!["m6i.xlarge"; count]), "the control plane's machines");
     let pool = &runtime.cluster_config.worker_pool;
     let query = format!("AutoScalingGroups[?starts_with(AutoScalingGroupName, '{}-worker-')]", runtime.name);
     let groups = describe(moto, runtime, &["autoscaling", "describe-auto-scaling-groups", "--query", &query]);

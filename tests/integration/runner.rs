@@ -807,21 +807,24 @@ async fn a_wake_up_waits_until_the_api_server_answers() {
     );
 }
 
-/// A vanilla upgrade's configuration: the resource the control-plane nodes watch and the workers, each replaced
-/// for a new `version` and logging when it is created.
-fn control_plane_and_workers(job: &Job, version: &str) -> String {
+/// A vanilla upgrade's configuration: three control-plane machines (replaced for a new `machine_type`), the
+/// resource the nodes watch for the version and the workers (both replaced for a new `version`), each logging
+/// when it is created.
+fn control_plane_and_workers(job: &Job, machine_type: &str, version: &str) -> String {
     let events = job.path("events.log");
-    let resource = |name: &str| {
+    // `label` is what the creation logs (`machine${count.index}` for the counted machines).
+    let resource = |name: &str, label: &str, count: &str, trigger: &str| {
         format!(
-            "resource \"terraform_data\" \"{name}\" {{\n  triggers_replace = \"{version}\"\n  provisioner \"local-exec\" {{\n    \
-             command = \"echo {name} $(date +%s.%N) >> {}\"\n  }}\n}}\n",
+            "resource \"terraform_data\" \"{name}\" {{\n{count}  triggers_replace = \"{trigger}\"\n  provisioner \"local-exec\" {{\n    \
+             command = \"echo {label} $(date +%s.%N) >> {}\"\n  }}\n}}\n",
             events.display()
         )
     };
     format!(
-        "{}\n{}\noutput \"kubeconfig_ssm_parameter\" {{\n  value = \"{}\"\n}}\n",
-        resource("control_plane"),
-        resource("workers"),
+        "{}\n{}\n{}\noutput \"kubeconfig_ssm_parameter\" {{\n  value = \"{}\"\n}}\n",
+        resource("machine", "machine${count.index}", "  count = 3\n", machine_type),
+        resource("control_plane", "control_plane", "", version),
+        resource("workers", "workers", "", version),
         job.kubeconfig_parameter()
     )
 }
@@ -838,44 +841,68 @@ fn created(job: &Job) -> Vec<(String, f64)> {
         .collect()
 }
 
-/// A vanilla upgrade applies what tells the control plane the new version first, waits until the last
-/// control-plane node has published that it runs it, and only then rolls the workers; when that never comes, the
-/// workers stay as they are.
+fn unix_now() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64()
+}
+
+/// A vanilla upgrade changes the control plane first, one step at a time, each applied alone and awaited until the
+/// nodes say they have taken it: each machine's new type (node 0, 1, 2), then the version; only then the workers
+/// roll. When the control plane never gets there, the workers stay as they are.
 #[tokio::test]
 async fn a_vanilla_upgrade_rolls_the_workers_only_after_the_control_plane() {
     let job = Job::new().await;
     job.put_kubeconfig_parameter("kind: Config\n");
-    job.write_config("apply", "vanilla_kubeadm", &control_plane_and_workers(&job, "1.34"));
+    job.write_config("apply", "vanilla_kubeadm", &control_plane_and_workers(&job, "m6i.large", "1.34"));
     job.run("apply").await.assert_success();
-    assert_eq!(created(&job).len(), 2);
+    assert_eq!(created(&job).len(), 5);
 
-    let upgrade = |version: &str| {
-        job.write_config("apply", "vanilla_kubeadm", &control_plane_and_workers(&job, version));
+    let upgrade = |machine_type: &str, version: &str| {
+        job.write_config("apply", "vanilla_kubeadm", &control_plane_and_workers(&job, machine_type, version));
         let path = job.path("config/runner.json");
         let mut manifest: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        manifest["controlPlaneUpgrade"] =
-            json!({ "resource": "terraform_data.control_plane", "lastNode": 2, "version": version });
+        manifest["controlPlaneUpgrade"] = json!({
+            "machines": "terraform_data.machine", "machineType": machine_type,
+            "resource": "terraform_data.control_plane", "lastNode": 2, "version": version,
+        });
         std::fs::write(path, manifest.to_string()).unwrap();
     };
-    upgrade("1.35");
-    let marker = format!("{}generation-1/control-plane/2/upgraded/1.35", job.ssm_prefix());
+    upgrade("m6i.xlarge", "1.35");
+    let nodes_path = format!("{}generation-1/control-plane", job.ssm_prefix());
     let run = job.command("apply").spawn().expect("start terraform-runner");
-    // The "nodes" finish a few seconds after the control plane's part was applied.
+    // The "nodes" take each change a second after it was applied, and say so; returns when each was said.
     let nodes = async {
+        let mut said = Vec::new();
         let started = tokio::time::Instant::now();
-        while created(&job).len() < 3 {
-            assert!(started.elapsed() < Duration::from_secs(120), "the control plane's part was never applied");
+        while said.len() < 4 {
+            assert!(started.elapsed() < Duration::from_secs(150), "the control plane's changes were not all applied");
+            let events = created(&job);
+            if let Some((name, _)) = events.get(5 + said.len()) {
+                let marker = match name.strip_prefix("machine") {
+                    Some(node) => format!("{nodes_path}/{node}/running/m6i.xlarge"),
+                    None => format!("{nodes_path}/2/upgraded/1.35"),
+                };
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                let mut put = tokio::process::Command::from(job.moto.aws_command());
+                put.args([
+                    "ssm",
+                    "put-parameter",
+                    "--name",
+                    &marker,
+                    "--type",
+                    "String",
+                    "--value",
+                    "x",
+                    "--overwrite",
+                ]);
+                assert!(put.output().await.unwrap().status.success());
+                said.push(unix_now());
+            }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        tokio::time::sleep(Duration::from_secs(3)).await;
-        let mut put = tokio::process::Command::from(job.moto.aws_command());
-        put.args(["ssm", "put-parameter", "--name", &marker, "--type", "String", "--value", "v1.35.0"]);
-        assert!(put.output().await.unwrap().status.success());
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64()
+        said
     };
-    let (output, published) =
-        tokio::join!(tokio::time::timeout(Duration::from_secs(180), run.wait_with_output()), nodes);
-    let output = output.expect("the upgrade finishes within 3 minutes").unwrap();
+    let (output, said) = tokio::join!(tokio::time::timeout(Duration::from_secs(240), run.wait_with_output()), nodes);
+    let output = output.expect("the upgrade finishes within 4 minutes").unwrap();
     let outcome = job.outcome(
         output.status,
         format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr)),
@@ -883,23 +910,26 @@ async fn a_vanilla_upgrade_rolls_the_workers_only_after_the_control_plane() {
     outcome.assert_success();
     let events = created(&job);
     let names: Vec<&str> = events.iter().map(|(name, _)| name.as_str()).collect();
-    assert_eq!(names[2..], ["control_plane", "workers"], "{events:?}");
-    assert!(events[3].1 > published, "the workers rolled before the control plane ran the new version: {events:?}");
-    assert!(outcome.output.contains("waiting for the control plane to run the new version"), "{}", outcome.output);
+    assert_eq!(names[5..], ["machine0", "machine1", "machine2", "control_plane", "workers"], "{events:?}");
+    // Each step started only after the nodes had taken the one before.
+    for (step, said) in said.iter().enumerate() {
+        assert!(events[5 + step + 1].1 > *said, "step {} started before step {step} was taken: {events:?}", step + 1);
+    }
+    assert!(outcome.output.contains("waiting for the control plane"), "{}", outcome.output);
 
     // A control plane that never gets there: the run fails, naming it, and the workers stay.
-    upgrade("1.36");
+    upgrade("m6i.xlarge", "1.36");
     let timeout = [("RUNNER_CONTROL_PLANE_UPGRADE_TIMEOUT", "3s".to_owned())];
     let outcome = job.run_with("apply", &timeout).await;
     outcome.assert_failure();
     assert!(
         outcome.termination_message.starts_with(&format!(
-            "the cluster did not publish that its control plane runs 1.36 to SSM parameter {}generation-1/control-plane/2/upgraded/1.36 within 3s",
-            job.ssm_prefix()
+            "the cluster did not publish that its control plane runs 1.36 to SSM parameter {nodes_path}/2/upgraded/1.36 \
+             within 3s"
         )),
         "{}",
         outcome.termination_message
     );
     let names: Vec<String> = created(&job).into_iter().map(|(name, _)| name).collect();
-    assert_eq!(names[4..], ["control_plane"], "the workers were replaced without their control plane");
+    assert_eq!(names[10..], ["control_plane"], "only the unchanged machines were skipped and no worker replaced");
 }

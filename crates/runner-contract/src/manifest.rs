@@ -72,25 +72,41 @@ pub struct RunnerManifest {
     pub control_plane_upgrade: Option<ControlPlaneUpgrade>,
 }
 
-/// How a run upgrades a self-managed control plane before the workers: it applies `resource` alone (what tells
-/// the nodes the version), waits until node `last_node` has published that it runs `version`, then plans and
-/// applies the rest.
+/// How a run changes a self-managed control plane before anything else, one node at a time: it applies each
+/// node's machine (`machines[i]`) alone and waits until node i has published that it runs again on
+/// `machine_type`; then it applies `resource` (what tells the nodes the version) alone and waits until node
+/// `last_node` has published that it runs `version`; then it plans and applies the rest (the workers).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ControlPlaneUpgrade {
-    /// The Terraform address of the resource the nodes watch.
+    /// The Terraform address of the control-plane instances (`count` indexed by node).
+    pub machines: String,
+    pub machine_type: String,
+    /// The Terraform address of the resource the nodes watch for the version.
     pub resource: String,
     pub last_node: u32,
     /// `MAJOR.MINOR`.
     pub version: String,
 }
 
-impl ControlPlaneUpgrade {
-    /// The SSM parameter node `last_node` publishes once it runs `version`, next to the kubeconfig parameter
-    /// (both under the nodes' path of this creation of the cluster).
-    pub fn marker_parameter(&self, kubeconfig_parameter: &str) -> Option<String> {
+/// Where the nodes of a vanilla cluster publish (this creation of it): the folder of its kubeconfig parameter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodesPath(String);
+
+impl NodesPath {
+    pub fn of_kubeconfig_parameter(kubeconfig_parameter: &str) -> Option<Self> {
         let (path, _) = kubeconfig_parameter.rsplit_once('/')?;
-        Some(format!("{path}/control-plane/{}/upgraded/{}", self.last_node, self.version))
+        Some(NodesPath(path.to_owned()))
+    }
+
+    /// Published by node `node` at every boot on `machine_type`, once its API server is ready.
+    pub fn running_marker(&self, node: u32, machine_type: &str) -> String {
+        format!("{}/control-plane/{node}/running/{machine_type}", self.0)
+    }
+
+    /// Published by node `node` once it runs `version`.
+    pub fn upgraded_marker(&self, node: u32, version: &str) -> String {
+        format!("{}/control-plane/{node}/upgraded/{version}", self.0)
     }
 }
 
@@ -128,17 +144,11 @@ mod tests {
     }
 
     #[test]
-    fn the_last_nodes_upgrade_marker_sits_beside_the_kubeconfig() {
-        let upgrade = ControlPlaneUpgrade {
-            resource: "module.compute.aws_ssm_parameter.upgrade_target".to_owned(),
-            last_node: 2,
-            version: "1.35".to_owned(),
-        };
-        assert_eq!(
-            upgrade.marker_parameter("/kubeopera/x/generation-1/kubeconfig").as_deref(),
-            Some("/kubeopera/x/generation-1/control-plane/2/upgraded/1.35")
-        );
-        assert_eq!(upgrade.marker_parameter("kubeconfig"), None);
+    fn the_nodes_markers_sit_beside_the_kubeconfig() {
+        let path = NodesPath::of_kubeconfig_parameter("/kubeopera/x/generation-1/kubeconfig").unwrap();
+        assert_eq!(path.upgraded_marker(2, "1.35"), "/kubeopera/x/generation-1/control-plane/2/upgraded/1.35");
+        assert_eq!(path.running_marker(0, "m6i.large"), "/kubeopera/x/generation-1/control-plane/0/running/m6i.large");
+        assert_eq!(NodesPath::of_kubeconfig_parameter("kubeconfig"), None);
     }
 
     #[test]

@@ -346,6 +346,17 @@ impl AwsSession {
         Ok(())
     }
 
+    /// Deletes one SSM parameter; one that does not exist is fine (DeleteParameters only lists it as invalid).
+    pub async fn delete_parameter(&self, name: &str) -> Result<()> {
+        aws_sdk_ssm::Client::new(&self.config)
+            .delete_parameters()
+            .names(name)
+            .send()
+            .await
+            .map_err(|error| aws_error("ssm:DeleteParameters", error))?;
+        Ok(())
+    }
+
     /// The API endpoint and base64 CA of an EKS cluster, which must be active.
     pub async fn eks_cluster(&self, name: &str) -> Result<(String, String)> {
         let answer = aws_sdk_eks::Client::new(&self.config)

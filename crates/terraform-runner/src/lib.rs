@@ -23,7 +23,9 @@ use std::path::{Path, PathBuf};
 use runner_contract::Topology;
 use runner_contract::credential::{self, CloudCredential};
 use runner_contract::job::STATE_LOCK_TIMEOUT;
-use runner_contract::manifest::{ControlPlaneUpgrade, MAIN_TF_FILE, RUNNER_MANIFEST_FILE, RunAction, RunnerManifest};
+use runner_contract::manifest::{
+    ControlPlaneUpgrade, MAIN_TF_FILE, NodesPath, RUNNER_MANIFEST_FILE, RunAction, RunnerManifest,
+};
 use runner_contract::plan::PlanSummary;
 use runner_contract::providers::{LOCK_FILE, ProviderVersion};
 use runner_contract::redact::{Redactor, bounded_failure_message};
@@ -148,13 +150,13 @@ impl Runner {
             RunAction::Apply => {
                 session.ensure_state_bucket(bucket).await?;
                 terraform.run(INIT, &mut signals).await?;
-                let summary = plan(&terraform, false, &lock_timeout, &mut signals).await?;
+                let summary = plan(&terraform, EVERYTHING, &lock_timeout, &mut signals).await?;
                 refuse_destructive(&summary, &settings.protected_resources)?;
                 if let (Some(upgrade), CloudSession::Aws(aws)) = (&manifest.control_plane_upgrade, &session) {
                     self.upgrade_control_plane_first(&terraform, aws, upgrade, &lock_timeout, &mut signals).await?;
                     // The first plan is stale once the control plane's part is applied: the rest is planned again
                     // (and checked again) from the state as it is now.
-                    let rest = plan(&terraform, false, &lock_timeout, &mut signals).await?;
+                    let rest = plan(&terraform, EVERYTHING, &lock_timeout, &mut signals).await?;
                     refuse_destructive(&rest, &settings.protected_resources)?;
                 }
                 apply_plan(&terraform, &lock_timeout, &mut signals).await?;
@@ -181,7 +183,7 @@ impl Runner {
                     plan_without_backend(&settings.job.work_dir)?;
                 }
                 terraform.run(INIT, &mut signals).await?;
-                let summary = plan(&terraform, false, &lock_timeout, &mut signals).await?;
+                let summary = plan(&terraform, EVERYTHING, &lock_timeout, &mut signals).await?;
                 // What the real run would refuse, the dry run reports the same way.
                 refuse_destructive(&summary, &settings.protected_resources)?;
                 summary
@@ -193,7 +195,7 @@ impl Runner {
                     return Ok(PlanSummary::default());
                 }
                 terraform.run(INIT, &mut signals).await?;
-                let summary = plan(&terraform, true, &lock_timeout, &mut signals).await?;
+                let summary = plan_destroy(&terraform, &lock_timeout, &mut signals).await?;
                 apply_plan(&terraform, &lock_timeout, &mut signals).await?;
                 if let (CloudSession::Aws(aws), Some(prefix)) = (&session, &manifest.ssm_parameter_prefix) {
                     aws.delete_parameters_under(prefix).await?;
@@ -212,9 +214,9 @@ impl Runner {
         Ok(summary)
     }
 
-    /// Applies the one resource that tells the control-plane nodes the new version (planned alone, applied as
-    /// planned), then waits until the last node has published that it runs it: the nodes upgrade one at a time,
-    /// and no worker may be newer than its control plane.
+    /// Changes the control plane before anything else, one node at a time: each node's machine (a new type: EC2
+    /// stops and starts it) and then the version, each change planned alone, applied as planned, and awaited
+    /// until the nodes say they are done. No worker changes before: none may be newer than its control plane.
     async fn upgrade_control_plane_first(
         &self,
         terraform: &Terraform,
@@ -226,19 +228,50 @@ impl Runner {
         // Where the nodes publish is recorded by the provisioning's apply.
         let outputs = terraform.outputs().await?;
         let kubeconfig_parameter = output(&outputs, "kubeconfig_ssm_parameter")?;
-        let marker = upgrade.marker_parameter(kubeconfig_parameter).ok_or_else(|| {
+        let nodes = NodesPath::of_kubeconfig_parameter(kubeconfig_parameter).ok_or_else(|| {
             Error::Outputs(format!("kubeconfig_ssm_parameter {kubeconfig_parameter:?} is not an SSM path"))
         })?;
-        let target = format!("-target={}", upgrade.resource);
-        let out = format!("-out={PLAN_FILE}");
-        terraform.run(&["plan", "-input=false", "-no-color", lock_timeout, &target, &out], signals).await?;
-        apply_plan(terraform, lock_timeout, signals).await?;
-        tracing::info!(version = upgrade.version, marker, "waiting for the control plane to run the new version");
         let settings = &self.settings;
-        let what = format!("that its control plane runs {}", upgrade.version);
-        let interval = settings.kubeconfig_poll_interval;
-        aws.wait_for_parameter(&marker, &what, interval, settings.control_plane_upgrade_timeout, signals).await?;
-        tracing::info!(version = upgrade.version, "the control plane runs the new version");
+        for node in 0..=upgrade.last_node {
+            let change = ControlPlaneChange {
+                target: format!("{}[{node}]", upgrade.machines),
+                marker: nodes.running_marker(node, &upgrade.machine_type),
+                what: format!("that control-plane node {node} runs again on {}", upgrade.machine_type),
+            };
+            self.apply_alone_then_wait(terraform, aws, &change, settings.kubeconfig_timeout, lock_timeout, signals)
+                .await?;
+        }
+        let change = ControlPlaneChange {
+            target: upgrade.resource.clone(),
+            marker: nodes.upgraded_marker(upgrade.last_node, &upgrade.version),
+            what: format!("that its control plane runs {}", upgrade.version),
+        };
+        let timeout = settings.control_plane_upgrade_timeout;
+        self.apply_alone_then_wait(terraform, aws, &change, timeout, lock_timeout, signals).await
+    }
+
+    /// Plans `change.target` alone; when that changes anything, removes the marker (one of an earlier change
+    /// must not count), applies the plan and waits for the marker.
+    async fn apply_alone_then_wait(
+        &self,
+        terraform: &Terraform,
+        aws: &AwsSession,
+        change: &ControlPlaneChange,
+        timeout: std::time::Duration,
+        lock_timeout: &str,
+        signals: &mut Signals,
+    ) -> Result<()> {
+        let summary = plan(terraform, Some(&change.target), lock_timeout, signals).await?;
+        if summary.add + summary.change + summary.destroy == 0 {
+            return Ok(());
+        }
+        refuse_destructive(&summary, &self.settings.protected_resources)?;
+        aws.delete_parameter(&change.marker).await?;
+        apply_plan(terraform, lock_timeout, signals).await?;
+        tracing::info!(target = change.target, marker = change.marker, "waiting for the control plane");
+        let interval = self.settings.kubeconfig_poll_interval;
+        aws.wait_for_parameter(&change.marker, &change.what, interval, timeout, signals).await?;
+        tracing::info!(target = change.target, "the control plane has taken the change");
         Ok(())
     }
 
@@ -332,16 +365,47 @@ const INIT: &[&str] = &["init", "-input=false", "-no-color", "-lockfile=readonly
 /// Swaps the configuration's backend for local state; written only for a dry run of a cluster without state.
 const DRY_RUN_BACKEND_OVERRIDE: &str = "dry_run_backend_override.tf";
 
+/// One step of [`Runner::upgrade_control_plane_first`]: the resource applied alone, and the SSM parameter the
+/// nodes publish once they have taken it.
+struct ControlPlaneChange {
+    target: String,
+    marker: String,
+    what: String,
+}
+
 /// The saved plan, in the work folder: what is applied is exactly what was planned and checked.
 const PLAN_FILE: &str = "run.tfplan";
 
-/// Plans (with `-destroy` for a destroy) into [`PLAN_FILE`] and reads its summary.
-async fn plan(terraform: &Terraform, destroy: bool, lock_timeout: &str, signals: &mut Signals) -> Result<PlanSummary> {
+/// A plan of the whole configuration.
+const EVERYTHING: Option<&str> = None;
+
+/// Plans `target` alone (with `-target`), or everything, into [`PLAN_FILE`] and reads its summary.
+async fn plan(
+    terraform: &Terraform,
+    target: Option<&str>,
+    lock_timeout: &str,
+    signals: &mut Signals,
+) -> Result<PlanSummary> {
+    plan_with(terraform, &[], target, lock_timeout, signals).await
+}
+
+/// A destroy's plan.
+async fn plan_destroy(terraform: &Terraform, lock_timeout: &str, signals: &mut Signals) -> Result<PlanSummary> {
+    plan_with(terraform, &["-destroy"], EVERYTHING, lock_timeout, signals).await
+}
+
+async fn plan_with(
+    terraform: &Terraform,
+    flags: &[&str],
+    target: Option<&str>,
+    lock_timeout: &str,
+    signals: &mut Signals,
+) -> Result<PlanSummary> {
     let out = format!("-out={PLAN_FILE}");
+    let target = target.map(|target| format!("-target={target}"));
     let mut arguments = vec!["plan", "-input=false", "-no-color", lock_timeout, &out];
-    if destroy {
-        arguments.insert(1, "-destroy");
-    }
+    arguments.extend_from_slice(flags);
+    arguments.extend(target.as_deref());
     terraform.run(&arguments, signals).await?;
     let show = terraform.capture(&["show", "-json", "-no-color", PLAN_FILE]).await?;
     let summary = plan::summarize(&show).map_err(Error::Plan)?;

@@ -24,10 +24,16 @@
 # terraform-runner waits for the last node's marker before it rolls the workers, so no kubelet is ever newer than
 # the API servers (the version skew policy).
 #
-# Usage: control-plane.sh ENV_FILE [bootstrap|refresh-token|upgrade]
+# A new machine type is applied to one node at a time as well: terraform-runner removes
+# control-plane/<i>/running/<type>, applies the change of node i (EC2 stops, changes and starts it), and waits
+# until the node has published that marker again, which it does at every boot once its API server is ready.
+#
+# Usage: control-plane.sh ENV_FILE [bootstrap|refresh-token|upgrade|report-ready]
 #   refresh-token  creates a new 24-hour bootstrap token and publishes it for workers that join later (run by a
 #                  systemd timer on every control-plane node).
 #   upgrade        the upgrade above, when there is one to do (run by a systemd timer every minute).
+#   report-ready   waits until this node's API server is ready and publishes control-plane/<i>/running/<type>
+#                  (run by a systemd unit at every boot).
 set -euo pipefail
 
 # shellcheck source-path=SCRIPTDIR
@@ -37,6 +43,11 @@ readonly TOKEN_TTL=24h0m0s
 
 joined_marker() {
   printf 'control-plane/%s/joined' "$1"
+}
+
+# NODE TYPE: published by node NODE at every boot on an instance of TYPE, once its API server is ready.
+running_marker() {
+  printf 'control-plane/%s/running/%s' "$1" "$2"
 }
 
 # NODE VERSION (MAJOR.MINOR): published once node NODE runs VERSION.
@@ -267,6 +278,19 @@ RandomizedDelaySec=30m
 [Install]
 WantedBy=timers.target
 UNIT
+  cat >/etc/systemd/system/kubeopera-ready.service <<UNIT
+[Unit]
+Description=Publish to SSM Parameter Store that this control-plane node is back, once its API server is ready
+After=kubelet.service network-online.target
+Wants=network-online.target
+
+[Service]
+Type=oneshot
+ExecStart=${script} ${ENV_FILE} report-ready
+
+[Install]
+WantedBy=multi-user.target
+UNIT
   cat >/etc/systemd/system/kubeopera-upgrade.service <<UNIT
 [Unit]
 Description=Upgrade this control-plane node when control-plane/upgrade-target names a new version
@@ -288,6 +312,19 @@ WantedBy=timers.target
 UNIT
   systemctl daemon-reload
   systemctl enable --now kubeopera-join-token.timer kubeopera-upgrade.timer
+  systemctl enable kubeopera-ready.service
+}
+
+# After a boot (a restart for a new machine type): waits until the local API server answers /readyz, then
+# publishes that this node runs again, on this instance type.
+report_ready() {
+  local deadline=$((SECONDS + WAIT_TIMEOUT_SECONDS))
+  discover_node
+  until curl -fsk --max-time 5 "https://127.0.0.1:${API_PORT}/readyz" >/dev/null; do
+    ((SECONDS < deadline)) || die "the API server of this node was not ready within ${WAIT_TIMEOUT_SECONDS}s"
+    sleep "$POLL_INTERVAL_SECONDS"
+  done
+  ssm_put "$(running_marker "$NODE_INDEX" "$INSTANCE_TYPE")" String "$NODE_NAME"
 }
 
 # The upgrade of this node to control-plane/upgrade-target, when it names a version this node has no marker
@@ -343,6 +380,7 @@ bootstrap() {
   install_timers
   ssm_put "$(joined_marker "$NODE_INDEX")" String "$NODE_NAME"
   ssm_put "$(upgraded_marker "$NODE_INDEX" "$(kubernetes_minor)")" String "$(kubeadm version -o short)"
+  ssm_put "$(running_marker "$NODE_INDEX" "$INSTANCE_TYPE")" String "$NODE_NAME"
   log "control-plane node ${NODE_INDEX} is ready"
 }
 
@@ -372,7 +410,8 @@ main() {
     bootstrap) bootstrap ;;
     refresh-token) refresh_token ;;
     upgrade) with_upgrade_lock upgrade ;;
-    *) die "unknown command '$2' (bootstrap, refresh-token or upgrade)" ;;
+    report-ready) report_ready ;;
+    *) die "unknown command '$2' (bootstrap, refresh-token, upgrade or report-ready)" ;;
   esac
 }
 

@@ -150,10 +150,10 @@ ca_cert_hash() {
   printf 'sha256:%s' "${hash%% *}"
 }
 
-# NODE_NAME (the private DNS name, which the AWS cloud controller manager expects as the node name) and NODE_IP
-# (the private address), from the env file or the instance metadata service (IMDSv2).
+# NODE_NAME (the private DNS name, which the AWS cloud controller manager expects as the node name), NODE_IP
+# (the private address) and INSTANCE_TYPE, from the env file or the instance metadata service (IMDSv2).
 discover_node() {
-  if [[ -n ${NODE_NAME:-} && -n ${NODE_IP:-} ]]; then
+  if [[ -n ${NODE_NAME:-} && -n ${NODE_IP:-} && -n ${INSTANCE_TYPE:-} ]]; then
     return
   fi
   local token
@@ -163,6 +163,8 @@ discover_node() {
     http://169.254.169.254/latest/meta-data/local-hostname)}
   NODE_IP=${NODE_IP:-$(curl -fsS --retry 5 -H "X-aws-ec2-metadata-token: ${token}" \
     http://169.254.169.254/latest/meta-data/local-ipv4)}
+  INSTANCE_TYPE=${INSTANCE_TYPE:-$(curl -fsS --retry 5 -H "X-aws-ec2-metadata-token: ${token}" \
+    http://169.254.169.254/latest/meta-data/instance-type)}
 }
 
 # The package repository's minor version: 1.34 for 1.34 and for 1.34.1.
