@@ -11,6 +11,7 @@ mod m20261201_000001_claim_tokens;
 mod m20261202_000001_operation_run_record;
 mod m20261203_000001_day_two;
 mod m20261204_000001_hibernation;
+mod m20261205_000001_operation_history;
 
 pub use sea_orm_migration::MigratorTrait;
 
@@ -30,6 +31,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261202_000001_operation_run_record::Migration),
             Box::new(m20261203_000001_day_two::Migration),
             Box::new(m20261204_000001_hibernation::Migration),
+            Box::new(m20261205_000001_operation_history::Migration),
         ]
     }
 }

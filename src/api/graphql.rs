@@ -134,9 +134,13 @@ fn service<'a>(context: &Context<'a>) -> &'a Service {
     context.data_unchecked::<Service>()
 }
 
-/// The status of one operation, as Kyma's `OperationStatus`.
+/// The status of one operation, as Kyma's `OperationStatus`, with its record: when it ran, who asked for it,
+/// and its stages.
 #[derive(SimpleObject)]
+#[graphql(complex)]
 pub struct OperationStatus {
+    #[graphql(skip)]
+    operation_id: uuid::Uuid,
     id: String,
     operation: OperationType,
     state: OperationState,
@@ -150,11 +154,46 @@ pub struct OperationStatus {
     plan_summary: Option<PlanSummary>,
     /// The operation only plans: nothing is applied.
     dry_run: bool,
+    /// Claims that used the attempt budget (the first, and resumes after a holder that made no progress).
+    attempts: i32,
+    /// The authenticated caller that asked for it; null for operations recorded before callers were kept.
+    requested_by: Option<String>,
+    created_at: DateTime<Utc>,
+    started_at: Option<DateTime<Utc>>,
+    finished_at: Option<DateTime<Utc>>,
+    /// From the first start to the end (or to now while it runs); null until it started.
+    duration_seconds: Option<f64>,
+}
+
+/// When an operation entered one of its stages.
+#[derive(SimpleObject)]
+pub struct StageEntry {
+    stage: String,
+    entered_at: DateTime<Utc>,
+}
+
+#[async_graphql::ComplexObject]
+impl OperationStatus {
+    /// Each stage the operation entered, in order, with the time it entered it.
+    async fn stages(&self, context: &Context<'_>) -> GraphQLResult<Vec<StageEntry>> {
+        let stages = service(context).operation_stages(self.operation_id).await.map_err(graphql_error)?;
+        Ok(stages
+            .into_iter()
+            .map(|entry| StageEntry { stage: entry.stage.as_str().to_owned(), entered_at: entry.entered_at })
+            .collect())
+    }
 }
 
 impl From<Operation> for OperationStatus {
     fn from(operation: Operation) -> Self {
         OperationStatus {
+            operation_id: operation.id,
+            attempts: operation.attempts,
+            requested_by: operation.requested_by.clone(),
+            created_at: operation.created_at,
+            started_at: operation.started_at,
+            finished_at: operation.finished_at,
+            duration_seconds: service::duration_seconds(&operation),
             id: operation.id.to_string(),
             operation: operation.operation_type,
             state: operation.state,
@@ -252,6 +291,32 @@ impl RuntimeNode {
     async fn status(&self) -> RuntimeStatus {
         RuntimeStatus { status: self.status.clone() }
     }
+
+    /// Every operation of the runtime, newest first.
+    async fn operations(
+        &self,
+        context: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> GraphQLResult<Connection<String, OperationStatus, EmptyFields, EmptyFields>> {
+        operation_connection(context, &self.status.runtime.id.to_string(), first, after).await
+    }
+}
+
+async fn operation_connection(
+    context: &Context<'_>,
+    runtime_id: &str,
+    first: Option<i32>,
+    after: Option<String>,
+) -> GraphQLResult<Connection<String, OperationStatus, EmptyFields, EmptyFields>> {
+    let page = service(context).runtime_operations(runtime_id, after.as_deref(), first).await.map_err(graphql_error)?;
+    let mut connection = Connection::new(after.is_some(), page.has_next_page);
+    connection.edges.extend(
+        page.operations
+            .into_iter()
+            .map(|operation| Edge::new(operation.id.to_string(), OperationStatus::from(operation))),
+    );
+    Ok(connection)
 }
 
 pub struct Query;
@@ -267,6 +332,18 @@ impl Query {
         Ok(service(context).operation_status(&id).await.map_err(graphql_error)?.into())
     }
 
+    /// Every operation of a runtime, newest first; `after` is the cursor of the last operation of the previous
+    /// page.
+    async fn runtime_operations(
+        &self,
+        context: &Context<'_>,
+        #[graphql(name = "runtimeID")] runtime_id: String,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> GraphQLResult<Connection<String, OperationStatus, EmptyFields, EmptyFields>> {
+        operation_connection(context, &runtime_id, first, after).await
+    }
+
     /// Runtimes in creation order; `after` is the cursor of the last runtime of the previous page.
     async fn runtimes(
         &self,
@@ -274,8 +351,10 @@ impl Query {
         first: Option<i32>,
         after: Option<String>,
         state: Option<OperationState>,
+        #[graphql(desc = "Only runtimes with this label, as `key=value`")] label: Option<String>,
     ) -> GraphQLResult<Connection<String, RuntimeNode, EmptyFields, EmptyFields>> {
-        let page = service(context).runtimes(state, after.as_deref(), first).await.map_err(graphql_error)?;
+        let service = service(context);
+        let page = service.runtimes(state, label.as_deref(), after.as_deref(), first).await.map_err(graphql_error)?;
         let mut connection = Connection::new(after.is_some(), page.has_next_page);
         for (runtime, last_operation) in page.runtimes {
             let Some(last_operation) = last_operation else {
@@ -304,7 +383,10 @@ impl Mutation {
     ) -> GraphQLResult<OperationStatus> {
         let identity = context.data::<Identity>()?;
         let dry_run = dry_run.unwrap_or_default();
-        let accepted = service(context).provision_runtime(config, None, dry_run).await.map_err(graphql_error)?;
+        let accepted = service(context)
+            .provision_runtime(config, None, dry_run, &identity.username)
+            .await
+            .map_err(graphql_error)?;
         if !accepted.replayed {
             identity.audit("graphql", &accepted.operation);
         }
@@ -322,7 +404,8 @@ impl Mutation {
     ) -> GraphQLResult<OperationStatus> {
         let identity = context.data::<Identity>()?;
         let dry_run = dry_run.unwrap_or_default();
-        let operation = service(context).upgrade_cluster(&id, config, dry_run).await.map_err(graphql_error)?;
+        let operation =
+            service(context).upgrade_cluster(&id, config, dry_run, &identity.username).await.map_err(graphql_error)?;
         identity.audit("graphql", &operation);
         Ok(operation.into())
     }
@@ -331,7 +414,7 @@ impl Mutation {
     /// wake-up. A hibernated runtime refuses upgrades until it is woken up; it can be deprovisioned.
     async fn hibernate_runtime(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationStatus> {
         let identity = context.data::<Identity>()?;
-        let operation = service(context).hibernate_runtime(&id).await.map_err(graphql_error)?;
+        let operation = service(context).hibernate_runtime(&id, &identity.username).await.map_err(graphql_error)?;
         identity.audit("graphql", &operation);
         Ok(operation.into())
     }
@@ -339,7 +422,7 @@ impl Mutation {
     /// Brings a hibernated cluster back at its configured sizes; a vanilla one ends once its API server answers.
     async fn wake_up_runtime(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationStatus> {
         let identity = context.data::<Identity>()?;
-        let operation = service(context).wake_up_runtime(&id).await.map_err(graphql_error)?;
+        let operation = service(context).wake_up_runtime(&id, &identity.username).await.map_err(graphql_error)?;
         identity.audit("graphql", &operation);
         Ok(operation.into())
     }
@@ -347,7 +430,7 @@ impl Mutation {
     /// Returns the id of the deprovisioning operation.
     async fn deprovision_runtime(&self, context: &Context<'_>, id: String) -> GraphQLResult<String> {
         let identity = context.data::<Identity>()?;
-        let operation = service(context).deprovision_runtime(&id).await.map_err(graphql_error)?;
+        let operation = service(context).deprovision_runtime(&id, &identity.username).await.map_err(graphql_error)?;
         identity.audit("graphql", &operation);
         Ok(operation.id.to_string())
     }

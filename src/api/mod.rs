@@ -66,7 +66,9 @@ pub fn router(
                 async move { graphql::execute(&schema, request.into_inner(), identity).await }
             }),
         )
-        .route("/api/v1/provisions", post(rest::create_provision))
+        .route("/api/v1/provisions", get(rest::list_provisions).post(rest::create_provision))
+        .route("/api/v1/provisions/{id}/operations", get(rest::list_operations))
+        .route("/api/v1/operations/{id}", get(rest::get_operation))
         .route(
             "/api/v1/provisions/{id}",
             get(rest::get_provision).patch(rest::patch_provision).delete(rest::delete_provision),

@@ -17,7 +17,7 @@ use super::AppState;
 use super::caller::Identity;
 use super::error::{ApiError, ErrorBody};
 use crate::domain::{
-    LastError, Operation, OperationState, OperationType, PlanSummary, ProvisionRequest, UpgradeClusterInput,
+    LastError, Operation, OperationState, OperationType, PlanSummary, ProvisionRequest, StageEntry, UpgradeClusterInput,
 };
 use crate::service::{self, ExecutorHealth, RuntimeStatus};
 
@@ -142,6 +142,84 @@ impl ProvisionStatusResponse {
     }
 }
 
+/// One operation with its record: when it ran, who asked for it, and when it entered each stage.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OperationRecord {
+    id: String,
+    /// The runtime id.
+    runtime_id: String,
+    operation: OperationKind,
+    status: ProvisionStatus,
+    stage: String,
+    message: String,
+    last_error: Option<LastError>,
+    plan_summary: Option<PlanSummary>,
+    dry_run: bool,
+    /// Claims that used the attempt budget (the first, and resumes after a holder that made no progress).
+    attempts: i32,
+    /// The authenticated caller that asked for it; null for operations recorded before callers were kept.
+    requested_by: Option<String>,
+    created_at: DateTime<Utc>,
+    started_at: Option<DateTime<Utc>>,
+    finished_at: Option<DateTime<Utc>>,
+    /// From the first start to the end (or to now while it runs); null until it started.
+    duration_seconds: Option<f64>,
+    /// Each stage it entered, in order.
+    stages: Vec<StageRecord>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StageRecord {
+    stage: String,
+    entered_at: DateTime<Utc>,
+}
+
+impl OperationRecord {
+    fn new(operation: Operation, stages: Vec<StageEntry>) -> Self {
+        OperationRecord {
+            id: operation.id.to_string(),
+            runtime_id: operation.runtime_id.to_string(),
+            operation: operation.operation_type.into(),
+            status: operation.state.into(),
+            stage: operation.stage.as_str().to_owned(),
+            duration_seconds: service::duration_seconds(&operation),
+            message: operation.message,
+            last_error: operation.last_error,
+            plan_summary: operation.plan_summary,
+            dry_run: operation.dry_run,
+            attempts: operation.attempts,
+            requested_by: operation.requested_by,
+            created_at: operation.created_at,
+            started_at: operation.started_at,
+            finished_at: operation.finished_at,
+            stages: stages
+                .into_iter()
+                .map(|entry| StageRecord { stage: entry.stage.as_str().to_owned(), entered_at: entry.entered_at })
+                .collect(),
+        }
+    }
+}
+
+/// A page of a runtime's operations, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OperationList {
+    operations: Vec<OperationRecord>,
+    /// Pass as `after` for the next page; null on the last page.
+    next_cursor: Option<String>,
+}
+
+/// A page of runtimes, in creation order, each with its last operation.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProvisionList {
+    runtimes: Vec<ProvisionStatusResponse>,
+    /// Pass as `after` for the next page; null on the last page.
+    next_cursor: Option<String>,
+}
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Health {
     /// `ok`, or `unavailable` when the database cannot be reached or the worker is gone (then the answer is 503).
@@ -249,7 +327,7 @@ pub async fn create_provision(
         })?),
         None => None,
     };
-    let accepted = state.service.provision_runtime(request, idempotency_key, dry_run).await?;
+    let accepted = state.service.provision_runtime(request, idempotency_key, dry_run, &identity.username).await?;
     // A replayed request changed nothing: its audit line is the first request's.
     if !accepted.replayed {
         identity.audit("rest", &accepted.operation);
@@ -314,6 +392,130 @@ pub async fn get_logs(
 
 #[derive(Debug, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
+pub struct PageQuery {
+    first: Option<i32>,
+    after: Option<String>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProvisionListQuery {
+    /// `queued`, `running`, `succeeded` or `failed`: the state of the runtime's last operation.
+    status: Option<String>,
+    label: Option<String>,
+    first: Option<i32>,
+    after: Option<String>,
+}
+
+/// A query string; axum's rejection would answer text/plain and name no parameter.
+fn query<T>(query: Result<Query<T>, QueryRejection>) -> ApiResult<T> {
+    query.map(|Query(query)| query).map_err(|rejection| ApiError::MalformedBody {
+        field: None,
+        message: format!("invalid query: {}", rejection.body_text()),
+    })
+}
+
+fn operation_state(status: &str) -> ApiResult<OperationState> {
+    let state = match status {
+        "queued" => OperationState::Pending,
+        "running" => OperationState::InProgress,
+        "succeeded" => OperationState::Succeeded,
+        "failed" => OperationState::Failed,
+        other => {
+            let message = format!("{other:?} is not queued, running, succeeded or failed");
+            return Err(service::Error::from(service::Invalid { field: "status".into(), message }).into());
+        }
+    };
+    Ok(state)
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/provisions",
+    params(
+        ("status" = Option<String>, Query, description = "Only runtimes whose last operation is `queued`, `running`, `succeeded` or `failed`"),
+        ("label" = Option<String>, Query, description = "Only runtimes with this label, as `key=value`"),
+        ("first" = Option<i32>, Query, minimum = 1, maximum = 100, description = "Page size (20 when left out)"),
+        ("after" = Option<String>, Query, description = "`nextCursor` of the previous page"),
+    ),
+    responses(
+        (status = 200, description = "Runtimes in creation order, with their last operation", body = ProvisionList),
+        (status = 400, description = "An invalid filter, page size or cursor", body = ErrorBody),
+    )
+)]
+pub async fn list_provisions(
+    State(state): State<AppState>,
+    list: Result<Query<ProvisionListQuery>, QueryRejection>,
+) -> ApiResult<Json<ProvisionList>> {
+    let list = query(list)?;
+    let status = list.status.as_deref().map(operation_state).transpose()?;
+    let page = state.service.runtimes(status, list.label.as_deref(), list.after.as_deref(), list.first).await?;
+    let next_cursor =
+        page.has_next_page.then(|| page.runtimes.last().map(|(runtime, _)| runtime.id.to_string())).flatten();
+    let mut runtimes = Vec::with_capacity(page.runtimes.len());
+    for (runtime, last_operation) in page.runtimes {
+        let Some(last_operation) = last_operation else { continue };
+        let status = RuntimeStatus { runtime, last_operation };
+        let hibernation = state.service.hibernation_status(&status).await?;
+        runtimes.push(ProvisionStatusResponse::new(status, hibernation));
+    }
+    Ok(Json(ProvisionList { runtimes, next_cursor }))
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/provisions/{id}/operations",
+    params(
+        ("id" = uuid::Uuid, Path, description = "Runtime id"),
+        ("first" = Option<i32>, Query, minimum = 1, maximum = 100, description = "Page size (20 when left out)"),
+        ("after" = Option<String>, Query, description = "`nextCursor` of the previous page"),
+    ),
+    responses(
+        (status = 200, description = "Every operation of the runtime, newest first", body = OperationList),
+        (status = 400, description = "The id is not a UUID, or an invalid page size or cursor", body = ErrorBody),
+        (status = 404, description = "Unknown runtime", body = ErrorBody),
+    )
+)]
+pub async fn list_operations(
+    State(state): State<AppState>,
+    id: Result<Path<String>, PathRejection>,
+    page: Result<Query<PageQuery>, QueryRejection>,
+) -> ApiResult<Json<OperationList>> {
+    let id = path_id(id)?;
+    let page = query(page)?;
+    let page = state.service.runtime_operations(&id, page.after.as_deref(), page.first).await?;
+    let next_cursor =
+        page.has_next_page.then(|| page.operations.last().map(|operation| operation.id.to_string())).flatten();
+    let mut operations = Vec::with_capacity(page.operations.len());
+    for operation in page.operations {
+        let stages = state.service.operation_stages(operation.id).await?;
+        operations.push(OperationRecord::new(operation, stages));
+    }
+    Ok(Json(OperationList { operations, next_cursor }))
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/operations/{operationId}",
+    params(("operationId" = uuid::Uuid, Path, description = "Operation id")),
+    responses(
+        (status = 200, description = "The operation with its record and stages", body = OperationRecord),
+        (status = 400, description = "The id is not a UUID", body = ErrorBody),
+        (status = 404, description = "Unknown operation", body = ErrorBody),
+    )
+)]
+pub async fn get_operation(
+    State(state): State<AppState>,
+    id: Result<Path<String>, PathRejection>,
+) -> ApiResult<Json<OperationRecord>> {
+    let id = path_id(id)?;
+    let operation = state.service.operation_status(&id).await?;
+    let stages = state.service.operation_stages(operation.id).await?;
+    Ok(Json(OperationRecord::new(operation, stages)))
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct LogsQuery {
     tail_lines: Option<i64>,
 }
@@ -368,7 +570,7 @@ pub async fn patch_provision(
     let dry_run = dry_run(query)?;
     let body: serde_json::Value = json_body(&headers, body).await?;
     let upgrade = service::upgrade_from_json(&body).map_err(service::Error::from)?;
-    let operation = state.service.upgrade_cluster(&id, upgrade, dry_run).await?;
+    let operation = state.service.upgrade_cluster(&id, upgrade, dry_run, &identity.username).await?;
     identity.audit("rest", &operation);
     Ok((StatusCode::ACCEPTED, Json(Accepted::from(&operation))).into_response())
 }
@@ -390,7 +592,7 @@ pub async fn hibernate_provision(
     id: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
-    let operation = state.service.hibernate_runtime(&id).await?;
+    let operation = state.service.hibernate_runtime(&id, &identity.username).await?;
     identity.audit("rest", &operation);
     Ok((StatusCode::ACCEPTED, Json(Accepted::from(&operation))).into_response())
 }
@@ -412,7 +614,7 @@ pub async fn wake_provision(
     id: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
-    let operation = state.service.wake_up_runtime(&id).await?;
+    let operation = state.service.wake_up_runtime(&id, &identity.username).await?;
     identity.audit("rest", &operation);
     Ok((StatusCode::ACCEPTED, Json(Accepted::from(&operation))).into_response())
 }
@@ -434,7 +636,7 @@ pub async fn delete_provision(
     id: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
-    let operation = state.service.deprovision_runtime(&id).await?;
+    let operation = state.service.deprovision_runtime(&id, &identity.username).await?;
     identity.audit("rest", &operation);
     Ok((StatusCode::ACCEPTED, Json(Accepted::from(&operation))).into_response())
 }
@@ -480,6 +682,7 @@ pub async fn healthz(State(state): State<AppState>) -> Response {
 #[openapi(
     info(title = "cluster-provisioner", description = "Provisions and deprovisions Kubernetes clusters."),
     paths(
+        list_provisions,
         create_provision,
         get_provision,
         patch_provision,
@@ -488,6 +691,8 @@ pub async fn healthz(State(state): State<AppState>) -> Response {
         get_logs,
         get_kubeconfig,
         delete_provision,
+        list_operations,
+        get_operation,
         healthz
     ),
     modifiers(&BearerToken),

@@ -418,6 +418,8 @@ pub struct Operation {
     pub target_config: Option<ClusterConfig>,
     /// Plan only: nothing is applied and the runtime's configuration stays as it is.
     pub dry_run: bool,
+    /// The authenticated caller that asked for it; `None` for operations recorded before callers were kept.
+    pub requested_by: Option<String>,
     pub created_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,
     pub updated_at: DateTime<Utc>,
@@ -447,6 +449,7 @@ impl Operation {
             plan_summary: None,
             target_config: None,
             dry_run: false,
+            requested_by: None,
             created_at: now,
             started_at: None,
             updated_at: now,
@@ -467,6 +470,20 @@ impl Operation {
             (false, OperationType::Deprovision) => RunAction::Destroy,
         }
     }
+}
+
+/// When an operation entered one of its stages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StageEntry {
+    pub stage: Stage,
+    pub entered_at: DateTime<Utc>,
+}
+
+/// A page of a runtime's operations, newest first.
+#[derive(Debug, Clone)]
+pub struct OperationPage {
+    pub operations: Vec<Operation>,
+    pub has_next_page: bool,
 }
 
 /// A page of runtimes, ordered by id (ids are UUIDv7, so this is creation order).

@@ -13,8 +13,8 @@ use crate::credentials::{self as auth, AuthClient};
 pub use crate::domain::policy::{KubernetesVersion, ValidationPolicy};
 use crate::domain::run::{JobState, RunNames, Stage};
 use crate::domain::{
-    ClusterConfig, Component, LastError, Operation, OperationState, OperationType, ProviderVersion, ProvisionRequest,
-    Runtime, RuntimePage, UpgradeClusterInput,
+    ClusterConfig, Component, LastError, Operation, OperationPage, OperationState, OperationType, ProviderVersion,
+    ProvisionRequest, Runtime, RuntimePage, StageEntry, UpgradeClusterInput,
 };
 use crate::executor::{self, Executor};
 use crate::store::{self, IdempotencyRecord, OperationCount, Store};
@@ -178,6 +178,7 @@ impl Service {
         request: ProvisionRequest,
         idempotency_key: Option<&str>,
         dry_run: bool,
+        requested_by: &str,
     ) -> Result<ProvisionAccepted> {
         self.policy.validate(&request)?;
         let fingerprint = request_fingerprint(&request, dry_run);
@@ -191,7 +192,8 @@ impl Service {
         // Fail fast: nothing is recorded for a credential that does not exist or does not fit the topology.
         self.check_credential(&request.cluster_config).await?;
 
-        let (runtime, operation) = Runtime::requested(request, dry_run, store::now());
+        let (runtime, mut operation) = Runtime::requested(request, dry_run, store::now());
+        operation.requested_by = Some(requested_by.to_owned());
         let runtime_id = runtime.id;
         let record = idempotency_key.map(|key| IdempotencyRecord {
             key: key.to_owned(),
@@ -267,12 +269,12 @@ impl Service {
 
     /// Queues the teardown of a runtime. Refused while another operation on it is active.
     #[instrument(skip_all, fields(runtime_id = %runtime_id))]
-    pub async fn deprovision_runtime(&self, runtime_id: &str) -> Result<Operation> {
+    pub async fn deprovision_runtime(&self, runtime_id: &str, requested_by: &str) -> Result<Operation> {
         let status = self.runtime_status(runtime_id).await?;
         self.check_changeable(&status).await?;
         // The provider that last wrote the cluster's state destroys it, whatever this release pins; a hibernated
         // cluster is destroyed as it is.
-        self.queue_run(&status, OperationType::Deprovision).await
+        self.queue_run(&status, OperationType::Deprovision, requested_by).await
     }
 
     /// Queues a change of a provisioned cluster: the configuration `upgrade` makes of the one last applied, checked
@@ -284,6 +286,7 @@ impl Service {
         runtime_id: &str,
         upgrade: UpgradeClusterInput,
         dry_run: bool,
+        requested_by: &str,
     ) -> Result<Operation> {
         let status = self.runtime_status(runtime_id).await?;
         let runtime = &status.runtime;
@@ -304,6 +307,7 @@ impl Service {
         let operation = Operation {
             target_config: Some(target),
             dry_run,
+            requested_by: Some(requested_by.to_owned()),
             ..Operation::queued(status.runtime.id, OperationType::Upgrade, provider, store::now())
         };
         self.queue(runtime_id, operation).await
@@ -312,7 +316,7 @@ impl Service {
     /// Queues the hibernation of a provisioned cluster: every worker pool scaled to zero (a vanilla control plane
     /// stopped too); the configuration keeps the sizes a wake-up restores.
     #[instrument(skip_all, fields(runtime_id = %runtime_id))]
-    pub async fn hibernate_runtime(&self, runtime_id: &str) -> Result<Operation> {
+    pub async fn hibernate_runtime(&self, runtime_id: &str, requested_by: &str) -> Result<Operation> {
         let status = self.runtime_status(runtime_id).await?;
         let runtime = &status.runtime;
         self.check_changeable(&status).await?;
@@ -323,13 +327,13 @@ impl Service {
             });
         }
         self.check_provisioned(runtime, "hibernate").await?;
-        self.queue_run(&status, OperationType::Hibernate).await
+        self.queue_run(&status, OperationType::Hibernate, requested_by).await
     }
 
     /// Queues the wake-up of a hibernated cluster: back at its configured sizes (a vanilla control plane started,
     /// and the run ends once its API server answers).
     #[instrument(skip_all, fields(runtime_id = %runtime_id))]
-    pub async fn wake_up_runtime(&self, runtime_id: &str) -> Result<Operation> {
+    pub async fn wake_up_runtime(&self, runtime_id: &str, requested_by: &str) -> Result<Operation> {
         let status = self.runtime_status(runtime_id).await?;
         self.check_changeable(&status).await?;
         if !status.runtime.hibernated {
@@ -338,7 +342,7 @@ impl Service {
                 message: format!("runtime {} is not hibernated; there is nothing to wake up", status.runtime.id),
             });
         }
-        self.queue_run(&status, OperationType::WakeUp).await
+        self.queue_run(&status, OperationType::WakeUp, requested_by).await
     }
 
     /// Whether the runtime sleeps, and whether [`Service::hibernate_runtime`] would accept it now.
@@ -366,9 +370,17 @@ impl Service {
     }
 
     /// Queues a run of the runtime's own configuration with the provider that last wrote its state.
-    async fn queue_run(&self, status: &RuntimeStatus, operation_type: OperationType) -> Result<Operation> {
+    async fn queue_run(
+        &self,
+        status: &RuntimeStatus,
+        operation_type: OperationType,
+        requested_by: &str,
+    ) -> Result<Operation> {
         let provider = self.state_provider(&status.runtime).await?;
-        let operation = Operation::queued(status.runtime.id, operation_type, provider, store::now());
+        let operation = Operation {
+            requested_by: Some(requested_by.to_owned()),
+            ..Operation::queued(status.runtime.id, operation_type, provider, store::now())
+        };
         self.queue(&status.runtime.id.to_string(), operation).await
     }
 
@@ -570,19 +582,44 @@ impl Service {
         }
     }
 
-    /// One page of runtimes in creation order, optionally only those whose last operation is in `state`.
+    /// One page of runtimes in creation order, optionally only those whose last operation is in `state` and
+    /// those with the label `key=value`.
     pub async fn runtimes(
         &self,
         state: Option<OperationState>,
+        label: Option<&str>,
         after: Option<&str>,
         first: Option<i32>,
     ) -> Result<RuntimePage> {
-        let first = first.unwrap_or(20);
-        if !(1..=MAX_PAGE_SIZE).contains(&first) {
-            return Err(Invalid { field: "first".into(), message: format!("must be 1 to {MAX_PAGE_SIZE}") }.into());
-        }
+        let first = page_size(first)?;
+        let label = label.map(|filter| validation::parse_label_filter("label", filter)).transpose()?;
         let after = after.map(|cursor| validation::parse_id("after", cursor)).transpose()?;
-        Ok(self.store.list_runtimes(state, after, first as u64).await?)
+        let label = label.as_ref().map(|(key, value)| (key.as_str(), value.as_str()));
+        Ok(self.store.list_runtimes(state, label, after, first).await?)
+    }
+
+    /// One page of a runtime's operations, newest first; `after` is the cursor (id) of the last operation of the
+    /// previous page.
+    pub async fn runtime_operations(
+        &self,
+        runtime_id: &str,
+        after: Option<&str>,
+        first: Option<i32>,
+    ) -> Result<OperationPage> {
+        let first = page_size(first)?;
+        let id = validation::parse_id("id", runtime_id)?;
+        let after = after.map(|cursor| validation::parse_id("after", cursor)).transpose()?;
+        if self.store.find_runtime(id).await?.is_none() {
+            return Err(Error::NotFound { what: "runtime", id: id.to_string() });
+        }
+        let mut page = self.store.list_operations(id, after, first).await?;
+        page.operations = page.operations.into_iter().map(|operation| self.with_live_job_state(operation)).collect();
+        Ok(page)
+    }
+
+    /// When the operation entered each of its stages.
+    pub async fn operation_stages(&self, operation_id: uuid::Uuid) -> Result<Vec<StageEntry>> {
+        Ok(self.store.stages_of(operation_id).await?)
     }
 
     pub async fn database_health(&self) -> Result<()> {
@@ -600,6 +637,22 @@ impl Service {
     pub async fn operation_counts(&self) -> Result<Vec<OperationCount>> {
         Ok(self.store.operation_counts().await?)
     }
+}
+
+/// How long an operation ran: from its first start to its end, or to now while it runs.
+pub fn duration_seconds(operation: &Operation) -> Option<f64> {
+    let started = operation.started_at?;
+    let ended = operation.finished_at.filter(|_| !operation.state.is_active()).unwrap_or_else(store::now);
+    Some((ended - started).num_milliseconds().max(0) as f64 / 1000.0)
+}
+
+/// `first` of a page: 20 when left out, at most [`MAX_PAGE_SIZE`].
+fn page_size(first: Option<i32>) -> Result<u64> {
+    let first = first.unwrap_or(20);
+    if !(1..=MAX_PAGE_SIZE).contains(&first) {
+        return Err(Invalid { field: "first".into(), message: format!("must be 1 to {MAX_PAGE_SIZE}") }.into());
+    }
+    Ok(first as u64)
 }
 
 fn executor_error(error: executor::Error) -> Error {

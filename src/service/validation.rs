@@ -519,6 +519,15 @@ fn check_disjoint(field: &str, network: Ipv4Net, other_name: &str, other: Ipv4Ne
 
 /// Kubernetes label rules: an optional DNS-subdomain prefix and a name of at most 63 characters; values of at
 /// most 63 characters from the same alphabet.
+/// A `key=value` filter of the runtime list: the key and the value follow the label rules.
+pub fn parse_label_filter(field: &str, filter: &str) -> Result<(String, String), Invalid> {
+    let (key, value) =
+        filter.split_once('=').ok_or_else(|| Invalid::new(field, format!("{filter:?} is not key=value")))?;
+    let labels = Labels([(key.to_owned(), value.to_owned())].into());
+    check_labels(field, &labels).map_err(|invalid| Invalid { field: field.to_owned(), ..invalid })?;
+    Ok((key.to_owned(), value.to_owned()))
+}
+
 fn check_labels(field: &str, labels: &Labels) -> Check {
     if labels.0.len() > MAX_LABELS {
         return Err(Invalid::new(field, format!("at most {MAX_LABELS} labels are allowed")));

@@ -18,10 +18,10 @@ use uuid::Uuid;
 
 use crate::domain::run::Stage;
 use crate::domain::{
-    ClusterConfig, Component, FailureReason, Labels, LastError, Operation, OperationState, OperationType, PlanSummary,
-    ProviderVersion, Runtime, RuntimePage,
+    ClusterConfig, Component, FailureReason, Labels, LastError, Operation, OperationPage, OperationState,
+    OperationType, PlanSummary, ProviderVersion, Runtime, RuntimePage, StageEntry,
 };
-use entity::{idempotency_key, operation, runtime};
+use entity::{idempotency_key, operation, operation_stage, runtime};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -153,6 +153,7 @@ impl Store {
             .insert(&txn)
             .await
             .map_err(|error| unique_violation_as(error, Error::ActiveOperationExists))?;
+        enter_stage(&txn, operation.id, operation.stage, operation.created_at).await?;
         if let Some(record) = idempotency {
             idempotency_key::Model {
                 key: record.key.clone(),
@@ -178,6 +179,7 @@ impl Store {
             .insert(&txn)
             .await
             .map_err(|error| unique_violation_as(error, Error::ActiveOperationExists))?;
+        enter_stage(&txn, operation.id, operation.stage, operation.created_at).await?;
         let updated = runtime::Entity::update_many()
             .col_expr(runtime::Column::LastOperationId, Expr::value(operation.id))
             .col_expr(runtime::Column::UpdatedAt, Expr::value(operation.created_at))
@@ -227,6 +229,40 @@ impl Store {
         operation::Entity::find_by_id(id).one(&self.reads).await?.map(operation_from_model).transpose()
     }
 
+    /// One page of a runtime's operations, newest first (ids are UUIDv7); `before` is the last id of the
+    /// previous page.
+    pub async fn list_operations(&self, runtime_id: Uuid, before: Option<Uuid>, limit: u64) -> Result<OperationPage> {
+        let mut query = operation::Entity::find()
+            .filter(operation::Column::RuntimeId.eq(runtime_id))
+            .order_by_desc(operation::Column::Id)
+            .limit(limit + 1);
+        if let Some(before) = before {
+            query = query.filter(operation::Column::Id.lt(before));
+        }
+        let mut rows = query.all(&self.reads).await?;
+        let has_next_page = rows.len() as u64 > limit;
+        rows.truncate(limit as usize);
+        let operations = rows.into_iter().map(operation_from_model).collect::<Result<_>>()?;
+        Ok(OperationPage { operations, has_next_page })
+    }
+
+    /// When the operation entered each of its stages, in stage order.
+    pub async fn stages_of(&self, operation_id: Uuid) -> Result<Vec<StageEntry>> {
+        let rows = operation_stage::Entity::find()
+            .filter(operation_stage::Column::OperationId.eq(operation_id))
+            .all(&self.reads)
+            .await?;
+        let mut entries = rows
+            .into_iter()
+            .map(|row| {
+                let stage = Stage::parse(&row.stage).ok_or_else(|| corrupt("stage", &row.stage))?;
+                Ok(StageEntry { stage, entered_at: row.entered_at })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        entries.sort_by_key(|entry| entry.stage);
+        Ok(entries)
+    }
+
     pub async fn find_idempotency_record(&self, key: &str) -> Result<Option<IdempotencyRecord>> {
         Ok(idempotency_key::Entity::find_by_id(key.to_owned()).one(&self.reads).await?.map(|model| IdempotencyRecord {
             key: model.key,
@@ -240,6 +276,7 @@ impl Store {
     pub async fn list_runtimes(
         &self,
         state: Option<OperationState>,
+        label: Option<(&str, &str)>,
         after: Option<Uuid>,
         limit: u64,
     ) -> Result<RuntimePage> {
@@ -253,6 +290,19 @@ impl Store {
         }
         if let Some(after) = after {
             query = query.filter(runtime::Column::Id.gt(after));
+        }
+        if let Some((key, value)) = label {
+            // Label keys are validated (no quote can end the JSON path); both are bound as values.
+            let condition = match self.db.get_database_backend() {
+                DbBackend::Postgres => {
+                    Expr::cust_with_values(r#""runtime"."labels" ->> $1 = $2"#, [key.to_owned(), value.to_owned()])
+                }
+                _ => Expr::cust_with_values(
+                    r#"json_extract("runtime"."labels", '$."' || ? || '"') = ?"#,
+                    [key.to_owned(), value.to_owned()],
+                ),
+            };
+            query = query.filter(condition);
         }
         let mut rows = query.all(&self.reads).await?;
         let has_next_page = rows.len() as u64 > limit;
@@ -454,6 +504,12 @@ impl Store {
             .filter(operation::Column::State.eq(OperationState::InProgress.as_str()));
         // What a successful run changes of its runtime, written in the same transaction.
         let mut runtime_update = None;
+        let entered = match &progress {
+            Progress::Stage { stage, .. } | Progress::Failing { stage, .. } | Progress::Finished { stage, .. } => {
+                Some(*stage)
+            }
+            Progress::Retrying { .. } => None,
+        };
         match progress {
             Progress::Stage { stage, message } => {
                 update = update
@@ -524,6 +580,9 @@ impl Store {
         }
         if let Some(change) = runtime_update {
             change.exec(&txn).await?;
+        }
+        if let Some(stage) = entered {
+            enter_stage(&txn, operation.id, stage, now).await?;
         }
         txn.commit().await?;
         Ok(true)
@@ -638,6 +697,7 @@ fn operation_to_model(operation: &Operation) -> Result<operation::Model> {
         plan_summary: operation.plan_summary.as_ref().map(|summary| serde_json::json!(summary).to_string()),
         target_config,
         dry_run: operation.dry_run,
+        requested_by: operation.requested_by.clone(),
         claim_token: None,
         progress_since_claim: false,
         owner: None,
@@ -685,11 +745,29 @@ fn operation_from_model(model: operation::Model) -> Result<Operation> {
             })
             .transpose()?,
         dry_run: model.dry_run,
+        requested_by: model.requested_by,
         created_at: model.created_at,
         started_at: model.started_at,
         updated_at: model.updated_at,
         finished_at: model.finished_at,
     })
+}
+
+/// Records that the operation entered `stage`, in the caller's transaction; a stage entered again (a resumed run)
+/// keeps its first time.
+async fn enter_stage(
+    txn: &sea_orm::DatabaseTransaction,
+    operation_id: Uuid,
+    stage: Stage,
+    at: DateTime<Utc>,
+) -> Result<()> {
+    let entry = operation_stage::ActiveModel {
+        operation_id: sea_orm::Set(operation_id),
+        stage: sea_orm::Set(stage.as_str().to_owned()),
+        entered_at: sea_orm::Set(at),
+    };
+    operation_stage::Entity::insert(entry).on_conflict_do_nothing().exec(txn).await?;
+    Ok(())
 }
 
 fn corrupt(what: &str, value: &str) -> Error {

@@ -272,7 +272,7 @@ async fn idempotency_key_replays_the_first_answer(backend: Backend) {
     assert_eq!(reused.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", reused.text);
     assert_eq!(reused.json()["error"]["field"], "Idempotency-Key");
 
-    assert_eq!(app.app.service.runtimes(None, None, Some(100)).await.unwrap().runtimes.len(), 1);
+    assert_eq!(app.app.service.runtimes(None, None, None, Some(100)).await.unwrap().runtimes.len(), 1);
 }
 
 async fn operations_survive_a_restart(backend: Backend) {
@@ -380,7 +380,7 @@ async fn missing_credentials_fail_fast_and_record_nothing(backend: Backend) {
     // Retried a bounded number of times before answering.
     assert!(app.auth.credential_requests() - requests_before >= 1);
 
-    assert_eq!(app.app.service.runtimes(None, None, Some(100)).await.unwrap().runtimes.len(), 0);
+    assert_eq!(app.app.service.runtimes(None, None, None, Some(100)).await.unwrap().runtimes.len(), 0);
     app.auth.set_unavailable(false);
     assert_eq!(app.post_provision(&provision_body("mu")).await.status, StatusCode::ACCEPTED);
 }

@@ -2,12 +2,8 @@
 //! are validated, refused while they would conflict, and the stored configuration (and whether the runtime
 //! sleeps) changes only when the operation succeeded.
 
-use std::time::Duration;
-
 use axum::http::StatusCode;
 use provisioner::domain::OperationState;
-use provisioner::domain::run::Stage;
-use provisioner::store::{Progress, Store};
 use serde_json::{Value, json};
 use test_support::{Backend, TestApp, eks_body, on_both_databases, provision_body, provision_input, spawn_app};
 
@@ -30,11 +26,7 @@ async fn cluster_config(app: &TestApp, runtime_id: &str) -> Value {
 
 /// Ends the runtime's active operation as a worker would: claimed, then finished with `state`.
 async fn finish_active_operation(app: &TestApp, state: OperationState) -> String {
-    let store = Store::connect(&app.database.url, 2, Duration::from_secs(5)).await.expect("store");
-    let claim = store.claim_operation("test", Duration::from_secs(60), false, &[]).await.unwrap().expect("a claim");
-    let progress = Progress::Finished { state, stage: Stage::Done, message: format!("{state} by the test") };
-    assert!(store.record_progress(&claim.operation, claim.token, progress).await.unwrap());
-    claim.operation.id.to_string()
+    app.run_queued_operation(&[], state).await
 }
 
 const HIBERNATION: &str = "query($id: String!) {

@@ -11,6 +11,7 @@ mod engine;
 mod fuzz_api;
 mod gcp_smoke;
 mod generated;
+mod history;
 mod limits;
 mod manifests;
 mod modules;

@@ -261,6 +261,30 @@ impl TestApp {
         accepted["id"].as_str().expect("a runtime id").to_owned()
     }
 
+    /// Runs the oldest queued operation as a worker would, without a cluster: claimed, moved through `stages`,
+    /// then finished with `state`. Returns its id.
+    pub async fn run_queued_operation(
+        &self,
+        stages: &[provisioner::domain::run::Stage],
+        state: provisioner::domain::OperationState,
+    ) -> String {
+        use provisioner::store::{Progress, Store};
+        let store = Store::connect(&self.database.url, 2, std::time::Duration::from_secs(5)).await.expect("store");
+        let claim = store
+            .claim_operation("test", std::time::Duration::from_secs(60), false, &[])
+            .await
+            .expect("claim")
+            .expect("a queued operation");
+        for stage in stages {
+            let progress = Progress::Stage { stage: *stage, message: format!("at {stage} in the test") };
+            assert!(store.record_progress(&claim.operation, claim.token, progress).await.expect("progress"));
+        }
+        let done = provisioner::domain::run::Stage::Done;
+        let progress = Progress::Finished { state, stage: done, message: format!("{state} by the test") };
+        assert!(store.record_progress(&claim.operation, claim.token, progress).await.expect("progress"));
+        claim.operation.id.to_string()
+    }
+
     /// Runs a GraphQL document and returns the whole response (`data` and `errors`).
     pub async fn graphql(&self, query: &str, variables: Value) -> Value {
         let body = json!({ "query": query, "variables": variables });

@@ -2,4 +2,5 @@
 
 pub mod idempotency_key;
 pub mod operation;
+pub mod operation_stage;
 pub mod runtime;

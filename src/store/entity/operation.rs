@@ -27,6 +27,7 @@ pub struct Model {
     pub plan_summary: Option<String>,
     pub target_config: Option<Json>,
     pub dry_run: bool,
+    pub requested_by: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

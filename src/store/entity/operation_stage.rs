@@ -1,0 +1,16 @@
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, DeriveEntityModel)]
+#[sea_orm(table_name = "operation_stage")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub operation_id: Uuid,
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub stage: String,
+    pub entered_at: DateTimeUtc,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}
