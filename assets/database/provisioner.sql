@@ -36,3 +36,11 @@ ALTER TABLE "runtime" ADD COLUMN "preview" bool NOT NULL DEFAULT FALSE;
 DROP INDEX "runtime_live_name_idx";
 
 CREATE UNIQUE INDEX "runtime_live_name_idx" ON "runtime" ("name") WHERE "deleted_at" IS NULL AND NOT "preview";
+
+ALTER TABLE "runtime" ADD COLUMN "hibernated" bool NOT NULL DEFAULT FALSE;
+
+ALTER TABLE "operation" ADD COLUMN "requested_by" varchar(255);
+
+CREATE TABLE "operation_stage" ( "operation_id" uuid NOT NULL, "stage" varchar(64) NOT NULL, "entered_at" timestamp with time zone NOT NULL, PRIMARY KEY ("operation_id", "stage"), CONSTRAINT "operation_stage_operation_id_fkey" FOREIGN KEY ("operation_id") REFERENCES "operation" ("id") ON DELETE CASCADE );
+
+ALTER TABLE "operation" ADD COLUMN "cancel_requested_by" varchar(255);

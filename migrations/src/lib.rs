@@ -12,6 +12,7 @@ mod m20261202_000001_operation_run_record;
 mod m20261203_000001_day_two;
 mod m20261204_000001_hibernation;
 mod m20261205_000001_operation_history;
+mod m20261206_000001_cancel;
 
 pub use sea_orm_migration::MigratorTrait;
 
@@ -22,17 +23,28 @@ pub(crate) trait SchemaStatements {
     fn statements(&self, backend: DbBackend) -> Vec<String>;
 }
 
+/// A migration that runs and that the schema file shows.
+pub(crate) trait Listed: MigrationTrait + SchemaStatements {}
+
+impl<T: MigrationTrait + SchemaStatements> Listed for T {}
+
+/// Every migration, in order: what runs and what `assets/database/provisioner.sql` shows come from this one list.
+fn all() -> Vec<Box<dyn Listed>> {
+    vec![
+        Box::new(m20261129_000001_create_runtime_and_operation::Migration),
+        Box::new(m20261201_000001_claim_tokens::Migration),
+        Box::new(m20261202_000001_operation_run_record::Migration),
+        Box::new(m20261203_000001_day_two::Migration),
+        Box::new(m20261204_000001_hibernation::Migration),
+        Box::new(m20261205_000001_operation_history::Migration),
+        Box::new(m20261206_000001_cancel::Migration),
+    ]
+}
+
 #[async_trait::async_trait]
 impl MigratorTrait for Migrator {
     fn migrations() -> Vec<Box<dyn MigrationTrait>> {
-        vec![
-            Box::new(m20261129_000001_create_runtime_and_operation::Migration),
-            Box::new(m20261201_000001_claim_tokens::Migration),
-            Box::new(m20261202_000001_operation_run_record::Migration),
-            Box::new(m20261203_000001_day_two::Migration),
-            Box::new(m20261204_000001_hibernation::Migration),
-            Box::new(m20261205_000001_operation_history::Migration),
-        ]
+        all().into_iter().map(|migration| migration as Box<dyn MigrationTrait>).collect()
     }
 }
 
@@ -69,13 +81,7 @@ pub fn postgres_schema_sql() -> String {
         "-- Generated from the migrations crate by `make generate`; do not edit by hand.\n\
          -- The service applies these migrations itself at start-up (or run `cargo run -p migrations -- up`).\n",
     );
-    let migrations: Vec<&dyn SchemaStatements> = vec![
-        &m20261129_000001_create_runtime_and_operation::Migration,
-        &m20261201_000001_claim_tokens::Migration,
-        &m20261202_000001_operation_run_record::Migration,
-        &m20261203_000001_day_two::Migration,
-    ];
-    for migration in migrations {
+    for migration in all() {
         for statement in migration.statements(DbBackend::Postgres) {
             sql.push('\n');
             sql.push_str(&statement);

@@ -36,6 +36,19 @@ impl Identity {
             "operation accepted"
         );
     }
+
+    /// The audit line of a cancel.
+    pub fn audit_cancel(&self, api: &'static str, operation: &Operation) {
+        tracing::info!(
+            target: "audit",
+            user = %self.username,
+            api,
+            operation_type = ?operation.operation_type,
+            runtime_id = %operation.runtime_id,
+            operation_id = %operation.id,
+            "operation cancel requested"
+        );
+    }
 }
 
 /// How callers are authenticated, decided once at start-up.

@@ -427,6 +427,15 @@ impl Mutation {
         Ok(operation.into())
     }
 
+    /// Cancels an operation: a queued one ends at once; a running one is stopped (its Terraform interrupted at a
+    /// safe point) and ends `Failed` with reason `cancelled`. An error once it has ended.
+    async fn cancel_operation(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationStatus> {
+        let identity = context.data::<Identity>()?;
+        let operation = service(context).cancel_operation(&id, &identity.username).await.map_err(graphql_error)?;
+        identity.audit_cancel("graphql", &operation);
+        Ok(operation.into())
+    }
+
     /// Returns the id of the deprovisioning operation.
     async fn deprovision_runtime(&self, context: &Context<'_>, id: String) -> GraphQLResult<String> {
         let identity = context.data::<Identity>()?;

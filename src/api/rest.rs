@@ -514,6 +514,28 @@ pub async fn get_operation(
     Ok(Json(OperationRecord::new(operation, stages)))
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/operations/{operationId}/cancel",
+    params(("operationId" = uuid::Uuid, Path, description = "Operation id")),
+    responses(
+        (status = 202, description = "Cancelled: a queued operation has ended (`failed`, reason `cancelled`); a running one is being stopped and ends the same way", body = Accepted),
+        (status = 400, description = "The id is not a UUID", body = ErrorBody),
+        (status = 404, description = "Unknown operation", body = ErrorBody),
+        (status = 409, description = "The operation has already ended (`already_ended`)", body = ErrorBody),
+    )
+)]
+pub async fn cancel_operation(
+    State(state): State<AppState>,
+    Extension(identity): Extension<Identity>,
+    id: Result<Path<String>, PathRejection>,
+) -> ApiResult<Response> {
+    let id = path_id(id)?;
+    let operation = state.service.cancel_operation(&id, &identity.username).await?;
+    identity.audit_cancel("rest", &operation);
+    Ok((StatusCode::ACCEPTED, Json(Accepted::from(&operation))).into_response())
+}
+
 #[derive(Debug, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LogsQuery {
@@ -693,6 +715,7 @@ pub async fn healthz(State(state): State<AppState>) -> Response {
         delete_provision,
         list_operations,
         get_operation,
+        cancel_operation,
         healthz
     ),
     modifiers(&BearerToken),

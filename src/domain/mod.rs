@@ -132,6 +132,8 @@ spelled! {
         RuntimeMissing => "runtime_missing",
         /// Started too often without progress.
         AttemptsExhausted => "attempts_exhausted",
+        /// A caller cancelled it (the message names who).
+        Cancelled => "cancelled",
     }
 }
 
@@ -381,6 +383,11 @@ impl LastError {
     pub fn new(reason: FailureReason, component: Component, message: impl Into<String>) -> Self {
         LastError { err_message: message.into(), reason, component }
     }
+
+    /// The failure of an operation `caller` cancelled.
+    pub fn cancelled_by(caller: &str) -> Self {
+        LastError::new(FailureReason::Cancelled, Component::Provisioner, format!("cancelled by {caller}"))
+    }
 }
 
 #[async_graphql::ComplexObject]
@@ -420,6 +427,8 @@ pub struct Operation {
     pub dry_run: bool,
     /// The authenticated caller that asked for it; `None` for operations recorded before callers were kept.
     pub requested_by: Option<String>,
+    /// Who asked to cancel it while it ran: the worker stops its Job and fails it.
+    pub cancel_requested_by: Option<String>,
     pub created_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,
     pub updated_at: DateTime<Utc>,
@@ -450,6 +459,7 @@ impl Operation {
             target_config: None,
             dry_run: false,
             requested_by: None,
+            cancel_requested_by: None,
             created_at: now,
             started_at: None,
             updated_at: now,

@@ -119,9 +119,11 @@ impl RunState {
     }
 
     /// A run whose deadline has passed fails with `timeout` and cleans up, unless it already is.
-    pub fn deadline_passed(&mut self, timeout: LastError) {
+    /// The deadline passed, or a caller cancelled the operation: the run fails with `reason` and cleans up
+    /// (which stops its Job), unless it already is.
+    pub fn end_early(&mut self, reason: LastError) {
         if self.failure.is_none() && self.stage < Stage::Cleanup {
-            self.failure = Some(timeout);
+            self.failure = Some(reason);
             self.stage = Stage::Cleanup;
         }
     }
@@ -254,7 +256,7 @@ mod tests {
         assert_eq!(run.stage, Stage::Cleanup);
         assert!(matches!(run.record(), Record::Failing(failure) if failure.reason == FailureReason::JobFailed));
         // A deadline after the failure changes nothing: the first failure is the one reported.
-        run.deadline_passed(error(FailureReason::Timeout));
+        run.end_early(error(FailureReason::Timeout));
         assert_eq!(run.failure.as_ref().map(|failure| failure.reason), Some(FailureReason::JobFailed));
         assert_eq!(run.after_step(Err(error(FailureReason::KubernetesError))), AfterStep::CleanupFailed);
         assert_eq!(run.stage, Stage::Done);
@@ -264,11 +266,11 @@ mod tests {
     #[test]
     fn a_deadline_fails_a_run_only_before_cleanup() {
         let mut run = RunState::resume(Stage::WaitForJob, None, 1, 10);
-        run.deadline_passed(error(FailureReason::Timeout));
+        run.end_early(error(FailureReason::Timeout));
         assert_eq!(run.stage, Stage::Cleanup);
         assert!(matches!(run.record(), Record::Failing(failure) if failure.reason == FailureReason::Timeout));
         let mut cleaning = RunState::resume(Stage::Cleanup, None, 1, 10);
-        cleaning.deadline_passed(error(FailureReason::Timeout));
+        cleaning.end_early(error(FailureReason::Timeout));
         assert_eq!(cleaning.failure, None, "a successful run that is cleaning up does not time out");
         assert_eq!(cleaning.after_step(Ok(())), AfterStep::Next);
         assert_eq!(cleaning.record(), Record::Succeeded);

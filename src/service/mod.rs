@@ -17,7 +17,7 @@ use crate::domain::{
     ProvisionRequest, Runtime, RuntimePage, StageEntry, UpgradeClusterInput,
 };
 use crate::executor::{self, Executor};
-use crate::store::{self, IdempotencyRecord, OperationCount, Store};
+use crate::store::{self, Cancel, IdempotencyRecord, OperationCount, Store};
 pub use validation::{Invalid, Rejected, upgrade_from_json};
 
 /// Why a request conflicts with the state of a runtime.
@@ -39,6 +39,8 @@ pub enum Conflict {
     Hibernated,
     /// A wake-up of a runtime that is not hibernated.
     NotHibernated,
+    /// A cancel of an operation that has already ended.
+    AlreadyEnded,
 }
 
 impl Conflict {
@@ -53,6 +55,7 @@ impl Conflict {
             Conflict::Preview => "preview",
             Conflict::Hibernated => "hibernated",
             Conflict::NotHibernated => "not_hibernated",
+            Conflict::AlreadyEnded => "already_ended",
         }
     }
 }
@@ -455,6 +458,24 @@ impl Service {
                 message: format!("runtime {id} is already deprovisioned"),
             }),
             Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Cancels an operation for `requested_by`: a queued one ends at once, `Failed` with reason `cancelled`; a
+    /// running one is stopped by the worker that runs it (its Job's pod gets its grace period, in which Terraform
+    /// stops at a safe point and releases the state lock), then it ends the same way. 409 once it has ended.
+    #[instrument(skip_all, fields(operation_id = %operation_id))]
+    pub async fn cancel_operation(&self, operation_id: &str, requested_by: &str) -> Result<Operation> {
+        let id = validation::parse_id("id", operation_id)?;
+        match self.store.cancel_operation(id, requested_by).await? {
+            Cancel::Ended | Cancel::Requested => self.operation_status(operation_id).await,
+            Cancel::AlreadyEnded(state) => Err(Error::Conflict {
+                conflict: Conflict::AlreadyEnded,
+                message: format!(
+                    "operation {id} has already ended ({state}); only a queued or running one can be cancelled"
+                ),
+            }),
+            Cancel::NotFound => Err(Error::NotFound { what: "operation", id: id.to_string() }),
         }
     }
 

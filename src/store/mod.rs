@@ -354,6 +354,18 @@ pub enum Progress {
     Finished { state: OperationState, stage: Stage, message: String },
 }
 
+/// What a cancel request did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cancel {
+    /// The operation was queued: it ended at once.
+    Ended,
+    /// It runs: its worker stops it (or already is).
+    Requested,
+    /// It had already ended, in this state.
+    AlreadyEnded(OperationState),
+    NotFound,
+}
+
 /// One SQL statement with its parameters, numbered for the backend (`$n` on PostgreSQL, `?` in order on SQLite).
 struct Sql {
     backend: DbBackend,
@@ -491,6 +503,60 @@ impl Store {
             .push(" AND state = ")
             .param(OperationState::InProgress.as_str());
         Ok(self.db.execute_raw(sql.statement()).await?.rows_affected() == 1)
+    }
+
+    /// Cancels an operation for `caller`: a queued one fails at once (reason `cancelled`); for a running one the
+    /// request is recorded, and its worker stops the run.
+    pub async fn cancel_operation(&self, operation_id: Uuid, caller: &str) -> Result<Cancel> {
+        let now = now();
+        let error = LastError::cancelled_by(caller);
+        let txn = self.db.begin().await?;
+        let queued = operation::Entity::update_many()
+            .col_expr(operation::Column::State, Expr::value(OperationState::Failed.as_str()))
+            .col_expr(operation::Column::Stage, Expr::value(Stage::Done.as_str()))
+            .col_expr(operation::Column::Message, Expr::value(error.err_message.clone()))
+            .col_expr(operation::Column::LastErrorMessage, Expr::value(error.err_message.clone()))
+            .col_expr(operation::Column::LastErrorReason, Expr::value(error.reason.as_str()))
+            .col_expr(operation::Column::LastErrorComponent, Expr::value(error.component.as_str()))
+            .col_expr(operation::Column::FinishedAt, Expr::value(now))
+            .col_expr(operation::Column::UpdatedAt, Expr::value(now))
+            .filter(operation::Column::Id.eq(operation_id))
+            .filter(operation::Column::State.eq(OperationState::Pending.as_str()))
+            .exec(&txn)
+            .await?;
+        if queued.rows_affected == 1 {
+            enter_stage(&txn, operation_id, Stage::Done, now).await?;
+            txn.commit().await?;
+            return Ok(Cancel::Ended);
+        }
+        let running = operation::Entity::update_many()
+            .col_expr(operation::Column::CancelRequestedBy, Expr::value(caller))
+            .col_expr(operation::Column::UpdatedAt, Expr::value(now))
+            .filter(operation::Column::Id.eq(operation_id))
+            .filter(operation::Column::State.eq(OperationState::InProgress.as_str()))
+            .filter(operation::Column::CancelRequestedBy.is_null())
+            .exec(&txn)
+            .await?;
+        txn.commit().await?;
+        if running.rows_affected == 1 {
+            return Ok(Cancel::Requested);
+        }
+        match self.find_operation(operation_id).await? {
+            None => Ok(Cancel::NotFound),
+            Some(operation) if operation.state.is_active() => Ok(Cancel::Requested),
+            Some(operation) => Ok(Cancel::AlreadyEnded(operation.state)),
+        }
+    }
+
+    /// Who asked to cancel the operation, once somebody did.
+    pub async fn cancel_requested_by(&self, operation_id: Uuid) -> Result<Option<String>> {
+        let requested: Option<Option<String>> = operation::Entity::find_by_id(operation_id)
+            .select_only()
+            .column(operation::Column::CancelRequestedBy)
+            .into_tuple()
+            .one(&self.db)
+            .await?;
+        Ok(requested.flatten())
     }
 
     /// Records progress of a claimed operation; false when the claim is no longer current (the caller must stop).
@@ -698,6 +764,7 @@ fn operation_to_model(operation: &Operation) -> Result<operation::Model> {
         target_config,
         dry_run: operation.dry_run,
         requested_by: operation.requested_by.clone(),
+        cancel_requested_by: operation.cancel_requested_by.clone(),
         claim_token: None,
         progress_since_claim: false,
         owner: None,
@@ -746,6 +813,7 @@ fn operation_from_model(model: operation::Model) -> Result<Operation> {
             .transpose()?,
         dry_run: model.dry_run,
         requested_by: model.requested_by,
+        cancel_requested_by: model.cancel_requested_by,
         created_at: model.created_at,
         started_at: model.started_at,
         updated_at: model.updated_at,

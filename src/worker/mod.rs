@@ -37,6 +37,8 @@ const JOB_DEADLINE_MARGIN: Duration = Duration::from_secs(30);
 /// How long past the runner's grace period a stopped Job's pods may take to go away.
 const STOP_MARGIN: Duration = Duration::from_secs(60);
 /// Retries of a failing step start after about half a second and back off up to half a minute.
+/// How often a running operation looks whether a caller cancelled it (any process may record the request).
+const CANCEL_POLL: Duration = Duration::from_secs(2);
 const RETRY_INITIAL: Duration = Duration::from_millis(500);
 const RETRY_MAX: Duration = Duration::from_secs(30);
 
@@ -288,12 +290,14 @@ impl Worker {
             let _ = shutdown.wait_for(|stop| *stop).await;
         };
         let (lost, lease_lost) = watch::channel(false);
+        let (cancel_requests, cancelled) = watch::channel(operation.cancel_requested_by.clone());
         // No task is spawned here: when this future is dropped (the process dies), everything stops with it. The
         // heartbeat only raises `lost`; the step loop stops at that signal, but never in the middle of recording
         // progress, so a run that just finished is not mistaken for one that lost its lease.
         let finished = tokio::select! {
-            finished = self.drive(&claim, steps, lease_lost) => finished,
+            finished = self.drive(&claim, steps, lease_lost, cancelled) => finished,
             never = self.heartbeat(&claim, lease_valid_until, lost) => match never {},
+            never = self.watch_for_cancel(&claim, cancel_requests) => match never {},
             () = shutting_down => {
                 if let Err(error) = self.store.release(operation.id, claim.token).await {
                     tracing::warn!(%error, "could not release the operation on shutdown; it resumes when its lease expires");
@@ -341,6 +345,26 @@ impl Worker {
         std::future::pending().await
     }
 
+    /// Looks every [`CANCEL_POLL`] whether a caller cancelled the operation, and says who once somebody did
+    /// (then waits forever). A failed look is only logged: the next one may succeed.
+    async fn watch_for_cancel(&self, claim: &Claim, requests: watch::Sender<Option<String>>) -> Infallible {
+        if requests.borrow().is_none() {
+            loop {
+                tokio::time::sleep(CANCEL_POLL).await;
+                match tokio::time::timeout(STORE_TIMEOUT, self.store.cancel_requested_by(claim.operation.id)).await {
+                    Ok(Ok(Some(caller))) => {
+                        let _ = requests.send(Some(caller));
+                        break;
+                    }
+                    Ok(Ok(None)) => {}
+                    Ok(Err(error)) => tracing::debug!(%error, "could not look for a cancel request"),
+                    Err(_) => tracing::debug!("looking for a cancel request timed out"),
+                }
+            }
+        }
+        std::future::pending().await
+    }
+
     /// The step loop. Returns the end state and reason once the operation reached it; `None` when it stopped
     /// earlier (lease lost, store unreachable), leaving the operation to be resumed.
     async fn drive(
@@ -348,6 +372,7 @@ impl Worker {
         claim: &Claim,
         steps: &Semaphore,
         mut lease_lost: watch::Receiver<bool>,
+        mut cancelled: watch::Receiver<Option<String>>,
     ) -> Option<(OperationState, Option<FailureReason>)> {
         let operation = &claim.operation;
         let started = operation.started_at.unwrap_or(operation.created_at);
@@ -367,10 +392,14 @@ impl Worker {
 
         loop {
             if store::now() > deadline {
-                state.deadline_passed(timeout_error(
-                    operation.operation_type,
-                    self.timeout_of(operation.operation_type),
-                ));
+                state.end_early(timeout_error(operation.operation_type, self.timeout_of(operation.operation_type)));
+            }
+            let cancel = cancelled.borrow().clone();
+            if let Some(caller) = cancel
+                && state.failure.is_none()
+            {
+                tracing::warn!(caller, stage = state.stage.as_str(), "cancelled; stopping its Job and cleaning up");
+                state.end_early(LastError::cancelled_by(&caller));
             }
             let stage = state.stage;
             let message = stage.message(operation.operation_type, operation.run_action());
@@ -424,6 +453,9 @@ impl Worker {
                     tracing::warn!(stage = stage.as_str(), "lease lost during a step; stopping");
                     return None;
                 }
+                // A cancel ends the step at once (steps are idempotent; the clean-up stops the Job); clean-up
+                // steps themselves always finish.
+                _ = cancelled.wait_for(Option::is_some), if !failing => continue,
             };
             self.metrics.observe_step(stage, step_started.elapsed());
             let result = match outcome {

@@ -6,6 +6,7 @@
 mod api;
 mod auth_client;
 mod authn;
+mod cancel;
 mod day_two;
 mod engine;
 mod fuzz_api;

@@ -2,7 +2,7 @@
 //! Secret, rendered ConfigMap and Job on the test control plane, then the Job's pod run by a kubelet stand-in that
 //! starts the real `terraform-runner` binary exactly as the pod spec says (its command, arguments, environment,
 //! volumes and ServiceAccount), against moto with OpenTofu; then the service reads the published kubeconfig, an
-//! upgrade is planned (dry run) and applied, and deprovisioning destroys and removes the state bucket. This is where the service's side of the contract (Job
+//! upgrade is planned (dry run) and applied, a hibernation and a wake-up are applied, and deprovisioning destroys and removes the state bucket. This is where the service's side of the contract (Job
 //! spec, file names, runner.json, credential files, RBAC) meets the runner's.
 //!
 //! Nothing is substituted: the stand-in plays the init container by putting the repository's modules where it
@@ -119,20 +119,47 @@ async fn run_job_pod(engine: &Engine, moto: &MotoServer, job: &str, extra_env: &
 
     let command = container.command.as_ref().unwrap();
     assert_eq!(command, &["terraform-runner"], "the Job starts the runner binary of the image");
-    let output = tokio::process::Command::new(test_support::terraform_runner_bin())
+    let child = tokio::process::Command::new(test_support::terraform_runner_bin())
         .args(container.args.iter().flatten())
         .env_clear()
         .envs(&env)
-        .output()
-        .await
-        .expect("run terraform-runner");
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start terraform-runner");
+    let pid = child.id().expect("running") as libc::pid_t;
+    // The kubelet's part of a pod's deletion (a stopped Job): SIGTERM to the container, then its grace period.
+    let pods = Api::<Pod>::namespaced(engine.admin.clone(), namespace);
+    let deleted = async {
+        loop {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            match pods.get_opt(&pod_name).await {
+                Ok(Some(pod)) if pod.metadata.deletion_timestamp.is_none() => {}
+                Ok(_) => return,
+                Err(error) => eprintln!("the kubelet stand-in could not read pod {pod_name}: {error}"),
+            }
+        }
+    };
+    let wait = child.wait_with_output();
+    tokio::pin!(wait);
+    let (output, stopped) = tokio::select! {
+        output = &mut wait => (output, false),
+        () = deleted => {
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+            (wait.await, true)
+        }
+    };
+    let output = output.expect("run terraform-runner");
     let exit_code = output.status.code().expect("exited");
     let termination_message = std::fs::read_to_string(&termination_log).unwrap_or_default();
-    engine
-        .control_plane
-        .terminate_pod(namespace, &pod_name, "terraform-runner", exit_code, &termination_message)
-        .await
-        .expect("report the pod's end");
+    // A deleted pod has no status left to report.
+    if !stopped {
+        engine
+            .control_plane
+            .terminate_pod(namespace, &pod_name, "terraform-runner", exit_code, &termination_message)
+            .await
+            .expect("report the pod's end");
+    }
     PodRun {
         exit_code,
         output: format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr)),
@@ -141,7 +168,7 @@ async fn run_job_pod(engine: &Engine, moto: &MotoServer, job: &str, extra_env: &
 }
 
 #[tokio::test]
-async fn an_eks_cluster_is_provisioned_upgraded_and_deprovisioned_by_the_real_runner_modules_and_provider() {
+async fn an_eks_cluster_is_provisioned_upgraded_hibernated_woken_and_deprovisioned_by_the_real_runner_and_provider() {
     let moto = MotoServer::start().await;
     let (engine, process) = Engine::start(Backend::Sqlite, &[]).await;
     let (runtime_id, _) = engine.provision(&eks_body("pipeline")).await;
@@ -208,19 +235,22 @@ async fn an_eks_cluster_is_provisioned_upgraded_and_deprovisioned_by_the_real_ru
         moto.aws(&["eks", "describe-cluster", "--name", "pipeline", "--region", "eu-central-1", "--output", "json"]);
     assert_eq!(serde_json::from_str::<Value>(&cluster).unwrap()["cluster"]["version"], "1.35", "{cluster}");
     // The node group followed the control plane, and took the new size.
-    let group = moto.aws(&[
-        "eks",
-        "describe-nodegroup",
-        "--cluster-name",
-        "pipeline",
-        "--nodegroup-name",
-        "workers",
-        "--region",
-        "eu-central-1",
-        "--output",
-        "json",
-    ]);
-    let group = &serde_json::from_str::<Value>(&group).unwrap()["nodegroup"];
+    let node_group = || {
+        let group = moto.aws(&[
+            "eks",
+            "describe-nodegroup",
+            "--cluster-name",
+            "pipeline",
+            "--nodegroup-name",
+            "workers",
+            "--region",
+            "eu-central-1",
+            "--output",
+            "json",
+        ]);
+        serde_json::from_str::<Value>(&group).unwrap()["nodegroup"].clone()
+    };
+    let group = node_group();
     assert_eq!(
         (group["version"].as_str(), group["scalingConfig"]["maxSize"].as_i64()),
         (Some("1.35"), Some(5)),
@@ -228,6 +258,33 @@ async fn an_eks_cluster_is_provisioned_upgraded_and_deprovisioned_by_the_real_ru
     );
     let answer = engine.app.get(&format!("/api/v1/provisions/{runtime_id}/kubeconfig")).await;
     assert_eq!(answer.status, StatusCode::OK, "the kubeconfig stays available after an upgrade: {}", answer.text);
+
+    // Hibernation and wake-up through REST, each its own Job with the real runner: the node group goes to zero
+    // (its maximum kept) and comes back at the recorded minimum; the kubeconfig stays available while asleep.
+    let minimum = eks_body("pipeline")["clusterConfig"]["workerPool"]["minSize"].as_i64().unwrap();
+    for (path_action, job, operation, hibernated, wanted) in
+        [("hibernate", "hibernate", "hibernate", true, 0), ("wake", "wake-up", "wake_up", false, minimum)]
+    {
+        let accepted = engine.app.request("POST", &format!("{path}/{path_action}"), None, &[]).await;
+        assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
+        let run = run_job_pod(&engine, &moto, &format!("{job}-{runtime_id}"), &[]).await;
+        assert_eq!(run.exit_code, 0, "the runner failed: {}\n{}", run.termination_message, run.output);
+        let done = engine.wait_for_status(&runtime_id, &["succeeded", "failed"], WAIT).await;
+        assert_eq!(
+            (done["operation"].as_str(), done["status"].as_str()),
+            (Some(operation), Some("succeeded")),
+            "{done}"
+        );
+        assert_eq!(done["hibernation"]["hibernated"], hibernated, "{done}");
+        let scaling = &node_group()["scalingConfig"];
+        assert_eq!(
+            (scaling["minSize"].as_i64(), scaling["desiredSize"].as_i64(), scaling["maxSize"].as_i64()),
+            (Some(wanted), Some(wanted), Some(5)),
+            "{operation}: {scaling}"
+        );
+        let answer = engine.app.get(&format!("/api/v1/provisions/{runtime_id}/kubeconfig")).await;
+        assert_eq!(answer.status, StatusCode::OK, "{operation}: {}", answer.text);
+    }
 
     let accepted = engine.app.delete(&format!("/api/v1/provisions/{runtime_id}")).await;
     assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
@@ -247,7 +304,7 @@ async fn an_eks_cluster_is_provisioned_upgraded_and_deprovisioned_by_the_real_ru
     assert_eq!(serde_json::from_str::<Value>(&clusters).unwrap()["clusters"], serde_json::json!([]));
     let pods = Api::<Pod>::namespaced(engine.admin.clone(), &engine.namespace);
     // The upgrade's Job replaced its dry run's (they share the name `upgrade-<id>`), and its pod went with it.
-    assert_eq!(pods.list(&Default::default()).await.unwrap().items.len(), 3, "every Job ran a pod");
+    assert_eq!(pods.list(&Default::default()).await.unwrap().items.len(), 5, "every Job ran a pod");
     process.stop().await;
 }
 
@@ -271,5 +328,76 @@ async fn a_runner_without_the_runs_provider_version_fails_through_the_api() {
     assert_eq!(done["lastError"]["component"], "terraform-runner", "{done}");
     let text = done["lastError"]["errMessage"].as_str().unwrap();
     assert!(text.contains(&missing), "the operation names the missing version: {text}");
+    process.stop().await;
+}
+
+/// A provisioning cancelled while Terraform applies: the worker deletes the Job, the pod's SIGTERM reaches the
+/// real runner, which interrupts Terraform: it stops at a safe point, writes what it created to the state and
+/// releases the lock. The operation ends `Failed` with reason `cancelled`; a deprovisioning then destroys what was
+/// created.
+#[tokio::test]
+async fn a_cancelled_provisioning_stops_terraform_and_a_deprovisioning_destroys_what_it_created() {
+    let moto = MotoServer::start().await;
+    let (engine, process) = Engine::start(Backend::Sqlite, &[]).await;
+    let (runtime_id, operation_id) = engine.provision(&eks_body("cancelled")).await;
+    let vpcs = || {
+        let found = moto.aws(&[
+            "ec2",
+            "describe-vpcs",
+            "--region",
+            "eu-central-1",
+            "--output",
+            "json",
+            "--query",
+            "Vpcs[?IsDefault==`false`].VpcId",
+        ]);
+        serde_json::from_str::<Value>(&found).unwrap().as_array().map_or(0, Vec::len)
+    };
+    let cancel = async {
+        // Once Terraform has begun creating (the VPC exists), cancel.
+        let deadline = tokio::time::Instant::now() + WAIT * 2;
+        while vpcs() == 0 {
+            assert!(tokio::time::Instant::now() < deadline, "the apply never created the VPC");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let answer = engine.app.request("POST", &format!("/api/v1/operations/{operation_id}/cancel"), None, &[]).await;
+        assert_eq!(answer.status, StatusCode::ACCEPTED, "{}", answer.text);
+        tokio::time::Instant::now()
+    };
+    let job = format!("provision-{runtime_id}");
+    let (run, asked) = tokio::join!(run_job_pod(&engine, &moto, &job, &[]), cancel);
+    assert_ne!(run.exit_code, 0, "the interrupted run succeeded:\n{}", run.output);
+    assert!(run.output.contains("stopped by a signal") || run.output.contains("Interrupt received"), "{}", run.output);
+    let failed = engine.wait_for_status(&runtime_id, &["failed", "succeeded"], WAIT).await;
+    eprintln!("cancel to the operation's end with the real runner: {:?}", asked.elapsed());
+    assert_eq!(
+        (failed["status"].as_str(), failed["lastError"]["reason"].as_str()),
+        (Some("failed"), Some("cancelled")),
+        "{failed}"
+    );
+    // Terraform released its lock and kept what it created in the state.
+    let bucket = "kubeopera-terraform-state-dev-cancelled";
+    let objects =
+        moto.aws(&["s3api", "list-objects-v2", "--bucket", bucket, "--output", "json", "--query", "Contents[].Key"]);
+    let objects: Value = serde_json::from_str(&objects).unwrap();
+    assert_eq!(objects, serde_json::json!(["terraform.tfstate"]), "the lock is released, the state kept");
+    assert!(vpcs() > 0, "the interrupted apply's resources stay until the deprovisioning");
+
+    let accepted = engine.app.delete(&format!("/api/v1/provisions/{runtime_id}")).await;
+    assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
+    let destroyed = run_job_pod(&engine, &moto, &format!("deprovision-{runtime_id}"), &[]).await;
+    assert_eq!(destroyed.exit_code, 0, "the runner failed: {}\n{}", destroyed.termination_message, destroyed.output);
+    let done = engine.wait_for_status(&runtime_id, &["succeeded", "failed"], WAIT).await;
+    assert_eq!(
+        (done["operation"].as_str(), done["status"].as_str()),
+        (Some("deprovision"), Some("succeeded")),
+        "{done}"
+    );
+    assert_eq!(vpcs(), 0, "the deprovisioning destroyed what the cancelled apply created");
+    assert_eq!(
+        engine.app.post_provision(&eks_body("cancelled")).await.status,
+        StatusCode::ACCEPTED,
+        "the name is free"
+    );
     process.stop().await;
 }

@@ -28,6 +28,7 @@ pub struct Model {
     pub target_config: Option<Json>,
     pub dry_run: bool,
     pub requested_by: Option<String>,
+    pub cancel_requested_by: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
