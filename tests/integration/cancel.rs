@@ -46,6 +46,25 @@ async fn a_queued_operation_ends_at_once_and_the_runtime_stays_usable(backend: B
     app.run_queued_operation(&[], OperationState::Succeeded).await;
     assert_eq!(app.post_provision(&provision_body("cancel-a")).await.status, StatusCode::ACCEPTED);
 
+    // A cancelled upgrade leaves the configuration last applied.
+    let runtime_id = app.provisioned(&provision_body("cancel-c")).await;
+    let path = format!("/api/v1/provisions/{runtime_id}");
+    let upgrade = app.patch(&path, &json!({ "workerPool": { "maxSize": 7 } })).await.json();
+    let cancelled = app
+        .request("POST", &format!("/api/v1/operations/{}/cancel", upgrade["operationId"].as_str().unwrap()), None, &[])
+        .await;
+    assert_eq!(cancelled.status, StatusCode::ACCEPTED, "{}", cancelled.text);
+    let response = app
+        .graphql(
+            "query($id: String!) { runtimeStatus(id: $id) { runtimeConfiguration { clusterConfig { workerPool { maxSize } } } } }",
+            json!({ "id": runtime_id }),
+        )
+        .await;
+    assert_eq!(
+        response["data"]["runtimeStatus"]["runtimeConfiguration"]["clusterConfig"]["workerPool"]["maxSize"], 3,
+        "{response}"
+    );
+
     // GraphQL cancels a queued operation the same way.
     let queued =
         app.post_provision(&provision_body("cancel-b")).await.json()["operationId"].as_str().unwrap().to_owned();
