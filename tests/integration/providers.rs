@@ -8,7 +8,8 @@
 //! and back to the minimum, a vanilla control plane stopped and started); every change an upgrade accepts is planned
 //! in place and applied (EKS: version, node group, launch template; vanilla: the workers' group, rolled by an
 //! instance refresh); after the destroy nothing of the cluster is left.
-//! GKE is validated and planned only (there is no GCP emulator): its state lives in fake-gcs-server.
+//! GKE is validated and planned only (there is no GCP emulator), as provisioned and as a hibernation and a wake-up
+//! render it: its state lives in fake-gcs-server.
 //!
 //! Differences a second plan shows on moto only (moto 5.2.5 answers differently from AWS), none of them a change
 //! a real AWS account would plan; the test fails on any other difference, and on a replacement forced by
@@ -570,13 +571,32 @@ async fn gke_plans(network: Option<Network>, name: &str) -> usize {
         ("GOOGLE_BACKEND_STORAGE_CUSTOM_ENDPOINT".to_owned(), format!("{}/storage/v1/", gcs.backend_url())),
         ("GOOGLE_OAUTH_ACCESS_TOKEN".to_owned(), "test-access-token".to_owned()),
     ];
-    let configuration = Configuration::render(runtime, env);
+    let mut configuration = Configuration::render(runtime, env);
     configuration.init_and_validate();
     let planned = configuration.plan("apply.tfplan");
     assert_eq!(with_actions(&planned, &["create"]).len(), planned.len(), "a new cluster only creates: {planned:#?}");
     let types: BTreeSet<&str> = planned.iter().filter_map(|change| change["type"].as_str()).collect();
     for wanted in ["google_container_cluster", "google_container_node_pool", "google_compute_network"] {
         assert!(types.contains(wanted), "{name} plans no {wanted}: {types:?}");
+    }
+
+    // What a hibernation and a wake-up render validates and plans with the real provider too (from empty state:
+    // no emulator holds an existing pool): no nodes and no autoscaler asleep, the minimum and the autoscaler awake.
+    let runtime = configuration.runtime.clone();
+    let zones = runtime.cluster_config.gcp.as_ref().unwrap().zones.len() as i32;
+    let per_zone_minimum = (runtime.cluster_config.worker_pool.min_size + zones - 1) / zones;
+    for (operation_type, node_count, autoscaling) in
+        [(OperationType::Hibernate, 0, false), (OperationType::WakeUp, per_zone_minimum, true)]
+    {
+        configuration.rerender(operation_type, runtime.clone());
+        let validation: Value = serde_json::from_str(&configuration.tofu(&["validate", "-json", "-no-color"])).unwrap();
+        assert_eq!(validation["diagnostics"], serde_json::json!([]), "{name} {operation_type}: {validation:#}");
+        let planned = configuration.plan("sleep.tfplan");
+        let pool = planned.iter().find(|change| change["type"] == "google_container_node_pool").expect("the pool");
+        let after = &pool["change"]["after"];
+        assert_eq!(after["node_count"], node_count, "{name} {operation_type}: {after:#}");
+        let scaled = after["autoscaling"].as_array().is_some_and(|blocks| !blocks.is_empty());
+        assert_eq!(scaled, autoscaling, "{name} {operation_type}: {after:#}");
     }
     planned.len()
 }
