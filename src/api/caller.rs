@@ -26,19 +26,15 @@ impl Identity {
 
     /// The audit trail: one line (target `audit`) per accepted change, naming who asked for it.
     pub fn audit(&self, api: &'static str, operation: &Operation) {
-        tracing::info!(
-            target: "audit",
-            user = %self.username,
-            api,
-            operation_type = ?operation.operation_type,
-            runtime_id = %operation.runtime_id,
-            operation_id = %operation.id,
-            "operation accepted"
-        );
+        self.audit_event(api, operation, "operation accepted");
     }
 
     /// The audit line of a cancel.
     pub fn audit_cancel(&self, api: &'static str, operation: &Operation) {
+        self.audit_event(api, operation, "operation cancel requested");
+    }
+
+    fn audit_event(&self, api: &'static str, operation: &Operation, event: &'static str) {
         tracing::info!(
             target: "audit",
             user = %self.username,
@@ -46,7 +42,7 @@ impl Identity {
             operation_type = ?operation.operation_type,
             runtime_id = %operation.runtime_id,
             operation_id = %operation.id,
-            "operation cancel requested"
+            "{event}"
         );
     }
 }

@@ -236,6 +236,17 @@ pub struct Health {
 
 type ApiResult<T> = Result<T, ApiError>;
 
+/// 202 with the operation.
+fn accepted(operation: &Operation) -> Response {
+    (StatusCode::ACCEPTED, Json(Accepted::from(operation))).into_response()
+}
+
+/// 202 with an operation just queued for `identity`, after its audit line.
+fn queued(identity: &Identity, operation: &Operation) -> Response {
+    identity.audit("rest", operation);
+    accepted(operation)
+}
+
 /// Reads a JSON body within the size limit, refusing other content types with 415.
 async fn json_body<T: serde::de::DeserializeOwned>(headers: &HeaderMap, body: Body) -> ApiResult<T> {
     let is_json = headers
@@ -533,7 +544,7 @@ pub async fn cancel_operation(
     let id = path_id(id)?;
     let operation = state.service.cancel_operation(&id, &identity.username).await?;
     identity.audit_cancel("rest", &operation);
-    Ok((StatusCode::ACCEPTED, Json(Accepted::from(&operation))).into_response())
+    Ok(accepted(&operation))
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -593,8 +604,7 @@ pub async fn patch_provision(
     let body: serde_json::Value = json_body(&headers, body).await?;
     let upgrade = service::upgrade_from_json(&body).map_err(service::Error::from)?;
     let operation = state.service.upgrade_cluster(&id, upgrade, dry_run, &identity.username).await?;
-    identity.audit("rest", &operation);
-    Ok((StatusCode::ACCEPTED, Json(Accepted::from(&operation))).into_response())
+    Ok(queued(&identity, &operation))
 }
 
 #[utoipa::path(
@@ -615,8 +625,7 @@ pub async fn hibernate_provision(
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
     let operation = state.service.hibernate_runtime(&id, &identity.username).await?;
-    identity.audit("rest", &operation);
-    Ok((StatusCode::ACCEPTED, Json(Accepted::from(&operation))).into_response())
+    Ok(queued(&identity, &operation))
 }
 
 #[utoipa::path(
@@ -637,8 +646,7 @@ pub async fn wake_provision(
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
     let operation = state.service.wake_up_runtime(&id, &identity.username).await?;
-    identity.audit("rest", &operation);
-    Ok((StatusCode::ACCEPTED, Json(Accepted::from(&operation))).into_response())
+    Ok(queued(&identity, &operation))
 }
 
 #[utoipa::path(
@@ -659,8 +667,7 @@ pub async fn delete_provision(
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
     let operation = state.service.deprovision_runtime(&id, &identity.username).await?;
-    identity.audit("rest", &operation);
-    Ok((StatusCode::ACCEPTED, Json(Accepted::from(&operation))).into_response())
+    Ok(queued(&identity, &operation))
 }
 
 #[utoipa::path(

@@ -24,11 +24,6 @@ async fn cluster_config(app: &TestApp, runtime_id: &str) -> Value {
     response["data"]["runtimeStatus"]["runtimeConfiguration"]["clusterConfig"].clone()
 }
 
-/// Ends the runtime's active operation as a worker would: claimed, then finished with `state`.
-async fn finish_active_operation(app: &TestApp, state: OperationState) -> String {
-    app.run_queued_operation(&[], state).await
-}
-
 const HIBERNATION: &str = "query($id: String!) {
     runtimeStatus(id: $id) {
         lastOperationStatus { operation state }
@@ -82,7 +77,7 @@ async fn an_upgrade_changes_the_configuration_only_once_it_succeeded(backend: Ba
     assert_eq!(response["errors"][0]["extensions"]["error_reason"], "operation_in_progress", "{response}");
 
     // A failed upgrade keeps the previous configuration, and the status says it failed.
-    finish_active_operation(&app, OperationState::Failed).await;
+    app.run_queued_operation(&[], OperationState::Failed).await;
     assert_eq!(cluster_config(&app, &runtime_id).await["kubernetesVersion"], "1.34");
     let status = app.get(&path).await.json();
     assert_eq!((status["operation"].as_str(), status["status"].as_str()), (Some("upgrade"), Some("failed")));
@@ -97,7 +92,7 @@ async fn an_upgrade_changes_the_configuration_only_once_it_succeeded(backend: Ba
     assert!(response.get("errors").is_none(), "{response}");
     let upgrade = &response["data"]["upgradeCluster"];
     assert_eq!((upgrade["operation"].as_str(), upgrade["state"].as_str()), (Some("Upgrade"), Some("Pending")));
-    assert_eq!(finish_active_operation(&app, OperationState::Succeeded).await, upgrade["id"].as_str().unwrap());
+    assert_eq!(app.run_queued_operation(&[], OperationState::Succeeded).await, upgrade["id"].as_str().unwrap());
     assert_eq!(
         cluster_config(&app, &runtime_id).await,
         json!({ "kubernetesVersion": "1.35", "workerPool": { "maxSize": 5 } })
@@ -125,7 +120,7 @@ async fn a_dry_run_upgrade_plans_and_leaves_the_configuration(backend: Backend) 
         .await;
     assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
     assert_eq!(accepted.json()["dryRun"], true);
-    finish_active_operation(&app, OperationState::Succeeded).await;
+    app.run_queued_operation(&[], OperationState::Succeeded).await;
     let response = app.graphql(CLUSTER_CONFIG, json!({ "id": runtime_id })).await;
     let status = &response["data"]["runtimeStatus"];
     assert_eq!(status["lastOperationStatus"]["operation"], "Upgrade", "{response}");
@@ -195,14 +190,14 @@ async fn only_a_provisioned_live_runtime_can_be_upgraded(backend: Backend) {
     let answer = app.patch(&format!("/api/v1/provisions/{queued}"), &upgrade).await;
     assert_eq!(answer.json()["error"]["code"], "operation_in_progress", "{}", answer.text);
 
-    finish_active_operation(&app, OperationState::Failed).await;
+    app.run_queued_operation(&[], OperationState::Failed).await;
     let answer = app.patch(&format!("/api/v1/provisions/{queued}"), &upgrade).await;
     assert_eq!(answer.status, StatusCode::CONFLICT, "{}", answer.text);
     assert_eq!(answer.json()["error"]["code"], "not_ready");
 
     let runtime_id = app.provisioned(&eks_body("upgrade-e")).await;
     assert_eq!(app.delete(&format!("/api/v1/provisions/{runtime_id}")).await.status, StatusCode::ACCEPTED);
-    finish_active_operation(&app, OperationState::Succeeded).await;
+    app.run_queued_operation(&[], OperationState::Succeeded).await;
     let answer = app.patch(&format!("/api/v1/provisions/{runtime_id}"), &upgrade).await;
     assert_eq!(answer.status, StatusCode::CONFLICT, "{}", answer.text);
     assert_eq!(answer.json()["error"]["code"], "already_deprovisioned");
@@ -313,7 +308,7 @@ async fn a_hibernated_runtime_refuses_upgrades_until_it_is_woken_up(backend: Bac
     assert_eq!(hibernation(&app, &runtime_id).await, json!({ "hibernated": false, "hibernationPossible": false }));
     let again = app.request("POST", &format!("{path}/hibernate"), None, &[]).await;
     assert_eq!(again.json()["error"]["code"], "operation_in_progress", "{}", again.text);
-    finish_active_operation(&app, OperationState::Succeeded).await;
+    app.run_queued_operation(&[], OperationState::Succeeded).await;
     assert_eq!(hibernation(&app, &runtime_id).await, json!({ "hibernated": true, "hibernationPossible": false }));
 
     // Asleep: no upgrade (from either API), no second hibernation; the kubeconfig is still the runtime's.
@@ -334,11 +329,11 @@ async fn a_hibernated_runtime_refuses_upgrades_until_it_is_woken_up(backend: Bac
         .graphql("mutation($id: String!) { wakeUpRuntime(id: $id) { operation state } }", json!({ "id": runtime_id }))
         .await;
     assert_eq!(response["data"]["wakeUpRuntime"], json!({ "operation": "WakeUp", "state": "Pending" }), "{response}");
-    finish_active_operation(&app, OperationState::Failed).await;
+    app.run_queued_operation(&[], OperationState::Failed).await;
     assert_eq!(hibernation(&app, &runtime_id).await["hibernated"], true);
     let accepted = app.request("POST", &format!("{path}/wake"), None, &[]).await;
     assert_eq!((accepted.status, accepted.json()["operation"].clone()), (StatusCode::ACCEPTED, json!("wake_up")));
-    finish_active_operation(&app, OperationState::Succeeded).await;
+    app.run_queued_operation(&[], OperationState::Succeeded).await;
     assert_eq!(hibernation(&app, &runtime_id).await, json!({ "hibernated": false, "hibernationPossible": true }));
     assert_eq!(app.patch(&path, &json!({ "workerPool": { "maxSize": 4 } })).await.status, StatusCode::ACCEPTED);
 }
@@ -348,17 +343,17 @@ async fn a_hibernated_runtime_can_be_deprovisioned_and_only_a_cluster_can_sleep(
     let runtime_id = app.provisioned(&eks_body("sleepy-b")).await;
     let path = format!("/api/v1/provisions/{runtime_id}");
     assert_eq!(app.request("POST", &format!("{path}/hibernate"), None, &[]).await.status, StatusCode::ACCEPTED);
-    finish_active_operation(&app, OperationState::Succeeded).await;
+    app.run_queued_operation(&[], OperationState::Succeeded).await;
     let deprovision = app.delete(&path).await;
     assert_eq!(deprovision.status, StatusCode::ACCEPTED, "{}", deprovision.text);
-    finish_active_operation(&app, OperationState::Succeeded).await;
+    app.run_queued_operation(&[], OperationState::Succeeded).await;
     let hibernate = app.request("POST", &format!("{path}/hibernate"), None, &[]).await;
     assert_eq!(hibernate.json()["error"]["code"], "already_deprovisioned", "{}", hibernate.text);
     assert_eq!(hibernation(&app, &runtime_id).await["hibernationPossible"], false);
 
     // A runtime whose provisioning failed has no cluster to put to sleep; a preview neither.
     let failed = app.post_provision(&provision_body("sleepy-c")).await.json()["id"].as_str().unwrap().to_owned();
-    finish_active_operation(&app, OperationState::Failed).await;
+    app.run_queued_operation(&[], OperationState::Failed).await;
     assert_eq!(hibernation(&app, &failed).await, json!({ "hibernated": false, "hibernationPossible": false }));
     let hibernate = app.request("POST", &format!("/api/v1/provisions/{failed}/hibernate"), None, &[]).await;
     assert_eq!(

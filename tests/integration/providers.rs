@@ -344,24 +344,22 @@ fn assert_workers(moto: &MotoServer, runtime: &Runtime, hibernated: bool) {
     );
     let in_service = group["Instances"].as_array().map_or(0, |instances| instances.len());
     assert_eq!(in_service, wanted as usize, "{state}: {groups}");
-    // Instances moto's own differences had replaced (see above) are terminated and left out.
-    let control_plane = format!("Name=tag:Name,Values={name}-control-plane-*");
-    let states = describe(
-        moto,
-        runtime,
-        &[
-            "ec2",
-            "describe-instances",
-            "--filters",
-            &control_plane,
-            "Name=instance-state-name,Values=pending,running,stopping,stopped",
-            "--query",
-            "Reservations[].Instances[].State.Name",
-        ],
-    );
-    let count = runtime.cluster_config.control_plane.as_ref().map_or(0, |control_plane| control_plane.count);
     let expected = if hibernated { "stopped" } else { "running" };
-    assert_eq!(states, Value::from(vec![expected; count as usize]), "{state}: the control plane");
+    let states = control_plane_instances(moto, runtime, "State.Name");
+    assert_eq!(states, Value::from(vec![expected; control_plane_count(runtime)]), "{state}: the control plane");
+}
+
+/// `attribute` of each control-plane instance of `runtime` that is not terminated (instances moto's own differences
+/// had replaced, see above, are).
+fn control_plane_instances(moto: &MotoServer, runtime: &Runtime, attribute: &str) -> Value {
+    let control_plane = format!("Name=tag:Name,Values={}-control-plane-*", runtime.name);
+    let query = format!("Reservations[].Instances[].{attribute}");
+    let live = "Name=instance-state-name,Values=pending,running,stopping,stopped";
+    describe(moto, runtime, &["ec2", "describe-instances", "--filters", &control_plane, live, "--query", &query])
+}
+
+fn control_plane_count(runtime: &Runtime) -> usize {
+    runtime.cluster_config.control_plane.as_ref().map_or(0, |control_plane| control_plane.count as usize)
 }
 
 /// `runtime` with every change an upgrade of its topology accepts: the next Kubernetes version, the worker pool's
@@ -420,22 +418,12 @@ fn assert_vanilla_upgraded(moto: &MotoServer, runtime: &Runtime) {
         ],
     );
     assert_eq!(targets, serde_json::json!([runtime.cluster_config.kubernetes_version]), "the upgrade target");
-    let control_plane = format!("Name=tag:Name,Values={}-control-plane-*", runtime.name);
-    let types = describe(
-        moto,
-        runtime,
-        &[
-            "ec2",
-            "describe-instances",
-            "--filters",
-            &control_plane,
-            "Name=instance-state-name,Values=running",
-            "--query",
-            "Reservations[].Instances[].InstanceType",
-        ],
+    let types = control_plane_instances(moto, runtime, "InstanceType");
+    assert_eq!(
+        types,
+        serde_json::json!(vec!["m6i.xlarge"; control_plane_count(runtime)]),
+        "the control plane's machines"
     );
-    let count = runtime.cluster_config.control_plane.as_ref().map_or(0, |control_plane| control_plane.count) as usize;
-    assert_eq!(types, serde_json::json!(vec!["m6i.xlarge"; count]), "the control plane's machines");
     let pool = &runtime.cluster_config.worker_pool;
     let query = format!("AutoScalingGroups[?starts_with(AutoScalingGroupName, '{}-worker-')]", runtime.name);
     let groups = describe(moto, runtime, &["autoscaling", "describe-auto-scaling-groups", "--query", &query]);
