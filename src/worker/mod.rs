@@ -36,9 +36,9 @@ const MAX_ATTEMPTS: i32 = 10;
 const JOB_DEADLINE_MARGIN: Duration = Duration::from_secs(30);
 /// How long past the runner's grace period a stopped Job's pods may take to go away.
 const STOP_MARGIN: Duration = Duration::from_secs(60);
-/// Retries of a failing step start after about half a second and back off up to half a minute.
 /// How often a running operation looks whether a caller cancelled it (any process may record the request).
 const CANCEL_POLL: Duration = Duration::from_secs(2);
+/// Retries of a failing step start after about half a second and back off up to half a minute.
 const RETRY_INITIAL: Duration = Duration::from_millis(500);
 const RETRY_MAX: Duration = Duration::from_secs(30);
 
