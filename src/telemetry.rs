@@ -284,8 +284,9 @@ mod worker_health_tests {
         assert_eq!(health.status(), WorkerStatus::Stopped);
         assert!(!health.status().is_healthy());
 
-        let stalled = WorkerHealth::running(Duration::from_millis(1));
-        std::thread::sleep(Duration::from_millis(5));
+        // Ticks are kept in whole milliseconds: a bound of a few would make the check after a tick flaky.
+        let stalled = WorkerHealth::running(Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(100));
         assert_eq!(stalled.status(), WorkerStatus::Stalled);
         stalled.tick();
         assert_eq!(stalled.status(), WorkerStatus::Running);
