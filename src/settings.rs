@@ -100,6 +100,10 @@ struct Variables {
     #[serde(deserialize_with = "duration")]
     app_hibernation_timeout: Duration,
     #[serde(deserialize_with = "parsed")]
+    app_run_log_max_bytes: usize,
+    #[serde(deserialize_with = "duration")]
+    app_run_log_retention: Duration,
+    #[serde(deserialize_with = "parsed")]
     app_enqueue_in_progress_operations: bool,
     #[serde(deserialize_with = "parsed")]
     app_kubernetes_version_min: KubernetesVersion,
@@ -161,6 +165,8 @@ impl Default for Variables {
             // A version upgrade rolls every node: as long as building the cluster may take.
             app_upgrade_timeout: Duration::from_secs(90 * 60),
             app_hibernation_timeout: Duration::from_secs(30 * 60),
+            app_run_log_max_bytes: 4 * 1024 * 1024,
+            app_run_log_retention: Duration::from_secs(90 * 24 * 60 * 60),
             app_enqueue_in_progress_operations: true,
             app_kubernetes_version_min: ValidationPolicy::DEFAULT.min_kubernetes_version,
             app_kubernetes_version_max: ValidationPolicy::DEFAULT.max_kubernetes_version,
@@ -311,6 +317,10 @@ pub struct OperationSettings {
     pub deprovisioning_timeout: Duration,
     pub upgrade_timeout: Duration,
     pub hibernation_timeout: Duration,
+    /// What is kept of a run's logs (both containers together) when it ends.
+    pub run_log_max_bytes: usize,
+    /// How long kept logs stay before the periodic clean-up deletes them.
+    pub run_log_retention: Duration,
     pub enqueue_in_progress: bool,
     pub worker_concurrency: usize,
     pub worker_max_runs: usize,
@@ -435,6 +445,8 @@ impl Variables {
                 deprovisioning_timeout: self.app_deprovisioning_timeout,
                 upgrade_timeout: self.app_upgrade_timeout,
                 hibernation_timeout: self.app_hibernation_timeout,
+                run_log_max_bytes: at_least("APP_RUN_LOG_MAX_BYTES", self.app_run_log_max_bytes, 4096)?,
+                run_log_retention: self.app_run_log_retention,
                 enqueue_in_progress: self.app_enqueue_in_progress_operations,
                 worker_concurrency: within("APP_WORKER_CONCURRENCY", self.app_worker_concurrency, 1..=256)?,
                 worker_max_runs: within("APP_WORKER_MAX_RUNS", self.app_worker_max_runs, 1..=100_000)?,

@@ -23,7 +23,7 @@ use crate::settings::{AuthnSettings, Settings};
 use crate::store::{self, Store};
 use crate::telemetry::{Metrics, WorkerHealth};
 use crate::token_review::TokenReviewer;
-use crate::worker::{Worker, WorkerSettings};
+use crate::worker::{RunLogRetention, Worker, WorkerSettings};
 
 /// How long in-flight work may take to wind down after a shutdown signal.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
@@ -64,12 +64,14 @@ pub struct App {
 pub struct Background {
     job_cache: Option<Task>,
     worker: Option<Worker>,
+    /// Runs where the worker runs.
+    run_log_retention: Option<RunLogRetention>,
     worker_health: WorkerHealth,
 }
 
 impl Default for Background {
     fn default() -> Self {
-        Background { job_cache: None, worker: None, worker_health: WorkerHealth::disabled() }
+        Background { job_cache: None, worker: None, run_log_retention: None, worker_health: WorkerHealth::disabled() }
     }
 }
 
@@ -146,6 +148,9 @@ impl App {
             (None, _) => None,
         };
 
+        let run_log_retention = worker
+            .as_ref()
+            .map(|_| RunLogRetention { store: store.clone(), retention: settings.operations.run_log_retention });
         let service = Service::new(store, settings.validation.clone(), auth, executor, wake);
         let http = HttpSettings {
             api_endpoint: settings.server.api_endpoint.clone(),
@@ -164,7 +169,7 @@ impl App {
             router: api::router(service.clone(), &http, metrics.clone(), authentication, worker_health.clone()),
             metrics_router: api::metrics_router(service.clone(), metrics),
             service,
-            background: Background { job_cache, worker, worker_health },
+            background: Background { job_cache, worker, run_log_retention, worker_health },
         })
     }
 }
@@ -207,6 +212,7 @@ fn worker_settings(settings: &Settings) -> WorkerSettings {
         deprovisioning_timeout: operations.deprovisioning_timeout,
         upgrade_timeout: operations.upgrade_timeout,
         hibernation_timeout: operations.hibernation_timeout,
+        run_log_max_bytes: operations.run_log_max_bytes,
     }
 }
 
@@ -217,6 +223,7 @@ enum TaskName {
     MetricsServer,
     JobCache,
     Worker,
+    RunLogRetention,
 }
 
 impl TaskName {
@@ -226,6 +233,7 @@ impl TaskName {
             TaskName::MetricsServer => "metrics server",
             TaskName::JobCache => "Job cache",
             TaskName::Worker => "worker",
+            TaskName::RunLogRetention => "run log retention",
         }
     }
 }
@@ -288,6 +296,9 @@ impl Background {
                 }
             };
             tasks.push((TaskName::JobCache, Box::pin(sync) as Task));
+        }
+        if let Some(retention) = self.run_log_retention {
+            tasks.push((TaskName::RunLogRetention, Box::pin(retention.run(stopped.clone())) as Task));
         }
         if let Some(worker) = self.worker {
             let run = async move { worker.run(stopped).await.map_err(|error| error.to_string()) };

@@ -44,3 +44,7 @@ ALTER TABLE "operation" ADD COLUMN "requested_by" varchar(255);
 CREATE TABLE "operation_stage" ( "operation_id" uuid NOT NULL, "stage" varchar(64) NOT NULL, "entered_at" timestamp with time zone NOT NULL, PRIMARY KEY ("operation_id", "stage"), CONSTRAINT "operation_stage_operation_id_fkey" FOREIGN KEY ("operation_id") REFERENCES "operation" ("id") ON DELETE CASCADE );
 
 ALTER TABLE "operation" ADD COLUMN "cancel_requested_by" varchar(255);
+
+CREATE TABLE "operation_log" ( "operation_id" uuid NOT NULL, "container" varchar(64) NOT NULL, "content" bytea NOT NULL, "printed_bytes" bigint NOT NULL, "archived_at" timestamp with time zone NOT NULL, PRIMARY KEY ("operation_id", "container"), CONSTRAINT "operation_log_operation_id_fkey" FOREIGN KEY ("operation_id") REFERENCES "operation" ("id") ON DELETE CASCADE );
+
+CREATE INDEX "operation_log_archived_at_idx" ON "operation_log" ("archived_at");

@@ -13,6 +13,7 @@ mod m20261203_000001_day_two;
 mod m20261204_000001_hibernation;
 mod m20261205_000001_operation_history;
 mod m20261206_000001_cancel;
+mod m20261207_000001_run_logs;
 
 pub use sea_orm_migration::MigratorTrait;
 
@@ -38,6 +39,7 @@ fn all() -> Vec<Box<dyn Listed>> {
         Box::new(m20261204_000001_hibernation::Migration),
         Box::new(m20261205_000001_operation_history::Migration),
         Box::new(m20261206_000001_cancel::Migration),
+        Box::new(m20261207_000001_run_logs::Migration),
     ]
 }
 

@@ -17,6 +17,7 @@ use chrono::{DateTime, Utc};
 use super::caller::Identity;
 
 use super::error::classify;
+use crate::domain::run_log::ContainerLog;
 use crate::domain::{
     ClusterConfig, Labels, LastError, Operation, OperationState, OperationType, PlanSummary, ProvisionRequest,
     UpgradeClusterInput,
@@ -181,6 +182,13 @@ impl OperationStatus {
             .into_iter()
             .map(|entry| StageEntry { stage: entry.stage.as_str().to_owned(), entered_at: entry.entered_at })
             .collect())
+    }
+
+    /// What the containers of the operation's run (`init` and `terraform-runner`) printed, the last `tailLines`
+    /// of each: kept in the database once the run ended, from its pod while it runs.
+    async fn logs(&self, context: &Context<'_>, tail_lines: Option<i32>) -> GraphQLResult<Vec<ContainerLog>> {
+        let logs = service(context).operation_logs(&self.id, tail_lines.map(i64::from)).await;
+        logs.map_err(graphql_error)
     }
 }
 

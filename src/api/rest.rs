@@ -8,6 +8,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use chrono::{DateTime, Utc};
+use futures::StreamExt as _;
 use serde::Serialize;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
@@ -16,6 +17,7 @@ use utoipa::{Modify, OpenApi, ToSchema};
 use super::AppState;
 use super::caller::Identity;
 use super::error::{ApiError, ErrorBody};
+use crate::domain::run_log::ContainerLog;
 use crate::domain::{
     LastError, Operation, OperationState, OperationType, PlanSummary, ProvisionRequest, StageEntry, UpgradeClusterInput,
 };
@@ -373,13 +375,14 @@ pub async fn get_provision(
     path = "/api/v1/provisions/{id}/logs",
     params(
         ("id" = uuid::Uuid, Path, description = "Runtime id"),
+        ("operationId" = Option<uuid::Uuid>, Query, description = "One of the runtime's operations (default: its last)"),
         ("tailLines" = Option<i64>, Query, minimum = 1, description = "Only the last lines of each container"),
     ),
     responses(
-        (status = 200, description = "Logs of the `init` and `terraform-runner` containers of the run's pod", body = String, content_type = "text/plain"),
-        (status = 400, description = "The id is not a UUID, or `tailLines` is not a positive number", body = ErrorBody),
-        (status = 404, description = "Unknown runtime", body = ErrorBody),
-        (status = 409, description = "No runner pod exists yet", body = ErrorBody),
+        (status = 200, description = "Logs of the `init` and `terraform-runner` containers of the operation's run: kept in the database once it ended, from its pod while it runs", body = String, content_type = "text/plain"),
+        (status = 400, description = "An id is not a UUID, or `tailLines` is not a positive number", body = ErrorBody),
+        (status = 404, description = "Unknown runtime, or the operation is not one of its own", body = ErrorBody),
+        (status = 409, description = "No runner pod exists yet, or the run ended without one (`no_runner_pod`)", body = ErrorBody),
     )
 )]
 pub async fn get_logs(
@@ -388,17 +391,76 @@ pub async fn get_logs(
     query: Result<Query<LogsQuery>, QueryRejection>,
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
-    // axum's rejection would answer text/plain; `tailLines` is the only parameter.
-    let Query(query) = query.map_err(|rejection| ApiError::MalformedBody {
-        field: Some("tailLines".into()),
-        message: format!("invalid query: {}", rejection.body_text()),
-    })?;
-    let logs = state.service.logs(&id, query.tail_lines).await?;
+    let query = logs_query(query)?;
+    let logs = state.service.logs(&id, query.operation_id.as_deref(), query.tail_lines).await?;
+    Ok(logs_text(&logs))
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/operations/{operationId}/logs",
+    params(
+        ("operationId" = uuid::Uuid, Path, description = "Operation id"),
+        ("tailLines" = Option<i64>, Query, minimum = 1, description = "Only the last lines of each container"),
+        ("follow" = Option<bool>, Query, description = "Stream the runner's lines as it prints them (chunked) until its container ends; once the run ended, its kept log"),
+    ),
+    responses(
+        (status = 200, description = "Logs of the `init` and `terraform-runner` containers of the operation's run: kept in the database once it ended, from its pod while it runs; with `follow`, the runner's log as a stream", body = String, content_type = "text/plain"),
+        (status = 400, description = "The id is not a UUID, `tailLines` is not a positive number, or both `tailLines` and `follow` are given", body = ErrorBody),
+        (status = 404, description = "Unknown operation", body = ErrorBody),
+        (status = 409, description = "No runner pod exists yet, or the run ended without one (`no_runner_pod`)", body = ErrorBody),
+    )
+)]
+pub async fn get_operation_logs(
+    State(state): State<AppState>,
+    id: Result<Path<String>, PathRejection>,
+    query: Result<Query<LogsQuery>, QueryRejection>,
+) -> ApiResult<Response> {
+    let id = path_id(id)?;
+    let query = logs_query(query)?;
+    if query.operation_id.is_some() {
+        return Err(ApiError::MalformedBody {
+            field: Some("operationId".into()),
+            message: "the operation is the one in the path".into(),
+        });
+    }
+    if query.follow == Some(true) {
+        if query.tail_lines.is_some() {
+            return Err(ApiError::MalformedBody {
+                field: Some("tailLines".into()),
+                message: "a followed log starts at its beginning: leave out tailLines".into(),
+            });
+        }
+        let lines = state.service.follow_operation_log(&id).await?;
+        // An error after the answer started can only end the stream; the log shows why.
+        let body = lines.map(|line| {
+            line.map_err(|error| {
+                tracing::warn!(%error, "following a run's log stopped");
+                std::io::Error::other(error.to_string())
+            })
+        });
+        return Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], Body::from_stream(body)).into_response());
+    }
+    let logs = state.service.operation_logs(&id, query.tail_lines).await?;
+    Ok(logs_text(&logs))
+}
+
+/// axum's rejection would answer text/plain and name no parameter.
+fn logs_query(query: Result<Query<LogsQuery>, QueryRejection>) -> ApiResult<LogsQuery> {
+    query.map(|Query(query)| query).map_err(|rejection| {
+        let text = rejection.body_text();
+        let field = ["operationId", "follow"].into_iter().find(|field| text.contains(field)).unwrap_or("tailLines");
+        ApiError::MalformedBody { field: Some(field.into()), message: format!("invalid query: {text}") }
+    })
+}
+
+/// Each container's log under a `==> name <==` header, as `tail` prints several files.
+fn logs_text(logs: &[ContainerLog]) -> Response {
     let text: String = logs
         .iter()
         .map(|container| format!("==> {} <==\n{}\n", container.container, container.log.trim_end()))
         .collect();
-    Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())
+    ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -550,7 +612,9 @@ pub async fn cancel_operation(
 #[derive(Debug, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LogsQuery {
+    operation_id: Option<String>,
     tail_lines: Option<i64>,
+    follow: Option<bool>,
 }
 
 #[utoipa::path(
@@ -718,6 +782,7 @@ pub async fn healthz(State(state): State<AppState>) -> Response {
         hibernate_provision,
         wake_provision,
         get_logs,
+        get_operation_logs,
         get_kubeconfig,
         delete_provision,
         list_operations,

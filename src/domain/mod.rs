@@ -49,6 +49,7 @@ macro_rules! spelled {
 mod example;
 pub mod policy;
 pub mod run;
+pub mod run_log;
 
 use run::Stage;
 

@@ -26,6 +26,7 @@ use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
 use crate::domain::run::{JobState, RunNames};
+use crate::domain::run_log::ContainerLog;
 use crate::domain::{FailureReason, PlanSummary, RunAction};
 pub use job::{JobSettings, RUNNER_CONTAINER};
 pub use runner_contract::job::RUNNER_GRACE_PERIOD;
@@ -45,8 +46,9 @@ pub enum Error {
     StillDeleting { kind: &'static str, name: String },
     #[error("Secret {0} has no {KUBECONFIG_KEY} key")]
     NoKubeconfig(String),
-    #[error("no runner pod exists for Job {0}")]
-    NoPod(String),
+    /// The operation (its id) has no runner pod.
+    #[error("no runner pod exists for operation {0}")]
+    NoPod(Uuid),
     #[error("the Job cache has not listed the Jobs yet")]
     CacheNotSynced,
 }
@@ -83,11 +85,63 @@ impl Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Logs of one container of a run's pod.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ContainerLog {
-    pub container: String,
-    pub log: String,
+/// A run's logs being read to their end (see [`Executor::open_final_logs`]).
+pub struct FinalLogs {
+    containers: Vec<(String, LogSource)>,
+}
+
+enum LogSource {
+    Read(String),
+    Following(std::pin::Pin<Box<dyn futures::AsyncBufRead + Send>>),
+}
+
+impl FinalLogs {
+    /// Reads every followed log until its container has stopped, for at most `wait` in all; what a container
+    /// still running after that printed later is not in its log, which says so.
+    pub async fn read(self, wait: Duration) -> Vec<ContainerLog> {
+        use futures::AsyncReadExt as _;
+        let deadline = tokio::time::Instant::now() + wait;
+        let reads = self.containers.into_iter().map(|(container, source)| async move {
+            let log = match source {
+                LogSource::Read(log) => log,
+                LogSource::Following(mut stream) => {
+                    let mut bytes = Vec::new();
+                    let ending = match tokio::time::timeout_at(deadline, stream.read_to_end(&mut bytes)).await {
+                        Ok(Ok(_)) => String::new(),
+                        Ok(Err(error)) => format!("\n(reading the log stopped: {error})\n"),
+                        Err(_) => format!(
+                            "\n(the container was still running after {}: its log ends here)\n",
+                            humantime::format_duration(wait)
+                        ),
+                    };
+                    format!("{}{ending}", String::from_utf8_lossy(&bytes))
+                }
+            };
+            ContainerLog { container, log }
+        });
+        futures::future::join_all(reads).await
+    }
+}
+
+/// Whether the runner container of `pod` has terminated (or the pod reached a final phase).
+fn runner_ended(pod: &Pod) -> bool {
+    let status = pod.status.as_ref();
+    let phase_final = matches!(status.and_then(|status| status.phase.as_deref()), Some("Succeeded" | "Failed"));
+    let terminated =
+        status.and_then(|status| status.container_statuses.as_ref()).into_iter().flatten().any(|container| {
+            container.name == RUNNER_CONTAINER
+                && container.state.as_ref().is_some_and(|state| state.terminated.is_some())
+        });
+    phase_final || terminated
+}
+
+/// What a container's log shows when the API server cannot serve it: a container that has not started (or a
+/// pod without a node yet) has no logs.
+fn unavailable_log(error: kube::Error) -> Result<String> {
+    match error {
+        kube::Error::Api(status) if status.code == 400 => Ok(format!("(no logs yet: {})", status.message)),
+        error => Err(error.into()),
+    }
 }
 
 /// The namespaced objects a run creates (Secret, ConfigMap, Job).
@@ -382,22 +436,103 @@ impl Executor {
         Ok(pods.items.into_iter().max_by_key(|pod| pod.metadata.creation_timestamp.clone()))
     }
 
-    /// Logs of the `init` and `terraform-runner` containers of the run's pod.
-    pub async fn logs(&self, names: &RunNames, tail_lines: Option<i64>) -> Result<Vec<ContainerLog>> {
-        let pod = self.newest_pod(&names.job).await?.ok_or_else(|| Error::NoPod(names.job.clone()))?;
-        let pod_name = pod.name_any();
+    /// The newest pod of an operation's Job.
+    async fn newest_pod_of_operation(&self, operation_id: Uuid) -> Result<Option<Pod>> {
+        let selector = ListParams::default().labels(&format!("{OPERATION_LABEL}={operation_id}"));
+        let pods = self.api::<Pod>().list(&selector).await?;
+        Ok(pods.items.into_iter().max_by_key(|pod| pod.metadata.creation_timestamp.clone()))
+    }
+
+    /// Logs of the `init` and `terraform-runner` containers of the operation's pod.
+    pub async fn logs(&self, operation_id: Uuid, tail_lines: Option<i64>) -> Result<Vec<ContainerLog>> {
+        let pod = self.newest_pod_of_operation(operation_id).await?;
+        let pod_name = pod.ok_or(Error::NoPod(operation_id))?.name_any();
         let mut logs = Vec::new();
         for container in [job::INIT_CONTAINER, RUNNER_CONTAINER] {
             let params = LogParams { container: Some(container.to_owned()), tail_lines, ..LogParams::default() };
             let log = match self.api::<Pod>().logs(&pod_name, &params).await {
                 Ok(log) => log,
-                // A container that has not started (or a pod without a node yet) has no logs to show.
-                Err(kube::Error::Api(status)) if status.code == 400 => format!("(no logs yet: {})", status.message),
-                Err(error) => return Err(error.into()),
+                Err(error) => unavailable_log(error)?,
             };
             logs.push(ContainerLog { container: container.to_owned(), log });
         }
         Ok(logs)
+    }
+
+    /// The runner container's log of the operation's newest pod, line by line as it prints them, until the
+    /// container has ended. A stream that breaks while the container still runs (a dropped connection to the API
+    /// server or the node) is resumed after the lines already sent, and a newer pod of the Job is followed from
+    /// its start. Ends at once without a pod; stops when the receiver is dropped.
+    pub fn follow_runner_log(&self, operation_id: Uuid) -> futures::channel::mpsc::Receiver<Result<String>> {
+        let (mut sender, receiver) = futures::channel::mpsc::channel(64);
+        let executor = self.clone();
+        tokio::spawn(async move {
+            use futures::{AsyncBufReadExt as _, SinkExt as _};
+            let mut followed: Option<(String, usize)> = None;
+            loop {
+                let pod = match executor.newest_pod_of_operation(operation_id).await {
+                    Ok(Some(pod)) => pod,
+                    Ok(None) => return,
+                    Err(error) => {
+                        let _ = sender.send(Err(error)).await;
+                        return;
+                    }
+                };
+                let name = pod.name_any();
+                let sent = match &followed {
+                    Some((pod, sent)) if *pod == name => *sent,
+                    _ => 0,
+                };
+                let params =
+                    LogParams { container: Some(RUNNER_CONTAINER.to_owned()), follow: true, ..LogParams::default() };
+                let mut count = 0;
+                match executor.api::<Pod>().log_stream(&name, &params).await {
+                    Ok(stream) => {
+                        let mut lines = stream.lines();
+                        while let Some(Ok(line)) = lines.next().await {
+                            count += 1;
+                            if count > sent && sender.send(Ok(format!("{line}\n"))).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                    // Not started yet: the init container still runs.
+                    Err(kube::Error::Api(status)) if status.code == 400 => {}
+                    Err(error) => {
+                        let _ = sender.send(Err(error.into())).await;
+                        return;
+                    }
+                }
+                followed = Some((name.clone(), sent.max(count)));
+                let ended = match executor.api::<Pod>().get_opt(&name).await {
+                    Ok(Some(pod)) => runner_ended(&pod),
+                    Ok(None) => false,
+                    Err(_) => false,
+                };
+                if ended || sender.is_closed() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        });
+        receiver
+    }
+
+    /// Starts reading the whole logs of the operation's pod (`None` without a pod): each container's log is
+    /// followed, so one still running when its Job is stopped next is read until it has printed its last line.
+    pub async fn open_final_logs(&self, operation_id: Uuid) -> Result<Option<FinalLogs>> {
+        let Some(pod) = self.newest_pod_of_operation(operation_id).await? else { return Ok(None) };
+        let pod_name = pod.name_any();
+        let mut containers = Vec::new();
+        for container in [job::INIT_CONTAINER, RUNNER_CONTAINER] {
+            let params = LogParams { container: Some(container.to_owned()), follow: true, ..LogParams::default() };
+            let source = match self.api::<Pod>().log_stream(&pod_name, &params).await {
+                Ok(stream) => LogSource::Following(Box::pin(stream)),
+                Err(error) => LogSource::Read(unavailable_log(error)?),
+            };
+            containers.push((container.to_owned(), source));
+        }
+        Ok(Some(FinalLogs { containers }))
     }
 
     /// Stops a run's Job before the run ends, so that no Terraform of it can still be running afterwards: a Job

@@ -12,6 +12,7 @@ use tracing::instrument;
 use crate::credentials::{self as auth, AuthClient};
 pub use crate::domain::policy::{KubernetesVersion, ValidationPolicy};
 use crate::domain::run::{JobState, RunNames, Stage};
+use crate::domain::run_log::{self, ContainerLog};
 use crate::domain::{
     ClusterConfig, Component, LastError, Operation, OperationPage, OperationState, OperationType, ProviderVersion,
     ProvisionRequest, Runtime, RuntimePage, StageEntry, UpgradeClusterInput,
@@ -547,16 +548,46 @@ impl Service {
         }
     }
 
-    /// The runner logs of a runtime's last operation (the last `tail_lines` of each container); 409 until its
-    /// Job has a pod.
-    pub async fn logs(&self, runtime_id: &str, tail_lines: Option<i64>) -> Result<Vec<executor::ContainerLog>> {
-        if tail_lines.is_some_and(|lines| lines < 1) {
-            return Err(Invalid { field: "tailLines".into(), message: "must be at least 1".into() }.into());
-        }
+    /// The runner logs of a runtime's operation: its last one, or `operation_id`, which must be one of its own.
+    pub async fn logs(
+        &self,
+        runtime_id: &str,
+        operation_id: Option<&str>,
+        tail_lines: Option<i64>,
+    ) -> Result<Vec<ContainerLog>> {
         let status = self.runtime_status(runtime_id).await?;
-        let operation = &status.last_operation;
-        let names = RunNames::new(operation.operation_type, operation.runtime_id);
-        // Before the Job is created there is no pod to ask about.
+        let operation = match operation_id {
+            None => status.last_operation,
+            Some(operation_id) => {
+                let id = validation::parse_id("operationId", operation_id)?;
+                let operation = self.store.find_operation(id).await?;
+                operation
+                    .filter(|operation| operation.runtime_id == status.runtime.id)
+                    .ok_or_else(|| Error::NotFound { what: "operation of this runtime", id: id.to_string() })?
+            }
+        };
+        self.logs_of(&operation, tail_lines).await
+    }
+
+    /// The runner logs of an operation (the last `tail_lines` of each container): kept in the database once its
+    /// run ended, read from its pod while it runs; 409 while it has no pod, and for a run that kept none.
+    pub async fn operation_logs(&self, operation_id: &str, tail_lines: Option<i64>) -> Result<Vec<ContainerLog>> {
+        let operation = self.operation_status(operation_id).await?;
+        self.logs_of(&operation, tail_lines).await
+    }
+
+    /// The runner's log of an operation as it prints it, until its container ends (see
+    /// `Executor::follow_runner_log`); once the run ended, its kept log at once.
+    pub async fn follow_operation_log(
+        &self,
+        operation_id: &str,
+    ) -> Result<futures::stream::BoxStream<'static, Result<String>>> {
+        use futures::StreamExt as _;
+        let operation = self.operation_status(operation_id).await?;
+        if let Some(kept) = self.store.run_logs(operation.id).await? {
+            let runner = kept.into_iter().find(|log| log.container == executor::RUNNER_CONTAINER);
+            return Ok(futures::stream::iter(runner.map(|log| Ok(log.text))).boxed());
+        }
         if operation.stage < Stage::CreateJob {
             return Err(Error::Conflict {
                 conflict: Conflict::NoRunnerPod,
@@ -567,16 +598,49 @@ impl Service {
                 ),
             });
         }
-        match self.executor()?.logs(&names, tail_lines).await {
+        let lines = self.executor()?.follow_runner_log(operation.id);
+        Ok(lines.map(|line| line.map_err(executor_error)).boxed())
+    }
+
+    async fn logs_of(&self, operation: &Operation, tail_lines: Option<i64>) -> Result<Vec<ContainerLog>> {
+        let lines = match tail_lines {
+            None => None,
+            Some(lines) => Some(
+                usize::try_from(lines)
+                    .ok()
+                    .filter(|lines| *lines >= 1)
+                    .ok_or_else(|| Invalid { field: "tailLines".into(), message: "must be at least 1".into() })?,
+            ),
+        };
+        if let Some(kept) = self.store.run_logs(operation.id).await? {
+            return Ok(kept
+                .into_iter()
+                .map(|log| ContainerLog {
+                    log: run_log::tail_lines(&log.text, lines).to_owned(),
+                    container: log.container,
+                })
+                .collect());
+        }
+        let no_pod = |why: String| Error::Conflict { conflict: Conflict::NoRunnerPod, message: why };
+        // Before the Job is created there is no pod to ask about.
+        if operation.stage < Stage::CreateJob {
+            return Err(no_pod(format!(
+                "no runner pod exists yet: operation {} is at stage {}",
+                operation.id,
+                operation.stage.as_str()
+            )));
+        }
+        match self.executor()?.logs(operation.id, tail_lines).await {
             Ok(logs) => Ok(logs),
-            Err(executor::Error::NoPod(job)) => Err(Error::Conflict {
-                conflict: Conflict::NoRunnerPod,
-                message: format!(
-                    "no runner pod exists for Job {job} of operation {} (stage {})",
-                    operation.id,
-                    operation.stage.as_str()
-                ),
-            }),
+            Err(executor::Error::NoPod(_)) if !operation.state.is_active() => Err(no_pod(format!(
+                "operation {} ended ({}) without a runner pod or kept logs",
+                operation.id, operation.state
+            ))),
+            Err(executor::Error::NoPod(_)) => Err(no_pod(format!(
+                "no runner pod exists for operation {} (stage {})",
+                operation.id,
+                operation.stage.as_str()
+            ))),
             Err(error) => Err(executor_error(error)),
         }
     }

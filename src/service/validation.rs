@@ -104,10 +104,6 @@ impl ValidationPolicy {
     /// The configuration `upgrade` makes of `current`, checked by the provisioning's rules plus the upgrade's
     /// own: Kubernetes versions go up one minor at a time, and the control plane's machine type only changes
     /// where there are control-plane nodes. An upgrade that changes nothing is `Ok(None)`.
-    ///
-    /// A vanilla_kubeadm cluster takes worker changes only, for now: its control-plane nodes must be rolled one
-    /// at a time (`kubeadm upgrade`), and workers newer than their control plane would break the version skew
-    /// policy, so neither its version nor its control plane's machine type can change until that is built.
     pub fn validate_upgrade(
         &self,
         current: &ClusterConfig,

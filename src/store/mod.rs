@@ -17,11 +17,12 @@ use sea_orm::{
 use uuid::Uuid;
 
 use crate::domain::run::Stage;
+use crate::domain::run_log::KeptLog;
 use crate::domain::{
     ClusterConfig, Component, FailureReason, Labels, LastError, Operation, OperationPage, OperationState,
     OperationType, PlanSummary, ProviderVersion, Runtime, RuntimePage, StageEntry,
 };
-use entity::{idempotency_key, operation, operation_stage, runtime};
+use entity::{idempotency_key, operation, operation_log, operation_stage, runtime};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -665,6 +666,74 @@ impl Store {
         Ok(updated.rows_affected == 1)
     }
 
+    /// Keeps a run's logs, gzip-compressed. The first archive of an operation stays: a clean-up step that runs
+    /// again after a restart (when the pod may be gone) adds nothing.
+    pub async fn archive_run_logs(&self, operation_id: Uuid, logs: &[KeptLog]) -> Result<()> {
+        let archived_at = now();
+        let rows: Vec<_> = logs
+            .iter()
+            .map(|log| operation_log::ActiveModel {
+                operation_id: sea_orm::Set(operation_id),
+                container: sea_orm::Set(log.container.clone()),
+                content: sea_orm::Set(gzip(&log.text)),
+                printed_bytes: sea_orm::Set(log.printed_bytes as i64),
+                archived_at: sea_orm::Set(archived_at),
+            })
+            .collect();
+        if rows.is_empty() {
+            return Ok(());
+        }
+        operation_log::Entity::insert_many(rows).on_conflict_do_nothing().exec(&self.db).await?;
+        Ok(())
+    }
+
+    /// Whether the operation's logs are archived.
+    pub async fn run_logs_archived(&self, operation_id: Uuid) -> Result<bool> {
+        let count = operation_log::Entity::find()
+            .filter(operation_log::Column::OperationId.eq(operation_id))
+            .count(&self.reads)
+            .await?;
+        Ok(count > 0)
+    }
+
+    /// The archived logs of an operation by container, in container order; `None` when none were archived.
+    pub async fn run_logs(&self, operation_id: Uuid) -> Result<Option<Vec<KeptLog>>> {
+        let rows = operation_log::Entity::find()
+            .filter(operation_log::Column::OperationId.eq(operation_id))
+            .order_by_asc(operation_log::Column::Container)
+            .all(&self.reads)
+            .await?;
+        if rows.is_empty() {
+            return Ok(None);
+        }
+        let logs = rows
+            .into_iter()
+            .map(|row| {
+                Ok(KeptLog {
+                    text: gunzip(&row.content).map_err(|error| {
+                        Error::Corrupt(format!(
+                            "the archived {} log of operation {operation_id}: {error}",
+                            row.container
+                        ))
+                    })?,
+                    printed_bytes: usize::try_from(row.printed_bytes)
+                        .map_err(|_| corrupt("printed_bytes", &row.printed_bytes.to_string()))?,
+                    container: row.container,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Some(logs))
+    }
+
+    /// Deletes the logs archived before `cutoff` (the retention clean-up); returns how many container logs went.
+    pub async fn delete_run_logs_archived_before(&self, cutoff: DateTime<Utc>) -> Result<u64> {
+        let deleted = operation_log::Entity::delete_many()
+            .filter(operation_log::Column::ArchivedAt.lt(cutoff))
+            .exec(&self.db)
+            .await?;
+        Ok(deleted.rows_affected)
+    }
+
     /// Gives a claim back on shutdown: the operation stays InProgress with an expired lease, so the next process
     /// resumes it at once instead of waiting for the lease to run out, and that resume uses no attempt.
     pub async fn release(&self, operation_id: Uuid, token: Uuid) -> Result<()> {
@@ -862,6 +931,19 @@ fn state_from_str(value: &str) -> Result<OperationState> {
 
 /// The current time, truncated to microseconds: both databases store that precision, so values read back
 /// compare equal to the ones written.
+fn gzip(text: &str) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(text.as_bytes()).and_then(|()| encoder.finish()).expect("compressing into memory cannot fail")
+}
+
+fn gunzip(content: &[u8]) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(content).read_to_string(&mut text)?;
+    Ok(text)
+}
+
 pub fn now() -> DateTime<Utc> {
     let now = Utc::now();
     DateTime::from_timestamp_micros(now.timestamp_micros()).unwrap_or(now)

@@ -2,12 +2,15 @@
 //! machine of [`crate::domain::run`], and records the stage after every step, so that a crash, a restart or a
 //! second replica never loses an operation or runs one twice at the same time.
 
+mod retention;
+
 use std::collections::HashSet;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use runner_contract::redact::Redactor;
 use tokio::sync::{Notify, Semaphore, watch};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -17,6 +20,7 @@ use uuid::Uuid;
 use crate::backoff::Backoff;
 use crate::credentials::{self as auth, AuthClient};
 use crate::domain::run::{AfterStep, JobState, Record, RunNames, RunState, Stage};
+use crate::domain::run_log;
 use crate::domain::{
     Component, FailureReason, LastError, OperationState, OperationType, ProviderVersion, RunAction, Runtime,
 };
@@ -24,6 +28,7 @@ use crate::executor::{self, Executor, JobStop, RUNNER_GRACE_PERIOD, run_labels};
 use crate::render::Renderer;
 use crate::store::{self, Claim, Progress, Store};
 use crate::telemetry::{Metrics, WorkerHealth};
+pub use retention::RunLogRetention;
 
 /// How long one step's remote calls may take before the attempt counts as a transient failure.
 const STEP_TIMEOUT: Duration = Duration::from_secs(60);
@@ -59,6 +64,8 @@ pub struct WorkerSettings {
     pub upgrade_timeout: Duration,
     /// Of a hibernation or a wake-up.
     pub hibernation_timeout: Duration,
+    /// What is kept of a run's logs, both containers together.
+    pub run_log_max_bytes: usize,
 }
 
 /// Claims and drives operations; what a run needs is shared by the worker's tasks through an `Arc`.
@@ -688,6 +695,16 @@ impl Worker {
                 }
             },
             Stage::Cleanup => {
+                // The logs are kept before anything goes: the credential values to redact them with (the Secret
+                // is deleted last), and the logs followed before a running Job is stopped, so that its last lines
+                // are in. A clean-up that runs again after a restart keeps the first archive.
+                if run.redact.is_empty() {
+                    run.redact = self.executor.credential_values(&run.names).await?;
+                }
+                let logs = match self.store.run_logs_archived(operation.id).await? {
+                    true => None,
+                    false => self.executor.open_final_logs(operation.id).await?,
+                };
                 // A failed run may have left its Job running (a timeout, exhausted attempts): stop it and wait
                 // for its pods before the credentials they mount go away and the run ends.
                 if failing {
@@ -706,6 +723,13 @@ impl Worker {
                              this runtime waits for them"
                         ),
                     }
+                }
+                if let Some(logs) = logs {
+                    let redactor = Redactor::new(run.redact.clone());
+                    let logs = logs.read(RUNNER_GRACE_PERIOD + STOP_MARGIN).await;
+                    let redacted = logs.into_iter().map(|log| (log.container, redactor.redact(&log.log))).collect();
+                    let kept = run_log::within_budget(redacted, self.settings.run_log_max_bytes);
+                    self.store.archive_run_logs(operation.id, &kept).await?;
                 }
                 self.executor.delete_secret(&run.names.credentials_secret).await?;
                 Ok(StepOutcome::Next)

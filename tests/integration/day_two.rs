@@ -167,6 +167,21 @@ async fn upgrades_name_every_field_they_may_not_change(backend: Backend) {
     assert_eq!(extensions["code"], "BAD_REQUEST", "{response}");
     assert_eq!(extensions["field"], "clusterConfig.kubernetesVersion");
     assert!(response["errors"][0]["message"].as_str().unwrap().contains("versions only go up"), "{response}");
+    // The rest of what a cluster was created with stays too, each named.
+    let body = json!({
+        "topology": "gcp_gke",
+        "environment": "prod",
+        "network": { "vpcCidr": "10.1.0.0/16" },
+        "gcp": { "zones": ["europe-west1-b"] },
+        "name": "renamed",
+        "runtimeInput": { "name": "renamed" },
+    });
+    let answer = app.patch(&path, &body).await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.text);
+    let fields = error_fields(&answer.json());
+    let expected = ["environment", "gcp", "name", "network", "runtimeInput", "topology"];
+    assert_eq!(fields, expected.map(|field| format!("clusterConfig.{field}")), "{}", answer.text);
+
     // GraphQL itself refuses a field the input type does not have, naming it, before anything runs.
     let document = json!({ "query": UPGRADE, "variables": { "id": runtime_id, "config": { "region": "eu-west-1" } } });
     let answer = app.request("POST", "/graphql", Some(&document), &[]).await;

@@ -7,13 +7,13 @@ use axum::http::StatusCode;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::Api;
-use kube::api::{Patch, PatchParams};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use provisioner::domain::{Cloud, ProviderVersion};
 use serde_json::{Value, json};
 use test_support::auth_service::{AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY};
 use test_support::engine::{Engine, MODULES_REPO_URL, RUNNER_PLAN_SUMMARY, RunLog};
 use test_support::fault_proxy::FaultProxy;
-use test_support::{Backend, on_both_databases, provision_body};
+use test_support::{Backend, eks_body, on_both_databases, provision_body};
 
 const WAIT: Duration = Duration::from_secs(60);
 const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters: []\n";
@@ -126,6 +126,223 @@ async fn a_failing_runner_fails_the_operation_with_its_redacted_message(backend:
     process.stop().await;
 }
 
+async fn an_upgrade_whose_plan_is_destructive_fails_and_keeps_the_configuration(backend: Backend) {
+    let (engine, process) = Engine::start(backend, &[]).await;
+    let body = eks_body("engine-destructive");
+    let (runtime_id, _) = engine.provision(&body).await;
+    let outputs = format!("provision-{runtime_id}-outputs");
+    engine.runner_succeeds(&format!("provision-{runtime_id}"), Some((&outputs, KUBECONFIG))).await;
+    engine.wait_for_status(&runtime_id, &["succeeded"], WAIT).await;
+
+    let max_size = body["clusterConfig"]["workerPool"]["maxSize"].as_i64().unwrap();
+    let upgrade = json!({ "workerPool": { "maxSize": max_size + 1 } });
+    let accepted = engine.app.patch(&format!("/api/v1/provisions/{runtime_id}"), &upgrade).await;
+    assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
+    let operation_id = accepted.json()["operationId"].as_str().unwrap().to_owned();
+    engine.wait_for_stage(&operation_id, "WaitForJob", WAIT).await;
+    // What terraform-runner ends with when the saved plan replaces a protected resource (exit code 3).
+    let refusal = "the plan would destroy or replace protected resources (module.eks.aws_eks_cluster.this); \
+                   nothing was changed";
+    engine.runner_exits(&format!("upgrade-{runtime_id}"), 3, refusal).await;
+
+    // The live status shows the Job's own failure first; the recorded one reads the runner's exit code.
+    engine.wait_for_stage(&operation_id, "Done", WAIT).await;
+    let failed = engine.wait_for_status(&runtime_id, &["failed"], WAIT).await;
+    let error = &failed["lastError"];
+    let cause = (error["reason"].as_str(), error["component"].as_str());
+    assert_eq!(cause, (Some("destructive_plan"), Some("terraform-runner")), "{failed}");
+    assert_eq!((error["errMessage"].as_str(), failed["operation"].as_str()), (Some(refusal), Some("upgrade")));
+    let query = "query($id: String!) { runtimeStatus(id: $id) { runtimeConfiguration { clusterConfig { workerPool { maxSize } } } } }";
+    let response = engine.app.graphql(query, json!({ "id": runtime_id })).await;
+    let kept = &response["data"]["runtimeStatus"]["runtimeConfiguration"]["clusterConfig"]["workerPool"]["maxSize"];
+    assert_eq!(kept.as_i64(), Some(max_size), "the configuration last applied stays: {response}");
+    process.stop().await;
+}
+
+/// Plays the TTL controller a week after a run: the Job and its pods go.
+async fn delete_job_and_pods(engine: &Engine, job: &str) {
+    let jobs: Api<Job> = Api::namespaced(engine.admin.clone(), &engine.namespace);
+    jobs.delete(job, &DeleteParams::background()).await.expect("delete the Job");
+    let pods: Api<Pod> = Api::namespaced(engine.admin.clone(), &engine.namespace);
+    let selector = ListParams::default().labels(&format!("batch.kubernetes.io/job-name={job}"));
+    pods.delete_collection(&DeleteParams::default(), &selector).await.expect("delete the pods");
+    for _ in 0..100 {
+        if pods.list(&selector).await.unwrap().items.is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the pods of Job {job} did not go");
+}
+
+async fn a_runs_logs_are_kept_redacted_and_capped_after_its_pod_is_gone(backend: Backend) {
+    let (engine, process) = Engine::start(backend, &[("APP_RUN_LOG_MAX_BYTES", "65536")]).await;
+    let (runtime_id, operation_id) = engine.provision(&provision_body("engine-logs")).await;
+    engine.wait_for_stage(&operation_id, "WaitForJob", WAIT).await;
+    let job = format!("provision-{runtime_id}");
+    // The live pod's logs while it runs; a credential value that slipped through the runner's own redaction.
+    let init_log = "Cloning into '/modules'...\n";
+    let progress = "module.vpc.aws_subnet.private[0]: Still creating... [10s elapsed]\n".repeat(2000);
+    let runner_log = format!(
+        "Initializing the backend...\n{progress}Error: creating VPC: UnauthorizedOperation for key {AWS_SECRET_ACCESS_KEY}\n"
+    );
+    engine
+        .runner_prints_and_exits(&job, &[("init", init_log), ("terraform-runner", &runner_log)], 1, "apply failed")
+        .await;
+    engine.wait_for_stage(&operation_id, "Done", WAIT).await;
+    delete_job_and_pods(&engine, &job).await;
+
+    // Kept: both containers, redacted again, the runner's log cut to its head and tail within the cap.
+    let answer = engine.app.get(&format!("/api/v1/operations/{operation_id}/logs")).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
+    let text = &answer.text;
+    assert!(
+        text.starts_with(
+            "==> init <==\nCloning into '/modules'...\n==> terraform-runner <==\nInitializing the backend...\n"
+        ),
+        "{}",
+        &text[..300]
+    );
+    assert!(text.contains("bytes left out"), "capped");
+    assert!(
+        text.trim_end().ends_with("Error: creating VPC: UnauthorizedOperation for key [REDACTED]"),
+        "{}",
+        &text[text.len() - 300..]
+    );
+    assert!(!text.contains(AWS_SECRET_ACCESS_KEY), "a credential value in the kept log");
+    assert!(text.len() <= 65536 + 100, "{} bytes kept", text.len());
+
+    // The same through the runtime (its last operation, or that one by id) and GraphQL, with a tail.
+    let tail = engine.app.get(&format!("/api/v1/operations/{operation_id}/logs?tailLines=1")).await.text;
+    let expected_tail = "==> init <==\nCloning into '/modules'...\n==> terraform-runner <==\n\
+                         Error: creating VPC: UnauthorizedOperation for key [REDACTED]\n";
+    assert_eq!(tail, expected_tail);
+    let by_runtime = format!("/api/v1/provisions/{runtime_id}/logs");
+    assert_eq!(engine.app.get(&format!("{by_runtime}?tailLines=1")).await.text, expected_tail);
+    assert_eq!(
+        engine.app.get(&format!("{by_runtime}?operationId={operation_id}&tailLines=1")).await.text,
+        expected_tail
+    );
+    let query = "query($id: String!) { runtimeOperationStatus(id: $id) { logs(tailLines: 1) { container log } } }";
+    let response = engine.app.graphql(query, json!({ "id": operation_id })).await;
+    let logs = &response["data"]["runtimeOperationStatus"]["logs"];
+    assert_eq!(logs[1]["container"], "terraform-runner", "{response}");
+    assert_eq!(logs[1]["log"], "Error: creating VPC: UnauthorizedOperation for key [REDACTED]\n", "{response}");
+
+    // An operation of another runtime is not this runtime's; an unknown one is not found.
+    let (other_runtime, _) = engine.provision(&provision_body("engine-logs-other")).await;
+    let other = engine.app.get(&format!("/api/v1/provisions/{other_runtime}/logs?operationId={operation_id}")).await;
+    assert_eq!(other.status, StatusCode::NOT_FOUND, "{}", other.text);
+    let unknown = engine.app.get(&format!("/api/v1/operations/{}/logs", uuid::Uuid::now_v7())).await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND, "{}", unknown.text);
+    let zero = engine.app.get(&format!("/api/v1/operations/{operation_id}/logs?tailLines=0")).await;
+    assert_eq!((zero.status, zero.json()["error"]["field"].clone()), (StatusCode::BAD_REQUEST, json!("tailLines")));
+    process.stop().await;
+}
+
+async fn a_clean_up_that_runs_again_after_a_crash_keeps_the_first_archive(backend: Backend) {
+    let (mut engine, process) = Engine::start(backend, &[]).await;
+    let (runtime_id, operation_id) = engine.provision(&provision_body("engine-rearchive")).await;
+    let job = format!("provision-{runtime_id}");
+    engine.wait_for_stage(&operation_id, "WaitForJob", WAIT).await;
+    engine
+        .runner_prints_and_exits(&job, &[("init", "cloned\n"), ("terraform-runner", "applying\n")], 1, "failed")
+        .await;
+    engine.wait_for_stage(&operation_id, "Done", WAIT).await;
+    let path = format!("/api/v1/operations/{operation_id}/logs");
+    let archived = engine.app.get(&path).await.text;
+    assert!(archived.contains("applying"), "{archived}");
+
+    // The database as a crash right after the archive left it: the run still in its clean-up, and by the time a
+    // new process resumes it, the pod is gone.
+    process.crash();
+    delete_job_and_pods(&engine, &job).await;
+    let in_cleanup: [(&str, sea_orm::Value); 4] = [
+        ("state", "InProgress".into()),
+        ("stage", "Cleanup".into()),
+        ("finished_at", sea_orm::Value::ChronoDateTimeUtc(None)),
+        ("lease_expires_at", chrono::Utc::now().into()),
+    ];
+    engine.app.database.set_operation_columns(&operation_id, in_cleanup).await;
+    let process = engine.start_process(&[]).await;
+    engine.wait_for_status(&runtime_id, &["failed"], WAIT).await;
+    engine.wait_for_stage(&operation_id, "Done", WAIT).await;
+    assert_eq!(engine.app.get(&path).await.text, archived, "the first archive stays");
+    process.stop().await;
+}
+
+/// The next piece of a streamed body, as text; `None` once it ended.
+async fn next_chunk(body: &mut axum::body::Body) -> Option<String> {
+    use http_body_util::BodyExt as _;
+    loop {
+        let frame = tokio::time::timeout(WAIT, body.frame()).await.expect("a chunk or the end within a minute")?;
+        if let Ok(data) = frame.expect("the stream goes on").into_data() {
+            return Some(String::from_utf8(data.to_vec()).unwrap());
+        }
+    }
+}
+
+async fn a_running_operations_log_is_streamed_until_its_container_ends(backend: Backend) {
+    let (engine, process) = Engine::start(backend, &[]).await;
+    let (runtime_id, operation_id) = engine.provision(&provision_body("engine-follow")).await;
+    engine.wait_for_stage(&operation_id, "WaitForJob", WAIT).await;
+    let pod =
+        engine.control_plane.wait_for_job_pod(&engine.namespace, &format!("provision-{runtime_id}")).await.unwrap();
+    let pod = pod.metadata.name.unwrap();
+    let (control_plane, namespace) = (engine.control_plane, engine.namespace.as_str());
+    control_plane.bind_pod(namespace, &pod).await.unwrap();
+    control_plane.end_log(namespace, &pod, "init");
+    control_plane.write_log(namespace, &pod, "terraform-runner", "Initializing the backend...\n");
+
+    let path = format!("/api/v1/operations/{operation_id}/logs?follow=true");
+    let response = engine.app.stream(&path).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.headers()["content-type"], "text/plain; charset=utf-8");
+    let mut body = response.into_body();
+    assert_eq!(next_chunk(&mut body).await.as_deref(), Some("Initializing the backend...\n"));
+    control_plane.write_log(namespace, &pod, "terraform-runner", "Plan: 3 to add, 0 to change, 0 to destroy.\n");
+    assert_eq!(next_chunk(&mut body).await.as_deref(), Some("Plan: 3 to add, 0 to change, 0 to destroy.\n"));
+    // A dropped connection to the node: the stream resumes after what it sent, with nothing twice.
+    control_plane.break_log_streams();
+    control_plane.write_log(namespace, &pod, "terraform-runner", "Apply complete!\n");
+    assert_eq!(next_chunk(&mut body).await.as_deref(), Some("Apply complete!\n"));
+    // The container ends: so does the stream.
+    control_plane.end_log(namespace, &pod, "terraform-runner");
+    control_plane.terminate_pod(namespace, &pod, "terraform-runner", 1, "failed").await.unwrap();
+    assert_eq!(next_chunk(&mut body).await, None);
+
+    // Once the run ended, a follower gets the kept log at once.
+    engine.wait_for_stage(&operation_id, "Done", WAIT).await;
+    let kept = engine.app.get(&path).await;
+    assert_eq!(kept.text, "Initializing the backend...\nPlan: 3 to add, 0 to change, 0 to destroy.\nApply complete!\n");
+    let both = engine.app.get(&format!("{path}&tailLines=2")).await;
+    assert_eq!((both.status, both.json()["error"]["field"].clone()), (StatusCode::BAD_REQUEST, json!("tailLines")));
+    process.stop().await;
+}
+
+async fn kept_logs_go_after_their_retention(backend: Backend) {
+    let (engine, process) = Engine::start(backend, &[("APP_RUN_LOG_RETENTION", "2s")]).await;
+    let (runtime_id, operation_id) = engine.provision(&provision_body("engine-retention")).await;
+    let job = format!("provision-{runtime_id}");
+    engine.wait_for_stage(&operation_id, "WaitForJob", WAIT).await;
+    engine.runner_prints_and_exits(&job, &[("init", "cloned\n"), ("terraform-runner", "planned\n")], 1, "failed").await;
+    engine.wait_for_stage(&operation_id, "Done", WAIT).await;
+    delete_job_and_pods(&engine, &job).await;
+    let path = format!("/api/v1/operations/{operation_id}/logs");
+    let kept = engine.app.get(&path).await;
+    assert!(kept.status == StatusCode::OK && kept.text.contains("planned"), "{}", kept.text);
+    for _ in 0..100 {
+        let answer = engine.app.get(&path).await;
+        if answer.status == StatusCode::CONFLICT {
+            assert_eq!(answer.json()["error"]["code"], "no_runner_pod", "{}", answer.text);
+            process.stop().await;
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("the kept logs are still there long after their retention of 2s");
+}
+
 async fn live_status_shows_a_failed_job_before_the_worker_handles_it(backend: Backend) {
     let (engine, process) = Engine::start(backend, &[]).await;
     let (runtime_id, operation_id) = engine.provision(&provision_body("engine-live")).await;
@@ -200,6 +417,11 @@ async fn auth_service_down_retries_then_fails_clearly(backend: Backend) {
 on_both_databases!(
     provisioning_succeeds_and_serves_the_kubeconfig,
     a_failing_runner_fails_the_operation_with_its_redacted_message,
+    an_upgrade_whose_plan_is_destructive_fails_and_keeps_the_configuration,
+    a_runs_logs_are_kept_redacted_and_capped_after_its_pod_is_gone,
+    kept_logs_go_after_their_retention,
+    a_running_operations_log_is_streamed_until_its_container_ends,
+    a_clean_up_that_runs_again_after_a_crash_keeps_the_first_archive,
     deprovisioning_cleans_everything_up,
 );
 

@@ -16,6 +16,7 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use kube::Api;
+use provisioner::executor::RUNNER_CONTAINER;
 use runner_contract::environment::mount;
 use serde_json::Value;
 use test_support::engine::Engine;
@@ -119,7 +120,11 @@ async fn run_job_pod(engine: &Engine, moto: &MotoServer, job: &str, extra_env: &
 
     let command = container.command.as_ref().unwrap();
     assert_eq!(command, &["terraform-runner"], "the Job starts the runner binary of the image");
-    let child = tokio::process::Command::new(test_support::terraform_runner_bin())
+    // Scheduled onto the test node: the API server serves the pod's logs from what the runner prints here.
+    let control_plane = engine.control_plane;
+    control_plane.bind_pod(namespace, &pod_name).await.expect("bind the pod to the test node");
+    control_plane.end_log(namespace, &pod_name, "init");
+    let mut child = tokio::process::Command::new(test_support::terraform_runner_bin())
         .args(container.args.iter().flatten())
         .env_clear()
         .envs(&env)
@@ -128,6 +133,12 @@ async fn run_job_pod(engine: &Engine, moto: &MotoServer, job: &str, extra_env: &
         .spawn()
         .expect("start terraform-runner");
     let pid = child.id().expect("running") as libc::pid_t;
+    let printed = tokio::spawn(print_to_node_log(
+        (child.stdout.take().unwrap(), child.stderr.take().unwrap()),
+        control_plane,
+        namespace.clone(),
+        pod_name.clone(),
+    ));
     // The kubelet's part of a pod's deletion (a stopped Job): SIGTERM to the container, then its grace period.
     let pods = Api::<Pod>::namespaced(engine.admin.clone(), namespace);
     let deleted = async {
@@ -140,31 +151,54 @@ async fn run_job_pod(engine: &Engine, moto: &MotoServer, job: &str, extra_env: &
             }
         }
     };
-    let wait = child.wait_with_output();
-    tokio::pin!(wait);
-    let (output, stopped) = tokio::select! {
-        output = &mut wait => (output, false),
+    let (status, stopped) = tokio::select! {
+        status = child.wait() => (status, false),
         () = deleted => {
             unsafe { libc::kill(pid, libc::SIGTERM) };
-            (wait.await, true)
+            (child.wait().await, true)
         }
     };
-    let output = output.expect("run terraform-runner");
-    let exit_code = output.status.code().expect("exited");
+    let exit_code = status.expect("run terraform-runner").code().expect("exited");
+    let output = printed.await.expect("the runner's output");
+    control_plane.end_log(namespace, &pod_name, RUNNER_CONTAINER);
     let termination_message = std::fs::read_to_string(&termination_log).unwrap_or_default();
-    // A deleted pod has no status left to report.
-    if !stopped {
-        engine
-            .control_plane
-            .terminate_pod(namespace, &pod_name, "terraform-runner", exit_code, &termination_message)
+    if stopped {
+        // Its containers have stopped: the pod being deleted goes.
+        control_plane.remove_pod(namespace, &pod_name).await.expect("remove the stopped pod");
+    } else {
+        control_plane
+            .terminate_pod(namespace, &pod_name, RUNNER_CONTAINER, exit_code, &termination_message)
             .await
             .expect("report the pod's end");
     }
-    PodRun {
-        exit_code,
-        output: format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr)),
-        termination_message,
+    PodRun { exit_code, output, termination_message }
+}
+
+/// Appends each line the runner prints (stdout and stderr, as they come) to its container's log on the test node,
+/// as a container runtime does; returns all of it.
+async fn print_to_node_log(
+    (stdout, stderr): (tokio::process::ChildStdout, tokio::process::ChildStderr),
+    control_plane: &'static test_control_plane::ControlPlane,
+    namespace: String,
+    pod: String,
+) -> String {
+    use tokio::io::AsyncBufReadExt as _;
+    let (mut stdout, mut stderr) =
+        (tokio::io::BufReader::new(stdout).lines(), tokio::io::BufReader::new(stderr).lines());
+    let (mut stdout_open, mut stderr_open) = (true, true);
+    let mut output = String::new();
+    while stdout_open || stderr_open {
+        let line = tokio::select! {
+            line = stdout.next_line(), if stdout_open => line.ok().flatten().or_else(|| { stdout_open = false; None }),
+            line = stderr.next_line(), if stderr_open => line.ok().flatten().or_else(|| { stderr_open = false; None }),
+        };
+        if let Some(line) = line {
+            let line = format!("{line}\n");
+            control_plane.write_log(&namespace, &pod, RUNNER_CONTAINER, &line);
+            output.push_str(&line);
+        }
     }
+    output
 }
 
 #[tokio::test]

@@ -567,6 +567,12 @@ async fn gke_plans(network: Option<Network>, name: &str) -> usize {
     for wanted in ["google_container_cluster", "google_container_node_pool", "google_compute_network"] {
         assert!(types.contains(wanted), "{name} plans no {wanted}: {types:?}");
     }
+    // The pool upgrades after the master, to the master's version, in a surge upgrade.
+    let pool = planned.iter().find(|change| change["type"] == "google_container_node_pool").expect("the pool");
+    assert_eq!(pool["change"]["after_unknown"]["version"], true, "{name}: the pool takes the master's version");
+    let surge = &pool["change"]["after"]["upgrade_settings"][0];
+    let settings = (surge["strategy"].as_str(), surge["max_surge"].as_i64(), surge["max_unavailable"].as_i64());
+    assert_eq!(settings, (Some("SURGE"), Some(1), Some(0)), "{name}: {pool:#}");
 
     // What a hibernation and a wake-up render validates and plans with the real provider too (from empty state:
     // no emulator holds an existing pool): no nodes and no autoscaler asleep, the minimum and the autoscaler awake.

@@ -78,6 +78,23 @@ mod tests {
         }
     }
 
+    /// `testdata/plan.json` is real output of the test tofu (`make tofu`): `testdata/plan/main.tf` applied with
+    /// `-var generation=one`, then `tofu plan -var generation=two -out=two.tfplan` and `tofu show -json two.tfplan`.
+    #[test]
+    fn a_real_plan_is_summarized_by_its_managed_changes() {
+        let summary = summarize(include_bytes!("testdata/plan.json")).unwrap();
+        let expected = PlanSummary {
+            add: 2,
+            change: 1,
+            destroy: 2,
+            replaced: vec!["terraform_data.replaced".into()],
+            destroyed: vec!["terraform_data.destroyed[0]".into()],
+        };
+        assert_eq!(summary, expected);
+        assert_eq!(protected_changes(&summary, &["terraform_data.replaced".into()]), ["terraform_data.replaced"]);
+        assert!(summarize(b"Error: not a plan").is_err());
+    }
+
     #[test]
     fn the_cluster_its_network_and_its_control_plane_are_protected() {
         let plan = summary(

@@ -276,10 +276,32 @@ impl Engine {
     }
 
     pub async fn runner_fails(&self, job: &str, message: &str) {
+        self.runner_exits(job, 1, message).await;
+    }
+
+    /// Plays kubelet for a pod of `job` whose containers print `logs` (container, text), then ends it with
+    /// `exit_code` and the termination `message`. The pod is bound to the test node, so the API server serves its
+    /// logs as from a real kubelet.
+    pub async fn runner_prints_and_exits(&self, job: &str, logs: &[(&str, &str)], exit_code: i32, message: &str) {
+        let pod = self.control_plane.wait_for_job_pod(&self.namespace, job).await.expect("job pod");
+        let name = pod.metadata.name.unwrap();
+        self.control_plane.bind_pod(&self.namespace, &name).await.expect("bind the pod to the test node");
+        for (container, text) in logs {
+            self.control_plane.write_log(&self.namespace, &name, container, text);
+            self.control_plane.end_log(&self.namespace, &name, container);
+        }
+        self.control_plane
+            .terminate_pod(&self.namespace, &name, "terraform-runner", exit_code, message)
+            .await
+            .expect("pod ends");
+    }
+
+    /// The runner's pod ends with `exit_code` and the termination `message`.
+    pub async fn runner_exits(&self, job: &str, exit_code: i32, message: &str) {
         let pod = self.control_plane.wait_for_job_pod(&self.namespace, job).await.expect("job pod");
         let name = pod.metadata.name.unwrap();
         self.control_plane
-            .terminate_pod(&self.namespace, &name, "terraform-runner", 1, message)
+            .terminate_pod(&self.namespace, &name, "terraform-runner", exit_code, message)
             .await
             .expect("pod fails");
     }

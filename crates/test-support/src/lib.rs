@@ -233,6 +233,12 @@ impl TestApp {
         call(&self.app.router, builder.body(body).unwrap()).await
     }
 
+    /// A GET whose answer is returned as it starts, for reading a streamed body as it comes.
+    pub async fn stream(&self, path: &str) -> axum::http::Response<Body> {
+        let request = Request::builder().method("GET").uri(path).body(Body::empty()).unwrap();
+        self.app.router.clone().oneshot(request).await.expect("the router answers")
+    }
+
     pub async fn post_provision(&self, body: &Value) -> Answer {
         self.request("POST", "/api/v1/provisions", Some(body), &[]).await
     }

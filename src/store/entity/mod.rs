@@ -2,5 +2,6 @@
 
 pub mod idempotency_key;
 pub mod operation;
+pub mod operation_log;
 pub mod operation_stage;
 pub mod runtime;

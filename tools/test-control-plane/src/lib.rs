@@ -3,7 +3,8 @@
 //! and TTL-after-finished controllers), built from the Go module proxy by
 //! `tools/build-control-plane.sh`. There is no scheduler and no kubelet: Pods stay Pending until a
 //! test finishes them with [`ControlPlane::terminate_pod`], as Kubernetes' own Job integration
-//! tests do.
+//! tests do. A test that needs a pod's logs binds it to the one node, whose kubelet endpoint serves
+//! the logs the test writes (see `node`).
 //!
 //! Tests share one instance per test binary through [`shared`]; each test takes its own namespace
 //! from [`ControlPlane::new_namespace`]. The binaries come from the folder named by
@@ -17,6 +18,7 @@
 
 mod kubelet;
 mod manifest;
+mod node;
 mod pki;
 mod process;
 
@@ -37,6 +39,8 @@ use kube::config::AuthInfo;
 use kube::{Api, Client, Config};
 use tokio::sync::OnceCell;
 
+use node::ContainerLogs;
+pub use node::NODE_NAME;
 use pki::Pki;
 use process::Processes;
 
@@ -73,6 +77,7 @@ pub struct ControlPlane {
     server_url: String,
     pki: Pki,
     processes: Processes,
+    logs: std::sync::Arc<ContainerLogs>,
 }
 
 impl ControlPlane {
@@ -93,6 +98,11 @@ impl ControlPlane {
         let serving_key = file("apiserver.key", &pki.serving.key_pem)?;
         let service_account_key = file("service-account.key", &pki.service_account.private)?;
         let service_account_pub = file("service-account.pub", &pki.service_account.public)?;
+        // The API server's client certificate for kubelets (as kubeadm's apiserver-kubelet-client, in system:masters).
+        let kubelet_client_cert = file("apiserver-kubelet-client.crt", &pki.admin.cert_pem)?;
+        let kubelet_client_key = file("apiserver-kubelet-client.key", &pki.admin.key_pem)?;
+        let logs = std::sync::Arc::new(ContainerLogs::default());
+        let kubelet_port = node::start_log_server(&pki.serving, logs.clone())?;
         let [etcd_port, etcd_peer_port, apiserver_port] = free_ports()?;
         let etcd_url = format!("http://127.0.0.1:{etcd_port}");
         let etcd_peer_url = format!("http://127.0.0.1:{etcd_peer_port}");
@@ -129,10 +139,15 @@ impl ControlPlane {
                 format!("--service-account-key-file={service_account_pub}"),
                 format!("--service-account-signing-key-file={service_account_key}"),
                 "--allow-privileged=true".into(),
+                format!("--kubelet-certificate-authority={ca}"),
+                format!("--kubelet-client-certificate={kubelet_client_cert}"),
+                format!("--kubelet-client-key={kubelet_client_key}"),
+                "--kubelet-preferred-address-types=InternalIP".into(),
             ],
         )?;
 
-        let mut control_plane = Self { server_url: format!("https://127.0.0.1:{apiserver_port}"), pki, processes };
+        let mut control_plane =
+            Self { server_url: format!("https://127.0.0.1:{apiserver_port}"), pki, processes, logs };
         let admin = control_plane.admin_client()?;
         control_plane
             .wait_until("kube-apiserver to be ready", START_TIMEOUT, async || {
@@ -156,6 +171,7 @@ impl ControlPlane {
         )?;
         // The service-account controller creating `default` proves the controller manager works.
         control_plane.wait_for_service_account("default", "default", &admin).await?;
+        control_plane.register_node(kubelet_port).await?;
         Ok(control_plane)
     }
 

@@ -9,6 +9,9 @@ use crate::Result;
 pub(crate) struct CertifiedKey {
     pub cert_pem: String,
     pub key_pem: String,
+    pub cert_der: Vec<u8>,
+    /// PKCS#8.
+    pub key_der: Vec<u8>,
 }
 
 pub(crate) struct KeyPem {
@@ -46,13 +49,19 @@ impl Pki {
             params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
             params.extended_key_usages = vec![usage];
             let cert = params.signed_by(&key, &ca)?;
-            Ok::<_, rcgen::Error>(CertifiedKey { cert_pem: cert.pem(), key_pem: key.serialize_pem() })
+            Ok::<_, rcgen::Error>(CertifiedKey {
+                cert_pem: cert.pem(),
+                key_pem: key.serialize_pem(),
+                cert_der: cert.der().to_vec(),
+                key_der: key.serialize_der(),
+            })
         };
 
         let service_account = KeyPair::generate()?;
         Ok(Self {
             ca_pem: ca_cert.pem(),
             ca_der: ca_cert.der().to_vec(),
+            // Also the test node's kubelet certificate: both serve on 127.0.0.1.
             serving: leaf(&["127.0.0.1", "localhost"], "kube-apiserver", None, ExtendedKeyUsagePurpose::ServerAuth)?,
             // The system:masters group is bound to cluster-admin and bypasses RBAC.
             admin: leaf(&[], "admin", Some("system:masters"), ExtendedKeyUsagePurpose::ClientAuth)?,

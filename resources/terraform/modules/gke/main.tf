@@ -74,6 +74,16 @@ resource "google_container_node_pool" "workers" {
   location       = var.region
   node_locations = var.node_locations
 
+  # Upgrades go the platform's way: the master first (the cluster above), then the pool to the master's exact
+  # version, rolled with one surge node at a time and none taken away before its replacement is ready.
+  version = google_container_cluster.this.master_version
+
+  upgrade_settings {
+    strategy        = "SURGE"
+    max_surge       = 1
+    max_unavailable = 0
+  }
+
   initial_node_count = local.initial_node_count_per_zone
   # Set only to hibernate (no nodes) and to wake up (back at the minimum); otherwise the autoscaler's count stays.
   node_count = (
