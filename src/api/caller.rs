@@ -73,6 +73,23 @@ pub async fn authenticate(State(authentication): State<Authentication>, mut requ
 
 impl Authentication {
     async fn identify(&self, headers: &HeaderMap) -> Result<Identity, ApiError> {
+        self.identify_token(bearer_token(headers)).await
+    }
+
+    /// The caller of a GraphQL subscription, from the `Authorization` of its `connection_init` payload (a
+    /// browser cannot set headers on a WebSocket).
+    /// The refusal is its message, which the client gets as the connection's error.
+    pub async fn identify_connection(&self, payload: &serde_json::Value) -> Result<Identity, String> {
+        let authorization = ["Authorization", "authorization"].iter().find_map(|key| payload.get(*key)?.as_str());
+        self.identify_token(authorization.and_then(bearer_value)).await.map_err(|error| match error {
+            ApiError::Unauthenticated(message) | ApiError::Forbidden(message) | ApiError::Unavailable(message) => {
+                message
+            }
+            _ => "authentication failed".to_owned(),
+        })
+    }
+
+    async fn identify_token(&self, token: Option<&str>) -> Result<Identity, ApiError> {
         let (reviewer, allowed_users) = match self {
             Authentication::Disabled => return Ok(Identity { username: Identity::ANONYMOUS.to_owned() }),
             Authentication::NoCluster => {
@@ -82,7 +99,7 @@ impl Authentication {
             }
             Authentication::Enabled { reviewer, allowed_users } => (reviewer, allowed_users),
         };
-        let token = bearer_token(headers).ok_or_else(|| {
+        let token = token.ok_or_else(|| {
             ApiError::Unauthenticated("send a ServiceAccount token as Authorization: Bearer <token>".to_owned())
         })?;
         match reviewer.review(token).await {
@@ -109,7 +126,11 @@ impl Authentication {
 }
 
 fn bearer_token(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    bearer_value(headers.get(header::AUTHORIZATION)?.to_str().ok()?)
+}
+
+/// The token of a `Bearer <token>` value.
+fn bearer_value(value: &str) -> Option<&str> {
     let (scheme, token) = value.split_once(' ')?;
     let token = token.trim();
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)

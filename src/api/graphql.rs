@@ -6,9 +6,7 @@ use std::sync::Arc;
 use async_graphql::connection::{Connection, Edge, EmptyFields};
 use async_graphql::extensions::{Extension, ExtensionContext, ExtensionFactory, NextParseQuery};
 use async_graphql::parser::types::{ExecutableDocument, Selection, SelectionSet};
-use async_graphql::{
-    Context, EmptySubscription, ErrorExtensions, Object, Schema, ServerError, ServerResult, SimpleObject, Variables,
-};
+use async_graphql::{Context, ErrorExtensions, Object, Schema, ServerError, ServerResult, SimpleObject, Variables};
 use async_graphql_axum::GraphQLResponse;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -24,7 +22,7 @@ use crate::domain::{
 };
 use crate::service::{self, Conflict, Service};
 
-pub type ProvisionerSchema = Schema<Query, Mutation, EmptySubscription>;
+pub type ProvisionerSchema = Schema<Query, Mutation, Subscription>;
 
 /// What one GraphQL request may ask for.
 #[derive(Debug, Clone, Copy)]
@@ -35,7 +33,7 @@ pub struct Limits {
 }
 
 pub fn schema(service: Service, limits: Limits) -> ProvisionerSchema {
-    let builder = Schema::build(Query, Mutation, EmptySubscription)
+    let builder = Schema::build(Query, Mutation, Subscription)
         .data(service)
         .limit_depth(limits.max_depth)
         .limit_complexity(limits.max_complexity);
@@ -100,7 +98,7 @@ pub async fn execute(schema: &ProvisionerSchema, request: async_graphql::Request
 
 /// The schema in SDL, as `gqlgen.sh` writes it to `schema.graphql`.
 pub fn schema_sdl() -> String {
-    Schema::build(Query, Mutation, EmptySubscription).finish().sdl()
+    Schema::build(Query, Mutation, Subscription).finish().sdl()
 }
 
 /// The one place where service errors get their GraphQL form: a message plus `extensions` with `code`
@@ -450,5 +448,79 @@ impl Mutation {
         let operation = service(context).deprovision_runtime(&id, &identity.username).await.map_err(graphql_error)?;
         identity.audit("graphql", &operation);
         Ok(operation.id.to_string())
+    }
+}
+
+/// How often a subscription looks at its operation's record (one indexed read).
+const EVENT_POLL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// What happened to an operation: its status when its stage, state or message changed, or a line the runner
+/// printed.
+#[derive(SimpleObject)]
+pub struct OperationEvent {
+    /// Set when the operation's stage, state or message changed (the first event shows it as it is).
+    status: Option<OperationStatus>,
+    /// A line of the runner's log (only with `logs: true`).
+    log_line: Option<String>,
+}
+
+pub struct Subscription;
+
+#[async_graphql::Subscription]
+impl Subscription {
+    /// The operation's changes as they happen, and with `logs: true` the runner's log lines; it ends with the
+    /// operation's final state. Over WebSocket (graphql-transport-ws) at the GraphQL endpoint; the bearer token
+    /// goes in the `connection_init` payload as `{"Authorization": "Bearer <token>"}`.
+    async fn operation_events(
+        &self,
+        context: &Context<'_>,
+        id: String,
+        #[graphql(default)] logs: bool,
+    ) -> async_graphql::Result<futures::channel::mpsc::Receiver<GraphQLResult<OperationEvent>>> {
+        use futures::{SinkExt as _, StreamExt as _};
+        let service = service(context).clone();
+        let first = service.operation_status(&id).await.map_err(graphql_error)?;
+        let (mut events, receiver) = futures::channel::mpsc::channel(64);
+        tokio::spawn(async move {
+            let mut log_lines = match logs && first.state.is_active() {
+                true => service.follow_operation_log(&id).await.ok(),
+                false => None,
+            };
+            let key = |operation: &Operation| (operation.stage, operation.state, operation.message.clone());
+            let mut shown = key(&first);
+            let mut ended = !first.state.is_active();
+            if events.send(Ok(OperationEvent { status: Some(first.into()), log_line: None })).await.is_err() {
+                return;
+            }
+            let mut poll = tokio::time::interval(EVENT_POLL);
+            while !ended {
+                let event = tokio::select! {
+                    line = async { log_lines.as_mut().expect("only polled with a log").next().await }, if log_lines.is_some() => match line {
+                        Some(Ok(line)) => OperationEvent { status: None, log_line: Some(line.trim_end().to_owned()) },
+                        // The log ended or broke: the status goes on.
+                        _ => {
+                            log_lines = None;
+                            continue;
+                        }
+                    },
+                    _ = poll.tick() => match service.operation_status(&id).await {
+                        Ok(operation) if key(&operation) != shown => {
+                            shown = key(&operation);
+                            ended = !operation.state.is_active();
+                            OperationEvent { status: Some(operation.into()), log_line: None }
+                        }
+                        Ok(_) => continue,
+                        Err(error) => {
+                            let _ = events.send(Err(graphql_error(error))).await;
+                            return;
+                        }
+                    },
+                };
+                if events.send(Ok(event)).await.is_err() {
+                    return;
+                }
+            }
+        });
+        Ok(receiver)
     }
 }

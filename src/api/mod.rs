@@ -27,6 +27,46 @@ use crate::telemetry::{Metrics, WorkerHealth};
 use caller::{Authentication, Identity};
 use error::ApiError;
 
+/// GET on the GraphQL endpoint: a WebSocket upgrade serves subscriptions (graphql-transport-ws, the caller
+/// authenticated from the `connection_init` payload); any other GET gets the playground when it lives there.
+async fn graphql_get(
+    schema: graphql::ProvisionerSchema,
+    authentication: Authentication,
+    playground: Option<String>,
+    request: Request,
+) -> Response {
+    use async_graphql_axum::{GraphQLProtocol, GraphQLWebSocket};
+    use axum::extract::FromRequestParts as _;
+    use axum::extract::ws::WebSocketUpgrade;
+
+    let (mut parts, _) = request.into_parts();
+    let upgrade = parts.headers.get(axum::http::header::UPGRADE);
+    if !upgrade.is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"websocket")) {
+        return match playground {
+            Some(page) => Html(page).into_response(),
+            None => ApiError::MethodNotAllowed("GET".to_owned()).into_response(),
+        };
+    }
+    let protocol = match GraphQLProtocol::from_request_parts(&mut parts, &()).await {
+        Ok(protocol) => protocol,
+        Err(rejection) => return rejection.into_response(),
+    };
+    let upgrade = match WebSocketUpgrade::from_request_parts(&mut parts, &()).await {
+        Ok(upgrade) => upgrade,
+        Err(rejection) => return rejection.into_response(),
+    };
+    upgrade.protocols(async_graphql::http::ALL_WEBSOCKET_PROTOCOLS).on_upgrade(move |socket| {
+        GraphQLWebSocket::new(socket, schema, protocol)
+            .on_connection_init(move |payload| async move {
+                let identity = authentication.identify_connection(&payload).await.map_err(async_graphql::Error::new)?;
+                let mut data = async_graphql::Data::default();
+                data.insert(identity);
+                Ok(data)
+            })
+            .serve()
+    })
+}
+
 /// Where the GraphQL endpoints live and the limits every request is held to.
 #[derive(Debug, Clone)]
 pub struct HttpSettings {
@@ -53,8 +93,15 @@ pub fn router(
 ) -> Router {
     let schema = graphql::schema(service.clone(), settings.graphql);
     let state = AppState { service, worker_health };
-    let playground = GraphiQLSource::build().endpoint(&settings.api_endpoint).finish();
+    let playground =
+        GraphiQLSource::build().endpoint(&settings.api_endpoint).subscription_endpoint(&settings.api_endpoint).finish();
     let playground_endpoint = settings.playground_endpoint.clone();
+    // GET on the GraphQL endpoint: WebSocket subscriptions, and the playground when it is served there too.
+    let subscriptions = {
+        let (schema, authentication) = (schema.clone(), authentication.clone());
+        let page = (settings.playground_endpoint == settings.api_endpoint).then(|| playground.clone());
+        get(move |request: Request| graphql_get(schema, authentication, page, request))
+    };
 
     // Everything but health and the static playground page needs a caller the platform knows.
     let protected = Router::new()
@@ -84,8 +131,11 @@ pub fn router(
 
     let timeout = settings.request_timeout;
     let x_request_id = axum::http::HeaderName::from_static("x-request-id");
-    Router::new()
-        .route(&settings.playground_endpoint, get(move || async move { Html(playground) }))
+    let mut public = Router::new().route(&settings.api_endpoint, subscriptions);
+    if settings.playground_endpoint != settings.api_endpoint {
+        public = public.route(&settings.playground_endpoint, get(move || async move { Html(playground) }));
+    }
+    public
         .route("/", get(move || async move { Redirect::temporary(&playground_endpoint) }))
         .route("/healthz", get(rest::healthz))
         .merge(protected)

@@ -201,11 +201,35 @@ async fn print_to_node_log(
     output
 }
 
+/// The runner's log the service kept for `operation_id` (a kept log is served before the pod's), with how large it
+/// is printed and as stored, compressed.
+async fn kept_runner_log(engine: &Engine, operation_id: &str) -> String {
+    use sea_orm::{ConnectionTrait, Database, Statement};
+    let answer = engine.app.get(&format!("/api/v1/operations/{operation_id}/logs")).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
+    let db = Database::connect(&engine.app.database.url).await.unwrap();
+    let sizes = db
+        .query_one_raw(Statement::from_string(
+            db.get_database_backend(),
+            format!(
+                "SELECT printed_bytes, length(content) AS stored FROM operation_log \
+                 WHERE operation_id = '{operation_id}' AND container = 'terraform-runner'"
+            ),
+        ))
+        .await
+        .unwrap()
+        .expect("the runner's kept log");
+    let (printed, stored): (i64, i64) =
+        (sizes.try_get("", "printed_bytes").unwrap(), sizes.try_get("", "stored").unwrap());
+    eprintln!("kept runner log of operation {operation_id}: {printed} bytes printed, {stored} bytes stored (gzip)");
+    answer.text.split("==> terraform-runner <==\n").nth(1).expect("the runner's part").to_owned()
+}
+
 #[tokio::test]
 async fn an_eks_cluster_is_provisioned_upgraded_hibernated_woken_and_deprovisioned_by_the_real_runner_and_provider() {
     let moto = MotoServer::start().await;
     let (engine, process) = Engine::start(Backend::Sqlite, &[]).await;
-    let (runtime_id, _) = engine.provision(&eks_body("pipeline")).await;
+    let (runtime_id, provisioning) = engine.provision(&eks_body("pipeline")).await;
     let bucket = "kubeopera-terraform-state-dev-pipeline";
     let bucket_exists =
         || moto.aws_command().args(["s3api", "head-bucket", "--bucket", bucket]).output().unwrap().status.success();
@@ -218,6 +242,10 @@ async fn an_eks_cluster_is_provisioned_upgraded_hibernated_woken_and_deprovision
     let done = engine.wait_for_status(&runtime_id, &["succeeded", "failed"], WAIT).await;
     assert_eq!(done["status"], "succeeded", "{done}");
     assert_eq!(done["planSummary"]["add"], 30, "the status shows what the plan created: {done}");
+    // What the real runner printed is kept once the run ended, whole (far under the cap).
+    engine.wait_for_stage(&provisioning, "Done", WAIT).await;
+    let kept = kept_runner_log(&engine, &provisioning).await;
+    assert_eq!(kept.trim_end(), applied.output.trim_end(), "the kept log is what the runner printed");
     // The kubeconfig the runner built from the EKS cluster moto made: its endpoint and the `aws eks get-token`
     // exec plugin, no secret.
     let answer = engine.app.get(&format!("/api/v1/provisions/{runtime_id}/kubeconfig")).await;
@@ -404,6 +432,10 @@ async fn a_cancelled_provisioning_stops_terraform_and_a_deprovisioning_destroys_
     assert!(run.output.contains("stopped by a signal") || run.output.contains("Interrupt received"), "{}", run.output);
     let failed = engine.wait_for_status(&runtime_id, &["failed", "succeeded"], WAIT).await;
     eprintln!("cancel to the operation's end with the real runner: {:?}", asked.elapsed());
+    // The log was followed while the Job was stopped: its last lines (the interrupt) are kept.
+    engine.wait_for_stage(&operation_id, "Done", WAIT).await;
+    let kept = kept_runner_log(&engine, &operation_id).await;
+    assert_eq!(kept.trim_end(), run.output.trim_end(), "the stopped run's whole log is kept");
     assert_eq!(
         (failed["status"].as_str(), failed["lastError"]["reason"].as_str()),
         (Some("failed"), Some("cancelled")),
