@@ -208,14 +208,12 @@ async fn kept_runner_log(engine: &Engine, operation_id: &str) -> String {
     let answer = engine.app.get(&format!("/api/v1/operations/{operation_id}/logs")).await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
     let db = Database::connect(&engine.app.database.url).await.unwrap();
+    // The pipeline runs on SQLite.
+    let sql =
+        "SELECT printed_bytes, length(content) AS stored FROM operation_log WHERE operation_id = ? AND container = ?";
+    let values = [uuid::Uuid::parse_str(operation_id).unwrap().into(), RUNNER_CONTAINER.into()];
     let sizes = db
-        .query_one_raw(Statement::from_string(
-            db.get_database_backend(),
-            format!(
-                "SELECT printed_bytes, length(content) AS stored FROM operation_log \
-                 WHERE operation_id = '{operation_id}' AND container = 'terraform-runner'"
-            ),
-        ))
+        .query_one_raw(Statement::from_sql_and_values(db.get_database_backend(), sql, values))
         .await
         .unwrap()
         .expect("the runner's kept log");
