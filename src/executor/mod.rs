@@ -16,6 +16,7 @@ use kube::api::{DeleteParams, ListParams, LogParams, PostParams, PropagationPoli
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
+use runner_contract::credential::CloudCredential;
 use runner_contract::job::{MANAGED_BY, MANAGED_BY_LABEL, OPERATION_LABEL, RUNTIME_LABEL};
 use runner_contract::manifest::KUBECONFIG_KEY;
 use runner_contract::plan::EXIT_DESTRUCTIVE_PLAN;
@@ -213,12 +214,21 @@ impl Executor {
     }
 
     /// The secret values of a run's credentials Secret, so failure messages can be redacted after a restart.
+    /// The values to redact from what a run prints, read back from its credentials Secret (a resumed run did not
+    /// resolve the credential itself): its secrets only, not the region or the role it names. Files that no
+    /// longer read back as a credential are all redacted, rather than none.
     pub async fn credential_values(&self, names: &RunNames) -> Result<Vec<String>> {
         let secret = self.api::<Secret>().get_opt(&names.credentials_secret).await?;
-        Ok(secret
+        let files: BTreeMap<String, SecretString> = secret
             .and_then(|secret| secret.data)
-            .map(|data| data.values().map(|bytes| String::from_utf8_lossy(&bytes.0).into_owned()).collect())
-            .unwrap_or_default())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(name, bytes)| (name, SecretString::from(String::from_utf8_lossy(&bytes.0).into_owned())))
+            .collect();
+        Ok(match CloudCredential::from_secret_files(&files) {
+            Ok(credential) => credential.secret_values(),
+            Err(_) => files.values().map(|value| value.expose_secret().to_owned()).collect(),
+        })
     }
 
     pub async fn ensure_credentials(

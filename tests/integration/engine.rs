@@ -343,6 +343,35 @@ async fn kept_logs_go_after_their_retention(backend: Backend) {
     panic!("the kept logs are still there long after their retention of 2s");
 }
 
+async fn a_resumed_run_redacts_its_secrets_and_only_them(backend: Backend) {
+    let lease = [("APP_WORKER_LEASE", "2s")];
+    let (mut engine, process) = Engine::start(backend, &lease).await;
+    let (runtime_id, operation_id) = engine.provision(&provision_body("engine-resumed-redact")).await;
+    engine.wait_for_stage(&operation_id, "WaitForJob", WAIT).await;
+    // The new process reads the values to redact back from the credentials Secret, which also names the
+    // credential's type: only the secrets are redacted.
+    process.crash();
+    let process = engine.start_process(&lease).await;
+    let message =
+        format!("Error: the aws_access_key credential {AWS_ACCESS_KEY_ID} was refused ({AWS_SECRET_ACCESS_KEY})");
+    let job = format!("provision-{runtime_id}");
+    engine
+        .runner_prints_and_exits(
+            &job,
+            &[("init", "cloned\n"), ("terraform-runner", &format!("{message}\n"))],
+            1,
+            &message,
+        )
+        .await;
+    engine.wait_for_stage(&operation_id, "Done", WAIT).await;
+    let expected = "Error: the aws_access_key credential [REDACTED] was refused ([REDACTED])";
+    let failed = engine.app.get(&format!("/api/v1/provisions/{runtime_id}")).await.json();
+    assert_eq!(failed["lastError"]["errMessage"], expected, "{failed}");
+    let kept = engine.app.get(&format!("/api/v1/operations/{operation_id}/logs?tailLines=1")).await.text;
+    assert!(kept.ends_with(&format!("==> terraform-runner <==\n{expected}\n")), "{kept}");
+    process.stop().await;
+}
+
 async fn live_status_shows_a_failed_job_before_the_worker_handles_it(backend: Backend) {
     let (engine, process) = Engine::start(backend, &[]).await;
     let (runtime_id, operation_id) = engine.provision(&provision_body("engine-live")).await;
@@ -422,6 +451,7 @@ on_both_databases!(
     kept_logs_go_after_their_retention,
     a_running_operations_log_is_streamed_until_its_container_ends,
     a_clean_up_that_runs_again_after_a_crash_keeps_the_first_archive,
+    a_resumed_run_redacts_its_secrets_and_only_them,
     deprovisioning_cleans_everything_up,
 );
 
