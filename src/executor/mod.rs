@@ -213,7 +213,6 @@ impl Executor {
         }
     }
 
-    /// The secret values of a run's credentials Secret, so failure messages can be redacted after a restart.
     /// The values to redact from what a run prints, read back from its credentials Secret (a resumed run did not
     /// resolve the credential itself): its secrets only, not the region or the role it names. Files that no
     /// longer read back as a credential are all redacted, rather than none.
@@ -439,17 +438,16 @@ impl Executor {
     }
 
     async fn newest_pod(&self, job_name: &str) -> Result<Option<Pod>> {
-        let pods = self
-            .api::<Pod>()
-            .list(&ListParams::default().labels(&format!("batch.kubernetes.io/job-name={job_name}")))
-            .await?;
-        Ok(pods.items.into_iter().max_by_key(|pod| pod.metadata.creation_timestamp.clone()))
+        self.newest_pod_matching(&format!("batch.kubernetes.io/job-name={job_name}")).await
     }
 
     /// The newest pod of an operation's Job.
     async fn newest_pod_of_operation(&self, operation_id: Uuid) -> Result<Option<Pod>> {
-        let selector = ListParams::default().labels(&format!("{OPERATION_LABEL}={operation_id}"));
-        let pods = self.api::<Pod>().list(&selector).await?;
+        self.newest_pod_matching(&format!("{OPERATION_LABEL}={operation_id}")).await
+    }
+
+    async fn newest_pod_matching(&self, selector: &str) -> Result<Option<Pod>> {
+        let pods = self.api::<Pod>().list(&ListParams::default().labels(selector)).await?;
         Ok(pods.items.into_iter().max_by_key(|pod| pod.metadata.creation_timestamp.clone()))
     }
 
@@ -514,11 +512,8 @@ impl Executor {
                     }
                 }
                 followed = Some((name.clone(), sent.max(count)));
-                let ended = match executor.api::<Pod>().get_opt(&name).await {
-                    Ok(Some(pod)) => runner_ended(&pod),
-                    Ok(None) => false,
-                    Err(_) => false,
-                };
+                // A pod that is gone, or unreadable now, is asked for again: a newer pod may follow.
+                let ended = matches!(executor.api::<Pod>().get_opt(&name).await, Ok(Some(pod)) if runner_ended(&pod));
                 if ended || sender.is_closed() {
                     return;
                 }

@@ -588,15 +588,8 @@ impl Service {
             let runner = kept.into_iter().find(|log| log.container == executor::RUNNER_CONTAINER);
             return Ok(futures::stream::iter(runner.map(|log| Ok(log.text))).boxed());
         }
-        if operation.stage < Stage::CreateJob {
-            return Err(Error::Conflict {
-                conflict: Conflict::NoRunnerPod,
-                message: format!(
-                    "no runner pod exists yet: operation {} is at stage {}",
-                    operation.id,
-                    operation.stage.as_str()
-                ),
-            });
+        if let Some(refusal) = before_its_job(&operation) {
+            return Err(refusal);
         }
         let lines = self.executor()?.follow_runner_log(operation.id);
         Ok(lines.map(|line| line.map_err(executor_error)).boxed())
@@ -621,15 +614,10 @@ impl Service {
                 })
                 .collect());
         }
-        let no_pod = |why: String| Error::Conflict { conflict: Conflict::NoRunnerPod, message: why };
-        // Before the Job is created there is no pod to ask about.
-        if operation.stage < Stage::CreateJob {
-            return Err(no_pod(format!(
-                "no runner pod exists yet: operation {} is at stage {}",
-                operation.id,
-                operation.stage.as_str()
-            )));
+        if let Some(refusal) = before_its_job(operation) {
+            return Err(refusal);
         }
+        let no_pod = |why: String| Error::Conflict { conflict: Conflict::NoRunnerPod, message: why };
         match self.executor()?.logs(operation.id, tail_lines).await {
             Ok(logs) => Ok(logs),
             Err(executor::Error::NoPod(_)) if !operation.state.is_active() => Err(no_pod(format!(
@@ -725,6 +713,18 @@ impl Service {
 }
 
 /// How long an operation ran: from its first start to its end, or to now while it runs.
+/// Before the Job is created there is no pod to ask for logs: the 409 that says so.
+fn before_its_job(operation: &Operation) -> Option<Error> {
+    (operation.stage < Stage::CreateJob).then(|| Error::Conflict {
+        conflict: Conflict::NoRunnerPod,
+        message: format!(
+            "no runner pod exists yet: operation {} is at stage {}",
+            operation.id,
+            operation.stage.as_str()
+        ),
+    })
+}
+
 pub fn duration_seconds(operation: &Operation) -> Option<f64> {
     let started = operation.started_at?;
     let ended = operation.finished_at.filter(|_| !operation.state.is_active()).unwrap_or_else(store::now);
