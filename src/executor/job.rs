@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use runner_contract::environment::{POD_NAMESPACE_FIELD, RunnerEnvironment, mount, var};
+use runner_contract::environment::{RunnerEnvironment, downward_variables, mount};
 use runner_contract::job::{RUNNER_BINARY, RUNNER_GRACE_PERIOD};
 
 use crate::domain::run::RunNames;
@@ -51,18 +51,15 @@ pub fn build(
         .variables()
         .into_iter()
         .map(|(name, value)| EnvVar { name: name.to_owned(), value: Some(value), ..EnvVar::default() })
-        // The Secret goes into the pod's own namespace, whatever it is.
-        .chain([EnvVar {
-            name: var::POD_NAMESPACE.to_owned(),
+        // The Secret goes into the pod's own namespace, whatever it is; the lock holder is the pod and its operation.
+        .chain(downward_variables().into_iter().map(|(name, field_path)| EnvVar {
+            name: name.to_owned(),
             value_from: Some(EnvVarSource {
-                field_ref: Some(ObjectFieldSelector {
-                    field_path: POD_NAMESPACE_FIELD.to_owned(),
-                    ..ObjectFieldSelector::default()
-                }),
+                field_ref: Some(ObjectFieldSelector { field_path, ..ObjectFieldSelector::default() }),
                 ..EnvVarSource::default()
             }),
             ..EnvVar::default()
-        }])
+        }))
         .collect();
     let restricted = SecurityContext {
         allow_privilege_escalation: Some(false),
@@ -227,13 +224,32 @@ mod tests {
         let runner = &pod.containers[0];
         assert_eq!(runner.command.as_ref().unwrap(), &["terraform-runner"]);
         assert_eq!(runner.args.as_ref().unwrap(), &["--action", "destroy"]);
+        // Values only, but for the pod's own fields.
+        let from_fields: Vec<(&str, &str)> = runner
+            .env
+            .as_ref()
+            .unwrap()
+            .iter()
+            .filter_map(|variable| {
+                let field = variable.value_from.as_ref()?.field_ref.as_ref()?;
+                Some((variable.name.as_str(), field.field_path.as_str()))
+            })
+            .collect();
+        assert_eq!(
+            from_fields,
+            [
+                ("POD_NAMESPACE", "metadata.namespace"),
+                ("POD_NAME", "metadata.name"),
+                ("RUNNER_OPERATION_ID", "metadata.labels['kubeopera.io/operation-id']")
+            ]
+        );
         assert!(
             runner
                 .env
                 .as_ref()
                 .unwrap()
                 .iter()
-                .all(|variable| variable.value_from.is_none() || variable.name == "POD_NAMESPACE")
+                .all(|variable| variable.value.is_some() || variable.value_from.is_some())
         );
         let volumes = pod.volumes.unwrap();
         let credentials = volumes.iter().find(|volume| volume.name == "credentials").unwrap();

@@ -436,7 +436,7 @@ fn forbidden<T: std::fmt::Debug>(result: kube::Result<T>) -> bool {
 }
 
 #[tokio::test]
-async fn terraform_runner_may_only_create_and_update_secrets_in_the_provisioning_namespace() {
+async fn terraform_runner_may_only_write_secrets_and_look_up_pods_and_jobs_in_the_provisioning_namespace() {
     let (control_plane, admin) = admin().await;
     apply_all(&admin).await;
     let p = Some(PROVISIONING);
@@ -458,7 +458,14 @@ async fn terraform_runner_may_only_create_and_update_secrets_in_the_provisioning
             ("create", "configmaps", p, false),
             ("get", "configmaps", p, false),
             ("create", "jobs.batch", p, false),
-            ("get", "pods", p, false),
+            ("delete", "jobs.batch", p, false),
+            // A stale state lock's holder: its pod, and its operation's Jobs.
+            ("get", "pods", p, true),
+            ("list", "pods", p, false),
+            ("delete", "pods", p, false),
+            ("list", "jobs.batch", p, true),
+            ("get", "pods", core, false),
+            ("list", "jobs.batch", core, false),
             ("list", "secrets", None, false),
         ],
     )

@@ -87,9 +87,15 @@ async fn run_job_pod(engine: &Engine, moto: &MotoServer, job: &str, extra_env: &
         let value = match (&variable.value, &variable.value_from) {
             (Some(value), _) => local(value),
             (None, Some(from)) => {
+                // The downward API, for the fields the Job uses.
                 let field = from.field_ref.as_ref().expect("only fieldRef is used").field_path.as_str();
-                assert_eq!(field, "metadata.namespace");
-                namespace.clone()
+                let labels = pod.metadata.labels.clone().unwrap_or_default();
+                match field.strip_prefix("metadata.labels['").and_then(|rest| rest.strip_suffix("']")) {
+                    Some(label) => labels.get(label).cloned().expect("the pod has the label"),
+                    None if field == "metadata.namespace" => namespace.clone(),
+                    None if field == "metadata.name" => pod_name.clone(),
+                    None => panic!("the stand-in does not fill {field}"),
+                }
             }
             (None, None) => String::new(),
         };

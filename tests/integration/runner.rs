@@ -8,8 +8,10 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::batch::v1::{Job as BatchJob, JobSpec};
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodTemplateSpec, Secret};
 use kube::Api;
+use kube::api::{DeleteParams, ObjectMeta, PostParams};
 use provisioner::domain::{Cloud, ProviderVersion};
 use runner_contract::plan::{EXIT_DESTRUCTIVE_PLAN, PlanSummary};
 use serde_json::{Value, json};
@@ -163,6 +165,8 @@ impl Job {
             .env("RUNNER_KUBECONFIG_TIMEOUT", "60s")
             .env("RUNNER_TERMINATION_LOG", self.path("termination-log"))
             .env("POD_NAMESPACE", &self.namespace)
+            .env("POD_NAME", format!("provision-{}-runner", self.runtime_id))
+            .env("RUNNER_OPERATION_ID", Uuid::new_v4().to_string())
             .env("KUBECONFIG", self.path("kubeconfig"))
             // The providers come from the test mirror only, with the test lock files.
             .env("TF_CLI_CONFIG_FILE", &test_providers().cli_config)
@@ -225,6 +229,13 @@ impl Job {
             .as_array()
             .map(|objects| objects.iter().map(|object| object["Key"].as_str().unwrap().to_owned()).collect())
             .unwrap_or_default()
+    }
+
+    /// An object of the state bucket as JSON, when there is one.
+    fn json_object(&self, key: &str) -> Option<Value> {
+        let url = format!("s3://{}/{key}", self.bucket);
+        let output = self.moto.aws_command().args(["s3", "cp", &url, "-"]).output().unwrap();
+        output.status.success().then(|| serde_json::from_slice(&output.stdout).expect("a JSON object"))
     }
 
     /// The ETag of the Terraform state object: it changes whenever a run writes the state.
@@ -354,7 +365,11 @@ async fn vanilla_apply_publishes_the_kubeconfig_and_destroy_removes_the_bucket()
     for setting in ["BlockPublicAcls", "IgnorePublicAcls", "BlockPublicPolicy", "RestrictPublicBuckets"] {
         assert_eq!(block[setting], true, "{setting}");
     }
-    assert_eq!(job.object_keys(), ["terraform.tfstate"], "state written, lock released");
+    assert_eq!(
+        job.object_keys(),
+        ["terraform.tfstate", "terraform.tfstate.holder.json"],
+        "state written, lock released, its holder recorded"
+    );
     let state = job.moto.aws(&["s3", "cp", &format!("s3://{}/terraform.tfstate", job.bucket), "-"]);
     assert!(state.contains("terraform_data"), "{state}");
     for secret in [ACCESS_KEY_ID, SECRET_ACCESS_KEY] {
@@ -658,7 +673,11 @@ output "location" {{
         gcs.requests().into_iter().find(|request| request.status == 401).expect("the first token was refused");
     assert_ne!(refused.authorization, created.authorization, "the bucket was created with a renewed token");
     assert_eq!(gcs.bucket(&job.bucket).await.expect("the state bucket")["versioning"]["enabled"], true);
-    assert_eq!(gcs.object_names(&job.bucket).await, ["terraform/default.tfstate"], "state written, lock released");
+    assert_eq!(
+        gcs.object_names(&job.bucket).await,
+        ["terraform/default.holder.json", "terraform/default.tfstate"],
+        "state written, lock released, its holder recorded"
+    );
     for token in &issued {
         assert!(!applied.output.contains(token.as_str()), "the access token was printed");
     }
@@ -932,4 +951,148 @@ async fn a_vanilla_upgrade_rolls_the_workers_only_after_the_control_plane() {
     );
     let names: Vec<String> = created(&job).into_iter().map(|(name, _)| name).collect();
     assert_eq!(names[10..], ["control_plane"], "only the unchanged machines were skipped and no worker replaced");
+}
+
+/// Who a run is, as the Job tells the runner.
+struct RunIdentity {
+    pod: String,
+    operation_id: Uuid,
+}
+
+impl RunIdentity {
+    fn new(job: &Job, attempt: &str) -> Self {
+        RunIdentity { pod: format!("provision-{}-{attempt}", job.runtime_id), operation_id: Uuid::new_v4() }
+    }
+
+    /// Its variables, with a short wait for a lock held by someone else.
+    fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("POD_NAME", self.pod.clone()),
+            ("RUNNER_OPERATION_ID", self.operation_id.to_string()),
+            ("RUNNER_STATE_LOCK_TIMEOUT", "2s".to_owned()),
+        ]
+    }
+}
+
+/// A pod or Job of the run, as the API server knows it: nothing schedules the pod or starts the (suspended) Job
+/// here, so the pod stays pending and the Job unfinished.
+fn pod_template(name: Option<&str>, operation_id: Uuid) -> (ObjectMeta, PodSpec) {
+    let metadata = ObjectMeta {
+        name: name.map(str::to_owned),
+        labels: Some([(runner_contract::job::OPERATION_LABEL.to_owned(), operation_id.to_string())].into()),
+        ..ObjectMeta::default()
+    };
+    let spec = PodSpec {
+        containers: vec![Container {
+            name: "terraform-runner".into(),
+            image: Some("runner".into()),
+            ..Container::default()
+        }],
+        restart_policy: Some("Never".into()),
+        service_account_name: Some("terraform-runner".into()),
+        ..PodSpec::default()
+    };
+    (metadata, spec)
+}
+
+const LOCK: &str = "terraform.tfstate.tflock";
+const HOLDER: &str = "terraform.tfstate.holder.json";
+
+#[tokio::test]
+async fn a_lock_left_by_a_killed_apply_is_taken_over_only_once_its_holder_is_gone() {
+    let job = Job::new().await;
+    let admin = job.control_plane.admin_client().unwrap();
+    let pods = Api::<Pod>::namespaced(admin.clone(), &job.namespace);
+    let jobs = Api::<BatchJob>::namespaced(admin, &job.namespace);
+    let first = RunIdentity::new(&job, "first");
+    let (metadata, spec) = pod_template(Some(&first.pod), first.operation_id);
+    pods.create(&PostParams::default(), &Pod { metadata, spec: Some(spec), ..Pod::default() }).await.unwrap();
+
+    // The first run is killed inside its apply the way a lost node or the OOM killer ends it: the runner and
+    // Terraform at once, so nothing releases the lock.
+    job.write_config("apply", "vanilla_kubeadm", &local_exec("slow", "sleep 120"));
+    let mut child = job.command("apply").envs(first.env()).process_group(0).spawn().expect("start terraform-runner");
+    let output = Arc::new(Mutex::new(String::new()));
+    let readers =
+        [collect(child.stdout.take().unwrap(), output.clone()), collect(child.stderr.take().unwrap(), output.clone())];
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    while !output.lock().unwrap().contains("terraform_data.slow: Creating...") {
+        assert!(tokio::time::Instant::now() < deadline, "apply never started:\n{}", output.lock().unwrap());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // SAFETY: kill(2) on the process group of the child we started; no memory is involved.
+    unsafe { libc::kill(-(child.id().unwrap() as libc::pid_t), libc::SIGKILL) };
+    child.wait().await.unwrap();
+    for reader in readers {
+        reader.await.unwrap();
+    }
+    let lock = job.json_object(LOCK).expect("the killed apply left its lock");
+    let holder = job.json_object(HOLDER).expect("the run recorded itself as the holder");
+    assert_eq!(
+        (holder["pod"].as_str(), holder["operationId"].as_str()),
+        (Some(first.pod.as_str()), Some(first.operation_id.to_string().as_str()))
+    );
+    assert!(lock["Who"].as_str().unwrap().ends_with(&format!("@{}", holder["hostname"].as_str().unwrap())), "{lock}");
+
+    // Its pod is still there (pending, or stopping): the next run leaves the lock alone and fails waiting for it.
+    job.write_config("apply", "vanilla_kubeadm", &vanilla_config(&job));
+    job.put_kubeconfig_parameter("apiVersion: v1\nkind: Config\n");
+    let second = RunIdentity::new(&job, "second");
+    let left_alone = job.run_with("apply", &second.env()).await;
+    left_alone.assert_failure();
+    assert!(left_alone.output.contains("the state is locked and the lock is left alone"), "{}", left_alone.output);
+    assert!(left_alone.output.contains(&format!("its holder pod {} still runs", first.pod)), "{}", left_alone.output);
+    assert!(
+        left_alone.termination_message.contains("Error acquiring the state lock"),
+        "{}",
+        left_alone.termination_message
+    );
+    assert_eq!(job.json_object(LOCK).as_ref(), Some(&lock), "the lock is untouched");
+
+    // The pod is gone, but its operation still has an unfinished Job: left alone again.
+    pods.delete(&first.pod, &DeleteParams { grace_period_seconds: Some(0), ..DeleteParams::default() }).await.unwrap();
+    let (mut metadata, spec) = pod_template(None, first.operation_id);
+    metadata.name = Some(format!("provision-{}", job.runtime_id));
+    let unfinished = BatchJob {
+        metadata: metadata.clone(),
+        spec: Some(JobSpec {
+            suspend: Some(true),
+            template: PodTemplateSpec { metadata: Some(metadata), spec: Some(spec) },
+            ..JobSpec::default()
+        }),
+        ..BatchJob::default()
+    };
+    jobs.create(&PostParams::default(), &unfinished).await.unwrap();
+    while pods.get_opt(&first.pod).await.unwrap().is_some() {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let still_left_alone = job.run_with("apply", &second.env()).await;
+    still_left_alone.assert_failure();
+    let why = format!("its holder's operation {} still has an unfinished Job", first.operation_id);
+    assert!(still_left_alone.output.contains(&why), "{}", still_left_alone.output);
+    assert_eq!(job.json_object(LOCK).as_ref(), Some(&lock), "the lock is untouched");
+
+    // Nothing of the first run is left: the lock is force-unlocked, in the run's log, and the run goes on.
+    let background =
+        DeleteParams { propagation_policy: Some(kube::api::PropagationPolicy::Background), ..DeleteParams::default() };
+    jobs.delete(unfinished.metadata.name.as_deref().unwrap(), &background).await.unwrap();
+    while jobs.get_opt(unfinished.metadata.name.as_deref().unwrap()).await.unwrap().is_some() {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let took_over = job.run_with("apply", &second.env()).await;
+    took_over.assert_success();
+    let lock_id = lock["ID"].as_str().unwrap();
+    let unlocked = took_over
+        .output
+        .lines()
+        .find(|line| line.contains("force-unlocking a stale state lock"))
+        .unwrap_or_else(|| panic!("the take-over is logged:\n{}", took_over.output));
+    assert!(
+        unlocked.contains(lock_id)
+            && unlocked.contains(&first.pod)
+            && unlocked.contains(&first.operation_id.to_string()),
+        "{unlocked}"
+    );
+    assert!(job.json_object(LOCK).is_none(), "the lock is released after the run");
+    assert_eq!(job.json_object(HOLDER).unwrap()["pod"], second.pod.as_str(), "the run recorded itself as the holder");
 }

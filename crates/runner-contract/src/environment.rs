@@ -1,6 +1,7 @@
 //! How the Job tells the runner where things are: the volumes are mounted at the [`mount`] paths, and the
-//! runner's container gets [`RunnerEnvironment::variables`] plus its own namespace from the downward API
-//! ([`var::POD_NAMESPACE`]). The runner reads the same with [`RunnerEnvironment::parse`].
+//! runner's container gets [`RunnerEnvironment::variables`] plus, from the downward API, what only the pod knows
+//! ([`downward_variables`]: its namespace, its name and its operation). The runner reads the same with
+//! [`RunnerEnvironment::parse`].
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -33,12 +34,23 @@ pub mod var {
     pub const WORK_DIR: &str = "RUNNER_WORK_DIR";
     pub const AWS_CONFIG_DIR: &str = "RUNNER_AWS_CONFIG_DIR";
     pub const OUTPUTS_SECRET: &str = "RUNNER_OUTPUTS_SECRET";
-    /// The namespace of the outputs Secret: the pod's own, from the downward API ([`super::POD_NAMESPACE_FIELD`]).
+    /// The namespace of the outputs Secret: the pod's own, from the downward API.
     pub const POD_NAMESPACE: &str = "POD_NAMESPACE";
+    /// The pod's name, which the runner records as the holder of the state lock (Terraform's lock says
+    /// `user@hostname`, and a pod's hostname is its name).
+    pub const POD_NAME: &str = "POD_NAME";
+    /// The operation the run belongs to (the pod's operation label), recorded with the pod name.
+    pub const OPERATION_ID: &str = "RUNNER_OPERATION_ID";
 }
 
-/// The pod field [`var::POD_NAMESPACE`] is filled from.
-pub const POD_NAMESPACE_FIELD: &str = "metadata.namespace";
+/// The variables the Job fills from the pod's own fields, with each field's path.
+pub fn downward_variables() -> [(&'static str, String); 3] {
+    [
+        (var::POD_NAMESPACE, "metadata.namespace".to_owned()),
+        (var::POD_NAME, "metadata.name".to_owned()),
+        (var::OPERATION_ID, format!("metadata.labels['{}']", crate::job::OPERATION_LABEL)),
+    ]
+}
 
 /// A variable with a value the runner cannot use; the message says what it should be.
 #[derive(Debug, thiserror::Error)]

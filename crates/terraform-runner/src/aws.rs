@@ -262,6 +262,32 @@ impl AwsSession {
         }
     }
 
+    /// An object of the state bucket, or `None` when there is no such object.
+    pub async fn read_object(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
+        match self.s3().get_object().bucket(bucket).key(key).send().await {
+            Ok(object) => {
+                let body = object.body.collect().await.map_err(|error| aws_error("s3:GetObject", error))?;
+                Ok(Some(body.into_bytes().to_vec()))
+            }
+            Err(error) if error.as_service_error().is_some_and(|error| error.is_no_such_key()) => Ok(None),
+            Err(error) => Err(aws_error("s3:GetObject", error)),
+        }
+    }
+
+    /// Writes (or overwrites) a JSON object of the state bucket.
+    pub async fn write_json_object(&self, bucket: &str, key: &str, body: Vec<u8>) -> Result<()> {
+        self.s3()
+            .put_object()
+            .bucket(bucket)
+            .key(key)
+            .content_type("application/json")
+            .body(aws_sdk_s3::primitives::ByteStream::from(body))
+            .send()
+            .await
+            .map_err(|error| aws_error("s3:PutObject", error))?;
+        Ok(())
+    }
+
     /// Polls an SSM parameter (decrypted) until it exists, every `interval` for at most `timeout`; `what` the
     /// cluster publishes there, for the error.
     pub async fn wait_for_parameter(

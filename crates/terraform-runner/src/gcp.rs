@@ -223,6 +223,28 @@ impl GcpSession {
         }
     }
 
+    /// An object of the state bucket as JSON (text that is not JSON as a JSON string), or `None` when there is no
+    /// such object.
+    pub async fn read_json_object(&self, bucket: &str, name: &str) -> Result<Option<Value>> {
+        let mut url = self.url(&["storage", "v1", "b", bucket, "o", name]);
+        url.query_pairs_mut().append_pair("alt", "media");
+        match self.call("storage.objects.get", Method::GET, url, None).await? {
+            (status, body) if status.is_success() => Ok(Some(body)),
+            (StatusCode::NOT_FOUND, _) => Ok(None),
+            (status, body) => Err(gcp_error("storage.objects.get", describe(status, &body))),
+        }
+    }
+
+    /// Writes (or overwrites) a JSON object of the state bucket.
+    pub async fn write_json_object(&self, bucket: &str, name: &str, body: &Value) -> Result<()> {
+        let mut url = self.url(&["upload", "storage", "v1", "b", bucket, "o"]);
+        url.query_pairs_mut().append_pair("uploadType", "media").append_pair("name", name);
+        match self.call("storage.objects.insert", Method::POST, url, Some(body)).await? {
+            (status, _) if status.is_success() => Ok(()),
+            (status, body) => Err(gcp_error("storage.objects.insert", describe(status, &body))),
+        }
+    }
+
     pub fn project(&self) -> &str {
         &self.project
     }

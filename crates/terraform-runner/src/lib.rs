@@ -15,6 +15,7 @@ mod kubeconfig;
 pub mod plan;
 mod publish;
 pub mod settings;
+pub mod state_lock;
 mod terraform;
 
 use std::collections::BTreeMap;
@@ -22,7 +23,6 @@ use std::path::{Path, PathBuf};
 
 use runner_contract::Topology;
 use runner_contract::credential::{self, CloudCredential};
-use runner_contract::job::STATE_LOCK_TIMEOUT;
 use runner_contract::manifest::{
     ControlPlaneUpgrade, MAIN_TF_FILE, NodesPath, RUNNER_MANIFEST_FILE, RunAction, RunnerManifest,
 };
@@ -35,6 +35,7 @@ use serde_json::Value;
 use aws::AwsSession;
 use gcp::GcpSession;
 pub use settings::RunnerSettings;
+use state_lock::{LockHolder, StateLock, Verdict};
 use terraform::{Signals, Terraform};
 
 #[derive(Debug, thiserror::Error)]
@@ -145,11 +146,13 @@ impl Runner {
             redactor: redactor.clone(),
         };
         let bucket = &manifest.state_bucket;
-        let lock_timeout = format!("-lock-timeout={}s", STATE_LOCK_TIMEOUT.as_secs());
+        let lock_timeout = format!("-lock-timeout={}s", settings.state_lock_timeout.as_secs());
+        let this_run = LockHolder::this_run(manifest.runtime_id, settings.operation_id, &settings.pod_name);
         let summary = match action {
             RunAction::Apply => {
                 session.ensure_state_bucket(bucket).await?;
                 terraform.run(INIT, &mut signals).await?;
+                self.take_over_state_lock(&session, bucket, &this_run, &terraform, &mut signals).await?;
                 let summary = plan(&terraform, EVERYTHING, &lock_timeout, &mut signals).await?;
                 refuse_destructive(&summary, &settings.protected_resources)?;
                 if let (Some(upgrade), CloudSession::Aws(aws)) = (&manifest.control_plane_upgrade, &session) {
@@ -178,11 +181,15 @@ impl Runner {
             }
             RunAction::Plan => {
                 // A dry run changes nothing, not even the bucket: a cluster not built yet plans from empty state.
-                if !session.state_bucket_exists(bucket).await? {
+                let has_state = session.state_bucket_exists(bucket).await?;
+                if !has_state {
                     tracing::info!(bucket, "the state bucket does not exist; planning from empty local state");
                     plan_without_backend(&settings.job.work_dir)?;
                 }
                 terraform.run(INIT, &mut signals).await?;
+                if has_state {
+                    self.take_over_state_lock(&session, bucket, &this_run, &terraform, &mut signals).await?;
+                }
                 let summary = plan(&terraform, EVERYTHING, &lock_timeout, &mut signals).await?;
                 // What the real run would refuse, the dry run reports the same way.
                 refuse_destructive(&summary, &settings.protected_resources)?;
@@ -195,6 +202,7 @@ impl Runner {
                     return Ok(PlanSummary::default());
                 }
                 terraform.run(INIT, &mut signals).await?;
+                self.take_over_state_lock(&session, bucket, &this_run, &terraform, &mut signals).await?;
                 let summary = plan_destroy(&terraform, &lock_timeout, &mut signals).await?;
                 apply_plan(&terraform, &lock_timeout, &mut signals).await?;
                 if let (CloudSession::Aws(aws), Some(prefix)) = (&session, &manifest.ssm_parameter_prefix) {
@@ -212,6 +220,63 @@ impl Runner {
             "finished"
         );
         Ok(summary)
+    }
+
+    /// Runs after `init` and before the first command that takes the state lock: a lock whose recorded holder is
+    /// dead (see [`state_lock`]) is force-unlocked, any other is left for Terraform to wait for, and this run is
+    /// recorded as the holder of the lock it is about to take (not while another lock stands: its record stays).
+    async fn take_over_state_lock(
+        &self,
+        session: &CloudSession,
+        bucket: &str,
+        this_run: &LockHolder,
+        terraform: &Terraform,
+        signals: &mut Signals,
+    ) -> Result<()> {
+        let objects = session.state_objects();
+        if let Some(found) = session.read_json_object(bucket, objects.lock).await? {
+            let Ok(lock) = serde_json::from_value::<StateLock>(found) else {
+                tracing::warn!(object = objects.lock, "the state lock is not Terraform's; left alone");
+                return Ok(());
+            };
+            let holder = session
+                .read_json_object(bucket, objects.holder)
+                .await?
+                .and_then(|record| serde_json::from_value::<LockHolder>(record).ok());
+            let (pod, unfinished_job) = match &holder {
+                Some(holder) => {
+                    state_lock::holder_facts(&self.kube, &self.settings.namespace, holder, this_run).await?
+                }
+                None => (state_lock::PodState::Live, false),
+            };
+            match state_lock::judge(&lock, holder.as_ref(), this_run, pod, unfinished_job) {
+                Verdict::Stale(holder) => {
+                    tracing::warn!(
+                        lock_id = lock.id,
+                        who = lock.who,
+                        since = lock.created,
+                        holder_pod = holder.pod,
+                        holder_operation_id = %holder.operation_id,
+                        ?pod,
+                        "force-unlocking a stale state lock: its holder pod no longer runs and its operation is not active"
+                    );
+                    terraform.run(&["force-unlock", "-force", "-no-color", &lock.id], signals).await?;
+                }
+                Verdict::Held(why) => {
+                    tracing::warn!(
+                        lock_id = lock.id,
+                        who = lock.who,
+                        since = lock.created,
+                        why,
+                        waiting = %humantime::format_duration(self.settings.state_lock_timeout),
+                        "the state is locked and the lock is left alone; Terraform waits for it"
+                    );
+                    return Ok(());
+                }
+            }
+        }
+        let record = serde_json::to_value(this_run).expect("a lock holder serialises");
+        session.write_json_object(bucket, objects.holder, &record).await
     }
 
     /// Changes the control plane before anything else, one node at a time: each node's machine (a new type: EC2
@@ -473,6 +538,12 @@ fn prepare_work_dir(config_dir: &Path, work_dir: &Path) -> Result<PathBuf> {
     Ok(temporary)
 }
 
+/// Object names in the state bucket.
+struct StateObjects {
+    lock: &'static str,
+    holder: &'static str,
+}
+
 /// The cloud a run works in: its credentials for Terraform and its state bucket.
 enum CloudSession {
     // Boxed: both are large and of very different sizes.
@@ -492,6 +563,38 @@ impl CloudSession {
         match self {
             CloudSession::Aws(aws) => aws.state_bucket_exists(bucket).await,
             CloudSession::Gcp(gcp) => gcp.state_bucket_exists(bucket).await,
+        }
+    }
+
+    /// Terraform's lock beside the state, and the record of who takes it: the backends of
+    /// assets/terraform/*/main.tf.hbs (S3 `key = "terraform.tfstate"` with `use_lockfile`, GCS `prefix =
+    /// "terraform"`, whose default workspace locks `default.tflock`).
+    fn state_objects(&self) -> StateObjects {
+        match self {
+            CloudSession::Aws(_) => {
+                StateObjects { lock: "terraform.tfstate.tflock", holder: "terraform.tfstate.holder.json" }
+            }
+            CloudSession::Gcp(_) => {
+                StateObjects { lock: "terraform/default.tflock", holder: "terraform/default.holder.json" }
+            }
+        }
+    }
+
+    /// An object of the state bucket as JSON (text that is not JSON as a JSON string).
+    async fn read_json_object(&self, bucket: &str, name: &str) -> Result<Option<Value>> {
+        match self {
+            CloudSession::Aws(aws) => Ok(aws.read_object(bucket, name).await?.map(|bytes| {
+                serde_json::from_slice(&bytes)
+                    .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
+            })),
+            CloudSession::Gcp(gcp) => gcp.read_json_object(bucket, name).await,
+        }
+    }
+
+    async fn write_json_object(&self, bucket: &str, name: &str, value: &Value) -> Result<()> {
+        match self {
+            CloudSession::Aws(aws) => aws.write_json_object(bucket, name, value.to_string().into_bytes()).await,
+            CloudSession::Gcp(gcp) => gcp.write_json_object(bucket, name, value).await,
         }
     }
 

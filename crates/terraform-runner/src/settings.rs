@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use runner_contract::environment::{InvalidVariable, RunnerEnvironment, non_empty, required, var};
+use runner_contract::job::STATE_LOCK_TIMEOUT;
 use runner_contract::providers::IMAGE_LOCK_DIR;
+use uuid::Uuid;
 
 const TERRAFORM_BINARY: &str = "RUNNER_TERRAFORM_BINARY";
 const KUBECONFIG_POLL_INTERVAL: &str = "RUNNER_KUBECONFIG_POLL_INTERVAL";
@@ -17,6 +19,7 @@ const TERMINATION_LOG: &str = "RUNNER_TERMINATION_LOG";
 const LOG_LEVEL: &str = "RUNNER_LOG_LEVEL";
 const PROVIDER_LOCK_DIR: &str = "RUNNER_PROVIDER_LOCK_DIR";
 const PROTECTED_RESOURCES: &str = "RUNNER_PROTECTED_RESOURCES";
+const STATE_LOCK_TIMEOUT_VARIABLE: &str = "RUNNER_STATE_LOCK_TIMEOUT";
 
 #[derive(Debug, Clone)]
 pub struct RunnerSettings {
@@ -24,6 +27,11 @@ pub struct RunnerSettings {
     pub job: RunnerEnvironment,
     /// The namespace of that Secret: the pod's own.
     pub namespace: String,
+    /// Who this run is, as recorded for the state lock it takes: its pod and its operation.
+    pub pod_name: String,
+    pub operation_id: Uuid,
+    /// How long a Terraform command waits for a state lock held by another (live) run.
+    pub state_lock_timeout: Duration,
     /// `tofu` or `terraform` (a name on PATH or a path).
     pub terraform_binary: PathBuf,
     /// How often and how long a vanilla cluster's kubeconfig is awaited in SSM, and after a wake-up its API
@@ -59,6 +67,14 @@ impl RunnerSettings {
             job: RunnerEnvironment::parse(&environment)?,
             namespace: required(&environment, var::POD_NAMESPACE, "must be set (the Job passes its own namespace)")?
                 .to_owned(),
+            pod_name: required(&environment, var::POD_NAME, "must be set (the Job passes its pod's name)")?.to_owned(),
+            operation_id: required(&environment, var::OPERATION_ID, "must be set (the Job passes its operation)")?
+                .parse()
+                .map_err(|error| InvalidVariable { variable: var::OPERATION_ID, message: format!("{error}") })?,
+            state_lock_timeout: non_empty(&environment, STATE_LOCK_TIMEOUT_VARIABLE)
+                .map(|_| duration(STATE_LOCK_TIMEOUT_VARIABLE, ""))
+                .transpose()?
+                .unwrap_or(STATE_LOCK_TIMEOUT),
             terraform_binary: text(TERRAFORM_BINARY, "tofu").into(),
             kubeconfig_poll_interval: duration(KUBECONFIG_POLL_INTERVAL, "20s")?,
             kubeconfig_timeout: duration(KUBECONFIG_TIMEOUT, "20m")?,
@@ -88,7 +104,7 @@ mod tests {
 
     #[test]
     fn defaults_match_the_job_spec() {
-        let settings = load(&[("RUNNER_OUTPUTS_SECRET", "provision-x-outputs"), ("POD_NAMESPACE", "jobs")]).unwrap();
+        let settings = load(&job_variables()).unwrap();
         assert_eq!(settings.job.config_dir, PathBuf::from("/etc/provisioner/config"));
         assert_eq!(settings.job.credentials_dir, PathBuf::from("/var/run/secrets/provisioner/credentials"));
         assert_eq!(settings.job.work_dir, PathBuf::from(mount::WORK_DIR));
@@ -97,18 +113,42 @@ mod tests {
         assert_eq!(settings.kubeconfig_timeout, Duration::from_secs(20 * 60));
         assert_eq!(settings.termination_log, PathBuf::from("/dev/termination-log"));
         assert_eq!(settings.provider_lock_dir, PathBuf::from(IMAGE_LOCK_DIR));
+        assert_eq!(settings.state_lock_timeout, STATE_LOCK_TIMEOUT);
+        assert_eq!((settings.pod_name.as_str(), settings.operation_id.to_string().as_str()), (POD, OPERATION));
+    }
+
+    const POD: &str = "provision-x-abcde";
+    const OPERATION: &str = "0193a5c1-1b2c-7d3e-8f40-123456789abc";
+
+    /// What the Job sets.
+    fn job_variables() -> Vec<(&'static str, &'static str)> {
+        vec![
+            ("RUNNER_OUTPUTS_SECRET", "provision-x-outputs"),
+            ("POD_NAMESPACE", "jobs"),
+            ("POD_NAME", POD),
+            ("RUNNER_OPERATION_ID", OPERATION),
+        ]
+    }
+
+    fn without(name: &str) -> Vec<(&'static str, &'static str)> {
+        job_variables().into_iter().filter(|(variable, _)| *variable != name).collect()
     }
 
     #[test]
     fn errors_name_the_variable() {
-        let missing = load(&[("POD_NAMESPACE", "jobs")]).unwrap_err().to_string();
-        assert!(missing.starts_with("RUNNER_OUTPUTS_SECRET:"), "{missing}");
-        let missing = load(&[("RUNNER_OUTPUTS_SECRET", "s")]).unwrap_err().to_string();
-        assert!(missing.starts_with("POD_NAMESPACE:"), "{missing}");
-        let bad =
-            load(&[("RUNNER_OUTPUTS_SECRET", "s"), ("POD_NAMESPACE", "n"), ("RUNNER_KUBECONFIG_TIMEOUT", "soon")])
-                .unwrap_err()
-                .to_string();
-        assert!(bad.starts_with("RUNNER_KUBECONFIG_TIMEOUT:"), "{bad}");
+        for variable in ["RUNNER_OUTPUTS_SECRET", "POD_NAMESPACE", "POD_NAME", "RUNNER_OPERATION_ID"] {
+            let missing = load(&without(variable)).unwrap_err().to_string();
+            assert!(missing.starts_with(&format!("{variable}:")), "{missing}");
+        }
+        for (variable, value) in [
+            ("RUNNER_KUBECONFIG_TIMEOUT", "soon"),
+            ("RUNNER_STATE_LOCK_TIMEOUT", "0s"),
+            ("RUNNER_OPERATION_ID", "op-1"),
+        ] {
+            let mut variables = without(variable);
+            variables.push((variable, value));
+            let bad = load(&variables).unwrap_err().to_string();
+            assert!(bad.starts_with(&format!("{variable}:")), "{bad}");
+        }
     }
 }
