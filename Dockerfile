@@ -10,7 +10,8 @@
 #
 # Every tool is verified: Rust crates by Cargo.lock (--locked), OpenTofu and its Go modules by the hashes in
 # tools/opentofu/go.sum, the Terraform providers by the registry's signed checksums (`tofu providers mirror`),
-# Debian packages (git, AWS CLI v2) and gke-gcloud-auth-plugin by their signed apt repositories.
+# Debian packages (git, AWS CLI v2) and gke-gcloud-auth-plugin by their signed apt repositories, the playground's
+# npm packages by the integrity hashes of assets/playground/package-lock.json.
 
 ARG RUST_VERSION=1.95
 ARG GO_VERSION=1.26
@@ -67,6 +68,13 @@ RUN set -eu; \
     printf 'provider_installation {\n  filesystem_mirror {\n    path = "%s"\n  }\n}\n' \
       /usr/local/share/kubeopera/terraform/providers > /out/tofurc
 
+# --- The playground's browser assets, from the npm registry as assets/playground/package-lock.json pins them -----
+FROM node:20-${DEBIAN_RELEASE}-slim AS playground
+WORKDIR /src
+COPY assets/playground/package.json assets/playground/package-lock.json assets/playground/
+COPY tools/build-playground.sh tools/
+RUN XDG_CACHE_HOME=/tmp/cache tools/build-playground.sh /out/playground
+
 # --- gke-gcloud-auth-plugin (the exec plugin of GKE kubeconfigs), from Google's signed apt repository ------------
 # Only the plugin's static binary is kept; it authenticates with Application Default Credentials
 # (--use_application_default_credentials / GOOGLE_APPLICATION_CREDENTIALS), so gcloud itself is not needed.
@@ -98,6 +106,7 @@ COPY --from=providers /out/providers /usr/local/share/kubeopera/terraform/provid
 COPY --from=providers /out/locks /usr/local/share/kubeopera/terraform/locks
 COPY --from=providers /out/tofurc /usr/local/share/kubeopera/terraform/tofurc
 COPY --from=gke-auth /out/gke-gcloud-auth-plugin /usr/local/bin/gke-gcloud-auth-plugin
+COPY --from=playground /out/playground /usr/local/share/kubeopera/playground
 COPY --from=rust-build /out/provisioner /out/terraform-runner /usr/local/bin/
 # The Job mounts an emptyDir at /workspace (the only writable place there); the Deployment sets HOME=/tmp.
 # TF_CLI_CONFIG_FILE: providers from the image's mirror only (no `direct` installation, so no registry).

@@ -3,7 +3,7 @@
 TEST_DATABASE_URL ?= postgres://postgres:postgres@127.0.0.1:5432/postgres
 export TEST_DATABASE_URL
 
-.PHONY: run test-really-local test schemathesis fuzz bench postgres control-plane tofu terraform-providers fake-gcs test-tools dev-cluster gqlgen generate migrate fmt lint
+.PHONY: run test-really-local test schemathesis fuzz bench postgres control-plane tofu terraform-providers fake-gcs test-tools playground browser-test-tools dev-cluster gqlgen generate migrate fmt lint
 
 ## Starts the server on the embedded SQLite default (./data/provisioner.db) with a development auth-service;
 ## playground at http://127.0.0.1:3000/graphql
@@ -14,11 +14,12 @@ run:
 	APP_AUTH_OAUTH_PATH=$${APP_AUTH_OAUTH_PATH:-dev/auth-oauth.yaml} \
 	APP_AUTH_ENABLED=$${APP_AUTH_ENABLED:-false} \
 	APP_GRAPHQL_INTROSPECTION=$${APP_GRAPHQL_INTROSPECTION:-true} \
+	APP_PLAYGROUND_ASSETS_DIR=$${APP_PLAYGROUND_ASSETS_DIR:-$$(tools/build-playground.sh | tail -n1)} \
 	cargo run --bin provisioner
 
 ## Installs and starts what the tests need (PostgreSQL, the test control plane, tofu, the Terraform providers,
-## fake-gcs-server, moto and the AWS CLI), then runs every test.
-test-really-local: postgres control-plane tofu terraform-providers fake-gcs test-tools
+## fake-gcs-server, moto and the AWS CLI, the playground's assets, Chromium and playwright-core), then runs every test.
+test-really-local: postgres control-plane tofu terraform-providers fake-gcs test-tools playground browser-test-tools
 	$(MAKE) --no-print-directory test
 	$(MAKE) --no-print-directory schemathesis
 
@@ -37,6 +38,8 @@ test:
 		TEST_TERRAFORM_PROVIDERS="$${TEST_TERRAFORM_PROVIDERS:-$$(tools/build-terraform-providers.sh | tail -n1)}" \
 		TEST_FAKE_GCS_BIN="$${TEST_FAKE_GCS_BIN:-$$(tools/build-fake-gcs.sh | tail -n1)/fake-gcs-server}" \
 		TEST_AWS_TOOLS_BIN_DIR="$${TEST_AWS_TOOLS_BIN_DIR:-$$(tools/test-tools.sh | tail -n1)}" \
+		TEST_PLAYGROUND_ASSETS_DIR="$${TEST_PLAYGROUND_ASSETS_DIR:-$$(tools/build-playground.sh | tail -n1)}" \
+		TEST_BROWSER_TOOLS_DIR="$${TEST_BROWSER_TOOLS_DIR:-$$(tools/browser-test-tools.sh | tail -n1)}" \
 		cargo test --workspace --locked
 
 ## Fuzzes the REST API with Schemathesis (installed into a venv under ~/.cache once) against its OpenAPI
@@ -73,6 +76,16 @@ tofu:
 ## the AWS one takes about 40 min on two cores) as a tofu filesystem mirror; the module and runner tests use them.
 terraform-providers:
 	tools/build-terraform-providers.sh
+
+## Installs the playground's browser assets (GraphiQL, React, graphql-ws, Swagger UI) from the npm registry as
+## assets/playground/package-lock.json pins them, into ~/.cache (once per lock file); the service serves them.
+playground:
+	tools/build-playground.sh
+
+## Installs Chromium from Debian's packages and playwright-core (pinned by tests/browser/package-lock.json) for the
+## browser test.
+browser-test-tools:
+	tools/browser-test-tools.sh
 
 ## Builds fake-gcs-server (a local Google Cloud Storage) from the Go module proxy into ~/.cache (once); the runner's
 ## GCP tests use it.

@@ -86,6 +86,7 @@ struct Variables {
     app_address: SocketAddr,
     app_api_endpoint: String,
     app_playground_api_endpoint: String,
+    app_playground_assets_dir: PathBuf,
     #[serde(deserialize_with = "parsed")]
     app_metrics_address: SocketAddr,
     app_log_level: String,
@@ -157,6 +158,8 @@ impl Default for Variables {
             app_address: SocketAddr::from(([127, 0, 0, 1], 3000)),
             app_api_endpoint: "/graphql".to_owned(),
             app_playground_api_endpoint: "/graphql".to_owned(),
+            // Where the image has them (Dockerfile); `make run` and the tests point at tools/build-playground.sh's.
+            app_playground_assets_dir: PathBuf::from("/usr/local/share/kubeopera/playground"),
             app_metrics_address: SocketAddr::from(([127, 0, 0, 1], 9000)),
             app_log_level: "info".to_owned(),
             app_log_format: LogFormat::Json,
@@ -296,6 +299,8 @@ pub struct ServerSettings {
     pub address: SocketAddr,
     pub api_endpoint: String,
     pub playground_endpoint: String,
+    /// The playground's installed browser assets (GraphiQL, React, graphql-ws, Swagger UI).
+    pub playground_assets_dir: PathBuf,
     pub metrics_address: SocketAddr,
     pub max_request_body_bytes: usize,
     pub request_timeout: Duration,
@@ -431,6 +436,7 @@ impl Variables {
                 address: self.app_address,
                 api_endpoint: endpoint("APP_API_ENDPOINT", self.app_api_endpoint)?,
                 playground_endpoint: endpoint("APP_PLAYGROUND_API_ENDPOINT", self.app_playground_api_endpoint)?,
+                playground_assets_dir: self.app_playground_assets_dir,
                 metrics_address: self.app_metrics_address,
                 max_request_body_bytes: at_least("APP_MAX_REQUEST_BODY_BYTES", self.app_max_request_body_bytes, 1024)?,
                 request_timeout: self.app_request_timeout,

@@ -14,6 +14,7 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
 use crate::api::caller::Authentication;
+use crate::api::playground::PlaygroundAssets;
 use crate::api::{self, HttpSettings, graphql};
 use crate::credentials::{self as auth, AuthClient};
 use crate::executor::{Executor, JobSettings};
@@ -166,7 +167,14 @@ impl App {
         };
         let worker_health = if worker.is_some() { worker_health } else { WorkerHealth::disabled() };
         Ok(App {
-            router: api::router(service.clone(), &http, metrics.clone(), authentication, worker_health.clone()),
+            router: api::router(
+                service.clone(),
+                &http,
+                metrics.clone(),
+                authentication,
+                worker_health.clone(),
+                PlaygroundAssets::load(&settings.server.playground_assets_dir),
+            ),
             metrics_router: api::metrics_router(service.clone(), metrics),
             service,
             background: Background { job_cache, worker, run_log_retention, worker_health },

@@ -4,17 +4,17 @@
 pub mod caller;
 pub mod error;
 pub mod graphql;
+pub mod playground;
 pub mod rest;
 
 use std::time::{Duration, Instant};
 
-use async_graphql::http::GraphiQLSource;
 use async_graphql_axum::GraphQLRequest;
 use axum::body::Body;
 use axum::error_handling::HandleErrorLayer;
 use axum::extract::{MatchedPath, Request, State};
 use axum::middleware::{self, Next};
-use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{BoxError, Extension, Router};
 use tower::ServiceBuilder;
@@ -26,13 +26,14 @@ use crate::service::Service;
 use crate::telemetry::{Metrics, WorkerHealth};
 use caller::{Authentication, Identity};
 use error::ApiError;
+use playground::PlaygroundAssets;
 
 /// GET on the GraphQL endpoint: a WebSocket upgrade serves subscriptions (graphql-transport-ws, the caller
 /// authenticated from the `connection_init` payload); any other GET gets the playground when it lives there.
 async fn graphql_get(
     schema: graphql::ProvisionerSchema,
     authentication: Authentication,
-    playground: Option<String>,
+    playground: Option<(PlaygroundAssets, String)>,
     request: Request,
 ) -> Response {
     use async_graphql_axum::{GraphQLProtocol, GraphQLWebSocket};
@@ -43,7 +44,7 @@ async fn graphql_get(
     let upgrade = parts.headers.get(axum::http::header::UPGRADE);
     if !upgrade.is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"websocket")) {
         return match playground {
-            Some(page) => Html(page).into_response(),
+            Some((assets, api_endpoint)) => assets.graphiql(&api_endpoint),
             None => ApiError::MethodNotAllowed("GET".to_owned()).into_response(),
         };
     }
@@ -90,16 +91,16 @@ pub fn router(
     metrics: Metrics,
     authentication: Authentication,
     worker_health: WorkerHealth,
+    playground: PlaygroundAssets,
 ) -> Router {
     let schema = graphql::schema(service.clone(), settings.graphql);
     let state = AppState { service, worker_health };
-    let playground =
-        GraphiQLSource::build().endpoint(&settings.api_endpoint).subscription_endpoint(&settings.api_endpoint).finish();
     let playground_endpoint = settings.playground_endpoint.clone();
     // GET on the GraphQL endpoint: WebSocket subscriptions, and the playground when it is served there too.
     let subscriptions = {
         let (schema, authentication) = (schema.clone(), authentication.clone());
-        let page = (settings.playground_endpoint == settings.api_endpoint).then(|| playground.clone());
+        let page = (settings.playground_endpoint == settings.api_endpoint)
+            .then(|| (playground.clone(), settings.api_endpoint.clone()));
         get(move |request: Request| graphql_get(schema, authentication, page, request))
     };
 
@@ -126,14 +127,26 @@ pub fn router(
         .route("/api/v1/provisions/{id}/wake", post(rest::wake_provision))
         .route("/api/v1/provisions/{id}/logs", get(rest::get_logs))
         .route("/api/v1/provisions/{id}/kubeconfig", get(rest::get_kubeconfig))
-        .route("/api/v1/openapi.json", get(rest::openapi))
+        .route(rest::OPENAPI_PATH, get(rest::openapi))
         .route_layer(middleware::from_fn_with_state(authentication, caller::authenticate));
 
     let timeout = settings.request_timeout;
     let x_request_id = axum::http::HeaderName::from_static("x-request-id");
-    let mut public = Router::new().route(&settings.api_endpoint, subscriptions);
+    let assets = Router::new()
+        .route(&format!("{}/{{name}}", playground::ASSETS_PATH), get(playground::asset))
+        .with_state(playground.clone());
+    let mut public = Router::new().route(&settings.api_endpoint, subscriptions).merge(assets);
+    {
+        let assets = playground.clone();
+        public = public.route(
+            playground::API_REFERENCE_PATH,
+            get(move || async move { assets.api_reference(rest::OPENAPI_PATH) }),
+        );
+    }
     if settings.playground_endpoint != settings.api_endpoint {
-        public = public.route(&settings.playground_endpoint, get(move || async move { Html(playground) }));
+        let api_endpoint = settings.api_endpoint.clone();
+        public =
+            public.route(&settings.playground_endpoint, get(move || async move { playground.graphiql(&api_endpoint) }));
     }
     public
         .route("/", get(move || async move { Redirect::temporary(&playground_endpoint) }))

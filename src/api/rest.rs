@@ -838,7 +838,10 @@ pub async fn method_not_allowed(method: axum::http::Method) -> ApiError {
     ApiError::MethodNotAllowed(method.to_string())
 }
 
-/// The OpenAPI document served at `/api/v1/openapi.json` and kept in `assets/openapi.json`.
+/// Where the OpenAPI document is served.
+pub const OPENAPI_PATH: &str = "/api/v1/openapi.json";
+
+/// The OpenAPI document served at [`OPENAPI_PATH`] and kept in `assets/openapi.json`.
 pub fn openapi_json() -> String {
     ApiDoc::openapi().to_pretty_json().expect("the OpenAPI document serializes")
 }

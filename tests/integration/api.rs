@@ -8,6 +8,7 @@ use provisioner::domain::DEFAULT_DISK_SIZE_GB;
 use serde_json::{Value, json};
 use test_support::{
     Backend, OPERATION_STATUS_FIELDS, TestApp, call, on_both_databases, provision_body, provision_input, spawn_app,
+    spawn_app_with,
 };
 
 async fn operation_status_via_graphql(app: &TestApp, operation_id: &str) -> Value {
@@ -417,12 +418,26 @@ async fn unknown_paths_and_methods_answer_json_errors() {
 }
 
 #[tokio::test]
-async fn the_playground_is_served_on_get() {
-    let app = spawn_app(Backend::Sqlite).await;
+async fn the_playground_and_its_assets_are_served_on_get() {
+    let assets = test_support::browser::playground_assets_dir().display().to_string();
+    let app = spawn_app_with(Backend::Sqlite, &[("APP_PLAYGROUND_ASSETS_DIR", &assets)], None).await;
     let answer = app.get("/graphql").await;
-    assert_eq!(answer.status, StatusCode::OK);
-    assert!(answer.text.to_lowercase().contains("graphiql"), "{}", answer.text);
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
     assert!(answer.headers["content-type"].to_str().unwrap().starts_with("text/html"));
+    // Every script from this origin, and the policy forbids any other.
+    let policy = answer.headers["content-security-policy"].to_str().unwrap();
+    assert!(policy.starts_with("default-src 'self'; script-src 'self';"), "{policy}");
+    for script in ["graphiql.min.js", "graphql-ws.min.js", "playground.js"] {
+        let path = format!("/playground/assets/{script}");
+        assert!(answer.text.contains(&format!(r#"<script src="{path}">"#)), "{}", answer.text);
+        let asset = app.get(&path).await;
+        assert_eq!(asset.status, StatusCode::OK, "{path}");
+        assert!(asset.headers["content-type"].to_str().unwrap().starts_with("text/javascript"));
+    }
+    assert_eq!(app.get("/playground/assets/..%2Fsecret").await.status, StatusCode::NOT_FOUND);
+    let reference = app.get("/api/v1/docs").await;
+    assert_eq!(reference.status, StatusCode::OK);
+    assert!(reference.text.contains(r#"{"openapi":"/api/v1/openapi.json"}"#), "{}", reference.text);
     let root = app.get("/").await;
     assert_eq!(root.status, StatusCode::TEMPORARY_REDIRECT);
     assert_eq!(root.headers["location"], "/graphql");

@@ -10,18 +10,23 @@ use test_control_plane::ControlPlane;
 use test_support::engine::apply_production_rbac;
 use test_support::{Answer, Backend, CapturedLogs, TestApp, provision_body, provision_input, spawn_app_with};
 
-const AUDIENCE: &str = "cluster-provisioner";
+pub(crate) const AUDIENCE: &str = "cluster-provisioner";
 
 /// The app in a fresh namespace with the production RBAC, allowing only `host-cluster-controller`; `identity`
 /// is the ServiceAccount the service itself runs as.
-struct Setup {
-    app: TestApp,
+pub(crate) struct Setup {
+    pub(crate) app: TestApp,
     control_plane: &'static ControlPlane,
     namespace: String,
 }
 
 impl Setup {
     async fn start(identity: &str) -> Setup {
+        Setup::start_with(identity, &[]).await
+    }
+
+    /// With `extra` settings too.
+    pub(crate) async fn start_with(identity: &str, extra: &[(&str, &str)]) -> Setup {
         provisioner::install_crypto_provider();
         let control_plane = test_control_plane::shared().await;
         let namespace = control_plane.new_namespace("authn").await.expect("namespace");
@@ -39,17 +44,19 @@ impl Setup {
         }
 
         let allowed = format!("system:serviceaccount:{namespace}:host-cluster-controller");
-        let extra = [("APP_AUTH_ENABLED", "true"), ("APP_AUTH_ALLOWED_USERS", &allowed), ("JOB_NAMESPACE", &namespace)];
+        let mut settings =
+            vec![("APP_AUTH_ENABLED", "true"), ("APP_AUTH_ALLOWED_USERS", &allowed), ("JOB_NAMESPACE", &namespace)];
+        settings.extend_from_slice(extra);
         let client = control_plane.client_for_service_account(&namespace, identity).await.expect("service client");
-        let app = spawn_app_with(Backend::Sqlite, &extra, Some(client)).await;
+        let app = spawn_app_with(Backend::Sqlite, &settings, Some(client)).await;
         Setup { app, control_plane, namespace }
     }
 
-    async fn token(&self, account: &str, audience: &str) -> String {
+    pub(crate) async fn token(&self, account: &str, audience: &str) -> String {
         self.control_plane.service_account_token(&self.namespace, account, &[audience]).await.expect("token")
     }
 
-    async fn call(&self, method: &str, path: &str, body: Option<&Value>, token: Option<&str>) -> Answer {
+    pub(crate) async fn call(&self, method: &str, path: &str, body: Option<&Value>, token: Option<&str>) -> Answer {
         let authorization = token.map(|token| format!("Bearer {token}"));
         let headers: Vec<_> = authorization.iter().map(|value| ("authorization", value.as_str())).collect();
         self.app.request(method, path, body, &headers).await

@@ -18,6 +18,7 @@ mod manifests;
 mod modules;
 mod moto_smoke;
 mod pipeline;
+mod playground;
 mod providers;
 mod render;
 mod runner;

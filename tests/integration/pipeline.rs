@@ -450,7 +450,11 @@ async fn a_cancelled_provisioning_stops_terraform_and_a_deprovisioning_destroys_
     let objects =
         moto.aws(&["s3api", "list-objects-v2", "--bucket", bucket, "--output", "json", "--query", "Contents[].Key"]);
     let objects: Value = serde_json::from_str(&objects).unwrap();
-    assert_eq!(objects, serde_json::json!(["terraform.tfstate"]), "the lock is released, the state kept");
+    assert_eq!(
+        objects,
+        serde_json::json!(["terraform.tfstate", "terraform.tfstate.holder.json"]),
+        "the lock is released, the state kept (with the record of the run that held the lock)"
+    );
     assert!(vpcs() > 0, "the interrupted apply's resources stay until the deprovisioning");
 
     let accepted = engine.app.delete(&format!("/api/v1/provisions/{runtime_id}")).await;

@@ -4,6 +4,7 @@
 #![deny(rust_2018_idioms)]
 
 pub mod auth_service;
+pub mod browser;
 pub mod engine;
 pub mod fault_proxy;
 pub mod gcp;
@@ -161,6 +162,10 @@ pub fn test_environment(database_url: &str, auth: &FakeAuthService, extra: &[(&s
     .into_iter()
     .map(|(key, value)| (key.to_owned(), value.to_owned()))
     .collect();
+    // The playground's pages work when its assets are installed; without them they answer 503 (see browser.rs).
+    if let Some(dir) = std::env::var_os(browser::PLAYGROUND_ASSETS_VARIABLE) {
+        environment.insert("APP_PLAYGROUND_ASSETS_DIR".to_owned(), dir.to_string_lossy().into_owned());
+    }
     environment.extend(extra.iter().map(|(key, value)| (key.to_string(), value.to_string())));
     environment
 }

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what the browser test (tests/integration/playground.rs) needs: Chromium from Debian's packages when it
+# is missing (uses sudo when not root), and playwright-core, which drives it, from the npm registry exactly as
+# tests/browser/package-lock.json pins it (`npm ci`, integrity checked, no install scripts: it never downloads a
+# browser of its own), into ${XDG_CACHE_HOME:-$HOME/.cache}/kubeopera-provisioner/browser-tools/<lock hash>.
+# Progress goes to stderr; the last line of stdout is the folder holding node_modules:
+#   TEST_BROWSER_TOOLS_DIR=$(tools/browser-test-tools.sh | tail -n1)
+set -euo pipefail
+source_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/../tests/browser" && pwd)"
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/kubeopera-provisioner/browser-tools"
+mkdir -p "$cache"
+exec 9>"$cache/.lock"
+flock 9
+
+if [ ! -x /usr/bin/chromium ]; then
+  echo "installing chromium from Debian's packages" >&2
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+/usr/bin/chromium --version >&2
+
+hash=$(cat "$source_dir/package.json" "$source_dir/package-lock.json" | sha256sum | cut -c1-16)
+dir="$cache/$hash"
+if [ ! -f "$dir/node_modules/.installed" ]; then
+  echo "installing playwright-core from the npm registry (lock file $hash)" >&2
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  cp "$source_dir/package.json" "$source_dir/package-lock.json" "$dir/"
+  (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >&2)
+  touch "$dir/node_modules/.installed"
+fi
+echo "$dir"
