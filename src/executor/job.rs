@@ -3,7 +3,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::api::batch::v1::{Job, JobSpec};
+use k8s_openapi::api::batch::v1::{
+    Job, JobSpec, PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement, PodFailurePolicyRule,
+};
 use k8s_openapi::api::core::v1::{
     Capabilities, ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar, EnvVarSource, ObjectFieldSelector,
     PodSecurityContext, PodSpec, PodTemplateSpec, SeccompProfile, SecretVolumeSource, SecurityContext, Volume,
@@ -12,13 +14,17 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use runner_contract::environment::{RunnerEnvironment, downward_variables, mount};
+pub use runner_contract::job::finished;
 use runner_contract::job::{RUNNER_BINARY, RUNNER_GRACE_PERIOD};
+use runner_contract::plan::EXIT_DESTRUCTIVE_PLAN;
 
 use crate::domain::run::RunNames;
 use crate::domain::{FailureReason, RunAction};
 
 pub const INIT_CONTAINER: &str = "init";
 pub const RUNNER_CONTAINER: &str = "terraform-runner";
+/// The Job controller's reason for a Job failed by a rule of [`pod_failure_policy`] (it has one).
+const POD_FAILURE_POLICY_REASON: &str = "PodFailurePolicy";
 /// Finished Jobs (and their pods, with the logs) stay a week for inspection, then the TTL controller removes them.
 const FINISHED_JOB_TTL_SECONDS: i32 = 7 * 24 * 3600;
 
@@ -138,6 +144,7 @@ pub fn build(
         spec: Some(JobSpec {
             // terraform must never run twice at once for one state: no retries by the Job controller.
             backoff_limit: Some(0),
+            pod_failure_policy: Some(pod_failure_policy()),
             active_deadline_seconds: Some(active_deadline.as_secs().max(1) as i64),
             ttl_seconds_after_finished: Some(FINISHED_JOB_TTL_SECONDS),
             template: PodTemplateSpec {
@@ -172,19 +179,24 @@ pub fn build(
     }
 }
 
-/// `Some(true)` once the Job completed, `Some(false)` once it failed, `None` while it runs.
-pub fn finished(job: &Job) -> Option<bool> {
-    let conditions = job.status.as_ref()?.conditions.as_ref()?;
-    conditions.iter().filter(|condition| condition.status == "True").find_map(|condition| {
-        match condition.type_.as_str() {
-            "Complete" => Some(true),
-            "Failed" => Some(false),
-            _ => None,
-        }
-    })
+/// A refused destructive plan (the runner's exit code 3) fails the Job with a reason of its own, so that the Job
+/// alone says why it failed: the live status reads only the cached Job, not its pod.
+fn pod_failure_policy() -> PodFailurePolicy {
+    PodFailurePolicy {
+        rules: vec![PodFailurePolicyRule {
+            action: "FailJob".to_owned(),
+            on_exit_codes: Some(PodFailurePolicyOnExitCodesRequirement {
+                container_name: Some(RUNNER_CONTAINER.to_owned()),
+                operator: "In".to_owned(),
+                values: vec![EXIT_DESTRUCTIVE_PLAN],
+            }),
+            ..PodFailurePolicyRule::default()
+        }],
+    }
 }
 
-/// The reason of a failed Job (`timeout` when it hit its deadline) and the Job's own message.
+/// The reason of a failed Job (`timeout` when it hit its deadline, `destructive_plan` when the runner refused the
+/// plan) and the Job's own message.
 pub fn failure(job: &Job) -> (FailureReason, String) {
     let condition = job.status.as_ref().and_then(|status| status.conditions.as_ref()).and_then(|conditions| {
         conditions.iter().find(|condition| condition.type_ == "Failed" && condition.status == "True")
@@ -192,7 +204,11 @@ pub fn failure(job: &Job) -> (FailureReason, String) {
     let job_reason = condition.and_then(|condition| condition.reason.clone()).unwrap_or_default();
     let message =
         condition.and_then(|condition| condition.message.clone()).unwrap_or_else(|| "the Job failed".to_owned());
-    let reason = if job_reason == "DeadlineExceeded" { FailureReason::Timeout } else { FailureReason::JobFailed };
+    let reason = match job_reason.as_str() {
+        "DeadlineExceeded" => FailureReason::Timeout,
+        POD_FAILURE_POLICY_REASON => FailureReason::DestructivePlan,
+        _ => FailureReason::JobFailed,
+    };
     (reason, message)
 }
 
@@ -218,6 +234,10 @@ mod tests {
         let job = build(&settings(), RunAction::Destroy, &names, &BTreeMap::new(), Duration::from_secs(600));
         let spec = job.spec.unwrap();
         assert_eq!(spec.backoff_limit, Some(0));
+        let rule = &spec.pod_failure_policy.as_ref().unwrap().rules[0];
+        let exit_codes = rule.on_exit_codes.as_ref().unwrap();
+        assert_eq!((rule.action.as_str(), exit_codes.values.as_slice()), ("FailJob", [3].as_slice()));
+        assert_eq!(exit_codes.container_name.as_deref(), Some("terraform-runner"));
         assert_eq!(spec.active_deadline_seconds, Some(600));
         let pod = spec.template.spec.unwrap();
         assert_eq!(pod.service_account_name.as_deref(), Some("terraform-runner"));
@@ -285,5 +305,29 @@ mod tests {
             assert!(mounted(path), "{} is not on a volume", path.display());
         }
         assert_eq!(pod.termination_grace_period_seconds, Some(RUNNER_GRACE_PERIOD.as_secs() as i64));
+    }
+
+    #[test]
+    fn a_failed_jobs_reason_says_why() {
+        use k8s_openapi::api::batch::v1::{JobCondition, JobStatus};
+        let failed = |reason: &str| Job {
+            status: Some(JobStatus {
+                conditions: Some(vec![JobCondition {
+                    type_: "Failed".into(),
+                    status: "True".into(),
+                    reason: Some(reason.into()),
+                    message: Some(format!("{reason} happened")),
+                    ..JobCondition::default()
+                }]),
+                ..JobStatus::default()
+            }),
+            ..Job::default()
+        };
+        assert_eq!(failure(&failed("DeadlineExceeded")).0, FailureReason::Timeout);
+        assert_eq!(
+            failure(&failed("PodFailurePolicy")),
+            (FailureReason::DestructivePlan, "PodFailurePolicy happened".into())
+        );
+        assert_eq!(failure(&failed("BackoffLimitExceeded")).0, FailureReason::JobFailed);
     }
 }

@@ -34,6 +34,8 @@ pub use runner_contract::job::RUNNER_GRACE_PERIOD;
 const DELETION_TIMEOUT: Duration = Duration::from_secs(60);
 /// How often a waiting run looks at the (in-memory) Job cache.
 const JOB_POLL_INTERVAL: Duration = Duration::from_millis(250);
+/// How long a log follower waits for the first pod of a Job created a moment ago.
+const FIRST_POD_WAIT: Duration = Duration::from_secs(60);
 /// How long a Job may be absent from the cache before the API server is asked whether it exists.
 const CACHE_GRACE: Duration = Duration::from_secs(10);
 
@@ -470,16 +472,26 @@ impl Executor {
     /// The runner container's log of the operation's newest pod, line by line as it prints them, until the
     /// container has ended. A stream that breaks while the container still runs (a dropped connection to the API
     /// server or the node) is resumed after the lines already sent, and a newer pod of the Job is followed from
-    /// its start. Ends at once without a pod; stops when the receiver is dropped.
+    /// its start. A Job created a moment ago gets its pod from the Job controller: that is waited for, up to
+    /// [`FIRST_POD_WAIT`]; a pod that is gone ends the stream. Stops when the receiver is dropped.
     pub fn follow_runner_log(&self, operation_id: Uuid) -> futures::channel::mpsc::Receiver<Result<String>> {
         let (mut sender, receiver) = futures::channel::mpsc::channel(64);
         let executor = self.clone();
         tokio::spawn(async move {
             use futures::{AsyncBufReadExt as _, SinkExt as _};
             let mut followed: Option<(String, usize)> = None;
+            let first_pod_deadline = tokio::time::Instant::now() + FIRST_POD_WAIT;
             loop {
                 let pod = match executor.newest_pod_of_operation(operation_id).await {
                     Ok(Some(pod)) => pod,
+                    Ok(None)
+                        if followed.is_none()
+                            && tokio::time::Instant::now() < first_pod_deadline
+                            && !sender.is_closed() =>
+                    {
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                        continue;
+                    }
                     Ok(None) => return,
                     Err(error) => {
                         let _ = sender.send(Err(error)).await;

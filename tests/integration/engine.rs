@@ -145,12 +145,19 @@ async fn an_upgrade_whose_plan_is_destructive_fails_and_keeps_the_configuration(
                    nothing was changed";
     engine.runner_exits(&format!("upgrade-{runtime_id}"), 3, refusal).await;
 
-    // The live status shows the Job's own failure first; the recorded one reads the runner's exit code.
+    // The first failed status (the live one, from the cached Job: its pod failure policy names the refusal) and
+    // the recorded one (from the runner's exit code and message) give the same reason.
+    let live = engine.wait_for_status(&runtime_id, &["failed"], WAIT).await;
+    let cause = |status: &Value| {
+        let error = &status["lastError"];
+        (error["reason"].as_str().map(str::to_owned), error["component"].as_str().map(str::to_owned))
+    };
+    let expected = (Some("destructive_plan".to_owned()), Some("terraform-runner".to_owned()));
+    assert_eq!(cause(&live), expected, "{live}");
     engine.wait_for_stage(&operation_id, "Done", WAIT).await;
     let failed = engine.wait_for_status(&runtime_id, &["failed"], WAIT).await;
+    assert_eq!(cause(&failed), expected, "{failed}");
     let error = &failed["lastError"];
-    let cause = (error["reason"].as_str(), error["component"].as_str());
-    assert_eq!(cause, (Some("destructive_plan"), Some("terraform-runner")), "{failed}");
     assert_eq!((error["errMessage"].as_str(), failed["operation"].as_str()), (Some(refusal), Some("upgrade")));
     let query = "query($id: String!) { runtimeStatus(id: $id) { runtimeConfiguration { clusterConfig { workerPool { maxSize } } } } }";
     let response = engine.app.graphql(query, json!({ "id": runtime_id })).await;
@@ -286,6 +293,12 @@ async fn a_running_operations_log_is_streamed_until_its_container_ends(backend: 
     let (engine, process) = Engine::start(backend, &[]).await;
     let (runtime_id, operation_id) = engine.provision(&provision_body("engine-follow")).await;
     engine.wait_for_stage(&operation_id, "WaitForJob", WAIT).await;
+    // Followed from the moment the Job exists: its pod may not yet, and its container has not started.
+    let path = format!("/api/v1/operations/{operation_id}/logs?follow=true");
+    let response = engine.app.stream(&path).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.headers()["content-type"], "text/plain; charset=utf-8");
+    let mut body = response.into_body();
     let pod =
         engine.control_plane.wait_for_job_pod(&engine.namespace, &format!("provision-{runtime_id}")).await.unwrap();
     let pod = pod.metadata.name.unwrap();
@@ -294,11 +307,6 @@ async fn a_running_operations_log_is_streamed_until_its_container_ends(backend: 
     control_plane.end_log(namespace, &pod, "init");
     control_plane.write_log(namespace, &pod, "terraform-runner", "Initializing the backend...\n");
 
-    let path = format!("/api/v1/operations/{operation_id}/logs?follow=true");
-    let response = engine.app.stream(&path).await;
-    assert_eq!(response.status(), StatusCode::OK);
-    assert_eq!(response.headers()["content-type"], "text/plain; charset=utf-8");
-    let mut body = response.into_body();
     assert_eq!(next_chunk(&mut body).await.as_deref(), Some("Initializing the backend...\n"));
     control_plane.write_log(namespace, &pod, "terraform-runner", "Plan: 3 to add, 0 to change, 0 to destroy.\n");
     assert_eq!(next_chunk(&mut body).await.as_deref(), Some("Plan: 3 to add, 0 to change, 0 to destroy.\n"));

@@ -9,7 +9,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::ListParams;
-use runner_contract::job::OPERATION_LABEL;
+use runner_contract::job::{OPERATION_LABEL, finished};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -129,16 +129,9 @@ pub async fn holder_facts(
         let selector = format!("{OPERATION_LABEL}={}", holder.operation_id);
         let jobs =
             Api::<Job>::namespaced(kube.clone(), namespace).list(&ListParams::default().labels(&selector)).await?;
-        jobs.items.iter().any(|job| !finished(job))
+        jobs.items.iter().any(|job| finished(job).is_none())
     };
     Ok((PodState::of(pod.as_ref()), unfinished))
-}
-
-fn finished(job: &Job) -> bool {
-    let conditions = job.status.as_ref().and_then(|status| status.conditions.as_deref()).unwrap_or_default();
-    conditions
-        .iter()
-        .any(|condition| matches!(condition.type_.as_str(), "Complete" | "Failed") && condition.status == "True")
 }
 
 #[cfg(test)]
