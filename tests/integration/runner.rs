@@ -682,6 +682,33 @@ output "location" {{
         assert!(!applied.output.contains(token.as_str()), "the access token was printed");
     }
 
+    // A lock left in GCS by a run whose pod is gone: the next run unlocks it by its generation, as tofu's GCS
+    // backend does (the ID inside the object is not what it unlocks by).
+    let record: Value =
+        serde_json::from_slice(&gcs.object(&job.bucket, "terraform/default.holder.json").await.unwrap()).unwrap();
+    let who = format!("runner@{}", record["hostname"].as_str().unwrap());
+    let left = json!({
+        "ID": "d2b7a7c4-0000-4000-8000-000000000001", "Operation": "OperationTypeApply", "Info": "", "Who": who,
+        "Version": "1.12.6", "Created": "2026-12-01T00:00:00Z",
+        "Path": format!("gs://{}/terraform/default.tflock", job.bucket),
+    });
+    let lock = gcs.put_object(&job.bucket, "terraform/default.tflock", left.to_string()).await;
+    let generation = lock["generation"].as_str().map(str::to_owned).unwrap_or_else(|| lock["generation"].to_string());
+    let mut next_run = RunIdentity::new(&job, "next").env();
+    next_run.extend(emulator.clone());
+    let took_over = job.run_with("apply", &next_run).await;
+    took_over.assert_success();
+    let unlocked = took_over
+        .output
+        .lines()
+        .find(|line| line.contains("force-unlocking a stale state lock"))
+        .unwrap_or_else(|| panic!("the take-over is logged:\n{}", took_over.output));
+    assert!(
+        unlocked.contains(&format!("lock_id=\"{generation}\"")) || unlocked.contains(&format!("lock_id={generation}")),
+        "{unlocked}"
+    );
+    assert!(gcs.object(&job.bucket, "terraform/default.tflock").await.is_none(), "the lock is gone");
+
     let kubeconfig = job.published_kubeconfig().await.expect("the kubeconfig is published");
     let parsed = kube::config::Kubeconfig::from_yaml(&kubeconfig).expect("a valid kubeconfig");
     assert_eq!(parsed.current_context.as_deref(), Some("gke_kubeopera-test_europe-west1_runner-gke"));

@@ -235,6 +235,35 @@ impl GcpSession {
         }
     }
 
+    /// Terraform's lock object as JSON, with its `ID` set to the object's generation: tofu's GCS backend unlocks a
+    /// lock by that generation (it cannot know it when it writes the JSON, whose own ID it ignores). The content is
+    /// read at that generation, so that both belong to the same lock.
+    pub async fn read_lock_object(&self, bucket: &str, name: &str) -> Result<Option<Value>> {
+        let metadata = match self
+            .call("storage.objects.get", Method::GET, self.url(&["storage", "v1", "b", bucket, "o", name]), None)
+            .await?
+        {
+            (status, body) if status.is_success() => body,
+            (StatusCode::NOT_FOUND, _) => return Ok(None),
+            (status, body) => return Err(gcp_error("storage.objects.get", describe(status, &body))),
+        };
+        let generation = generation(&metadata)
+            .ok_or_else(|| gcp_error("storage.objects.get", format!("{name} has no generation")))?;
+        let mut url = self.url(&["storage", "v1", "b", bucket, "o", name]);
+        url.query_pairs_mut().append_pair("alt", "media").append_pair("generation", &generation);
+        match self.call("storage.objects.get", Method::GET, url, None).await? {
+            (status, mut lock) if status.is_success() => {
+                if let Some(fields) = lock.as_object_mut() {
+                    fields.insert("ID".to_owned(), Value::String(generation));
+                }
+                Ok(Some(lock))
+            }
+            // Released in between.
+            (StatusCode::NOT_FOUND, _) => Ok(None),
+            (status, body) => Err(gcp_error("storage.objects.get", describe(status, &body))),
+        }
+    }
+
     /// Writes (or overwrites) a JSON object of the state bucket.
     pub async fn write_json_object(&self, bucket: &str, name: &str, body: &Value) -> Result<()> {
         let mut url = self.url(&["upload", "storage", "v1", "b", bucket, "o"]);

@@ -234,7 +234,7 @@ impl Runner {
         signals: &mut Signals,
     ) -> Result<()> {
         let objects = session.state_objects();
-        if let Some(found) = session.read_json_object(bucket, objects.lock).await? {
+        if let Some(found) = session.read_state_lock(bucket).await? {
             let Ok(lock) = serde_json::from_value::<StateLock>(found) else {
                 tracing::warn!(object = objects.lock, "the state lock is not Terraform's; left alone");
                 return Ok(());
@@ -588,6 +588,16 @@ impl CloudSession {
                     .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
             })),
             CloudSession::Gcp(gcp) => gcp.read_json_object(bucket, name).await,
+        }
+    }
+
+    /// Terraform's lock on the state, with the ID its backend unlocks it by.
+    async fn read_state_lock(&self, bucket: &str) -> Result<Option<Value>> {
+        let lock = self.state_objects().lock;
+        match self {
+            // The S3 backend unlocks by the ID inside the lock object.
+            CloudSession::Aws(_) => self.read_json_object(bucket, lock).await,
+            CloudSession::Gcp(gcp) => gcp.read_lock_object(bucket, lock).await,
         }
     }
 
