@@ -73,6 +73,7 @@ FROM node:20-${DEBIAN_RELEASE}-slim AS playground
 WORKDIR /src
 COPY assets/playground/package.json assets/playground/package-lock.json assets/playground/
 COPY tools/build-playground.sh tools/
+COPY tools/lib/npm-ci-cached.sh tools/lib/
 RUN XDG_CACHE_HOME=/tmp/cache tools/build-playground.sh /out/playground
 
 # --- gke-gcloud-auth-plugin (the exec plugin of GKE kubeconfigs), from Google's signed apt repository ------------

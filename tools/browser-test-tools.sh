@@ -6,29 +6,16 @@
 # Progress goes to stderr; the last line of stdout is the folder holding node_modules:
 #   TEST_BROWSER_TOOLS_DIR=$(tools/browser-test-tools.sh | tail -n1)
 set -euo pipefail
-source_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/../tests/browser" && pwd)"
+# shellcheck source=lib/npm-ci-cached.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/npm-ci-cached.sh"
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
-
-cache="${XDG_CACHE_HOME:-$HOME/.cache}/kubeopera-provisioner/browser-tools"
-mkdir -p "$cache"
-exec 9>"$cache/.lock"
-flock 9
 
 if [ ! -x /usr/bin/chromium ]; then
   echo "installing chromium from Debian's packages" >&2
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
-/usr/bin/chromium --version >&2
+/usr/bin/chromium --version 2>/dev/null >&2
 
-hash=$(cat "$source_dir/package.json" "$source_dir/package-lock.json" | sha256sum | cut -c1-16)
-dir="$cache/$hash"
-if [ ! -f "$dir/node_modules/.installed" ]; then
-  echo "installing playwright-core from the npm registry (lock file $hash)" >&2
-  rm -rf "$dir"
-  mkdir -p "$dir"
-  cp "$source_dir/package.json" "$source_dir/package-lock.json" "$dir/"
-  (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >&2)
-  touch "$dir/node_modules/.installed"
-fi
-echo "$dir"
+npm_ci_cached "$(cd "$(dirname "${BASH_SOURCE[0]}")/../tests/browser" && pwd)" browser-tools
+echo "$NPM_CI_DIR"

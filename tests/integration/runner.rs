@@ -285,6 +285,14 @@ impl Outcome {
         })
     }
 
+    /// The runner's line that says it force-unlocked a stale state lock.
+    fn take_over_line(&self) -> &str {
+        let mut lines = self.output.lines();
+        lines
+            .find(|line| line.contains("force-unlocking a stale state lock"))
+            .unwrap_or_else(|| panic!("the take-over is logged:\n{}", self.output))
+    }
+
     fn assert_failure(&self) {
         assert_eq!(self.status.code(), Some(1), "terraform-runner should fail:\n{}", self.output);
         assert!(!self.termination_message.is_empty(), "a failed run leaves a termination message");
@@ -514,17 +522,8 @@ async fn a_failing_apply_reports_a_redacted_termination_message() {
 #[tokio::test]
 async fn a_stop_signal_interrupts_terraform_which_releases_its_lock() {
     let job = Job::new().await;
-    job.write_config("apply", "vanilla_kubeadm", &local_exec("slow", "sleep 120"));
-    let mut child = job.command("apply").spawn().expect("start terraform-runner");
-    let output = Arc::new(Mutex::new(String::new()));
-    let readers =
-        [collect(child.stdout.take().unwrap(), output.clone()), collect(child.stderr.take().unwrap(), output.clone())];
     // Stop it the way the kubelet stops a pod, once terraform is inside the apply holding the lock.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
-    while !output.lock().unwrap().contains("terraform_data.slow: Creating...") {
-        assert!(tokio::time::Instant::now() < deadline, "apply never started:\n{}", output.lock().unwrap());
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let (mut child, output, readers) = start_slow_apply(&job, job.command("apply")).await;
     assert!(job.object_keys().iter().any(|key| key.ends_with(".tflock")), "terraform holds the state lock");
     // SAFETY: kill(2) on the child we started; no memory is involved.
     unsafe { libc::kill(child.id().unwrap() as libc::pid_t, libc::SIGTERM) };
@@ -574,6 +573,25 @@ async fn bad_usage_and_bad_configuration_exit_with_2_and_name_the_problem() {
         incomplete.termination_message
     );
     assert!(!job.bucket_exists(), "nothing is created before the inputs are known to be complete");
+}
+
+/// Starts `command` on an apply whose only resource takes 120 s, and returns once Terraform is inside the apply,
+/// holding the state lock: the child, everything it printed so far and still prints, and the readers of that.
+async fn start_slow_apply(
+    job: &Job,
+    mut command: tokio::process::Command,
+) -> (tokio::process::Child, Arc<Mutex<String>>, [tokio::task::JoinHandle<()>; 2]) {
+    job.write_config("apply", "vanilla_kubeadm", &local_exec("slow", "sleep 120"));
+    let mut child = command.spawn().expect("start terraform-runner");
+    let output = Arc::new(Mutex::new(String::new()));
+    let readers =
+        [collect(child.stdout.take().unwrap(), output.clone()), collect(child.stderr.take().unwrap(), output.clone())];
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    while !output.lock().unwrap().contains("terraform_data.slow: Creating...") {
+        assert!(tokio::time::Instant::now() < deadline, "apply never started:\n{}", output.lock().unwrap());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    (child, output, readers)
 }
 
 fn collect(
@@ -698,15 +716,8 @@ output "location" {{
     next_run.extend(emulator.clone());
     let took_over = job.run_with("apply", &next_run).await;
     took_over.assert_success();
-    let unlocked = took_over
-        .output
-        .lines()
-        .find(|line| line.contains("force-unlocking a stale state lock"))
-        .unwrap_or_else(|| panic!("the take-over is logged:\n{}", took_over.output));
-    assert!(
-        unlocked.contains(&format!("lock_id=\"{generation}\"")) || unlocked.contains(&format!("lock_id={generation}")),
-        "{unlocked}"
-    );
+    let unlocked = took_over.take_over_line();
+    assert!(unlocked.contains(&format!("lock_id=\"{generation}\"")), "{unlocked}");
     assert!(gcs.object(&job.bucket, "terraform/default.tflock").await.is_none(), "the lock is gone");
 
     let kubeconfig = job.published_kubeconfig().await.expect("the kubeconfig is published");
@@ -1037,16 +1048,9 @@ async fn a_lock_left_by_a_killed_apply_is_taken_over_only_once_its_holder_is_gon
 
     // The first run is killed inside its apply the way a lost node or the OOM killer ends it: the runner and
     // Terraform at once, so nothing releases the lock.
-    job.write_config("apply", "vanilla_kubeadm", &local_exec("slow", "sleep 120"));
-    let mut child = job.command("apply").envs(first.env()).process_group(0).spawn().expect("start terraform-runner");
-    let output = Arc::new(Mutex::new(String::new()));
-    let readers =
-        [collect(child.stdout.take().unwrap(), output.clone()), collect(child.stderr.take().unwrap(), output.clone())];
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
-    while !output.lock().unwrap().contains("terraform_data.slow: Creating...") {
-        assert!(tokio::time::Instant::now() < deadline, "apply never started:\n{}", output.lock().unwrap());
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let mut command = job.command("apply");
+    command.envs(first.env()).process_group(0);
+    let (mut child, _, readers) = start_slow_apply(&job, command).await;
     // SAFETY: kill(2) on the process group of the child we started; no memory is involved.
     unsafe { libc::kill(-(child.id().unwrap() as libc::pid_t), libc::SIGKILL) };
     child.wait().await.unwrap();
@@ -1109,11 +1113,7 @@ async fn a_lock_left_by_a_killed_apply_is_taken_over_only_once_its_holder_is_gon
     let took_over = job.run_with("apply", &second.env()).await;
     took_over.assert_success();
     let lock_id = lock["ID"].as_str().unwrap();
-    let unlocked = took_over
-        .output
-        .lines()
-        .find(|line| line.contains("force-unlocking a stale state lock"))
-        .unwrap_or_else(|| panic!("the take-over is logged:\n{}", took_over.output));
+    let unlocked = took_over.take_over_line();
     assert!(
         unlocked.contains(lock_id)
             && unlocked.contains(&first.pod)
