@@ -20,7 +20,7 @@ use crate::domain::{
     ClusterConfig, Labels, LastError, Operation, OperationState, OperationType, PlanSummary, ProvisionRequest,
     UpgradeClusterInput,
 };
-use crate::service::{self, Conflict, Service};
+use crate::service::{self, Conflict, OperationWatch, Service, shown_part};
 
 pub type ProvisionerSchema = Schema<Query, Mutation, Subscription>;
 
@@ -451,9 +451,6 @@ impl Mutation {
     }
 }
 
-/// How often a subscription looks at its operation's record (one indexed read).
-const EVENT_POLL: std::time::Duration = std::time::Duration::from_secs(1);
-
 /// What happened to an operation: its status when its stage, state or message changed, or a line the runner
 /// printed.
 #[derive(SimpleObject)]
@@ -479,44 +476,44 @@ impl Subscription {
     ) -> async_graphql::Result<futures::channel::mpsc::Receiver<GraphQLResult<OperationEvent>>> {
         use futures::{SinkExt as _, StreamExt as _};
         let service = service(context).clone();
-        let first = service.operation_status(&id).await.map_err(graphql_error)?;
+        let watch = service.watch_operation(&id).await.map_err(graphql_error)?;
         let (mut events, receiver) = futures::channel::mpsc::channel(64);
         tokio::spawn(async move {
-            let mut log_lines = match logs && first.state.is_active() {
-                true => service.follow_operation_log(&id).await.ok(),
-                false => None,
+            let OperationWatch { first, changes } = watch;
+            let mut log_lines = match (logs, &changes) {
+                (true, Some(_)) => service.follow_operation_log(&id).await.ok(),
+                _ => None,
             };
-            let key = |operation: &Operation| (operation.stage, operation.state, operation.message.clone());
-            let mut shown = key(&first);
-            let mut ended = !first.state.is_active();
+            let mut shown = shown_part(&first);
             if events.send(Ok(OperationEvent { status: Some(first.into()), log_line: None })).await.is_err() {
                 return;
             }
-            let mut poll = tokio::time::interval(EVENT_POLL);
-            while !ended {
-                let event = tokio::select! {
+            let Some(mut changes) = changes else { return };
+            loop {
+                let (event, last) = tokio::select! {
                     line = async { log_lines.as_mut().expect("only polled with a log").next().await }, if log_lines.is_some() => match line {
-                        Some(Ok(line)) => OperationEvent { status: None, log_line: Some(line.trim_end().to_owned()) },
+                        Some(Ok(line)) => (OperationEvent { status: None, log_line: Some(line.trim_end().to_owned()) }, false),
                         // The log ended or broke: the status goes on.
                         _ => {
                             log_lines = None;
                             continue;
                         }
                     },
-                    _ = poll.tick() => match service.operation_status(&id).await {
-                        Ok(operation) if key(&operation) != shown => {
-                            shown = key(&operation);
-                            ended = !operation.state.is_active();
-                            OperationEvent { status: Some(operation.into()), log_line: None }
-                        }
-                        Ok(_) => continue,
-                        Err(error) => {
-                            let _ = events.send(Err(graphql_error(error))).await;
+                    changed = changes.changed() => {
+                        // The watch ends after the operation's final state, which was the last change.
+                        if changed.is_err() {
                             return;
                         }
+                        let operation = changes.borrow_and_update().clone();
+                        if shown_part(&operation) == shown {
+                            continue;
+                        }
+                        shown = shown_part(&operation);
+                        let last = !operation.state.is_active();
+                        (OperationEvent { status: Some(operation.into()), log_line: None }, last)
                     },
                 };
-                if events.send(Ok(event)).await.is_err() {
+                if events.send(Ok(event)).await.is_err() || last {
                     return;
                 }
             }

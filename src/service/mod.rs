@@ -2,6 +2,7 @@
 //! validation, conflicts and errors are the same whichever door a request comes through.
 
 pub mod validation;
+mod watch;
 
 use std::sync::Arc;
 
@@ -160,7 +161,10 @@ pub struct Service {
     executor: Option<Executor>,
     /// Wakes this process's worker when an operation is queued.
     queued: Arc<Notify>,
+    watches: watch::Watches,
 }
+
+pub use watch::{OperationWatch, shown_part};
 
 impl Service {
     pub fn new(
@@ -170,7 +174,7 @@ impl Service {
         executor: Option<Executor>,
         queued: Arc<Notify>,
     ) -> Self {
-        Service { store, policy, auth, executor, queued }
+        Service { store, policy, auth, executor, queued, watches: watch::Watches::default() }
     }
 
     /// Validates and records a new runtime with a queued provisioning operation. With an idempotency key, a

@@ -8,6 +8,7 @@ use kube::api::{ObjectMeta, PostParams};
 use serde_json::{Value, json};
 use test_control_plane::ControlPlane;
 use test_support::engine::apply_production_rbac;
+use test_support::subscriber::Subscriber;
 use test_support::{Answer, Backend, CapturedLogs, TestApp, provision_body, provision_input, spawn_app_with};
 
 pub(crate) const AUDIENCE: &str = "cluster-provisioner";
@@ -229,45 +230,6 @@ async fn enabled_without_a_cluster_refuses_everything_but_health() {
     assert_eq!(app.get("/healthz").await.status, StatusCode::OK);
 }
 
-/// A graphql-transport-ws client of the app, served on a loopback port.
-struct Subscriber {
-    socket: tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
-}
-
-impl Subscriber {
-    async fn connect(app: &TestApp) -> Subscriber {
-        use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let address = listener.local_addr().unwrap();
-        tokio::spawn(axum::serve(listener, app.app.router.clone()).into_future());
-        let mut request = format!("ws://{address}/graphql").into_client_request().unwrap();
-        request.headers_mut().insert("sec-websocket-protocol", "graphql-transport-ws".parse().unwrap());
-        let (socket, response) = tokio_tungstenite::connect_async(request).await.expect("the WebSocket upgrade");
-        assert_eq!(response.headers()["sec-websocket-protocol"], "graphql-transport-ws");
-        Subscriber { socket }
-    }
-
-    async fn send(&mut self, message: Value) {
-        use futures::SinkExt as _;
-        let text = tokio_tungstenite::tungstenite::Message::text(message.to_string());
-        self.socket.send(text).await.unwrap();
-    }
-
-    /// The next message, or the close frame's reason as `{"close": reason}`.
-    async fn next(&mut self) -> Value {
-        use futures::StreamExt as _;
-        use tokio_tungstenite::tungstenite::Message;
-        loop {
-            let message = tokio::time::timeout(std::time::Duration::from_secs(30), self.socket.next()).await;
-            match message.expect("a message within 30s").expect("the socket stays open").unwrap() {
-                Message::Text(text) => return serde_json::from_str(&text).unwrap(),
-                Message::Close(frame) => return json!({ "close": frame.map(|frame| frame.reason.to_string()) }),
-                _ => {}
-            }
-        }
-    }
-}
-
 #[tokio::test]
 async fn a_subscription_authenticates_in_connection_init_and_follows_an_operation_to_its_end() {
     let setup = Setup::start("cluster-provisioner").await;
@@ -288,27 +250,29 @@ async fn a_subscription_authenticates_in_connection_init_and_follows_an_operatio
 
     let accepted = setup.call("POST", "/api/v1/provisions", Some(&provision_body("authn-events")), Some(&token)).await;
     let operation_id = accepted.json()["operationId"].as_str().unwrap().to_owned();
-    let mut subscriber = Subscriber::connect(&setup.app).await;
-    subscriber
-        .send(json!({ "type": "connection_init", "payload": { "Authorization": format!("Bearer {token}") } }))
-        .await;
-    assert_eq!(subscriber.next().await["type"], "connection_ack");
     let query = "subscription($id: String!) { operationEvents(id: $id, logs: true) { status { state stage lastError { reason } } logLine } }";
-    let subscribe =
-        json!({ "id": "1", "type": "subscribe", "payload": { "query": query, "variables": { "id": operation_id } } });
-    subscriber.send(subscribe).await;
-    let first = subscriber.next().await;
-    assert_eq!(first["payload"]["data"]["operationEvents"]["status"]["state"], "Pending", "{first}");
+    let payload = json!({ "Authorization": format!("Bearer {token}") });
+    // Two subscribers of one operation (they share its watch).
+    let mut subscribers = Vec::new();
+    for _ in 0..2 {
+        let mut subscriber =
+            Subscriber::subscribed(&setup.app, payload.clone(), query, json!({ "id": operation_id })).await;
+        let first = subscriber.next().await;
+        assert_eq!(first["payload"]["data"]["operationEvents"]["status"]["state"], "Pending", "{first}");
+        subscribers.push(subscriber);
+    }
 
     // The operation ends (cancelled while queued): the last event is its final state, then the subscription ends.
     let cancel = setup.call("POST", &format!("/api/v1/operations/{operation_id}/cancel"), None, Some(&token)).await;
     assert_eq!(cancel.status, StatusCode::ACCEPTED, "{}", cancel.text);
-    let last = subscriber.next().await;
-    let status = &last["payload"]["data"]["operationEvents"]["status"];
-    assert_eq!(
-        (status["state"].as_str(), status["lastError"]["reason"].as_str()),
-        (Some("Failed"), Some("cancelled")),
-        "{last}"
-    );
-    assert_eq!(subscriber.next().await, json!({ "id": "1", "type": "complete" }));
+    for mut subscriber in subscribers {
+        let last = subscriber.next().await;
+        let status = &last["payload"]["data"]["operationEvents"]["status"];
+        assert_eq!(
+            (status["state"].as_str(), status["lastError"]["reason"].as_str()),
+            (Some("Failed"), Some("cancelled")),
+            "{last}"
+        );
+        assert_eq!(subscriber.next().await, json!({ "id": "1", "type": "complete" }));
+    }
 }

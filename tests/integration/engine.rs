@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use test_support::auth_service::{AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY};
 use test_support::engine::{Engine, MODULES_REPO_URL, RUNNER_PLAN_SUMMARY, RunLog};
 use test_support::fault_proxy::FaultProxy;
+use test_support::subscriber::Subscriber;
 use test_support::{Backend, eks_body, on_both_databases, provision_body};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -299,12 +300,8 @@ async fn a_running_operations_log_is_streamed_until_its_container_ends(backend: 
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(response.headers()["content-type"], "text/plain; charset=utf-8");
     let mut body = response.into_body();
-    let pod =
-        engine.control_plane.wait_for_job_pod(&engine.namespace, &format!("provision-{runtime_id}")).await.unwrap();
-    let pod = pod.metadata.name.unwrap();
+    let pod = engine.runner_starts(&format!("provision-{runtime_id}")).await;
     let (control_plane, namespace) = (engine.control_plane, engine.namespace.as_str());
-    control_plane.bind_pod(namespace, &pod).await.unwrap();
-    control_plane.end_log(namespace, &pod, "init");
     control_plane.write_log(namespace, &pod, "terraform-runner", "Initializing the backend...\n");
 
     assert_eq!(next_chunk(&mut body).await.as_deref(), Some("Initializing the backend...\n"));
@@ -325,6 +322,53 @@ async fn a_running_operations_log_is_streamed_until_its_container_ends(backend: 
     assert_eq!(kept.text, "Initializing the backend...\nPlan: 3 to add, 0 to change, 0 to destroy.\nApply complete!\n");
     let both = engine.app.get(&format!("{path}&tailLines=2")).await;
     assert_eq!((both.status, both.json()["error"]["field"].clone()), (StatusCode::BAD_REQUEST, json!("tailLines")));
+    process.stop().await;
+}
+
+/// The subscription on a running operation: its status, the runner's lines as the node prints them (read before the
+/// run ends), and its final state last, then the end; a second subscriber, without logs, shares the operation's
+/// watch and gets the same states.
+#[tokio::test]
+async fn a_subscription_follows_a_running_operation_with_its_runners_lines() {
+    let (engine, process) = Engine::start(Backend::Sqlite, &[]).await;
+    let (runtime_id, operation_id) = engine.provision(&provision_body("engine-events")).await;
+    engine.wait_for_stage(&operation_id, "WaitForJob", WAIT).await;
+    let query = "subscription($id: String!, $logs: Boolean!) { operationEvents(id: $id, logs: $logs) { \
+                 status { state stage lastError { reason } } logLine } }";
+    let subscribe =
+        |logs: bool| Subscriber::subscribed(&engine.app, json!({}), query, json!({ "id": operation_id, "logs": logs }));
+    let (mut with_logs, mut without_logs) = (subscribe(true).await, subscribe(false).await);
+    let event = |message: Value| message["payload"]["data"]["operationEvents"].clone();
+    for subscriber in [&mut with_logs, &mut without_logs] {
+        let status = event(subscriber.next().await)["status"].clone();
+        assert_eq!((status["state"].as_str(), status["stage"].as_str()), (Some("InProgress"), Some("WaitForJob")));
+    }
+
+    let pod = engine.runner_starts(&format!("provision-{runtime_id}")).await;
+    let (control_plane, namespace) = (engine.control_plane, engine.namespace.as_str());
+    for line in ["Initializing the backend...", "Plan: 3 to add, 0 to change, 0 to destroy."] {
+        control_plane.write_log(namespace, &pod, "terraform-runner", &format!("{line}\n"));
+        assert_eq!(event(with_logs.next().await), json!({ "status": null, "logLine": line }));
+    }
+
+    control_plane.end_log(namespace, &pod, "terraform-runner");
+    control_plane.terminate_pod(namespace, &pod, "terraform-runner", 1, "Error: creating VPC").await.unwrap();
+    for subscriber in [&mut with_logs, &mut without_logs] {
+        let mut last = Value::Null;
+        loop {
+            let message = subscriber.next().await;
+            if message["type"] == "complete" {
+                break;
+            }
+            let event = event(message);
+            assert!(event["logLine"].is_null(), "no line after the container ended: {event}");
+            last = event["status"].clone();
+        }
+        assert_eq!(
+            (last["state"].as_str(), last["lastError"]["reason"].as_str()),
+            (Some("Failed"), Some("job_failed"))
+        );
+    }
     process.stop().await;
 }
 

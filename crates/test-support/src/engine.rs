@@ -282,6 +282,16 @@ impl Engine {
     /// Plays kubelet for a pod of `job` whose containers print `logs` (container, text), then ends it with
     /// `exit_code` and the termination `message`. The pod is bound to the test node, so the API server serves its
     /// logs as from a real kubelet.
+    /// The Job's pod, scheduled onto the test node with its init container done, as the runner starts: the name
+    /// of the pod, whose runner log the test then writes.
+    pub async fn runner_starts(&self, job: &str) -> String {
+        let pod = self.control_plane.wait_for_job_pod(&self.namespace, job).await.expect("job pod");
+        let name = pod.metadata.name.unwrap();
+        self.control_plane.bind_pod(&self.namespace, &name).await.expect("bind the pod to the test node");
+        self.control_plane.end_log(&self.namespace, &name, "init");
+        name
+    }
+
     pub async fn runner_prints_and_exits(&self, job: &str, logs: &[(&str, &str)], exit_code: i32, message: &str) {
         let pod = self.control_plane.wait_for_job_pod(&self.namespace, job).await.expect("job pod");
         let name = pod.metadata.name.unwrap();

@@ -10,6 +10,7 @@ pub mod fault_proxy;
 pub mod gcp;
 pub mod moto;
 pub mod server_process;
+pub mod subscriber;
 pub mod terraform;
 
 use std::collections::HashMap;

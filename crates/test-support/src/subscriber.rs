@@ -1,0 +1,53 @@
+//! A graphql-transport-ws client of a test app, which it serves on a loopback port for the purpose.
+
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::TestApp;
+
+pub struct Subscriber {
+    socket: tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+}
+
+impl Subscriber {
+    pub async fn connect(app: &TestApp) -> Subscriber {
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(axum::serve(listener, app.app.router.clone()).into_future());
+        let mut request = format!("ws://{address}/graphql").into_client_request().unwrap();
+        request.headers_mut().insert("sec-websocket-protocol", "graphql-transport-ws".parse().unwrap());
+        let (socket, response) = tokio_tungstenite::connect_async(request).await.expect("the WebSocket upgrade");
+        assert_eq!(response.headers()["sec-websocket-protocol"], "graphql-transport-ws");
+        Subscriber { socket }
+    }
+
+    /// Connected, acknowledged (`connection_init` with `payload`) and subscribed to `query` as subscription "1".
+    pub async fn subscribed(app: &TestApp, payload: Value, query: &str, variables: Value) -> Subscriber {
+        let mut subscriber = Subscriber::connect(app).await;
+        subscriber.send(json!({ "type": "connection_init", "payload": payload })).await;
+        let ack = subscriber.next().await;
+        assert_eq!(ack["type"], "connection_ack", "{ack}");
+        let payload = json!({ "query": query, "variables": variables });
+        subscriber.send(json!({ "id": "1", "type": "subscribe", "payload": payload })).await;
+        subscriber
+    }
+
+    pub async fn send(&mut self, message: Value) {
+        use futures::SinkExt as _;
+        self.socket.send(Message::text(message.to_string())).await.unwrap();
+    }
+
+    /// The next message, or the close frame's reason as `{"close": reason}`.
+    pub async fn next(&mut self) -> Value {
+        use futures::StreamExt as _;
+        loop {
+            let message = tokio::time::timeout(std::time::Duration::from_secs(30), self.socket.next()).await;
+            match message.expect("a message within 30s").expect("the socket stays open").unwrap() {
+                Message::Text(text) => return serde_json::from_str(&text).unwrap(),
+                Message::Close(frame) => return json!({ "close": frame.map(|frame| frame.reason.to_string()) }),
+                _ => {}
+            }
+        }
+    }
+}
