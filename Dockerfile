@@ -69,7 +69,8 @@ RUN set -eu; \
       /usr/local/share/kubeopera/terraform/providers > /out/tofurc
 
 # --- The playground's browser assets, from the npm registry as assets/playground/package-lock.json pins them -----
-FROM node:20-${DEBIAN_RELEASE}-slim AS playground
+# Node.js 24 (the LTS line of 2026) only runs npm here; nothing of it reaches the final image.
+FROM node:24-${DEBIAN_RELEASE}-slim AS playground
 WORKDIR /src
 COPY assets/playground/package.json assets/playground/package-lock.json assets/playground/
 COPY tools/build-playground.sh tools/
