@@ -135,14 +135,11 @@ pub fn router(
     let assets = Router::new()
         .route(&format!("{}/{{name}}", playground::ASSETS_PATH), get(playground::asset))
         .with_state(playground.clone());
-    let mut public = Router::new().route(&settings.api_endpoint, subscriptions).merge(assets);
-    {
-        let assets = playground.clone();
-        public = public.route(
-            playground::API_REFERENCE_PATH,
-            get(move || async move { assets.api_reference(rest::OPENAPI_PATH) }),
-        );
-    }
+    let reference = playground.clone();
+    let mut public = Router::new()
+        .route(&settings.api_endpoint, subscriptions)
+        .route(playground::API_REFERENCE_PATH, get(move || async move { reference.api_reference(rest::OPENAPI_PATH) }))
+        .merge(assets);
     if settings.playground_endpoint != settings.api_endpoint {
         let api_endpoint = settings.api_endpoint.clone();
         public =

@@ -472,9 +472,14 @@ impl Executor {
     /// The runner container's log of the operation's newest pod, line by line as it prints them, until the
     /// container has ended. A stream that breaks while the container still runs (a dropped connection to the API
     /// server or the node) is resumed after the lines already sent, and a newer pod of the Job is followed from
-    /// its start. A Job created a moment ago gets its pod from the Job controller: that is waited for, up to
-    /// [`FIRST_POD_WAIT`]; a pod that is gone ends the stream. Stops when the receiver is dropped.
-    pub fn follow_runner_log(&self, operation_id: Uuid) -> futures::channel::mpsc::Receiver<Result<String>> {
+    /// its start. With `wait_for_pod` (the operation is active), a missing first pod is waited for, up to
+    /// [`FIRST_POD_WAIT`]: a Job created a moment ago gets it from the Job controller. Without a pod the stream
+    /// ends. Stops when the receiver is dropped.
+    pub fn follow_runner_log(
+        &self,
+        operation_id: Uuid,
+        wait_for_pod: bool,
+    ) -> futures::channel::mpsc::Receiver<Result<String>> {
         let (mut sender, receiver) = futures::channel::mpsc::channel(64);
         let executor = self.clone();
         tokio::spawn(async move {
@@ -485,7 +490,8 @@ impl Executor {
                 let pod = match executor.newest_pod_of_operation(operation_id).await {
                     Ok(Some(pod)) => pod,
                     Ok(None)
-                        if followed.is_none()
+                        if wait_for_pod
+                            && followed.is_none()
                             && tokio::time::Instant::now() < first_pod_deadline
                             && !sender.is_closed() =>
                     {

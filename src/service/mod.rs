@@ -595,7 +595,7 @@ impl Service {
         if let Some(refusal) = before_its_job(&operation) {
             return Err(refusal);
         }
-        let lines = self.executor()?.follow_runner_log(operation.id);
+        let lines = self.executor()?.follow_runner_log(operation.id, operation.state.is_active());
         Ok(lines.map(|line| line.map_err(executor_error)).boxed())
     }
 

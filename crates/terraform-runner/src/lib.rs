@@ -181,6 +181,7 @@ impl Runner {
             }
             RunAction::Plan => {
                 // A dry run changes nothing, not even the bucket: a cluster not built yet plans from empty state.
+                // With state, its plan locks it like any run, so it records itself as the holder too.
                 let has_state = session.state_bucket_exists(bucket).await?;
                 if !has_state {
                     tracing::info!(bucket, "the state bucket does not exist; planning from empty local state");
