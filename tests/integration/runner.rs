@@ -1008,6 +1008,7 @@ impl RunIdentity {
             ("POD_NAME", self.pod.clone()),
             ("RUNNER_OPERATION_ID", self.operation_id.to_string()),
             ("RUNNER_STATE_LOCK_TIMEOUT", "2s".to_owned()),
+            ("RUNNER_STATE_LOCK_POLL_INTERVAL", "1s".to_owned()),
         ]
     }
 }
@@ -1072,12 +1073,9 @@ async fn a_lock_left_by_a_killed_apply_is_taken_over_only_once_its_holder_is_gon
     let left_alone = job.run_with("apply", &second.env()).await;
     left_alone.assert_failure();
     assert!(left_alone.output.contains("the state is locked and the lock is left alone"), "{}", left_alone.output);
-    assert!(left_alone.output.contains(&format!("its holder pod {} still runs", first.pod)), "{}", left_alone.output);
-    assert!(
-        left_alone.termination_message.contains("Error acquiring the state lock"),
-        "{}",
-        left_alone.termination_message
-    );
+    let message = &left_alone.termination_message;
+    assert!(message.starts_with(&format!("the state is locked by {}", lock["Who"].as_str().unwrap())), "{message}");
+    assert!(message.contains(&format!("(its holder pod {} still runs)", first.pod)), "{message}");
     assert_eq!(job.json_object(LOCK).as_ref(), Some(&lock), "the lock is untouched");
 
     // The pod is gone, but its operation still has an unfinished Job: left alone again.
@@ -1097,20 +1095,29 @@ async fn a_lock_left_by_a_killed_apply_is_taken_over_only_once_its_holder_is_gon
     while pods.get_opt(&first.pod).await.unwrap().is_some() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let still_left_alone = job.run_with("apply", &second.env()).await;
-    still_left_alone.assert_failure();
+    // The next run waits (judging the lock again every second), and takes over once nothing of the first run is
+    // left: the lock is force-unlocked, in the run's log, and the run goes on.
+    let mut waiting = second.env();
+    waiting.push(("RUNNER_STATE_LOCK_TIMEOUT", "90s".to_owned()));
+    let mut child = job.command("apply").envs(waiting).spawn().expect("start terraform-runner");
+    let output = Arc::new(Mutex::new(String::new()));
+    let readers =
+        [collect(child.stdout.take().unwrap(), output.clone()), collect(child.stderr.take().unwrap(), output.clone())];
     let why = format!("its holder's operation {} still has an unfinished Job", first.operation_id);
-    assert!(still_left_alone.output.contains(&why), "{}", still_left_alone.output);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while !output.lock().unwrap().contains(&why) {
+        assert!(tokio::time::Instant::now() < deadline, "the lock was not left alone:\n{}", output.lock().unwrap());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     assert_eq!(job.json_object(LOCK).as_ref(), Some(&lock), "the lock is untouched");
-
-    // Nothing of the first run is left: the lock is force-unlocked, in the run's log, and the run goes on.
     let background =
         DeleteParams { propagation_policy: Some(kube::api::PropagationPolicy::Background), ..DeleteParams::default() };
     jobs.delete(unfinished.metadata.name.as_deref().unwrap(), &background).await.unwrap();
-    while jobs.get_opt(unfinished.metadata.name.as_deref().unwrap()).await.unwrap().is_some() {
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    let status = tokio::time::timeout(Duration::from_secs(120), child.wait()).await.expect("the run ends").unwrap();
+    for reader in readers {
+        reader.await.unwrap();
     }
-    let took_over = job.run_with("apply", &second.env()).await;
+    let took_over = job.outcome(status, output.lock().unwrap().clone());
     took_over.assert_success();
     let lock_id = lock["ID"].as_str().unwrap();
     let unlocked = took_over.take_over_line();

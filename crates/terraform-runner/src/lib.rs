@@ -81,6 +81,11 @@ pub enum Error {
     DestructivePlan { addresses: Vec<String> },
     #[error("reading the plan: {0}")]
     Plan(String),
+    #[error(
+        "the state is locked by {who} since {since} and was left alone for {} ({why}); the lock stays",
+        humantime::format_duration(*waited)
+    )]
+    StateLocked { who: String, since: String, why: String, waited: std::time::Duration },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -224,8 +229,10 @@ impl Runner {
     }
 
     /// Runs after `init` and before the first command that takes the state lock: a lock whose recorded holder is
-    /// dead (see [`state_lock`]) is force-unlocked, any other is left for Terraform to wait for, and this run is
-    /// recorded as the holder of the lock it is about to take (not while another lock stands: its record stays).
+    /// dead (see [`state_lock`]) is force-unlocked; any other is left alone and judged again every
+    /// `RUNNER_STATE_LOCK_POLL_INTERVAL` (its holder may die or release it meanwhile) for up to
+    /// `RUNNER_STATE_LOCK_TIMEOUT`, after which the run fails saying who holds it. Then this run is recorded as
+    /// the holder of the lock it is about to take.
     async fn take_over_state_lock(
         &self,
         session: &CloudSession,
@@ -234,8 +241,11 @@ impl Runner {
         terraform: &Terraform,
         signals: &mut Signals,
     ) -> Result<()> {
+        let settings = &self.settings;
         let objects = session.state_objects();
-        if let Some(found) = session.read_state_lock(bucket).await? {
+        let deadline = tokio::time::Instant::now() + settings.state_lock_timeout;
+        let mut waiting = false;
+        while let Some(found) = session.read_state_lock(bucket).await? {
             let Ok(lock) = serde_json::from_value::<StateLock>(found) else {
                 tracing::warn!(object = objects.lock, "the state lock is not Terraform's; left alone");
                 return Ok(());
@@ -245,9 +255,7 @@ impl Runner {
                 .await?
                 .and_then(|record| serde_json::from_value::<LockHolder>(record).ok());
             let (pod, unfinished_job) = match &holder {
-                Some(holder) => {
-                    state_lock::holder_facts(&self.kube, &self.settings.namespace, holder, this_run).await?
-                }
+                Some(holder) => state_lock::holder_facts(&self.kube, &settings.namespace, holder, this_run).await?,
                 None => (state_lock::PodState::Live, false),
             };
             match state_lock::judge(&lock, holder.as_ref(), this_run, pod, unfinished_job) {
@@ -262,17 +270,29 @@ impl Runner {
                         "force-unlocking a stale state lock: its holder pod no longer runs and its operation is not active"
                     );
                     terraform.run(&["force-unlock", "-force", "-no-color", &lock.id], signals).await?;
+                    break;
                 }
                 Verdict::Held(why) => {
-                    tracing::warn!(
-                        lock_id = lock.id,
-                        who = lock.who,
-                        since = lock.created,
-                        why,
-                        waiting = %humantime::format_duration(self.settings.state_lock_timeout),
-                        "the state is locked and the lock is left alone; Terraform waits for it"
-                    );
-                    return Ok(());
+                    if tokio::time::Instant::now() >= deadline {
+                        let waited = settings.state_lock_timeout;
+                        return Err(Error::StateLocked { who: lock.who, since: lock.created, why, waited });
+                    }
+                    if !waiting {
+                        waiting = true;
+                        tracing::warn!(
+                            lock_id = lock.id,
+                            who = lock.who,
+                            since = lock.created,
+                            why,
+                            waiting = %humantime::format_duration(settings.state_lock_timeout),
+                            "the state is locked and the lock is left alone; waiting for it"
+                        );
+                    }
+                    let pause = settings.state_lock_poll_interval.min(deadline - tokio::time::Instant::now());
+                    tokio::select! {
+                        () = tokio::time::sleep(pause) => {}
+                        () = signals.recv() => return Err(Error::Interrupted),
+                    }
                 }
             }
         }

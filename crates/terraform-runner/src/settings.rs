@@ -20,6 +20,7 @@ const LOG_LEVEL: &str = "RUNNER_LOG_LEVEL";
 const PROVIDER_LOCK_DIR: &str = "RUNNER_PROVIDER_LOCK_DIR";
 const PROTECTED_RESOURCES: &str = "RUNNER_PROTECTED_RESOURCES";
 const STATE_LOCK_TIMEOUT_VARIABLE: &str = "RUNNER_STATE_LOCK_TIMEOUT";
+const STATE_LOCK_POLL_INTERVAL: &str = "RUNNER_STATE_LOCK_POLL_INTERVAL";
 
 #[derive(Debug, Clone)]
 pub struct RunnerSettings {
@@ -30,8 +31,10 @@ pub struct RunnerSettings {
     /// Who this run is, as recorded for the state lock it takes: its pod and its operation.
     pub pod_name: String,
     pub operation_id: Uuid,
-    /// How long a Terraform command waits for a state lock held by another (live) run.
+    /// How long a run waits for a state lock held by another (live) run, and how often it judges the lock again
+    /// meanwhile (its holder may die while it waits).
     pub state_lock_timeout: Duration,
+    pub state_lock_poll_interval: Duration,
     /// `tofu` or `terraform` (a name on PATH or a path).
     pub terraform_binary: PathBuf,
     /// How often and how long a vanilla cluster's kubeconfig is awaited in SSM, and after a wake-up its API
@@ -75,6 +78,7 @@ impl RunnerSettings {
                 .map(|_| duration(STATE_LOCK_TIMEOUT_VARIABLE, ""))
                 .transpose()?
                 .unwrap_or(STATE_LOCK_TIMEOUT),
+            state_lock_poll_interval: duration(STATE_LOCK_POLL_INTERVAL, "10s")?,
             terraform_binary: text(TERRAFORM_BINARY, "tofu").into(),
             kubeconfig_poll_interval: duration(KUBECONFIG_POLL_INTERVAL, "20s")?,
             kubeconfig_timeout: duration(KUBECONFIG_TIMEOUT, "20m")?,
@@ -114,6 +118,7 @@ mod tests {
         assert_eq!(settings.termination_log, PathBuf::from("/dev/termination-log"));
         assert_eq!(settings.provider_lock_dir, PathBuf::from(IMAGE_LOCK_DIR));
         assert_eq!(settings.state_lock_timeout, STATE_LOCK_TIMEOUT);
+        assert_eq!(settings.state_lock_poll_interval, Duration::from_secs(10));
         assert_eq!((settings.pod_name.as_str(), settings.operation_id.to_string().as_str()), (POD, OPERATION));
     }
 
