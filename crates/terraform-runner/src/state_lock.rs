@@ -24,8 +24,6 @@ pub struct StateLock {
     /// `user@hostname` of the process that took it.
     pub who: String,
     #[serde(default)]
-    pub operation: String,
-    #[serde(default)]
     pub created: String,
 }
 
@@ -150,12 +148,7 @@ mod tests {
     }
 
     fn lock_by(who: &str) -> StateLock {
-        StateLock {
-            id: "b6f1".to_owned(),
-            who: who.to_owned(),
-            operation: "OperationTypeApply".to_owned(),
-            created: String::new(),
-        }
+        StateLock { id: "b6f1".to_owned(), who: who.to_owned(), created: String::new() }
     }
 
     #[test]
