@@ -13,7 +13,8 @@ use tokio::net::TcpListener;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
-use crate::api::caller::Authentication;
+use crate::api::audit::AuditTrail;
+use crate::api::caller::{Authentication, Mode};
 use crate::api::playground::PlaygroundAssets;
 use crate::api::{self, HttpSettings, graphql};
 use crate::credentials::{self as auth, AuthClient};
@@ -92,11 +93,12 @@ impl App {
                 None
             }
         };
-        Self::build_with(settings, client).await
+        Self::build_with(settings, client, AuditTrail::log()).await
     }
 
-    /// Builds the app with the given Kubernetes client (tests pass one with a chosen identity).
-    pub async fn build_with(settings: &Settings, kube_client: Option<kube::Client>) -> Result<Self> {
+    /// Builds the app with the given Kubernetes client (tests pass one with a chosen identity) and audit trail
+    /// (tests keep its entries).
+    pub async fn build_with(settings: &Settings, kube_client: Option<kube::Client>, audit: AuditTrail) -> Result<Self> {
         let database_url = settings.database.url.expose_secret();
         create_sqlite_folder(database_url)?;
         let store = Store::connect(database_url, settings.database.max_connections, settings.database.acquire_timeout)
@@ -105,7 +107,7 @@ impl App {
         let auth = AuthClient::new(&settings.auth, settings.auth.timeout)?;
         let metrics = Metrics::new();
         let wake = Arc::new(Notify::new());
-        let authentication = authentication(&settings.authn, kube_client.clone(), &metrics);
+        let authentication = authentication(&settings.authn, kube_client.clone(), &metrics, audit);
 
         let kubernetes = &settings.kubernetes;
         let (executor, job_cache) = match kube_client {
@@ -184,15 +186,24 @@ impl App {
 
 /// Tokens are reviewed with the service's own client; without one, authentication cannot work and the API
 /// refuses everything rather than opening up.
-fn authentication(settings: &AuthnSettings, client: Option<kube::Client>, metrics: &Metrics) -> Authentication {
+fn authentication(
+    settings: &AuthnSettings,
+    client: Option<kube::Client>,
+    metrics: &Metrics,
+    audit: AuditTrail,
+) -> Authentication {
+    Authentication { mode: authentication_mode(settings, client, metrics), audit }
+}
+
+fn authentication_mode(settings: &AuthnSettings, client: Option<kube::Client>, metrics: &Metrics) -> Mode {
     if !settings.enabled {
         tracing::warn!(
             "APP_AUTH_ENABLED=false: the API lets every caller in unauthenticated; only for local development"
         );
-        return Authentication::Disabled;
+        return Mode::Disabled;
     }
     match client {
-        Some(client) => Authentication::Enabled {
+        Some(client) => Mode::Enabled {
             reviewer: Arc::new(TokenReviewer::new(client, settings.audience.clone(), metrics.clone())),
             allowed_users: Arc::new(settings.allowed_users.iter().cloned().collect()),
         },
@@ -201,7 +212,7 @@ fn authentication(settings: &AuthnSettings, client: Option<kube::Client>, metric
                 "authentication needs a Kubernetes cluster to review tokens: every API request is refused \
                  (set APP_AUTH_ENABLED=false for local development without a cluster)"
             );
-            Authentication::NoCluster
+            Mode::NoCluster
         }
     }
 }

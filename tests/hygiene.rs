@@ -12,6 +12,7 @@ use sea_orm::{ConnectionTrait, Database, Statement};
 use serde_json::json;
 use test_support::auth_service::{AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, CLIENT_SECRET, GCP_PRIVATE_KEY};
 use test_support::engine::Engine;
+use provisioner::api::audit::AuditEntry;
 use test_support::{Backend, CapturedLogs, provision_body};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -112,4 +113,25 @@ async fn credentials_never_leave_the_credentials_secret() {
     let logs = logs.text();
     assert!(logs.contains("provisioning queued"), "logs were captured");
     assert_clean("the logs", &logs);
+    assert_audit_logged(&logs, &engine.app.audit.entries());
+}
+
+/// Every audit entry is also a JSON line at target `audit` naming the caller, the API and the operation (this
+/// binary's subscriber is its only, global one, so every line of its one test is captured).
+fn assert_audit_logged(logs: &str, entries: &[AuditEntry]) {
+    let lines: Vec<serde_json::Value> = logs
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|line| line["target"] == "audit")
+        .collect();
+    assert_eq!(lines.len(), entries.len(), "{lines:?}");
+    assert_eq!(entries.len(), 4, "two provisionings and two deprovisionings: {entries:?}");
+    for (line, entry) in lines.iter().zip(entries) {
+        let fields = &line["fields"];
+        assert_eq!(fields["message"], entry.event.as_str(), "{line}");
+        assert_eq!(fields["user"], entry.user.as_str(), "{line}");
+        assert_eq!(fields["api"], entry.api.as_str(), "{line}");
+        assert_eq!(fields["operation_id"], entry.operation_id.to_string(), "{line}");
+        assert_eq!(fields["runtime_id"], entry.runtime_id.to_string(), "{line}");
+    }
 }

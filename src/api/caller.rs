@@ -10,46 +10,36 @@ use axum::http::{HeaderMap, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use super::audit::{ApiKind, AuditEntry, AuditEvent, AuditTrail};
 use super::error::ApiError;
 use crate::domain::Operation;
 use crate::token_review::{Review, TokenReviewer};
 
-/// The authenticated caller.
+/// The authenticated caller, with the trail its changes are written to.
 #[derive(Debug, Clone)]
 pub struct Identity {
     pub username: String,
+    audit: AuditTrail,
 }
 
 impl Identity {
     /// Who every caller is when `APP_AUTH_ENABLED=false` (Kubernetes' name for unauthenticated users).
     const ANONYMOUS: &str = "system:anonymous";
 
-    /// The audit trail: one line (target `audit`) per accepted change, naming who asked for it.
-    pub fn audit(&self, api: &'static str, operation: &Operation) {
-        self.audit_event(api, operation, "operation accepted");
+    /// The audit trail: one entry per accepted change, naming who asked for it.
+    pub fn audit(&self, api: ApiKind, operation: &Operation) {
+        self.audit.record(&AuditEntry::new(&self.username, api, AuditEvent::OperationAccepted, operation));
     }
 
-    /// The audit line of a cancel.
-    pub fn audit_cancel(&self, api: &'static str, operation: &Operation) {
-        self.audit_event(api, operation, "operation cancel requested");
-    }
-
-    fn audit_event(&self, api: &'static str, operation: &Operation, event: &'static str) {
-        tracing::info!(
-            target: "audit",
-            user = %self.username,
-            api,
-            operation_type = ?operation.operation_type,
-            runtime_id = %operation.runtime_id,
-            operation_id = %operation.id,
-            "{event}"
-        );
+    /// The audit entry of a cancel.
+    pub fn audit_cancel(&self, api: ApiKind, operation: &Operation) {
+        self.audit.record(&AuditEntry::new(&self.username, api, AuditEvent::CancelRequested, operation));
     }
 }
 
 /// How callers are authenticated, decided once at start-up.
 #[derive(Clone)]
-pub enum Authentication {
+pub enum Mode {
     /// `APP_AUTH_ENABLED=false`: everyone gets in as `system:anonymous`.
     Disabled,
     /// Enabled, but there is no cluster to review tokens with: everything is refused, never opened.
@@ -58,6 +48,13 @@ pub enum Authentication {
         reviewer: Arc<TokenReviewer>,
         allowed_users: Arc<HashSet<String>>,
     },
+}
+
+/// Lets callers in, each with the application's audit trail.
+#[derive(Clone)]
+pub struct Authentication {
+    pub mode: Mode,
+    pub audit: AuditTrail,
 }
 
 /// The middleware: refuses the request, or passes it on with the caller's [`Identity`].
@@ -72,6 +69,10 @@ pub async fn authenticate(State(authentication): State<Authentication>, mut requ
 }
 
 impl Authentication {
+    fn identity(&self, username: String) -> Identity {
+        Identity { username, audit: self.audit.clone() }
+    }
+
     async fn identify(&self, headers: &HeaderMap) -> Result<Identity, ApiError> {
         self.identify_token(bearer_token(headers)).await
     }
@@ -90,20 +91,20 @@ impl Authentication {
     }
 
     async fn identify_token(&self, token: Option<&str>) -> Result<Identity, ApiError> {
-        let (reviewer, allowed_users) = match self {
-            Authentication::Disabled => return Ok(Identity { username: Identity::ANONYMOUS.to_owned() }),
-            Authentication::NoCluster => {
+        let (reviewer, allowed_users) = match &self.mode {
+            Mode::Disabled => return Ok(self.identity(Identity::ANONYMOUS.to_owned())),
+            Mode::NoCluster => {
                 return Err(ApiError::Unavailable(
                     "authentication needs a Kubernetes cluster to review tokens, and none is configured".to_owned(),
                 ));
             }
-            Authentication::Enabled { reviewer, allowed_users } => (reviewer, allowed_users),
+            Mode::Enabled { reviewer, allowed_users } => (reviewer, allowed_users),
         };
         let token = token.ok_or_else(|| {
             ApiError::Unauthenticated("send a ServiceAccount token as Authorization: Bearer <token>".to_owned())
         })?;
         match reviewer.review(token).await {
-            Ok(Review::Authenticated { username }) if allowed_users.contains(&username) => Ok(Identity { username }),
+            Ok(Review::Authenticated { username }) if allowed_users.contains(&username) => Ok(self.identity(username)),
             Ok(Review::Authenticated { username }) => {
                 tracing::warn!(user = %username, "caller not in APP_AUTH_ALLOWED_USERS");
                 Err(ApiError::Forbidden(format!("{username} may not use the cluster provisioner")))

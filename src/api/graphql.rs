@@ -12,6 +12,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 
+use super::audit::ApiKind;
 use super::caller::Identity;
 
 use super::error::classify;
@@ -394,7 +395,7 @@ impl Mutation {
             .await
             .map_err(graphql_error)?;
         if !accepted.replayed {
-            identity.audit("graphql", &accepted.operation);
+            identity.audit(ApiKind::Graphql, &accepted.operation);
         }
         Ok(accepted.operation.into())
     }
@@ -412,7 +413,7 @@ impl Mutation {
         let dry_run = dry_run.unwrap_or_default();
         let operation =
             service(context).upgrade_cluster(&id, config, dry_run, &identity.username).await.map_err(graphql_error)?;
-        identity.audit("graphql", &operation);
+        identity.audit(ApiKind::Graphql, &operation);
         Ok(operation.into())
     }
 
@@ -421,7 +422,7 @@ impl Mutation {
     async fn hibernate_runtime(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationStatus> {
         let identity = context.data::<Identity>()?;
         let operation = service(context).hibernate_runtime(&id, &identity.username).await.map_err(graphql_error)?;
-        identity.audit("graphql", &operation);
+        identity.audit(ApiKind::Graphql, &operation);
         Ok(operation.into())
     }
 
@@ -429,7 +430,7 @@ impl Mutation {
     async fn wake_up_runtime(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationStatus> {
         let identity = context.data::<Identity>()?;
         let operation = service(context).wake_up_runtime(&id, &identity.username).await.map_err(graphql_error)?;
-        identity.audit("graphql", &operation);
+        identity.audit(ApiKind::Graphql, &operation);
         Ok(operation.into())
     }
 
@@ -438,7 +439,7 @@ impl Mutation {
     async fn cancel_operation(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationStatus> {
         let identity = context.data::<Identity>()?;
         let operation = service(context).cancel_operation(&id, &identity.username).await.map_err(graphql_error)?;
-        identity.audit_cancel("graphql", &operation);
+        identity.audit_cancel(ApiKind::Graphql, &operation);
         Ok(operation.into())
     }
 
@@ -446,7 +447,7 @@ impl Mutation {
     async fn deprovision_runtime(&self, context: &Context<'_>, id: String) -> GraphQLResult<String> {
         let identity = context.data::<Identity>()?;
         let operation = service(context).deprovision_runtime(&id, &identity.username).await.map_err(graphql_error)?;
-        identity.audit("graphql", &operation);
+        identity.audit(ApiKind::Graphql, &operation);
         Ok(operation.id.to_string())
     }
 }

@@ -1,6 +1,7 @@
 //! HTTP surface: GraphQL and REST adapters over one [`Service`], health, and around them authentication, the
 //! request limits (body size, time, concurrency) and the per-request tracing and metrics.
 
+pub mod audit;
 pub mod caller;
 pub mod error;
 pub mod graphql;

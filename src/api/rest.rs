@@ -15,6 +15,7 @@ use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
 use utoipa::{Modify, OpenApi, ToSchema};
 
 use super::AppState;
+use super::audit::ApiKind;
 use super::caller::Identity;
 use super::error::{ApiError, ErrorBody};
 use crate::domain::run_log::ContainerLog;
@@ -245,7 +246,7 @@ fn accepted(operation: &Operation) -> Response {
 
 /// 202 with an operation just queued for `identity`, after its audit line.
 fn queued(identity: &Identity, operation: &Operation) -> Response {
-    identity.audit("rest", operation);
+    identity.audit(ApiKind::Rest, operation);
     accepted(operation)
 }
 
@@ -343,7 +344,7 @@ pub async fn create_provision(
     let accepted = state.service.provision_runtime(request, idempotency_key, dry_run, &identity.username).await?;
     // A replayed request changed nothing: its audit line is the first request's.
     if !accepted.replayed {
-        identity.audit("rest", &accepted.operation);
+        identity.audit(ApiKind::Rest, &accepted.operation);
     }
     let location = format!("/api/v1/provisions/{}", accepted.operation.runtime_id);
     Ok((StatusCode::ACCEPTED, [(header::LOCATION, location)], Json(Accepted::from(&accepted.operation)))
@@ -605,7 +606,7 @@ pub async fn cancel_operation(
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
     let operation = state.service.cancel_operation(&id, &identity.username).await?;
-    identity.audit_cancel("rest", &operation);
+    identity.audit_cancel(ApiKind::Rest, &operation);
     Ok(accepted(&operation))
 }
 

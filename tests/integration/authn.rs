@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 use test_control_plane::ControlPlane;
 use test_support::engine::apply_production_rbac;
 use test_support::subscriber::Subscriber;
-use test_support::{Answer, Backend, CapturedLogs, TestApp, provision_body, provision_input, spawn_app_with};
+use provisioner::api::audit::{ApiKind, AuditEvent};
+use test_support::{Answer, Backend, TestApp, provision_body, provision_input, spawn_app_with};
 
 pub(crate) const AUDIENCE: &str = "cluster-provisioner";
 
@@ -73,23 +74,8 @@ fn assert_refused(answer: &Answer, status: StatusCode, code: &str) {
     assert_eq!(answer.json()["error"]["code"], code, "{}", answer.text);
 }
 
-/// The log lines with target `audit`.
-fn audit_lines(logs: &CapturedLogs) -> Vec<Value> {
-    logs.text()
-        .lines()
-        .map(|line| serde_json::from_str::<Value>(line).unwrap())
-        .filter(|line| line["target"] == "audit")
-        .collect()
-}
-
 #[tokio::test]
 async fn an_allowed_service_account_gets_in_and_its_changes_are_audited() {
-    // Captured from a subscriber that is this thread's default.
-    let logs = CapturedLogs::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt().json().flatten_event(true).with_writer(move || writer.clone()).finish();
-    let _default = tracing::subscriber::set_default(subscriber);
-
     let setup = Setup::start("cluster-provisioner").await;
     let user = format!("system:serviceaccount:{}:host-cluster-controller", setup.namespace);
     let token = setup.token("host-cluster-controller", AUDIENCE).await;
@@ -117,17 +103,18 @@ async fn an_allowed_service_account_gets_in_and_its_changes_are_audited() {
     assert_eq!(first.status, StatusCode::ACCEPTED, "{}", first.text);
     assert_eq!(replayed.json()["operationId"], first.json()["operationId"], "{}", replayed.text);
 
-    let audit = audit_lines(&logs);
+    let audit = setup.app.audit.entries();
     assert_eq!(audit.len(), 3, "{audit:?}");
-    assert_eq!(audit[2]["operation_id"], first.json()["operationId"], "{audit:?}");
-    for (line, api, runtime_id, operation_id) in [
-        (&audit[0], "rest", &accepted["id"], &accepted["operationId"]),
-        (&audit[1], "graphql", &operation["runtimeID"], &operation["id"]),
+    assert_eq!(audit[2].operation_id.to_string(), first.json()["operationId"], "{audit:?}");
+    for (entry, api, runtime_id, operation_id) in [
+        (&audit[0], ApiKind::Rest, &accepted["id"], &accepted["operationId"]),
+        (&audit[1], ApiKind::Graphql, &operation["runtimeID"], &operation["id"]),
     ] {
-        assert_eq!(line["user"], user.as_str(), "{line}");
-        assert_eq!(line["api"], api, "{line}");
-        assert_eq!(line["runtime_id"], *runtime_id, "{line}");
-        assert_eq!(line["operation_id"], *operation_id, "{line}");
+        assert_eq!(entry.user, user, "{entry:?}");
+        assert_eq!(entry.api, api, "{entry:?}");
+        assert_eq!(entry.event, AuditEvent::OperationAccepted, "{entry:?}");
+        assert_eq!(entry.runtime_id.to_string(), *runtime_id, "{entry:?}");
+        assert_eq!(entry.operation_id.to_string(), *operation_id, "{entry:?}");
     }
 }
 

@@ -16,6 +16,7 @@ use serde_json::Value;
 use test_control_plane::{ControlPlane, free_port};
 use tokio::sync::watch;
 
+use crate::audit::KeptAudit;
 use crate::auth_service::FakeAuthService;
 use crate::server_process::{ServerProcess, start_service};
 use crate::{Backend, TestApp, TestDatabase, settings_for, test_environment};
@@ -75,9 +76,10 @@ impl Engine {
             ("MODULES_REPO_URL".to_owned(), MODULES_REPO_URL.to_owned()),
         ]);
         let settings = settings_for(&database.url, &auth, &borrowed(&extra));
-        let app = App::build_with(&settings, None).await.expect("app");
+        let audit = KeptAudit::default();
+        let app = App::build_with(&settings, None, audit.trail()).await.expect("app");
         let mut engine = Engine {
-            app: TestApp { app, database, settings, auth, _folder: folder },
+            app: TestApp { app, audit, database, settings, auth, _folder: folder },
             control_plane,
             namespace,
             admin,
@@ -114,7 +116,7 @@ impl Engine {
             None => self.control_plane.client_for_service_account(&self.namespace, "cluster-provisioner").await,
         }
         .expect("cluster-provisioner client");
-        let mut app = App::build_with(&settings, Some(client)).await.expect("app starts");
+        let mut app = App::build_with(&settings, Some(client), self.app.audit.trail()).await.expect("app starts");
         let background = std::mem::take(&mut app.background);
         let (stop, stopped) = watch::channel(false);
         let background = tokio::spawn(background.run(stopped));

@@ -3,6 +3,7 @@
 //! fake auth-service and token endpoints, moto and fake-gcs-server, a fault-injecting proxy, and request builders.
 #![deny(rust_2018_idioms)]
 
+pub mod audit;
 pub mod auth_service;
 pub mod browser;
 pub mod engine;
@@ -15,6 +16,7 @@ pub mod terraform;
 
 use std::collections::HashMap;
 
+use audit::KeptAudit;
 use auth_service::FakeAuthService;
 use axum::Router;
 use axum::body::Body;
@@ -174,6 +176,8 @@ pub fn test_environment(database_url: &str, auth: &FakeAuthService, extra: &[(&s
 /// The application over a fresh database, driven in-process through its router.
 pub struct TestApp {
     pub app: App,
+    /// What the app wrote to its audit trail.
+    pub audit: KeptAudit,
     pub database: TestDatabase,
     pub settings: Settings,
     pub auth: FakeAuthService,
@@ -206,8 +210,9 @@ pub async fn spawn_app_with(backend: Backend, extra: &[(&str, &str)], client: Op
     let auth = FakeAuthService::start(folder.path()).await;
     let database = TestDatabase::create(backend).await;
     let settings = settings_for(&database.url, &auth, extra);
-    let app = App::build_with(&settings, client).await.expect("app starts");
-    TestApp { app, database, settings, auth, _folder: folder }
+    let audit = KeptAudit::default();
+    let app = App::build_with(&settings, client, audit.trail()).await.expect("app starts");
+    TestApp { app, audit, database, settings, auth, _folder: folder }
 }
 
 pub async fn call(router: &Router, request: Request<Body>) -> Answer {
@@ -221,10 +226,10 @@ pub async fn call(router: &Router, request: Request<Body>) -> Answer {
 impl TestApp {
     /// A new process over the same database: everything in memory is gone, the store is reopened.
     pub async fn restart(self) -> TestApp {
-        let TestApp { app, database, settings, auth, _folder } = self;
+        let TestApp { app, audit, database, settings, auth, _folder } = self;
         drop(app);
-        let app = App::build_with(&settings, None).await.expect("app restarts");
-        TestApp { app, database, settings, auth, _folder }
+        let app = App::build_with(&settings, None, audit.trail()).await.expect("app restarts");
+        TestApp { app, audit, database, settings, auth, _folder }
     }
 
     pub async fn request(&self, method: &str, path: &str, body: Option<&Value>, headers: &[(&str, &str)]) -> Answer {
