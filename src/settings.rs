@@ -9,11 +9,13 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use reqwest::Url;
+use runner_contract::modules::ModulesSource;
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Deserializer};
 
 use crate::credentials::AuthSettings;
 use crate::domain::policy::{KubernetesVersion, ValidationPolicy};
+use crate::executor::ModulesSettings;
 use crate::telemetry::LogFormat;
 
 #[derive(Debug, thiserror::Error)]
@@ -68,6 +70,10 @@ struct Variables {
     terraform_runner_image: String,
     modules_repo_url: Option<String>,
     modules_repo_ref: String,
+    modules_repo_commit: Option<String>,
+    modules_repo_credentials_secret: Option<String>,
+    #[serde(deserialize_with = "parsed")]
+    modules_repo_allow_local: bool,
     app_runner_service_account: String,
     #[serde(deserialize_with = "parsed")]
     app_worker_concurrency: usize,
@@ -147,6 +153,9 @@ impl Default for Variables {
             terraform_runner_image: "kubeopera/cluster-provisioner:0.1.0".to_owned(),
             modules_repo_url: None,
             modules_repo_ref: "v1.0.0".to_owned(),
+            modules_repo_commit: None,
+            modules_repo_credentials_secret: None,
+            modules_repo_allow_local: false,
             app_runner_service_account: "terraform-runner".to_owned(),
             app_worker_concurrency: 16,
             app_worker_max_runs: 1000,
@@ -281,8 +290,8 @@ pub struct KubernetesSettings {
     pub job_namespace: String,
     pub terraform_runner_image: String,
     pub runner_service_account: String,
-    pub modules_repo_url: Option<String>,
-    pub modules_repo_ref: String,
+    /// The pinned modules repository; without `MODULES_REPO_URL` the worker does not start.
+    pub modules: Option<ModulesSettings>,
 }
 
 /// Who may call the API: Kubernetes ServiceAccount tokens for `audience`, from one of `allowed_users`.
@@ -384,9 +393,23 @@ fn endpoint(variable: &str, value: String) -> Result<String> {
 }
 
 impl Variables {
+    /// The modules repository, pinned to a commit, when one is configured.
+    fn modules(&self) -> Result<Option<ModulesSettings>> {
+        let Some(url) = self.modules_repo_url.as_deref().filter(|url| !url.is_empty()) else {
+            return Ok(None);
+        };
+        let commit = self.modules_repo_commit.as_deref().unwrap_or_default();
+        let allow_local = self.modules_repo_allow_local;
+        let source = ModulesSource::new(url, &self.modules_repo_ref, commit, allow_local)
+            .map_err(|error| invalid(error.variable, error.message))?;
+        let credentials_secret = self.modules_repo_credentials_secret.clone().filter(|name| !name.is_empty());
+        Ok(Some(ModulesSettings { source, credentials_secret, allow_local }))
+    }
+
     /// The checks one variable's type cannot make, then the settings each part of the service takes.
     fn validate(self) -> Result<Settings> {
         let database = self.database()?;
+        let modules = self.modules()?;
         if tracing_subscriber::EnvFilter::try_new(&self.app_log_level).is_err() {
             let message = format!("invalid filter {:?}: expected for example info or debug", self.app_log_level);
             return Err(invalid("APP_LOG_LEVEL", message));
@@ -423,8 +446,7 @@ impl Variables {
                 job_namespace: self.job_namespace,
                 terraform_runner_image: self.terraform_runner_image,
                 runner_service_account: self.app_runner_service_account,
-                modules_repo_url: self.modules_repo_url,
-                modules_repo_ref: self.modules_repo_ref,
+                modules,
             },
             auth: AuthSettings {
                 service_base_url: self.auth_service_base_url,
@@ -541,6 +563,22 @@ mod tests {
         assert_eq!(settings.server.graphql_max_depth, 10);
         assert_eq!(settings.server.graphql_max_complexity, 500);
         assert!(!settings.server.graphql_introspection);
+    }
+
+    /// A modules repository is only used pinned to a commit, from https or ssh, with no credentials in its URL.
+    #[test]
+    fn the_modules_repository_must_be_pinned_to_a_commit() {
+        let url = ("MODULES_REPO_URL", "https://git.example.com/modules.git");
+        let error = load(&[url]).unwrap_err().to_string();
+        assert!(error.contains("MODULES_REPO_COMMIT"), "{error}");
+        let commit = ("MODULES_REPO_COMMIT", "0123456789ABCDEF0123456789abcdef01234567");
+        let modules = load(&[url, commit]).unwrap().kubernetes.modules.expect("configured");
+        assert_eq!(modules.source.commit, "0123456789abcdef0123456789abcdef01234567");
+        assert_eq!((modules.source.git_ref.as_str(), modules.credentials_secret), ("v1.0.0", None));
+        let local = ("MODULES_REPO_URL", "file:///srv/modules.git");
+        assert!(load(&[local, commit]).unwrap_err().to_string().contains("MODULES_REPO_URL"));
+        assert!(load(&[local, commit, ("MODULES_REPO_ALLOW_LOCAL", "true")]).is_ok());
+        assert!(load(&[]).unwrap().kubernetes.modules.is_none(), "no repository, no worker");
     }
 
     #[test]

@@ -116,8 +116,6 @@ impl App {
                     namespace: kubernetes.job_namespace.clone(),
                     runner_image: kubernetes.terraform_runner_image.clone(),
                     runner_service_account: kubernetes.runner_service_account.clone(),
-                    modules_repo_url: kubernetes.modules_repo_url.clone().unwrap_or_default(),
-                    modules_ref: kubernetes.modules_repo_ref.clone(),
                 };
                 let (executor, sync) = Executor::new(client, job_settings);
                 let sync = async move {
@@ -131,13 +129,14 @@ impl App {
         let worker_settings = worker_settings(settings);
         // Longer than any turn of the worker's loop may take: a poll, and claims bounded by their store timeout.
         let worker_health = WorkerHealth::running(worker_settings.poll_interval * 2 + Duration::from_secs(60));
-        let worker = match (&executor, &kubernetes.modules_repo_url) {
-            (Some(executor), Some(_)) => Some(Worker {
+        let worker = match (&executor, &kubernetes.modules) {
+            (Some(executor), Some(modules)) => Some(Worker {
                 store: store.clone(),
                 executor: executor.clone(),
                 auth: auth.clone(),
                 renderer: Renderer::new()?,
                 settings: worker_settings,
+                modules: modules.clone(),
                 metrics: metrics.clone(),
                 wake: wake.clone(),
                 health: worker_health.clone(),

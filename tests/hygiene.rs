@@ -8,11 +8,11 @@ use std::time::Duration;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::Api;
+use provisioner::api::audit::AuditEntry;
 use sea_orm::{ConnectionTrait, Database, Statement};
 use serde_json::json;
 use test_support::auth_service::{AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, CLIENT_SECRET, GCP_PRIVATE_KEY};
 use test_support::engine::Engine;
-use provisioner::api::audit::AuditEntry;
 use test_support::{Backend, CapturedLogs, provision_body};
 
 const WAIT: Duration = Duration::from_secs(60);

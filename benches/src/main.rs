@@ -37,6 +37,7 @@ type Result<T, E = Error> = std::result::Result<T, E>;
 
 const MANIFEST: &str = include_str!("../../resources/cluster-provisioner.yaml");
 const MODULES_REPO_URL: &str = "https://git.example.invalid/bench/terraform-modules.git";
+const MODULES_REPO_COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
 const SERVICE_ACCOUNT: &str = "cluster-provisioner";
 const CONCURRENCIES: [usize; 3] = [1, 16, 64];
 
@@ -293,6 +294,7 @@ async fn phases(
     let burst_db = databases.create("burst").await?;
     let mut env = base_env(&burst_db);
     env.push(("MODULES_REPO_URL".to_owned(), MODULES_REPO_URL.to_owned()));
+    env.push(("MODULES_REPO_COMMIT".to_owned(), MODULES_REPO_COMMIT.to_owned()));
     env.push(("APP_WORKER_CONCURRENCY".to_owned(), args.worker_concurrency.to_string()));
     eprintln!("starting the server with the worker (concurrency {})...", args.worker_concurrency);
     let worker_server = Server::start(server_bin, env, &work.join("server-burst.log"), &http).await?;
@@ -433,6 +435,7 @@ async fn write_load(
     load_env.extend(
         [
             ("MODULES_REPO_URL", MODULES_REPO_URL.to_owned()),
+            ("MODULES_REPO_COMMIT", MODULES_REPO_COMMIT.to_owned()),
             ("APP_DATABASE_MAX_CONNECTIONS", "16".to_owned()),
             ("APP_WORKER_LEASE", "3s".to_owned()),
             ("APP_WORKER_MAX_RUNS", (args.load_runs * 4).to_string()),

@@ -74,6 +74,9 @@ pub enum Error {
     Unavailable { message: String },
     #[error("auth-service sent an invalid response: {message}")]
     InvalidResponse { message: String },
+    /// A value of the credential does not have its format (it is never written anywhere).
+    #[error("credential {id:?} from auth-service has an invalid {invalid}")]
+    InvalidCredential { id: String, invalid: runner_contract::credential_check::InvalidField },
     #[error("OAuth client file {}: {message}", path.display())]
     ClientFile { path: PathBuf, message: String },
     #[error("the token endpoint refused the OAuth client: {message}")]
@@ -93,7 +96,7 @@ impl Error {
     /// address or the operating system's error text (those go to the log).
     pub fn public_message(&self) -> String {
         match self {
-            Error::NotFound { .. } => self.to_string(),
+            Error::NotFound { .. } | Error::InvalidCredential { .. } => self.to_string(),
             Error::Rejected { status, .. } => format!("auth-service rejected the request with {status}"),
             Error::Unavailable { .. } => "auth-service is unavailable (no answer, or a server error)".to_owned(),
             Error::InvalidResponse { .. } => "auth-service sent an invalid response".to_owned(),
@@ -286,7 +289,7 @@ impl AuthClient {
         let status = response.status();
         let body = response.bytes().await.map_err(unavailable)?;
         match status {
-            StatusCode::OK => wire::parse_credential(id, &body).map_err(|message| Error::InvalidResponse { message }),
+            StatusCode::OK => wire::parse_credential(id, &body),
             StatusCode::NOT_FOUND => Err(Error::NotFound { id: id.to_owned() }),
             status if status.is_client_error() => Err(Error::Rejected { status, message: excerpt(&body) }),
             status if status.is_server_error() => {

@@ -5,6 +5,8 @@ use runner_contract::credential::{AwsKeyPair, CloudCredential, CredentialType};
 use secrecy::SecretString;
 use serde::{Deserialize, Deserializer, de};
 
+use super::Error;
+
 /// The answer of auth-service as it arrives; [`WireCredential::into_credential`] checks it against its `type`.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -54,19 +56,6 @@ fn required_text(value: Option<String>, field: &str, kind: CredentialType) -> Re
     required(value.filter(|value| !value.is_empty()), field, kind)
 }
 
-fn valid_role_arn(arn: &str) -> bool {
-    // arn:<partition>:iam::<account>:role/<name>
-    match arn.split(':').collect::<Vec<_>>()[..] {
-        ["arn", partition, "iam", "", account, resource] => {
-            partition.starts_with("aws")
-                && account.len() == 12
-                && account.bytes().all(|byte| byte.is_ascii_digit())
-                && resource.strip_prefix("role/").is_some_and(|name| !name.is_empty())
-        }
-        _ => false,
-    }
-}
-
 impl WireCredential {
     fn into_credential(self, requested_id: &str) -> Result<CloudCredential, String> {
         if self.id != requested_id {
@@ -83,11 +72,6 @@ impl WireCredential {
             }),
             CredentialType::AwsAssumeRole => {
                 let role_arn = required_text(self.role_arn, "roleArn", kind)?;
-                if !valid_role_arn(&role_arn) {
-                    return Err(format!(
-                        "roleArn {role_arn:?} is not an IAM role ARN (arn:aws:iam::<account>:role/<name>)"
-                    ));
-                }
                 if let Some(seconds) = self.session_duration_seconds
                     && !(900..=43200).contains(&seconds)
                 {
@@ -117,11 +101,15 @@ impl WireCredential {
     }
 }
 
-/// Parses a 200 answer; the message names what is wrong and never holds a secret value.
-pub(super) fn parse_credential(requested_id: &str, body: &[u8]) -> Result<CloudCredential, String> {
+/// Parses a 200 answer and checks every value's format; the message names what is wrong and never holds a
+/// secret value.
+pub(super) fn parse_credential(requested_id: &str, body: &[u8]) -> Result<CloudCredential, Error> {
+    let shape = |message| Error::InvalidResponse { message };
     let wire: WireCredential = serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_slice(body))
-        .map_err(|error| error.to_string())?;
-    wire.into_credential(requested_id)
+        .map_err(|error| shape(error.to_string()))?;
+    let credential = wire.into_credential(requested_id).map_err(shape)?;
+    credential.check().map_err(|invalid| Error::InvalidCredential { id: requested_id.to_owned(), invalid })?;
+    Ok(credential)
 }
 
 #[cfg(test)]
@@ -134,7 +122,7 @@ mod tests {
     use super::*;
 
     fn parse(json: serde_json::Value) -> Result<CloudCredential, String> {
-        parse_credential("cred-1", json.to_string().as_bytes())
+        parse_credential("cred-1", json.to_string().as_bytes()).map_err(|error| error.to_string())
     }
 
     #[test]

@@ -115,6 +115,8 @@ spelled! {
         /// A Kubernetes request failed (or the API server could not be reached).
         KubernetesError => "kubernetes_error",
         CredentialNotFound => "credential_not_found",
+        /// A value auth-service sent for the credential does not have its format; nothing was written.
+        InvalidCredential => "invalid_credential",
         AuthServiceError => "auth_service_error",
         CredentialMismatch => "credential_mismatch",
         DatabaseError => "database_error",

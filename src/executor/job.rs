@@ -16,6 +16,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use runner_contract::environment::{RunnerEnvironment, downward_variables, mount};
 pub use runner_contract::job::finished;
 use runner_contract::job::{RUNNER_BINARY, RUNNER_GRACE_PERIOD};
+use runner_contract::modules::{self, ModulesSource};
 use runner_contract::plan::EXIT_DESTRUCTIVE_PLAN;
 
 use crate::domain::run::RunNames;
@@ -23,6 +24,8 @@ use crate::domain::{FailureReason, RunAction};
 
 pub const INIT_CONTAINER: &str = "init";
 pub const RUNNER_CONTAINER: &str = "terraform-runner";
+/// The modules repository's credentials, mounted into the init container only.
+const MODULES_CREDENTIALS_VOLUME: &str = "modules-repo-credentials";
 /// The Job controller's reason for a Job failed by a rule of [`pod_failure_policy`] (it has one).
 const POD_FAILURE_POLICY_REASON: &str = "PodFailurePolicy";
 /// Finished Jobs (and their pods, with the logs) stay a week for inspection, then the TTL controller removes them.
@@ -34,14 +37,24 @@ pub struct JobSettings {
     pub namespace: String,
     pub runner_image: String,
     pub runner_service_account: String,
-    pub modules_repo_url: String,
-    pub modules_ref: String,
 }
 
-/// The Job of one run: `init` clones the modules at the pinned ref, `terraform-runner` applies or destroys with
-/// the rendered configuration and the credentials mounted as files (never in the spec or the environment).
+/// The modules every Job's init container fetches, and what it may use to do so.
+#[derive(Debug, Clone)]
+pub struct ModulesSettings {
+    pub source: ModulesSource,
+    /// A Secret in the Jobs' namespace with `username` and `password`, mounted into the init container only.
+    pub credentials_secret: Option<String>,
+    /// `MODULES_REPO_ALLOW_LOCAL`: `file://` URLs, for tests only.
+    pub allow_local: bool,
+}
+
+/// The Job of one run: `init` clones the modules at the pinned ref and checks their commit (with the modules
+/// repository's credentials, when there are any, mounted into it alone), `terraform-runner` applies or destroys
+/// with the rendered configuration and the credentials mounted as files (never in the spec or the environment).
 pub fn build(
     settings: &JobSettings,
+    repo: &ModulesSettings,
     action: RunAction,
     names: &RunNames,
     labels: &BTreeMap<String, String>,
@@ -74,19 +87,16 @@ pub fn build(
         ..SecurityContext::default()
     };
 
+    let mut init_mounts = vec![volume_mount("workspace", mount::WORKSPACE, false)];
+    if repo.credentials_secret.is_some() {
+        init_mounts.push(volume_mount(MODULES_CREDENTIALS_VOLUME, modules::mount::CREDENTIALS_DIR, true));
+    }
     let init = Container {
         name: INIT_CONTAINER.to_owned(),
         image: Some(settings.runner_image.clone()),
-        command: Some(vec![
-            "git".to_owned(),
-            "clone".to_owned(),
-            "--depth=1".to_owned(),
-            "--branch".to_owned(),
-            settings.modules_ref.clone(),
-            settings.modules_repo_url.clone(),
-            mount::MODULES_DIR.to_owned(),
-        ]),
-        volume_mounts: Some(vec![volume_mount("workspace", mount::WORKSPACE, false)]),
+        command: Some(vec![RUNNER_BINARY.to_owned(), "fetch-modules".to_owned()]),
+        env: Some(modules_variables(repo)),
+        volume_mounts: Some(init_mounts),
         security_context: Some(restricted.clone()),
         termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
         ..Container::default()
@@ -109,7 +119,7 @@ pub fn build(
         termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
         ..Container::default()
     };
-    let volumes = vec![
+    let mut volumes = vec![
         Volume { name: "workspace".to_owned(), empty_dir: Some(EmptyDirVolumeSource::default()), ..Volume::default() },
         // Memory-backed: the AWS profile of an assume-role credential may hold its source keys.
         Volume {
@@ -138,6 +148,17 @@ pub fn build(
             ..Volume::default()
         },
     ];
+    if let Some(secret) = &repo.credentials_secret {
+        volumes.push(Volume {
+            name: MODULES_CREDENTIALS_VOLUME.to_owned(),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(secret.clone()),
+                default_mode: Some(0o400),
+                ..SecretVolumeSource::default()
+            }),
+            ..Volume::default()
+        });
+    }
 
     Job {
         metadata: ObjectMeta { name: Some(names.job.clone()), labels: Some(labels.clone()), ..ObjectMeta::default() },
@@ -177,6 +198,23 @@ pub fn build(
         }),
         ..Job::default()
     }
+}
+
+/// The init container's settings: the pinned source (no secret: credentials come from the mounted Secret).
+fn modules_variables(repo: &ModulesSettings) -> Vec<EnvVar> {
+    let source = &repo.source;
+    let mut variables = vec![
+        (modules::var::URL, source.url.clone()),
+        (modules::var::REF, source.git_ref.clone()),
+        (modules::var::COMMIT, source.commit.clone()),
+    ];
+    if repo.allow_local {
+        variables.push((modules::var::ALLOW_LOCAL, "true".to_owned()));
+    }
+    variables
+        .into_iter()
+        .map(|(name, value)| EnvVar { name: name.to_owned(), value: Some(value), ..EnvVar::default() })
+        .collect()
 }
 
 /// A refused destructive plan (the runner's exit code 3) fails the Job with a reason of its own, so that the Job
@@ -223,15 +261,51 @@ mod tests {
             namespace: "jobs".into(),
             runner_image: "runner:1".into(),
             runner_service_account: "terraform-runner".into(),
-            modules_repo_url: "https://git.example.com/modules.git".into(),
-            modules_ref: "v1.0.0".into(),
         }
+    }
+
+    fn modules() -> ModulesSettings {
+        ModulesSettings {
+            source: ModulesSource::new(
+                "https://git.example.com/modules.git",
+                "v1.0.0",
+                "0123456789abcdef0123456789abcdef01234567",
+                false,
+            )
+            .unwrap(),
+            credentials_secret: Some("modules-repo".into()),
+            allow_local: false,
+        }
+    }
+
+    /// The init container fetches and checks the pinned commit; the repository's credentials are mounted into it
+    /// alone, and its variables name the source only.
+    #[test]
+    fn only_the_init_container_gets_the_modules_repository_credentials() {
+        let names = RunNames::new(OperationType::Provision, Uuid::now_v7());
+        let job = build(&settings(), &modules(), RunAction::Apply, &names, &BTreeMap::new(), Duration::from_secs(60));
+        let pod = job.spec.unwrap().template.spec.unwrap();
+        let init = &pod.init_containers.as_ref().unwrap()[0];
+        assert_eq!(init.command.as_deref(), Some(&["terraform-runner".to_owned(), "fetch-modules".to_owned()][..]));
+        let env: BTreeMap<_, _> =
+            init.env.iter().flatten().map(|var| (var.name.as_str(), var.value.as_deref().unwrap())).collect();
+        assert_eq!(env["MODULES_REPO_COMMIT"], "0123456789abcdef0123456789abcdef01234567");
+        assert_eq!(env["MODULES_REPO_REF"], "v1.0.0");
+        assert!(!env.contains_key("MODULES_REPO_ALLOW_LOCAL"));
+        let mounted = |container: &Container| {
+            container.volume_mounts.iter().flatten().any(|mount| mount.name == MODULES_CREDENTIALS_VOLUME)
+        };
+        assert!(mounted(init));
+        assert!(!mounted(&pod.containers[0]), "the runner never sees the repository's credentials");
+        let volume = pod.volumes.unwrap().into_iter().find(|volume| volume.name == MODULES_CREDENTIALS_VOLUME);
+        assert_eq!(volume.unwrap().secret.unwrap().secret_name.as_deref(), Some("modules-repo"));
     }
 
     #[test]
     fn the_job_never_retries_and_mounts_credentials_as_files() {
         let names = RunNames::new(OperationType::Deprovision, Uuid::now_v7());
-        let job = build(&settings(), RunAction::Destroy, &names, &BTreeMap::new(), Duration::from_secs(600));
+        let job =
+            build(&settings(), &modules(), RunAction::Destroy, &names, &BTreeMap::new(), Duration::from_secs(600));
         let spec = job.spec.unwrap();
         assert_eq!(spec.backoff_limit, Some(0));
         let rule = &spec.pod_failure_policy.as_ref().unwrap().rules[0];
@@ -284,7 +358,7 @@ mod tests {
     #[test]
     fn the_runner_reads_what_the_job_sets_and_finds_it_mounted() {
         let names = RunNames::new(OperationType::Provision, Uuid::now_v7());
-        let job = build(&settings(), RunAction::Apply, &names, &BTreeMap::new(), Duration::from_secs(600));
+        let job = build(&settings(), &modules(), RunAction::Apply, &names, &BTreeMap::new(), Duration::from_secs(600));
         let pod = job.spec.unwrap().template.spec.unwrap();
         let runner = &pod.containers[0];
         assert_eq!(runner.args.as_ref().unwrap(), &["--action", "apply"]);

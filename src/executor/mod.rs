@@ -29,7 +29,7 @@ use uuid::Uuid;
 use crate::domain::run::{JobState, RunNames};
 use crate::domain::run_log::ContainerLog;
 use crate::domain::{FailureReason, PlanSummary, RunAction};
-pub use job::{JobSettings, RUNNER_CONTAINER};
+pub use job::{JobSettings, ModulesSettings, RUNNER_CONTAINER};
 pub use runner_contract::job::RUNNER_GRACE_PERIOD;
 const DELETION_TIMEOUT: Duration = Duration::from_secs(60);
 /// How often a waiting run looks at the (in-memory) Job cache.
@@ -266,12 +266,13 @@ impl Executor {
     /// the garbage collector removes them with the Job.
     pub async fn ensure_job(
         &self,
+        modules: &ModulesSettings,
         action: RunAction,
         names: &RunNames,
         labels: &BTreeMap<String, String>,
         active_deadline: Duration,
     ) -> Result<()> {
-        let job = job::build(&self.settings, action, names, labels, active_deadline);
+        let job = job::build(&self.settings, modules, action, names, labels, active_deadline);
         let job = self.ensure(job, operation_of(labels)).await?;
         let owner = OwnerReference {
             api_version: "batch/v1".to_owned(),

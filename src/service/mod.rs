@@ -247,6 +247,9 @@ impl Service {
                 message: format!("credential {id:?} does not exist in auth-service"),
             }
             .into()),
+            Err(error @ auth::Error::InvalidCredential { .. }) => {
+                Err(Invalid { field: field.into(), message: error.to_string() }.into())
+            }
             Err(error) => {
                 tracing::warn!(%error, "could not resolve the credential at request time");
                 let what = match &error {

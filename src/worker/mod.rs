@@ -24,7 +24,7 @@ use crate::domain::run_log;
 use crate::domain::{
     Component, FailureReason, LastError, OperationState, OperationType, ProviderVersion, RunAction, Runtime,
 };
-use crate::executor::{self, Executor, JobStop, RUNNER_GRACE_PERIOD, run_labels};
+use crate::executor::{self, Executor, JobStop, ModulesSettings, RUNNER_GRACE_PERIOD, run_labels};
 use crate::render::Renderer;
 use crate::store::{self, Claim, Progress, Store};
 use crate::telemetry::{Metrics, WorkerHealth};
@@ -75,6 +75,8 @@ pub struct Worker {
     pub auth: AuthClient,
     pub renderer: Renderer,
     pub settings: WorkerSettings,
+    /// The pinned modules every Job's init container fetches.
+    pub modules: ModulesSettings,
     pub metrics: Metrics,
     /// Signalled when this process queues an operation, so the worker need not wait for its next poll.
     pub wake: Arc<Notify>,
@@ -121,6 +123,7 @@ impl From<auth::Error> for StepError {
     fn from(error: auth::Error) -> Self {
         let reason = match &error {
             auth::Error::NotFound { .. } => FailureReason::CredentialNotFound,
+            auth::Error::InvalidCredential { .. } => FailureReason::InvalidCredential,
             _ => FailureReason::AuthServiceError,
         };
         StepError {
@@ -647,7 +650,9 @@ impl Worker {
                 // stops the Job gracefully, with the operation's timeout in its message.
                 let remaining = (deadline - store::now()).to_std().unwrap_or(Duration::from_secs(1));
                 let job_deadline = remaining + JOB_DEADLINE_MARGIN;
-                self.executor.ensure_job(operation.run_action(), &run.names, &labels, job_deadline).await?;
+                self.executor
+                    .ensure_job(&self.modules, operation.run_action(), &run.names, &labels, job_deadline)
+                    .await?;
                 Ok(StepOutcome::Next)
             }
             Stage::WaitForJob => {

@@ -386,7 +386,47 @@ async fn missing_credentials_fail_fast_and_record_nothing(backend: Backend) {
     assert_eq!(app.post_provision(&provision_body("mu")).await.status, StatusCode::ACCEPTED);
 }
 
+/// A value from auth-service that could inject lines into the AWS profile the runner writes (or a GCP key that is
+/// not a service account's) is refused at request time, naming the field, and nothing is recorded.
+async fn injected_credential_values_are_refused_and_record_nothing(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let role = "arn:aws:iam::123456789012:role/x";
+    for (credential, field) in [
+        (json!({"type": "aws_assume_role", "roleArn": format!("{role}\ncredential_process = /bin/sh")}), "roleArn"),
+        (
+            json!({"type": "aws_assume_role", "roleArn": role, "externalId": "id\ncredential_process = sh"}),
+            "externalId",
+        ),
+        (
+            json!({"type": "aws_access_key", "accessKeyId": "AKIAEXAMPLE", "secretAccessKey": "s", "region": "eu-west-1\nx"}),
+            "region",
+        ),
+    ] {
+        app.auth.add_credential("cred-aws-1", credential);
+        let answer = app.post_provision(&provision_body("injected")).await;
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.text);
+        let error = &answer.json()["error"];
+        assert_eq!(error["field"], "clusterConfig.credentialId", "{error}");
+        let message = error["message"].as_str().unwrap();
+        assert!(message.contains(&format!("has an invalid {field}")), "{field}: {message}");
+        assert!(!message.contains("credential_process"), "the value is not echoed: {message}");
+    }
+    app.auth.add_credential(
+        "cred-gcp-1",
+        json!({"type": "gcp_service_account", "projectId": "my-project-1",
+               "serviceAccountKey": {"type": "external_account", "credential_source": {"executable": {"command": "sh"}}}}),
+    );
+    // (An AWS cluster's body: the credential is checked before whether it fits the topology.)
+    let mut body = provision_body("injected");
+    body["clusterConfig"]["credentialId"] = json!("cred-gcp-1");
+    let answer = app.post_provision(&body).await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.text);
+    assert!(answer.text.contains("has an invalid serviceAccountKey"), "{}", answer.text);
+    assert_eq!(app.app.service.runtimes(None, None, None, Some(100)).await.unwrap().runtimes.len(), 0);
+}
+
 on_both_databases!(
+    injected_credential_values_are_refused_and_record_nothing,
     missing_credentials_fail_fast_and_record_nothing,
     rest_provisioning_is_queued_and_both_apis_agree,
     graphql_provisioning_is_visible_over_rest,

@@ -5,11 +5,11 @@ use axum::http::StatusCode;
 use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
+use provisioner::api::audit::{ApiKind, AuditEvent};
 use serde_json::{Value, json};
 use test_control_plane::ControlPlane;
 use test_support::engine::apply_production_rbac;
 use test_support::subscriber::Subscriber;
-use provisioner::api::audit::{ApiKind, AuditEvent};
 use test_support::{Answer, Backend, TestApp, provision_body, provision_input, spawn_app_with};
 
 pub(crate) const AUDIENCE: &str = "cluster-provisioner";

@@ -11,7 +11,7 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use provisioner::domain::{Cloud, ProviderVersion};
 use serde_json::{Value, json};
 use test_support::auth_service::{AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY};
-use test_support::engine::{Engine, MODULES_REPO_URL, RUNNER_PLAN_SUMMARY, RunLog};
+use test_support::engine::{Engine, MODULES_REPO_COMMIT, MODULES_REPO_URL, RUNNER_PLAN_SUMMARY, RunLog};
 use test_support::fault_proxy::FaultProxy;
 use test_support::subscriber::Subscriber;
 use test_support::{Backend, eks_body, on_both_databases, provision_body};
@@ -39,7 +39,10 @@ async fn provisioning_succeeds_and_serves_the_kubeconfig(backend: Backend) {
     let pod = spec.template.spec.as_ref().unwrap();
     assert_eq!(pod.service_account_name.as_deref(), Some("terraform-runner"));
     assert_eq!(pod.init_containers.as_ref().unwrap()[0].name, "init");
-    assert!(pod.init_containers.as_ref().unwrap()[0].command.as_ref().unwrap().contains(&MODULES_REPO_URL.to_owned()));
+    let init_env = pod.init_containers.as_ref().unwrap()[0].env.clone().unwrap_or_default();
+    let variable = |name: &str| init_env.iter().find(|var| var.name == name).and_then(|var| var.value.clone());
+    assert_eq!(variable("MODULES_REPO_URL").as_deref(), Some(MODULES_REPO_URL));
+    assert_eq!(variable("MODULES_REPO_COMMIT").as_deref(), Some(MODULES_REPO_COMMIT));
     assert_eq!(pod.containers[0].name, "terraform-runner");
     let job_json = serde_json::to_string(job).unwrap();
     assert!(
@@ -495,7 +498,29 @@ async fn auth_service_down_retries_then_fails_clearly(backend: Backend) {
     process.stop().await;
 }
 
+/// A credential that auth-service changed to carry an injected value after the request was accepted fails the
+/// run at its first step with reason `invalid_credential`, naming the field; no credentials Secret is written.
+async fn an_injected_credential_value_fails_the_run_before_anything_is_written(backend: Backend) {
+    let (mut engine, api) = Engine::start_api_only(backend, &[]).await;
+    let (runtime_id, _) = engine.provision(&provision_body("engine-injected")).await;
+    engine.app.auth.add_credential(
+        "cred-aws-1",
+        json!({"type": "aws_access_key", "accessKeyId": "AKIAEXAMPLE\ncredential_process = /bin/sh", "secretAccessKey": "s"}),
+    );
+    let worker = engine.start_process(&[]).await;
+    let failed = engine.wait_for_status(&runtime_id, &["failed"], WAIT).await;
+    assert_eq!(failed["lastError"]["reason"], "invalid_credential", "{failed}");
+    assert_eq!(failed["lastError"]["component"], "auth-service", "{failed}");
+    let message = failed["lastError"]["errMessage"].as_str().unwrap();
+    assert!(message.contains("has an invalid accessKeyId"), "{message}");
+    assert!(!message.contains("credential_process"), "{message}");
+    assert!(engine.secret(&format!("provision-{runtime_id}-credentials")).await.is_none(), "nothing written");
+    worker.stop().await;
+    api.stop().await;
+}
+
 on_both_databases!(
+    an_injected_credential_value_fails_the_run_before_anything_is_written,
     provisioning_succeeds_and_serves_the_kubeconfig,
     a_failing_runner_fails_the_operation_with_its_redacted_message,
     an_upgrade_whose_plan_is_destructive_fails_and_keeps_the_configuration,

@@ -8,6 +8,7 @@ mod auth_client;
 mod authn;
 mod cancel;
 mod day_two;
+mod docs;
 mod engine;
 mod fuzz_api;
 mod gcp_smoke;

@@ -38,6 +38,7 @@ const REQUIRED_VARIABLES: &[&str] = &[
     "TERRAFORM_RUNNER_IMAGE",
     "MODULES_REPO_URL",
     "MODULES_REPO_REF",
+    "MODULES_REPO_COMMIT",
     "APP_RUNNER_SERVICE_ACCOUNT",
     "AUTH_SERVICE_BASE_URL",
     "APP_AUTH_OAUTH_PATH",
@@ -318,7 +319,7 @@ async fn the_config_map_configures_the_service_through_its_documented_variables(
     assert_eq!(settings.kubernetes.job_namespace, PROVISIONING);
     assert_eq!(settings.kubernetes.runner_service_account, "terraform-runner");
     assert_eq!(settings.kubernetes.terraform_runner_image, container.image.clone().unwrap(), "one image for both");
-    assert!(settings.kubernetes.modules_repo_url.is_some());
+    assert!(settings.kubernetes.modules.is_some());
     assert!(settings.authn.enabled);
     assert_eq!(settings.authn.allowed_users, ["system:serviceaccount:kubeopera-core:host-cluster-controller"]);
     assert!(settings.server.address.ip().is_unspecified(), "the API listens on the pod's address");

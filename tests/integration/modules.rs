@@ -312,6 +312,35 @@ fn module_calls(body: &Body) -> BTreeMap<String, (String, BTreeSet<String>)> {
         .collect()
 }
 
+/// Pods on a node never reach its instance metadata (and so the node role, which may write the cluster's SSM
+/// parameters): every instance and launch template requires IMDSv2 tokens with a hop limit of 1, which a pod's
+/// extra network hop cannot answer; host-network pods (the cloud controller manager, the CNI) still can.
+#[test]
+fn instance_metadata_is_out_of_reach_of_pods() {
+    let mut checked = Vec::new();
+    for (module_name, module) in parse_modules() {
+        for resource in module.blocks("resource") {
+            let kind = label(resource, 0);
+            if kind != "aws_instance" && kind != "aws_launch_template" {
+                continue;
+            }
+            let name = format!("{module_name}: {kind}.{}", label(resource, 1));
+            let options = resource
+                .body()
+                .blocks()
+                .find(|block| block.identifier() == "metadata_options")
+                .unwrap_or_else(|| panic!("{name} has no metadata_options"));
+            let value = |key: &str| {
+                options.body().attributes().find(|attribute| attribute.key() == key).map(|attribute| attribute.expr())
+            };
+            assert_eq!(value("http_tokens"), Some(&Expression::from("required")), "{name}");
+            assert_eq!(value("http_put_response_hop_limit"), Some(&Expression::from(1)), "{name}");
+            checked.push(name);
+        }
+    }
+    assert_eq!(checked.len(), 3, "the control-plane instances and both launch templates: {checked:?}");
+}
+
 #[test]
 fn rendered_root_configurations_and_modules_agree() {
     let modules = parse_modules();

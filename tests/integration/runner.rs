@@ -249,9 +249,15 @@ impl Job {
         let parameter = self.kubeconfig_parameter();
         format!(
             "resource \"terraform_data\" \"cluster\" {{\n  input            = \"{input}\"\n  triggers_replace = \"{trigger}\"\n}}\n\n\
-             resource \"terraform_data\" \"workers\" {{\n  input = \"{input}\"\n}}\n\n\
-             output \"kubeconfig_ssm_parameter\" {{\n  value = \"{parameter}\"\n}}\n"
+             resource \"terraform_data\" \"workers\" {{\n  input = \"{input}\"\n}}\n\n{}",
+            vanilla_outputs(&parameter, API_ENDPOINT)
         )
+    }
+
+    /// Publishes the admin kubeconfig as a vanilla cluster's first node does (kubeadm's `admin.conf`), for
+    /// `server`, with `extra_user` lines in its user.
+    fn publish_node_kubeconfig(&self, server: &str, extra_user: &str) {
+        self.put_kubeconfig_parameter(&kubeadm_admin_conf(self.control_plane, server, extra_user));
     }
 
     fn put_kubeconfig_parameter(&self, value: &str) {
@@ -318,25 +324,71 @@ fn local_exec(name: &str, command: &str) -> String {
     )
 }
 
-fn vanilla_config(job: &Job) -> String {
+/// Where the test configurations say a vanilla cluster's API server is (nothing listens there).
+const API_ENDPOINT: &str = "https://203.0.113.10:6443";
+
+/// A vanilla configuration's outputs: where its nodes publish the kubeconfig, and its API endpoint.
+fn vanilla_outputs(kubeconfig_parameter: &str, api_endpoint: &str) -> String {
     format!(
-        "{CLUSTER_RESOURCE}\n\noutput \"kubeconfig_ssm_parameter\" {{\n  value = \"{}\"\n}}\n",
-        job.kubeconfig_parameter()
+        "output \"kubeconfig_ssm_parameter\" {{\n  value = \"{kubeconfig_parameter}\"\n}}\n\n\
+         output \"api_endpoint\" {{\n  value = \"{api_endpoint}\"\n}}\n"
     )
+}
+
+fn vanilla_config(job: &Job, api_endpoint: &str) -> String {
+    format!("{CLUSTER_RESOURCE}\n\n{}", vanilla_outputs(&job.kubeconfig_parameter(), api_endpoint))
+}
+
+/// The admin kubeconfig as kubeadm writes it (`admin.conf`) for `server`: the test control plane's CA and admin
+/// certificate, and `extra_user` lines in its user.
+fn kubeadm_admin_conf(control_plane: &ControlPlane, server: &str, extra_user: &str) -> String {
+    let (certificate, key) = control_plane.admin_certificate_and_key();
+    kubeadm_admin_conf_with(control_plane, server, certificate, key, extra_user)
+}
+
+fn kubeadm_admin_conf_with(
+    control_plane: &ControlPlane,
+    server: &str,
+    certificate_pem: &str,
+    key_pem: &str,
+    extra_user: &str,
+) -> String {
+    use base64::Engine as _;
+    let base64 = |pem: &str| base64::engine::general_purpose::STANDARD.encode(pem);
+    format!(
+        "apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: {}\n    server: {server}\n  \
+         name: kubernetes\ncontexts:\n- context:\n    cluster: kubernetes\n    user: kubernetes-admin\n  \
+         name: kubernetes-admin@kubernetes\ncurrent-context: kubernetes-admin@kubernetes\nkind: Config\n\
+         preferences: {{}}\nusers:\n- name: kubernetes-admin\n  user:\n    client-certificate-data: {}\n    \
+         client-key-data: {}\n{extra_user}",
+        base64(control_plane.ca_pem()),
+        base64(certificate_pem),
+        base64(key_pem),
+    )
+}
+
+/// The client certificate of a published kubeconfig, decoded.
+fn client_certificate(kubeconfig: &str) -> String {
+    let parsed = kube::config::Kubeconfig::from_yaml(kubeconfig).expect("a valid kubeconfig");
+    let user = parsed.auth_infos[0].auth_info.as_ref().expect("a user");
+    assert!(user.exec.is_none() && user.token.is_none() && user.token_file.is_none(), "{kubeconfig}");
+    let data = user.client_certificate_data.as_deref().expect("a client certificate");
+    use base64::Engine as _;
+    String::from_utf8(base64::engine::general_purpose::STANDARD.decode(data).unwrap()).unwrap()
 }
 
 #[tokio::test]
 async fn vanilla_apply_publishes_the_kubeconfig_and_destroy_removes_the_bucket() {
     let job = Job::new().await;
-    job.write_config("apply", "vanilla_kubeadm", &vanilla_config(&job));
+    job.write_config("apply", "vanilla_kubeadm", &vanilla_config(&job, API_ENDPOINT));
 
     // The cluster publishes its kubeconfig a while after apply finished; the runner polls for it.
-    let first_kubeconfig = "apiVersion: v1\nkind: Config\nclusters: []\n# first boot\n";
+    let first_kubeconfig = kubeadm_admin_conf(job.control_plane, API_ENDPOINT, "");
     let publisher = {
         let (mut state_written, command) = (job.moto.aws_command(), job.moto.aws_command());
         state_written.args(["s3api", "head-object", "--bucket", &job.bucket, "--key", "terraform.tfstate"]);
         let parameter = job.kubeconfig_parameter();
-        let value = first_kubeconfig.to_owned();
+        let value = first_kubeconfig.clone();
         tokio::task::spawn_blocking(move || {
             // Once the apply has written its state, and a little later, so that the runner has to wait.
             let started = std::time::Instant::now();
@@ -359,7 +411,11 @@ async fn vanilla_apply_publishes_the_kubeconfig_and_destroy_removes_the_bucket()
     assert!(applied.output.contains("waiting for the cluster to publish its kubeconfig"), "{}", applied.output);
     // The runner's own lines name the run they belong to.
     assert!(applied.output.contains(&format!("runtime_id={}", job.runtime_id)), "{}", applied.output);
-    assert_eq!(job.published_kubeconfig().await.as_deref(), Some(first_kubeconfig));
+    // Rebuilt from the node's: the same server, CA and client certificate and key, nothing else.
+    let published = job.published_kubeconfig().await.expect("the kubeconfig is published");
+    assert_eq!(client_certificate(&published), job.control_plane.admin_certificate_and_key().0);
+    let parsed = kube::config::Kubeconfig::from_yaml(&published).unwrap();
+    assert_eq!(parsed.clusters[0].cluster.as_ref().unwrap().server.as_deref(), Some(API_ENDPOINT));
 
     // The state bucket: created by the runner, protected, holding the state of what was applied.
     let versioning = job.s3api(&["get-bucket-versioning"]);
@@ -385,10 +441,12 @@ async fn vanilla_apply_publishes_the_kubeconfig_and_destroy_removes_the_bucket()
     }
 
     // A retried pod runs the whole apply again: the bucket is reused and the Secret overwritten.
-    let second_kubeconfig = "apiVersion: v1\nkind: Config\nclusters: []\n# second boot\n";
-    job.put_kubeconfig_parameter(second_kubeconfig);
+    // (The second boot's certificate: any PEM certificate will do, here the CA's.)
+    let (_, key) = job.control_plane.admin_certificate_and_key();
+    let ca = job.control_plane.ca_pem();
+    job.put_kubeconfig_parameter(&kubeadm_admin_conf_with(job.control_plane, API_ENDPOINT, ca, key, ""));
     job.run("apply").await.assert_success();
-    assert_eq!(job.published_kubeconfig().await.as_deref(), Some(second_kubeconfig));
+    assert_eq!(client_certificate(&job.published_kubeconfig().await.unwrap()), ca);
 
     // What the nodes publish besides the kubeconfig, and a parameter of another cluster that must survive.
     let join_token = format!("{}generation-1/join/token", job.ssm_prefix());
@@ -406,7 +464,7 @@ async fn vanilla_apply_publishes_the_kubeconfig_and_destroy_removes_the_bucket()
     job.moto.aws(&["ssm", "put-parameter", "--name", &other_cluster, "--type", "SecureString", "--value", "other"]);
     assert_eq!(job.parameters_under(&job.ssm_prefix()).len(), 2);
 
-    job.write_config("destroy", "vanilla_kubeadm", &vanilla_config(&job));
+    job.write_config("destroy", "vanilla_kubeadm", &vanilla_config(&job, API_ENDPOINT));
     let destroyed = job.run("destroy").await;
     destroyed.assert_success();
     assert!(destroyed.output.contains("Resources: 0 added, 0 changed, 1 destroyed."), "{}", destroyed.output);
@@ -540,8 +598,8 @@ async fn a_stop_signal_interrupts_terraform_which_releases_its_lock() {
     assert!(!job.object_keys().iter().any(|key| key.ends_with(".tflock")), "the lock is released");
 
     // Nothing is left stuck: the next attempt (with a quick command now) takes the lock and finishes.
-    job.write_config("apply", "vanilla_kubeadm", &vanilla_config(&job));
-    job.put_kubeconfig_parameter("apiVersion: v1\nkind: Config\n");
+    job.write_config("apply", "vanilla_kubeadm", &vanilla_config(&job, API_ENDPOINT));
+    job.publish_node_kubeconfig(API_ENDPOINT, "");
     job.run("apply").await.assert_success();
 }
 
@@ -557,13 +615,13 @@ async fn bad_usage_and_bad_configuration_exit_with_2_and_name_the_problem() {
     assert!(String::from_utf8_lossy(&unconfigured.stderr).contains("POD_NAMESPACE"));
 
     // The Job's action and the rendered runner.json must agree.
-    job.write_config("destroy", "vanilla_kubeadm", &vanilla_config(&job));
+    job.write_config("destroy", "vanilla_kubeadm", &vanilla_config(&job, API_ENDPOINT));
     let mismatch = job.run("apply").await;
     mismatch.assert_failure();
     assert_eq!(mismatch.termination_message, "the Job asked to apply but runner.json says destroy");
 
     // An incomplete credential fails before anything is created, naming the missing file.
-    job.write_config("apply", "vanilla_kubeadm", &vanilla_config(&job));
+    job.write_config("apply", "vanilla_kubeadm", &vanilla_config(&job, API_ENDPOINT));
     job.write_credentials(&[("credential_type", "aws_access_key"), ("aws_access_key_id", ACCESS_KEY_ID)]);
     let incomplete = job.run("apply").await;
     incomplete.assert_failure();
@@ -741,7 +799,7 @@ output "location" {{
 #[tokio::test]
 async fn the_runner_plans_first_and_refuses_to_replace_a_protected_resource() {
     let job = Job::new().await;
-    job.put_kubeconfig_parameter("kind: Config\n");
+    job.publish_node_kubeconfig(API_ENDPOINT, "");
     let config = |input: &str, trigger: &str| job.protected_cluster_config(input, trigger);
     let protect = protect_the_cluster();
 
@@ -782,7 +840,7 @@ async fn the_runner_plans_first_and_refuses_to_replace_a_protected_resource() {
 #[tokio::test]
 async fn a_dry_run_plans_without_changing_anything() {
     let job = Job::new().await;
-    job.put_kubeconfig_parameter("kind: Config\n");
+    job.publish_node_kubeconfig(API_ENDPOINT, "");
     let config = |input: &str, trigger: &str| job.protected_cluster_config(input, trigger);
     let protect = protect_the_cluster();
 
@@ -818,14 +876,9 @@ async fn a_wake_up_waits_until_the_api_server_answers() {
     let upstream = job.control_plane.server_url().trim_start_matches("https://").parse().expect("host:port");
     let proxy = test_support::fault_proxy::FaultProxy::start(upstream).await;
     proxy.cut();
-    let kubeconfig_file = job.path("cluster-kubeconfig");
     let server = format!("https://{}", proxy.address());
-    job.control_plane
-        .write_service_account_kubeconfig_via(&job.namespace, "terraform-runner", &kubeconfig_file, &server)
-        .await
-        .unwrap();
-    job.put_kubeconfig_parameter(&std::fs::read_to_string(&kubeconfig_file).unwrap());
-    job.write_config("apply", "vanilla_kubeadm", &vanilla_config(&job));
+    job.publish_node_kubeconfig(&server, "");
+    job.write_config("apply", "vanilla_kubeadm", &vanilla_config(&job, &server));
     job.wait_for_api_server();
 
     let run = job.command("apply").spawn().expect("start terraform-runner");
@@ -864,6 +917,118 @@ async fn a_wake_up_waits_until_the_api_server_answers() {
     );
 }
 
+/// A vanilla cluster's kubeconfig comes from its nodes, which the tenant controls: on a wake-up (which connects
+/// to the API server with it) a planted `exec` runs nothing and a planted `tokenFile` sends nothing anywhere; the
+/// run fails naming the refused field and publishes nothing.
+#[tokio::test]
+async fn a_kubeconfig_planted_in_ssm_runs_nothing_sends_nothing_and_is_not_published() {
+    let job = Job::new().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let elsewhere = format!("https://{}", listener.local_addr().unwrap());
+    let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = connections.clone();
+    let accepting = tokio::spawn(async move {
+        while let Ok((_socket, _)) = listener.accept().await {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    });
+    let marker = job.path("exec-ran");
+    let exec = format!(
+        "    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n      command: /bin/sh\n      args:\n      \
+         - -c\n      - touch {} && echo '{{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\",\"kind\":\"ExecCredential\",\"status\":{{\"token\":\"x\"}}}}'\n      \
+         interactiveMode: Never\n",
+        marker.display()
+    );
+    let token_file = job.path("credentials/aws_secret_access_key");
+    for (server, extra_user, field) in [
+        (API_ENDPOINT.to_owned(), exec, "exec"),
+        (elsewhere.clone(), format!("    tokenFile: {}\n", token_file.display()), "tokenFile"),
+    ] {
+        job.publish_node_kubeconfig(&server, &extra_user);
+        job.write_config("apply", "vanilla_kubeadm", &vanilla_config(&job, API_ENDPOINT));
+        job.wait_for_api_server();
+        let outcome = job.run_with("apply", &[("RUNNER_KUBECONFIG_TIMEOUT", "5s".to_owned())]).await;
+        outcome.assert_failure();
+        assert!(
+            outcome.termination_message.starts_with(&format!(
+                "the kubeconfig the cluster published to SSM parameter {} is refused",
+                job.kubeconfig_parameter()
+            )) && outcome.termination_message.contains(field),
+            "{field}: {}",
+            outcome.termination_message
+        );
+        outcome.assert_no_secret();
+        assert!(job.published_kubeconfig().await.is_none(), "{field}: nothing is published");
+    }
+    assert!(!marker.exists(), "the planted exec ran in the runner");
+    assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 0, "the runner connected to {elsewhere}");
+    accepting.abort();
+}
+
+/// The init container clones the pinned ref and checks its commit: a tag moved to another commit fails the
+/// fetch (so the Job's runner never starts) and leaves no modules behind; a URL carrying credentials is refused.
+#[tokio::test]
+async fn fetch_modules_refuses_a_moved_tag() {
+    let folder = tempfile::tempdir().unwrap();
+    let repo = folder.path().join("modules");
+    let git = |args: &[&str]| {
+        let output = std::process::Command::new("git")
+            .args(["-c", "user.name=test", "-c", "user.email=test@example.invalid", "-C"])
+            .arg(&repo)
+            .args(args)
+            .output()
+            .expect("git runs");
+        assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    };
+    std::fs::create_dir(&repo).unwrap();
+    git(&["init", "--quiet"]);
+    std::fs::write(repo.join("main.tf"), "# pinned\n").unwrap();
+    git(&["add", "."]);
+    git(&["commit", "--quiet", "-m", "pinned"]);
+    git(&["tag", "v1"]);
+    let pinned = git(&["rev-parse", "HEAD"]);
+    std::fs::write(repo.join("main.tf"), "# moved\n").unwrap();
+    git(&["commit", "--quiet", "-am", "moved"]);
+
+    let fetch = |url: &str, target: &str| {
+        let termination = folder.path().join(format!("{target}.termination"));
+        let output = std::process::Command::new(test_support::terraform_runner_bin())
+            .arg("fetch-modules")
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap())
+            .env("MODULES_REPO_URL", url)
+            .env("MODULES_REPO_REF", "v1")
+            .env("MODULES_REPO_COMMIT", &pinned)
+            .env("MODULES_REPO_ALLOW_LOCAL", "true")
+            .env("MODULES_DIR", folder.path().join(target))
+            .env("RUNNER_TERMINATION_LOG", &termination)
+            .output()
+            .unwrap();
+        (output.status.code(), std::fs::read_to_string(termination).unwrap_or_default())
+    };
+    let url = format!("file://{}", repo.display());
+    let (code, message) = fetch(&url, "first");
+    assert_eq!(code, Some(0), "{message}");
+    assert_eq!(std::fs::read_to_string(folder.path().join("first/main.tf")).unwrap(), "# pinned\n");
+
+    git(&["tag", "-f", "v1"]);
+    let moved = git(&["rev-parse", "HEAD"]);
+    let (code, message) = fetch(&url, "second");
+    assert_eq!(code, Some(1), "{message}");
+    assert_eq!(
+        message,
+        format!(
+            "the modules repository's v1 is commit {moved}, not the pinned {pinned}: the ref was moved; nothing was run"
+        )
+    );
+    assert!(!folder.path().join("second").exists(), "nothing is left for Terraform");
+
+    let (code, message) = fetch("https://user:token@git.example.invalid/modules.git", "third");
+    assert_eq!(code, Some(2), "{message}");
+    assert!(message.starts_with("MODULES_REPO_URL:") && !message.contains("token@"), "{message}");
+}
+
 /// A vanilla upgrade's configuration: three control-plane machines (replaced for a new `machine_type`), the
 /// resource the nodes watch for the version and the workers (both replaced for a new `version`), each logging
 /// when it is created.
@@ -878,11 +1043,11 @@ fn control_plane_and_workers(job: &Job, machine_type: &str, version: &str) -> St
         )
     };
     format!(
-        "{}\n{}\n{}\noutput \"kubeconfig_ssm_parameter\" {{\n  value = \"{}\"\n}}\n",
+        "{}\n{}\n{}\n{}",
         resource("machine", "machine${count.index}", "  count = 3\n", machine_type),
         resource("control_plane", "control_plane", "", version),
         resource("workers", "workers", "", version),
-        job.kubeconfig_parameter()
+        vanilla_outputs(&job.kubeconfig_parameter(), API_ENDPOINT)
     )
 }
 
@@ -908,7 +1073,7 @@ fn unix_now() -> f64 {
 #[tokio::test]
 async fn a_vanilla_upgrade_rolls_the_workers_only_after_the_control_plane() {
     let job = Job::new().await;
-    job.put_kubeconfig_parameter("kind: Config\n");
+    job.publish_node_kubeconfig(API_ENDPOINT, "");
     job.write_config("apply", "vanilla_kubeadm", &control_plane_and_workers(&job, "m6i.large", "1.34"));
     job.run("apply").await.assert_success();
     assert_eq!(created(&job).len(), 5);
@@ -1067,8 +1232,8 @@ async fn a_lock_left_by_a_killed_apply_is_taken_over_only_once_its_holder_is_gon
     assert!(lock["Who"].as_str().unwrap().ends_with(&format!("@{}", holder["hostname"].as_str().unwrap())), "{lock}");
 
     // Its pod is still there (pending, or stopping): the next run leaves the lock alone and fails waiting for it.
-    job.write_config("apply", "vanilla_kubeadm", &vanilla_config(&job));
-    job.put_kubeconfig_parameter("apiVersion: v1\nkind: Config\n");
+    job.write_config("apply", "vanilla_kubeadm", &vanilla_config(&job, API_ENDPOINT));
+    job.publish_node_kubeconfig(API_ENDPOINT, "");
     let second = RunIdentity::new(&job, "second");
     let left_alone = job.run_with("apply", &second.env()).await;
     left_alone.assert_failure();

@@ -78,6 +78,8 @@ pub enum CredentialFilesError {
         known = CredentialType::ALL.map(CredentialType::as_str).join(", ")
     )]
     UnknownType(String),
+    #[error(transparent)]
+    Invalid(#[from] crate::credential_check::InvalidField),
 }
 
 /// A cloud credential as auth-service hands it out. `Debug` shows no secret value.
@@ -175,13 +177,13 @@ impl CloudCredential {
             }
         };
         let kind = required(file::CREDENTIAL_TYPE)?;
-        match CredentialType::parse(&kind).ok_or(CredentialFilesError::UnknownType(kind))? {
+        let credential = match CredentialType::parse(&kind).ok_or(CredentialFilesError::UnknownType(kind))? {
             CredentialType::AwsAccessKey => {
                 let AwsKeyPair { access_key_id, secret_access_key } =
                     key_pair()?.ok_or(CredentialFilesError::Missing(file::AWS_ACCESS_KEY_ID))?;
-                Ok(CloudCredential::AwsAccessKey { access_key_id, secret_access_key, region: text(file::AWS_REGION) })
+                CloudCredential::AwsAccessKey { access_key_id, secret_access_key, region: text(file::AWS_REGION) }
             }
-            CredentialType::AwsAssumeRole => Ok(CloudCredential::AwsAssumeRole {
+            CredentialType::AwsAssumeRole => CloudCredential::AwsAssumeRole {
                 role_arn: required(file::ROLE_ARN)?,
                 external_id: text(file::EXTERNAL_ID).map(SecretString::from),
                 session_duration_seconds: text(file::SESSION_DURATION_SECONDS)
@@ -193,12 +195,14 @@ impl CloudCredential {
                     })
                     .transpose()?,
                 source: key_pair()?,
-            }),
-            CredentialType::GcpServiceAccount => Ok(CloudCredential::GcpServiceAccount {
+            },
+            CredentialType::GcpServiceAccount => CloudCredential::GcpServiceAccount {
                 project_id: required(file::GCP_PROJECT_ID)?,
                 service_account_key: secret(file::GCP_KEY)?,
-            }),
-        }
+            },
+        };
+        credential.check()?;
+        Ok(credential)
     }
 
     /// Every value to keep out of output we did not write (the runner's messages): the secrets, and the access
@@ -258,8 +262,8 @@ mod tests {
                 source: None,
             },
             CloudCredential::GcpServiceAccount {
-                project_id: "p".to_owned(),
-                service_account_key: r#"{"private_key":"k"}"#.into(),
+                project_id: "my-project-1".to_owned(),
+                service_account_key: r#"{"type":"service_account","private_key":"-----BEGIN PRIVATE KEY-----"}"#.into(),
             },
         ];
         for credential in credentials {

@@ -5,7 +5,9 @@
 //! - [`environment`]: the Job's mount paths and the environment variables that tell the runner where they are;
 //! - [`manifest`]: the ConfigMap's files, `runner.json` ([`manifest::RunnerManifest`]) and the action;
 //! - [`credential`]: the credential and the files of the credentials Secret that carry it;
+//! - [`credential_check`]: the format of every credential value, checked before it is written anywhere;
 //! - [`job`]: labels, the runner's binary, the grace period and the state-lock wait;
+//! - [`modules`]: the pinned modules repository the init container clones and checks;
 //! - [`plan`]: what a run's plan changes, and the exit code of a refused destructive plan;
 //! - [`providers`]: the provider versions a run installs, and where the image keeps their lock files;
 //! - [`redact`]: how credential values are kept out of messages, and how long a failure message may be;
@@ -17,9 +19,11 @@
 #![forbid(unsafe_code)]
 
 pub mod credential;
+pub mod credential_check;
 pub mod environment;
 pub mod job;
 pub mod manifest;
+pub mod modules;
 pub mod plan;
 pub mod providers;
 pub mod redact;

@@ -10,8 +10,10 @@
 
 mod api_server;
 mod aws;
+pub mod fetch_modules;
 mod gcp;
 mod kubeconfig;
+mod node_kubeconfig;
 pub mod plan;
 mod publish;
 pub mod settings;
@@ -71,6 +73,8 @@ pub enum Error {
         humantime::format_duration(*waited)
     )]
     ApiServerTimeout { server: String, waited: std::time::Duration, last_error: String },
+    #[error("the kubeconfig the cluster published to SSM parameter {parameter} is refused: {reason}")]
+    RefusedKubeconfig { parameter: String, reason: node_kubeconfig::Refused },
     #[error("publishing the kubeconfig to Secret {secret} failed: {message}")]
     Publish { secret: String, message: String },
     #[error("connecting to the Kubernetes API failed: {0}")]
@@ -372,15 +376,19 @@ impl Runner {
         match (manifest.topology, session) {
             (Topology::VanillaKubeadm, CloudSession::Aws(aws)) => {
                 let parameter = output(outputs, "kubeconfig_ssm_parameter")?;
+                let api_endpoint = output(outputs, "api_endpoint")?;
                 let settings = &self.settings;
-                aws.wait_for_parameter(
-                    parameter,
-                    "its kubeconfig",
-                    settings.kubeconfig_poll_interval,
-                    settings.kubeconfig_timeout,
-                    signals,
-                )
-                .await
+                let published = aws
+                    .wait_for_parameter(
+                        parameter,
+                        "its kubeconfig",
+                        settings.kubeconfig_poll_interval,
+                        settings.kubeconfig_timeout,
+                        signals,
+                    )
+                    .await?;
+                node_kubeconfig::rebuild(&published, api_endpoint)
+                    .map_err(|reason| Error::RefusedKubeconfig { parameter: parameter.to_owned(), reason })
             }
             (Topology::Eks, CloudSession::Aws(aws)) => {
                 let name = output(outputs, "cluster_name")?;

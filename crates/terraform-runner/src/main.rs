@@ -1,5 +1,6 @@
 //! terraform-runner: the main container of a provisioning Job. `terraform-runner --action apply|destroy|plan`;
-//! configuration from the environment (see [`RunnerSettings`] and the README).
+//! configuration from the environment (see [`RunnerSettings`] and the README). `terraform-runner fetch-modules`
+//! is the Job's init container (see [`Fetch`]).
 //! Exit codes: 0 done (the termination message is the plan's summary as JSON), 1 the run failed (the termination
 //! message says why), 2 bad usage or configuration, 3 a destructive plan was refused (nothing changed).
 #![deny(rust_2018_idioms)]
@@ -12,14 +13,26 @@ use process_support::logging::{self, LogFormat};
 use runner_contract::manifest::RunAction;
 use runner_contract::plan::EXIT_DESTRUCTIVE_PLAN;
 use runner_contract::redact::Redactor;
+use terraform_runner::fetch_modules::Fetch;
 use terraform_runner::{Error, Runner, RunnerSettings};
+
+/// Where Kubernetes reads a container's termination message (the runner's own setting overrides it).
+const TERMINATION_LOG: &str = "/dev/termination-log";
+
+enum Command {
+    Run(RunAction),
+    FetchModules,
+}
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let action = match parse_action(std::env::args().skip(1)) {
-        Ok(action) => action,
+    let action = match parse_command(std::env::args().skip(1)) {
+        Ok(Command::Run(action)) => action,
+        Ok(Command::FetchModules) => return fetch_modules().await,
         Err(message) => {
-            eprintln!("terraform-runner: {message}\nusage: terraform-runner --action apply|destroy|plan");
+            eprintln!(
+                "terraform-runner: {message}\nusage: terraform-runner --action apply|destroy|plan | fetch-modules"
+            );
             return ExitCode::from(2);
         }
     };
@@ -59,11 +72,33 @@ async fn main() -> ExitCode {
     code
 }
 
-fn parse_action(mut args: impl Iterator<Item = String>) -> Result<RunAction, String> {
+fn parse_command(mut args: impl Iterator<Item = String>) -> Result<Command, String> {
     match (args.next().as_deref(), args.next().as_deref(), args.next()) {
-        (Some("--action"), Some(action), None) => {
-            RunAction::parse(action).ok_or_else(|| format!("--action {action:?} is not apply, destroy or plan"))
-        }
-        _ => Err("expected exactly --action apply|destroy|plan".to_owned()),
+        (Some("--action"), Some(action), None) => RunAction::parse(action)
+            .map(Command::Run)
+            .ok_or_else(|| format!("--action {action:?} is not apply, destroy or plan")),
+        (Some("fetch-modules"), None, None) => Ok(Command::FetchModules),
+        _ => Err("expected exactly --action apply|destroy|plan, or fetch-modules".to_owned()),
     }
+}
+
+/// The init container: exit 2 for a bad setting, 1 when the fetch or its check fails, with the reason as the
+/// termination message.
+async fn fetch_modules() -> ExitCode {
+    logging::init_tracing("info", LogFormat::Text);
+    let (message, code) = match Fetch::from_env() {
+        Err(error) => (error.to_string(), ExitCode::from(2)),
+        Ok(fetch) => match fetch.run().await {
+            Ok(commit) => (format!("modules at commit {commit}"), ExitCode::SUCCESS),
+            Err(error) => (error.to_string(), ExitCode::FAILURE),
+        },
+    };
+    if code != ExitCode::SUCCESS {
+        eprintln!("terraform-runner fetch-modules: {message}");
+    }
+    let termination_log = std::env::var("RUNNER_TERMINATION_LOG").unwrap_or_else(|_| TERMINATION_LOG.to_owned());
+    if let Err(write_error) = std::fs::write(&termination_log, &message) {
+        eprintln!("terraform-runner: writing {termination_log}: {write_error}");
+    }
+    code
 }

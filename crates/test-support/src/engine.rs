@@ -22,6 +22,8 @@ use crate::server_process::{ServerProcess, start_service};
 use crate::{Backend, TestApp, TestDatabase, settings_for, test_environment};
 
 pub const MODULES_REPO_URL: &str = "https://git.example.invalid/tcr/terraform-modules.git";
+/// The commit the engine's Jobs pin the modules to.
+pub const MODULES_REPO_COMMIT: &str = "3f05a4c0000000000000000000000000000000aa";
 
 /// One running provisioner "process": its app, and the background work (worker and Job cache). Dropping it
 /// without [`Process::stop`] is a crash: all its tasks end at once and its leases stay until they expire.
@@ -74,6 +76,7 @@ impl Engine {
         extra.extend([
             ("JOB_NAMESPACE".to_owned(), namespace.clone()),
             ("MODULES_REPO_URL".to_owned(), MODULES_REPO_URL.to_owned()),
+            ("MODULES_REPO_COMMIT".to_owned(), MODULES_REPO_COMMIT.to_owned()),
         ]);
         let settings = settings_for(&database.url, &auth, &borrowed(&extra));
         let audit = KeptAudit::default();

@@ -185,6 +185,11 @@ impl ControlPlane {
         &self.pki.ca_pem
     }
 
+    /// The PEM certificate and key of `admin` (group `system:masters`), as a kubeadm admin kubeconfig holds them.
+    pub fn admin_certificate_and_key(&self) -> (&str, &str) {
+        (&self.pki.admin.cert_pem, &self.pki.admin.key_pem)
+    }
+
     /// A client authenticated as `admin` in group `system:masters` (everything allowed).
     pub fn admin_client(&self) -> Result<Client> {
         self.client(AuthInfo {
