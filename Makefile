@@ -32,15 +32,27 @@ test:
 	@# The runner and pipeline tests (package provisioner) run the binary of another package, which Cargo does not
 	@# build for them.
 	cargo build --locked -p terraform-runner
-	TEST_TERRAFORM_RUNNER_BIN="$${CARGO_TARGET_DIR:-$(CURDIR)/target}/debug/terraform-runner" \
-		TEST_CONTROL_PLANE_BIN_DIR="$${TEST_CONTROL_PLANE_BIN_DIR:-$$(tools/build-control-plane.sh | tail -n1)}" \
-		TEST_TOFU_BIN="$${TEST_TOFU_BIN:-$$(tools/build-tofu.sh | tail -n1)/tofu}" \
-		TEST_TERRAFORM_PROVIDERS="$${TEST_TERRAFORM_PROVIDERS:-$$(tools/build-terraform-providers.sh | tail -n1)}" \
-		TEST_FAKE_GCS_BIN="$${TEST_FAKE_GCS_BIN:-$$(tools/build-fake-gcs.sh | tail -n1)/fake-gcs-server}" \
-		TEST_AWS_TOOLS_BIN_DIR="$${TEST_AWS_TOOLS_BIN_DIR:-$$(tools/test-tools.sh | tail -n1)}" \
-		TEST_PLAYGROUND_ASSETS_DIR="$${TEST_PLAYGROUND_ASSETS_DIR:-$$(tools/build-playground.sh | tail -n1)}" \
-		TEST_BROWSER_TOOLS_DIR="$${TEST_BROWSER_TOOLS_DIR:-$$(tools/browser-test-tools.sh | tail -n1)}" \
-		cargo test --workspace --locked
+	$(TEST_ENV) cargo test --workspace --locked
+	@# Flaky tests are found before they land: the fast tests that share the integration binary's process (no
+	@# control-plane restarts) run twice more, with eight threads; their counts are not added to the total.
+	@for round in 1 2; do \
+		log="$${CARGO_TARGET_DIR:-$(CURDIR)/target}/flake-check.log"; \
+		$(TEST_ENV) cargo test --locked -p provisioner --test integration -- --test-threads 8 $(FLAKE_CHECK_TESTS) \
+			> "$$log" 2>&1 || { cat "$$log"; echo "flake check round $$round failed"; exit 1; }; \
+		grep -E '^test result' "$$log" | sed "s/^test result: ok\./flake check round $$round:/"; \
+	done
+
+## The variables that point the tests at what `make test-really-local` built.
+TEST_ENV = TEST_TERRAFORM_RUNNER_BIN="$${CARGO_TARGET_DIR:-$(CURDIR)/target}/debug/terraform-runner" \
+	TEST_CONTROL_PLANE_BIN_DIR="$${TEST_CONTROL_PLANE_BIN_DIR:-$$(tools/build-control-plane.sh | tail -n1)}" \
+	TEST_TOFU_BIN="$${TEST_TOFU_BIN:-$$(tools/build-tofu.sh | tail -n1)/tofu}" \
+	TEST_TERRAFORM_PROVIDERS="$${TEST_TERRAFORM_PROVIDERS:-$$(tools/build-terraform-providers.sh | tail -n1)}" \
+	TEST_FAKE_GCS_BIN="$${TEST_FAKE_GCS_BIN:-$$(tools/build-fake-gcs.sh | tail -n1)/fake-gcs-server}" \
+	TEST_AWS_TOOLS_BIN_DIR="$${TEST_AWS_TOOLS_BIN_DIR:-$$(tools/test-tools.sh | tail -n1)}" \
+	TEST_PLAYGROUND_ASSETS_DIR="$${TEST_PLAYGROUND_ASSETS_DIR:-$$(tools/build-playground.sh | tail -n1)}" \
+	TEST_BROWSER_TOOLS_DIR="$${TEST_BROWSER_TOOLS_DIR:-$$(tools/browser-test-tools.sh | tail -n1)}"
+## The flake check's tests (module prefixes of the integration binary).
+FLAKE_CHECK_TESTS = authn:: api:: limits:: history:: day_two:: cancel::
 
 ## Fuzzes the REST API with Schemathesis (installed into a venv under ~/.cache once) against its OpenAPI
 ## document, on a real server with SQLite in a temporary folder. SCHEMATHESIS_MAX_EXAMPLES, SCHEMATHESIS_SEED.

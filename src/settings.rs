@@ -15,7 +15,7 @@ use serde::{Deserialize, Deserializer};
 
 use crate::credentials::AuthSettings;
 use crate::domain::policy::{KubernetesVersion, ValidationPolicy};
-use crate::executor::ModulesSettings;
+use crate::executor::{ModulesSettings, RunnerResources};
 use crate::telemetry::LogFormat;
 
 #[derive(Debug, thiserror::Error)]
@@ -68,6 +68,14 @@ struct Variables {
     app_sqlite_path: String,
     job_namespace: String,
     terraform_runner_image: String,
+    #[serde(deserialize_with = "quantity")]
+    app_runner_cpu_request: String,
+    #[serde(deserialize_with = "quantity")]
+    app_runner_memory_request: String,
+    #[serde(deserialize_with = "quantity")]
+    app_runner_cpu_limit: String,
+    #[serde(deserialize_with = "quantity")]
+    app_runner_memory_limit: String,
     modules_repo_url: Option<String>,
     modules_repo_ref: String,
     modules_repo_commit: Option<String>,
@@ -151,6 +159,11 @@ impl Default for Variables {
             app_sqlite_path: DEFAULT_SQLITE_PATH.to_owned(),
             job_namespace: "kubeopera-provisioning".to_owned(),
             terraform_runner_image: "kubeopera/cluster-provisioner:0.1.0".to_owned(),
+            // OpenTofu with the AWS provider peaks at about 1 GiB while planning a vanilla cluster.
+            app_runner_cpu_request: "250m".to_owned(),
+            app_runner_memory_request: "512Mi".to_owned(),
+            app_runner_cpu_limit: "2".to_owned(),
+            app_runner_memory_limit: "2Gi".to_owned(),
             modules_repo_url: None,
             modules_repo_ref: "v1.0.0".to_owned(),
             modules_repo_commit: None,
@@ -236,6 +249,19 @@ fn duration<'de, D: Deserializer<'de>>(deserializer: D) -> std::result::Result<D
     process_support::parse_positive_duration(&text(deserializer)?).map_err(serde::de::Error::custom)
 }
 
+/// A Kubernetes quantity such as `250m`, `2`, `512Mi` or `1.5Gi`.
+fn quantity<'de, D: Deserializer<'de>>(deserializer: D) -> std::result::Result<String, D::Error> {
+    let value = text(deserializer)?;
+    let number_end = value.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(value.len());
+    let (number, suffix) = value.split_at(number_end);
+    let number_ok = !number.is_empty() && number.parse::<f64>().is_ok_and(|number| number > 0.0);
+    if number_ok && ["", "m", "k", "M", "G", "T", "Ki", "Mi", "Gi", "Ti"].contains(&suffix) {
+        Ok(value)
+    } else {
+        Err(serde::de::Error::custom(format!("invalid value {value:?}: expected a quantity such as 250m or 512Mi")))
+    }
+}
+
 fn log_format<'de, D: Deserializer<'de>>(deserializer: D) -> std::result::Result<LogFormat, D::Error> {
     match text(deserializer)?.as_str() {
         "json" => Ok(LogFormat::Json),
@@ -289,6 +315,8 @@ impl DatabaseSettings {
 pub struct KubernetesSettings {
     pub job_namespace: String,
     pub terraform_runner_image: String,
+    /// Requests and limits of the Jobs' terraform-runner container.
+    pub runner_resources: RunnerResources,
     pub runner_service_account: String,
     /// The pinned modules repository; without `MODULES_REPO_URL` the worker does not start.
     pub modules: Option<ModulesSettings>,
@@ -445,6 +473,12 @@ impl Variables {
             kubernetes: KubernetesSettings {
                 job_namespace: self.job_namespace,
                 terraform_runner_image: self.terraform_runner_image,
+                runner_resources: RunnerResources {
+                    cpu_request: self.app_runner_cpu_request,
+                    memory_request: self.app_runner_memory_request,
+                    cpu_limit: self.app_runner_cpu_limit,
+                    memory_limit: self.app_runner_memory_limit,
+                },
                 runner_service_account: self.app_runner_service_account,
                 modules,
             },

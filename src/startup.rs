@@ -116,6 +116,7 @@ impl App {
                     namespace: kubernetes.job_namespace.clone(),
                     runner_image: kubernetes.terraform_runner_image.clone(),
                     runner_service_account: kubernetes.runner_service_account.clone(),
+                    runner_resources: kubernetes.runner_resources.clone(),
                 };
                 let (executor, sync) = Executor::new(client, job_settings);
                 let sync = async move {

@@ -7,9 +7,10 @@ use k8s_openapi::api::batch::v1::{
     Job, JobSpec, PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement, PodFailurePolicyRule,
 };
 use k8s_openapi::api::core::v1::{
-    Capabilities, ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar, EnvVarSource, ObjectFieldSelector,
-    PodSecurityContext, PodSpec, PodTemplateSpec, SeccompProfile, SecretVolumeSource, SecurityContext, Volume,
-    VolumeMount,
+    Capabilities, ConfigMapProjection, ConfigMapVolumeSource, Container, DownwardAPIProjection, DownwardAPIVolumeFile,
+    EmptyDirVolumeSource, EnvVar, EnvVarSource, KeyToPath, ObjectFieldSelector, PodSecurityContext, PodSpec,
+    PodTemplateSpec, ProjectedVolumeSource, ResourceRequirements, SeccompProfile, SecretVolumeSource, SecurityContext,
+    ServiceAccountTokenProjection, Volume, VolumeMount, VolumeProjection,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -37,6 +38,39 @@ pub struct JobSettings {
     pub namespace: String,
     pub runner_image: String,
     pub runner_service_account: String,
+    pub runner_resources: RunnerResources,
+}
+
+/// Requests and limits of the runner container, as Kubernetes quantities (`APP_RUNNER_*`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunnerResources {
+    pub cpu_request: String,
+    pub memory_request: String,
+    pub cpu_limit: String,
+    pub memory_limit: String,
+}
+
+impl RunnerResources {
+    fn requirements(&self) -> ResourceRequirements {
+        requirements([&self.cpu_request, &self.memory_request], [&self.cpu_limit, &self.memory_limit])
+    }
+}
+
+/// The init container only clones the modules.
+const INIT_RESOURCES: ([&str; 2], [&str; 2]) = (["50m", "64Mi"], ["500m", "256Mi"]);
+
+fn requirements(requests: [&str; 2], limits: [&str; 2]) -> ResourceRequirements {
+    let quantities = |[cpu, memory]: [&str; 2]| {
+        BTreeMap::from([
+            ("cpu".to_owned(), Quantity(cpu.to_owned())),
+            ("memory".to_owned(), Quantity(memory.to_owned())),
+        ])
+    };
+    ResourceRequirements {
+        requests: Some(quantities(requests)),
+        limits: Some(quantities(limits)),
+        ..ResourceRequirements::default()
+    }
 }
 
 /// The modules every Job's init container fetches, and what it may use to do so.
@@ -97,6 +131,7 @@ pub fn build(
         command: Some(vec![RUNNER_BINARY.to_owned(), "fetch-modules".to_owned()]),
         env: Some(modules_variables(repo)),
         volume_mounts: Some(init_mounts),
+        resources: Some(requirements(INIT_RESOURCES.0, INIT_RESOURCES.1)),
         security_context: Some(restricted.clone()),
         termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
         ..Container::default()
@@ -109,7 +144,9 @@ pub fn build(
         command: Some(vec![RUNNER_BINARY.to_owned()]),
         args: Some(vec!["--action".to_owned(), action.as_str().to_owned()]),
         env: Some(env),
+        resources: Some(settings.runner_resources.requirements()),
         volume_mounts: Some(vec![
+            volume_mount(API_ACCESS_VOLUME, API_ACCESS_PATH, true),
             volume_mount("workspace", mount::WORKSPACE, false),
             volume_mount("aws", mount::AWS_CONFIG_DIR, false),
             volume_mount("config", mount::CONFIG_DIR, true),
@@ -120,6 +157,7 @@ pub fn build(
         ..Container::default()
     };
     let mut volumes = vec![
+        api_access_volume(),
         Volume { name: "workspace".to_owned(), empty_dir: Some(EmptyDirVolumeSource::default()), ..Volume::default() },
         // Memory-backed: the AWS profile of an assume-role credential may hold its source keys.
         Volume {
@@ -176,6 +214,8 @@ pub fn build(
                     // and releases the lock; that takes longer than the default 30 s.
                     termination_grace_period_seconds: Some(RUNNER_GRACE_PERIOD.as_secs() as i64),
                     service_account_name: Some(settings.runner_service_account.clone()),
+                    // The token goes to the runner alone (a projected volume), not to the init container.
+                    automount_service_account_token: Some(false),
                     security_context: Some(PodSecurityContext {
                         run_as_non_root: Some(true),
                         run_as_user: Some(65532),
@@ -197,6 +237,59 @@ pub fn build(
             ..JobSpec::default()
         }),
         ..Job::default()
+    }
+}
+
+/// Where clients look for the in-cluster token, CA and namespace.
+const API_ACCESS_PATH: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+const API_ACCESS_VOLUME: &str = "kube-api-access";
+/// A bound token lives an hour; the kubelet renews it well before.
+const TOKEN_EXPIRATION_SECONDS: i64 = 3600;
+
+/// What the kubelet would mount into every container with automounting on, as one projected volume the runner
+/// alone mounts.
+fn api_access_volume() -> Volume {
+    Volume {
+        name: API_ACCESS_VOLUME.to_owned(),
+        projected: Some(ProjectedVolumeSource {
+            default_mode: Some(0o444),
+            sources: Some(vec![
+                VolumeProjection {
+                    service_account_token: Some(ServiceAccountTokenProjection {
+                        path: "token".to_owned(),
+                        expiration_seconds: Some(TOKEN_EXPIRATION_SECONDS),
+                        ..ServiceAccountTokenProjection::default()
+                    }),
+                    ..VolumeProjection::default()
+                },
+                VolumeProjection {
+                    config_map: Some(ConfigMapProjection {
+                        name: "kube-root-ca.crt".to_owned(),
+                        items: Some(vec![KeyToPath {
+                            key: "ca.crt".to_owned(),
+                            path: "ca.crt".to_owned(),
+                            mode: None,
+                        }]),
+                        ..ConfigMapProjection::default()
+                    }),
+                    ..VolumeProjection::default()
+                },
+                VolumeProjection {
+                    downward_api: Some(DownwardAPIProjection {
+                        items: Some(vec![DownwardAPIVolumeFile {
+                            path: "namespace".to_owned(),
+                            field_ref: Some(ObjectFieldSelector {
+                                field_path: "metadata.namespace".to_owned(),
+                                ..ObjectFieldSelector::default()
+                            }),
+                            ..DownwardAPIVolumeFile::default()
+                        }]),
+                    }),
+                    ..VolumeProjection::default()
+                },
+            ]),
+        }),
+        ..Volume::default()
     }
 }
 
@@ -261,7 +354,35 @@ mod tests {
             namespace: "jobs".into(),
             runner_image: "runner:1".into(),
             runner_service_account: "terraform-runner".into(),
+            runner_resources: RunnerResources {
+                cpu_request: "250m".into(),
+                memory_request: "512Mi".into(),
+                cpu_limit: "2".into(),
+                memory_limit: "2Gi".into(),
+            },
         }
+    }
+
+    /// Both containers are bounded, and only the runner gets the ServiceAccount token.
+    #[test]
+    fn both_containers_are_bounded_and_only_the_runner_gets_a_token() {
+        let names = RunNames::new(OperationType::Provision, Uuid::now_v7());
+        let job = build(&settings(), &modules(), RunAction::Apply, &names, &BTreeMap::new(), Duration::from_secs(60));
+        let pod = job.spec.unwrap().template.spec.unwrap();
+        assert_eq!(pod.automount_service_account_token, Some(false));
+        let (init, runner) = (&pod.init_containers.as_ref().unwrap()[0], &pod.containers[0]);
+        for container in [init, runner] {
+            let resources = container.resources.as_ref().expect("resources");
+            for set in [&resources.requests, &resources.limits] {
+                let set = set.as_ref().expect("requests and limits");
+                assert!(set.contains_key("cpu") && set.contains_key("memory"), "{}: {set:?}", container.name);
+            }
+        }
+        assert_eq!(runner.resources.as_ref().unwrap().limits.as_ref().unwrap()["memory"], Quantity("2Gi".into()));
+        let token_mounts = |container: &Container| {
+            container.volume_mounts.iter().flatten().filter(|mount| mount.mount_path == API_ACCESS_PATH).count()
+        };
+        assert_eq!((token_mounts(init), token_mounts(runner)), (0, 1));
     }
 
     fn modules() -> ModulesSettings {

@@ -29,7 +29,7 @@ use uuid::Uuid;
 use crate::domain::run::{JobState, RunNames};
 use crate::domain::run_log::ContainerLog;
 use crate::domain::{FailureReason, PlanSummary, RunAction};
-pub use job::{JobSettings, ModulesSettings, RUNNER_CONTAINER};
+pub use job::{JobSettings, ModulesSettings, RUNNER_CONTAINER, RunnerResources};
 pub use runner_contract::job::RUNNER_GRACE_PERIOD;
 const DELETION_TIMEOUT: Duration = Duration::from_secs(60);
 /// How often a waiting run looks at the (in-memory) Job cache.

@@ -198,6 +198,10 @@ async fn every_manifest_is_accepted_as_written_and_applying_again_changes_nothin
         "ConfigMap kubeopera-core/cluster-provisioner",
         "Deployment kubeopera-core/cluster-provisioner",
         "Service kubeopera-core/cluster-provisioner",
+        "LimitRange kubeopera-provisioning/provisioning-jobs",
+        "ResourceQuota kubeopera-provisioning/provisioning-jobs",
+        "NetworkPolicy kubeopera-provisioning/deny-ingress",
+        "NetworkPolicy kubeopera-provisioning/runner-egress",
     ] {
         assert!(kinds.iter().any(|kind| kind == wanted), "{wanted} is missing from {kinds:?}");
     }
@@ -338,6 +342,60 @@ async fn the_config_map_configures_the_service_through_its_documented_variables(
 async fn deployment_volumes(admin: &Client) -> Vec<k8s_openapi::api::core::v1::Volume> {
     let deployment = Api::<Deployment>::namespaced(admin.clone(), CORE).get("cluster-provisioner").await.unwrap();
     deployment.spec.unwrap().template.spec.unwrap().volumes.unwrap()
+}
+
+/// The Jobs' namespace bounds its pods: a container without resources gets the LimitRange's defaults from the
+/// real API server's admission (dry run), one above its maximum is refused, the runner's default limits fit, the
+/// quota is in place, and the egress policy leaves the nodes' instance metadata (link-local) out.
+#[tokio::test]
+async fn the_provisioning_namespace_bounds_its_pods_and_their_egress() {
+    let (_, admin) = admin().await;
+    apply_all(&admin).await;
+    let pods = Api::<Pod>::namespaced(admin.clone(), PROVISIONING);
+    let container = json!({
+        "name": "c", "image": "busybox",
+        "securityContext": {"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}},
+    });
+    let pod = |container: Value| -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": "limits-probe"},
+            "spec": {
+                "automountServiceAccountToken": false,
+                "securityContext": {"runAsNonRoot": true, "runAsUser": 65532, "seccompProfile": {"type": "RuntimeDefault"}},
+                "containers": [container],
+            },
+        }))
+        .unwrap()
+    };
+    let dry_run = PostParams { dry_run: true, ..PostParams::default() };
+    let admitted = pods.create(&dry_run, &pod(container.clone())).await.expect("admitted with defaults");
+    let resources = admitted.spec.unwrap().containers[0].resources.clone().unwrap();
+    assert_eq!(resources.requests.unwrap()["memory"].0, "128Mi");
+    assert_eq!(resources.limits.unwrap()["cpu"].0, "1");
+
+    let mut greedy = container;
+    greedy["resources"] = json!({"limits": {"cpu": "8", "memory": "16Gi"}});
+    let refused = pods.create(&dry_run, &pod(greedy)).await.expect_err("above the LimitRange's maximum");
+    assert!(refused.to_string().contains("maximum"), "{refused}");
+
+    let defaults = Settings::from_environment(HashMap::new()).unwrap().kubernetes.runner_resources;
+    assert_eq!((defaults.cpu_limit.as_str(), defaults.memory_limit.as_str()), ("2", "2Gi"), "within the maximum");
+
+    let quota = Api::<DynamicObject>::namespaced_with(
+        admin.clone(),
+        PROVISIONING,
+        &kube::discovery::ApiResource::erase::<k8s_openapi::api::core::v1::ResourceQuota>(&()),
+    );
+    assert!(quota.get("provisioning-jobs").await.is_ok());
+    let policies = Api::<k8s_openapi::api::networking::v1::NetworkPolicy>::namespaced(admin.clone(), PROVISIONING);
+    let egress = policies.get("runner-egress").await.unwrap().spec.unwrap().egress.unwrap();
+    let blocks: Vec<_> =
+        egress.iter().flat_map(|rule| rule.to.iter().flatten()).filter_map(|peer| peer.ip_block.clone()).collect();
+    assert!(
+        blocks.iter().all(|block| block.except.iter().flatten().any(|except| except == "169.254.0.0/16")),
+        "{blocks:?}"
+    );
+    assert!(policies.get("deny-ingress").await.is_ok());
 }
 
 /// Pod Security admission of the real API server judges the Deployment's pod template: a namespace enforcing
