@@ -473,7 +473,7 @@ mod tests {
             Some(names.credentials_secret.as_str())
         );
         let init = &pod.init_containers.unwrap()[0];
-        assert!(init.command.as_ref().unwrap().contains(&"v1.0.0".to_owned()));
+        assert!(init.env.iter().flatten().any(|variable| variable.value.as_deref() == Some("v1.0.0")));
     }
 
     #[test]

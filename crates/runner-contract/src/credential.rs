@@ -1,6 +1,7 @@
 //! A cloud credential and the files of the run's credentials Secret that carry it from the service (which
 //! resolves it in auth-service and writes [`CloudCredential::secret_files`]) to the runner (which reads them back
-//! with [`CloudCredential::from_secret_files`] from the mounted Secret).
+//! with [`CloudCredential::from_secret_files`] from the mounted Secret). Both check the values with
+//! [`CloudCredential::check`](crate::credential_check).
 //!
 //! The files: [`file::CREDENTIAL_TYPE`] always; AWS: `aws_access_key_id` and `aws_secret_access_key` (when there
 //! are keys), `aws_region` (when given), `role_arn`, `external_id` and `session_duration_seconds` (assume role,
@@ -78,8 +79,6 @@ pub enum CredentialFilesError {
         known = CredentialType::ALL.map(CredentialType::as_str).join(", ")
     )]
     UnknownType(String),
-    #[error(transparent)]
-    Invalid(#[from] crate::credential_check::InvalidField),
 }
 
 /// A cloud credential as auth-service hands it out. `Debug` shows no secret value.
@@ -177,7 +176,7 @@ impl CloudCredential {
             }
         };
         let kind = required(file::CREDENTIAL_TYPE)?;
-        let credential = match CredentialType::parse(&kind).ok_or(CredentialFilesError::UnknownType(kind))? {
+        Ok(match CredentialType::parse(&kind).ok_or(CredentialFilesError::UnknownType(kind))? {
             CredentialType::AwsAccessKey => {
                 let AwsKeyPair { access_key_id, secret_access_key } =
                     key_pair()?.ok_or(CredentialFilesError::Missing(file::AWS_ACCESS_KEY_ID))?;
@@ -200,9 +199,7 @@ impl CloudCredential {
                 project_id: required(file::GCP_PROJECT_ID)?,
                 service_account_key: secret(file::GCP_KEY)?,
             },
-        };
-        credential.check()?;
-        Ok(credential)
+        })
     }
 
     /// Every value to keep out of output we did not write (the runner's messages): the secrets, and the access

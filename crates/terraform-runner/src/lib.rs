@@ -447,8 +447,11 @@ fn read_credential(dir: &Path) -> Result<CloudCredential> {
         let value = std::fs::read_to_string(entry.path()).map_err(unreadable)?;
         files.insert(name, SecretString::from(value));
     }
-    CloudCredential::from_secret_files(&files)
-        .map_err(|error| Error::Input(format!("credentials in {}: {error}", dir.display())))
+    let credential = CloudCredential::from_secret_files(&files)
+        .map_err(|error| Error::Input(format!("credentials in {}: {error}", dir.display())))?;
+    // The service checked them too; the files are checked again before anything is written from them.
+    credential.check().map_err(|invalid| Error::Input(format!("credentials in {}: {invalid}", dir.display())))?;
+    Ok(credential)
 }
 
 /// `init` installs exactly the providers of the lock file, from the image's mirror (its tofu configuration allows
