@@ -19,9 +19,16 @@ pub use process_support::logging::{LogFormat, init_tracing};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct HttpLabels {
-    method: String,
+    /// [`method_label`]: a caller can send any method name.
+    method: &'static str,
     route: String,
     status: u16,
+}
+
+/// The standard methods by name; anything a caller invents is `other`, so that no request adds a series.
+fn method_label(method: &str) -> &'static str {
+    const KNOWN: [&str; 9] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE"];
+    KNOWN.into_iter().find(|known| *known == method).unwrap_or("other")
 }
 
 // Labels from enums (their `as_str()`), never free text.
@@ -123,7 +130,7 @@ impl Metrics {
     }
 
     pub fn observe_http(&self, method: &str, route: &str, status: u16, duration: Duration) {
-        let labels = HttpLabels { method: method.to_owned(), route: route.to_owned(), status };
+        let labels = HttpLabels { method: method_label(method), route: route.to_owned(), status };
         self.inner.http_requests.get_or_create(&labels).inc();
         self.inner.http_duration.get_or_create(&labels).observe(duration.as_secs_f64());
     }

@@ -129,6 +129,9 @@ pub fn router(
         .route("/api/v1/provisions/{id}/logs", get(rest::get_logs))
         .route("/api/v1/provisions/{id}/kubeconfig", get(rest::get_kubeconfig))
         .route(rest::OPENAPI_PATH, get(rest::openapi))
+        // The body is read (within its limit) only once the caller is known: a stranger's request is refused
+        // before it can hold a request slot by sending its body slowly.
+        .route_layer(middleware::from_fn_with_state(settings.max_body_bytes, limit_body))
         .route_layer(middleware::from_fn_with_state(authentication, caller::authenticate));
 
     let timeout = settings.request_timeout;
@@ -146,14 +149,18 @@ pub fn router(
         public =
             public.route(&settings.playground_endpoint, get(move || async move { playground.graphiql(&api_endpoint) }));
     }
+    // Probes answer outside the request limits: a flood of requests must not make a healthy pod look dead.
+    let health = Router::new()
+        .route("/healthz", get(rest::healthz))
+        .route("/readyz", get(rest::readyz))
+        .route("/livez", get(rest::livez))
+        .with_state(state.clone());
     public
         .route("/", get(move || async move { Redirect::temporary(&playground_endpoint) }))
-        .route("/healthz", get(rest::healthz))
         .merge(protected)
         .fallback(rest::no_route)
         .method_not_allowed_fallback(rest::method_not_allowed)
         .with_state(state)
-        .layer(middleware::from_fn_with_state(settings.max_body_bytes, limit_body))
         .layer(
             ServiceBuilder::new()
                 .layer(HandleErrorLayer::new(move |error: BoxError| async move { limit_error(error, timeout) }))
@@ -163,6 +170,7 @@ pub fn router(
                 .layer(GlobalConcurrencyLimitLayer::new(settings.max_concurrent_requests))
                 .timeout(timeout),
         )
+        .merge(health)
         .layer(middleware::from_fn(record_metrics))
         .layer(
             ServiceBuilder::new()
@@ -173,8 +181,8 @@ pub fn router(
         )
 }
 
-/// Reads the whole body within the limit before any handler runs, so that every route (the GraphQL extractor
-/// included) answers a body that is too large with the same 413.
+/// Reads the whole body within the limit before any handler of an authenticated route runs, so that every such
+/// route (the GraphQL extractor included) answers a body that is too large with the same 413.
 async fn limit_body(State(limit): State<usize>, request: Request, next: Next) -> Response {
     let (parts, body) = request.into_parts();
     match axum::body::to_bytes(body, limit).await {

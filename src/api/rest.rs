@@ -735,6 +735,37 @@ pub async fn delete_provision(
     Ok(queued(&identity, &operation))
 }
 
+/// Liveness: the process serves HTTP. It checks no dependency, so an outage elsewhere never restarts the pod.
+#[utoipa::path(
+    get,
+    path = "/livez",
+    security(()),
+    responses((status = 200, description = "The process is serving", body = Liveness))
+)]
+pub async fn livez() -> Json<Liveness> {
+    Json(Liveness { status: "ok".to_owned() })
+}
+
+/// What `/livez` answers.
+#[derive(Serialize, ToSchema)]
+pub struct Liveness {
+    status: String,
+}
+
+/// Readiness: the same dependencies as `/healthz`.
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    security(()),
+    responses(
+        (status = 200, description = "Ready", body = Health),
+        (status = 503, description = "The database is unreachable or the worker is gone", body = Health),
+    )
+)]
+pub async fn readyz(state: State<AppState>) -> Response {
+    healthz(state).await
+}
+
 #[utoipa::path(
     get,
     path = "/healthz",
@@ -789,7 +820,9 @@ pub async fn healthz(State(state): State<AppState>) -> Response {
         list_operations,
         get_operation,
         cancel_operation,
-        healthz
+        healthz,
+        livez,
+        readyz
     ),
     modifiers(&BearerToken),
     security(("bearer" = []))

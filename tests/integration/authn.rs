@@ -263,3 +263,35 @@ async fn a_subscription_authenticates_in_connection_init_and_follows_an_operatio
         assert_eq!(subscriber.next().await, json!({ "id": "1", "type": "complete" }));
     }
 }
+
+/// 300 callers without a token that send a body slowly hold nothing: each is refused before its body is read, the
+/// probes answer, and an allowed caller is served.
+#[tokio::test]
+async fn strangers_sending_slow_bodies_cannot_stall_the_service() {
+    let setup = Setup::start("cluster-provisioner").await;
+    let stalled: Vec<_> = (0..300)
+        .map(|_| {
+            let router = setup.app.app.router.clone();
+            tokio::spawn(async move {
+                let body = axum::body::Body::from_stream(futures::stream::pending::<Result<Vec<u8>, std::io::Error>>());
+                let request = axum::http::Request::post("/api/v1/provisions")
+                    .header("content-type", "application/json")
+                    .body(body)
+                    .unwrap();
+                test_support::call(&router, request).await
+            })
+        })
+        .collect();
+    let refused = tokio::time::timeout(std::time::Duration::from_secs(20), futures::future::join_all(stalled))
+        .await
+        .expect("every stranger is answered without its body");
+    for answer in refused {
+        assert_refused(&answer.unwrap(), StatusCode::UNAUTHORIZED, "unauthenticated");
+    }
+    for probe in ["/livez", "/readyz"] {
+        assert_eq!(setup.call("GET", probe, None, None).await.status, StatusCode::OK, "{probe}");
+    }
+    let token = setup.token("host-cluster-controller", AUDIENCE).await;
+    let served = setup.call("POST", "/api/v1/provisions", Some(&provision_body("authn-slow")), Some(&token)).await;
+    assert_eq!(served.status, StatusCode::ACCEPTED, "{}", served.text);
+}

@@ -61,6 +61,8 @@ fn the_openapi_document_is_served_and_names_every_path() {
         "/api/v1/provisions/{id}/hibernate",
         "/api/v1/provisions/{id}/wake",
         "/healthz",
+        "/livez",
+        "/readyz",
     ] {
         assert!(paths.contains_key(path), "{path} missing from the OpenAPI document");
     }

@@ -86,14 +86,19 @@ async fn a_request_over_the_concurrency_limit_answers_503_at_once() {
         running.recv().await.unwrap();
     }
 
-    let answer = tokio::time::timeout(Duration::from_secs(5), app.get("/healthz")).await.expect("answered at once");
+    let limited = "/api/v1/provisions";
+    let answer = tokio::time::timeout(Duration::from_secs(5), app.get(limited)).await.expect("answered at once");
     assert_error(&answer, StatusCode::SERVICE_UNAVAILABLE, "overloaded");
+    // The probes are outside the limit.
+    for probe in ["/livez", "/readyz", "/healthz"] {
+        assert_eq!(app.get(probe).await.status, StatusCode::OK, "{probe}");
+    }
 
     for request in in_flight {
         request.abort();
         let _ = request.await;
     }
-    assert_eq!(app.get("/healthz").await.status, StatusCode::OK);
+    assert_eq!(app.get(limited).await.status, StatusCode::OK);
 }
 
 #[tokio::test]
@@ -133,4 +138,22 @@ async fn introspection_is_off_unless_configured() {
     let answer = graphql(&app, introspection).await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
     assert_eq!(answer.json()["data"]["__schema"]["queryType"]["name"], Value::from("Query"));
+}
+
+/// Methods a caller invents are counted as `other`: 300 of them add one series to the request metrics, not 300.
+#[tokio::test]
+async fn invented_methods_do_not_add_metric_series() {
+    let app = app_with(&[]).await;
+    let series = |text: &str| text.lines().filter(|line| line.starts_with("provisioner_http_requests_total{")).count();
+    let scrape =
+        || async { call(&app.app.metrics_router, Request::get("/metrics").body(Body::empty()).unwrap()).await };
+    call(&app.app.router, Request::get("/healthz").body(Body::empty()).unwrap()).await;
+    let before = series(&scrape().await.text);
+    for index in 1..=300 {
+        let request = Request::builder().method(format!("M{index}").as_str()).uri("/healthz").body(Body::empty());
+        call(&app.app.router, request.unwrap()).await;
+    }
+    let metrics = scrape().await.text;
+    assert_eq!(series(&metrics), before + 1, "{metrics}");
+    assert!(metrics.contains("method=\"other\"") && !metrics.contains("method=\"M1\""), "{metrics}");
 }

@@ -254,13 +254,13 @@ async fn the_deployment_is_hardened_probed_and_limited() {
         .collect();
     assert_eq!(ports.get("http"), Some(&3000));
     assert_eq!(ports.get("metrics"), Some(&9000));
-    for (which, probe) in [
-        ("startup", container.startup_probe.clone()),
-        ("readiness", container.readiness_probe.clone()),
-        ("liveness", container.liveness_probe.clone()),
+    for (which, probe, path) in [
+        ("startup", container.startup_probe.clone(), "/readyz"),
+        ("readiness", container.readiness_probe.clone(), "/readyz"),
+        ("liveness", container.liveness_probe.clone(), "/livez"),
     ] {
         let get = probe.unwrap_or_else(|| panic!("no {which} probe")).http_get.unwrap();
-        assert_eq!(get.path.as_deref(), Some("/healthz"), "{which}");
+        assert_eq!(get.path.as_deref(), Some(path), "{which}");
         assert_eq!(serde_json::to_value(&get.port).unwrap(), "http", "{which}");
     }
     let resources = container.resources.clone().unwrap();
