@@ -2,6 +2,7 @@
 //! request limits (body size, time, concurrency) and the per-request tracing and metrics.
 
 pub mod audit;
+pub mod browser_guard;
 pub mod caller;
 pub mod error;
 pub mod graphql;
@@ -14,6 +15,7 @@ use async_graphql_axum::GraphQLRequest;
 use axum::body::Body;
 use axum::error_handling::HandleErrorLayer;
 use axum::extract::{MatchedPath, Request, State};
+use axum::http::HeaderMap;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -48,6 +50,9 @@ async fn graphql_get(
             Some((assets, api_endpoint)) => assets.graphiql(&api_endpoint),
             None => ApiError::MethodNotAllowed("GET".to_owned()).into_response(),
         };
+    }
+    if browser_guard::is_cross_origin(&parts.headers) {
+        return browser_guard::cross_origin_refusal().into_response();
     }
     let protocol = match GraphQLProtocol::from_request_parts(&mut parts, &()).await {
         Ok(protocol) => protocol,
@@ -110,10 +115,19 @@ pub fn router(
         .route(
             &settings.api_endpoint,
             // The non-batch extractor: a batch would run many operations under one request's limits.
-            post(move |Extension(identity): Extension<Identity>, request: GraphQLRequest<ApiError>| {
-                let schema = schema.clone();
-                async move { graphql::execute(&schema, request.into_inner(), identity).await }
-            }),
+            post(
+                move |Extension(identity): Extension<Identity>,
+                      headers: HeaderMap,
+                      request: GraphQLRequest<ApiError>| {
+                    let schema = schema.clone();
+                    async move {
+                        if !browser_guard::is_json(&headers) {
+                            return ApiError::UnsupportedMediaType.into_response();
+                        }
+                        graphql::execute(&schema, request.into_inner(), identity).await
+                    }
+                },
+            ),
         )
         .route("/api/v1/provisions", get(rest::list_provisions).post(rest::create_provision))
         .route("/api/v1/provisions/{id}/operations", get(rest::list_operations))
@@ -132,7 +146,8 @@ pub fn router(
         // The body is read (within its limit) only once the caller is known: a stranger's request is refused
         // before it can hold a request slot by sending its body slowly.
         .route_layer(middleware::from_fn_with_state(settings.max_body_bytes, limit_body))
-        .route_layer(middleware::from_fn_with_state(authentication, caller::authenticate));
+        .route_layer(middleware::from_fn_with_state(authentication, caller::authenticate))
+        .route_layer(middleware::from_fn(browser_guard::refuse_cross_origin_changes));
 
     let timeout = settings.request_timeout;
     let x_request_id = axum::http::HeaderName::from_static("x-request-id");
@@ -171,6 +186,7 @@ pub fn router(
                 .timeout(timeout),
         )
         .merge(health)
+        .layer(middleware::from_fn(browser_guard::response_headers))
         .layer(middleware::from_fn(record_metrics))
         .layer(
             ServiceBuilder::new()

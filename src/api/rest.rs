@@ -16,6 +16,7 @@ use utoipa::{Modify, OpenApi, ToSchema};
 
 use super::AppState;
 use super::audit::ApiKind;
+use super::browser_guard;
 use super::caller::Identity;
 use super::error::{ApiError, ErrorBody};
 use crate::domain::run_log::ContainerLog;
@@ -252,12 +253,7 @@ fn queued(identity: &Identity, operation: &Operation) -> Response {
 
 /// Reads a JSON body within the size limit, refusing other content types with 415.
 async fn json_body<T: serde::de::DeserializeOwned>(headers: &HeaderMap, body: Body) -> ApiResult<T> {
-    let is_json = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.split(';').next())
-        .is_some_and(|media_type| media_type.trim().eq_ignore_ascii_case("application/json"));
-    if !is_json {
+    if !browser_guard::is_json(headers) {
         return Err(ApiError::UnsupportedMediaType);
     }
     // The body limit layer (`limit_body` in api/mod.rs) has already read the whole body within the limit.

@@ -157,3 +157,46 @@ async fn invented_methods_do_not_add_metric_series() {
     assert_eq!(series(&metrics), before + 1, "{metrics}");
     assert!(metrics.contains("method=\"other\"") && !metrics.contains("method=\"M1\""), "{metrics}");
 }
+
+/// With authentication off (`make run`), a web page of another site cannot use the API through a visitor's
+/// browser: a `text/plain` GraphQL mutation (a "simple" request, sent without a preflight) is refused, as are a
+/// state-changing request and a WebSocket upgrade from another origin; every answer forbids sniffing and caching.
+#[tokio::test]
+async fn a_page_of_another_site_cannot_use_the_api_through_a_browser() {
+    let app = app_with(&[]).await;
+    let mutation = json!({ "query": "mutation { deprovisionRuntime(id: \"00000000-0000-0000-0000-000000000000\") }" });
+    let plain = Request::post("/graphql").header("content-type", "text/plain").body(Body::from(mutation.to_string()));
+    assert_error(
+        &call(&app.app.router, plain.unwrap()).await,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "unsupported_media_type",
+    );
+
+    let foreign = |request: axum::http::request::Builder| {
+        request.header("host", "127.0.0.1:3000").header("origin", "https://evil.example")
+    };
+    let body = Body::from(provision_body("cross-site").to_string());
+    let post = foreign(Request::post("/api/v1/provisions").header("content-type", "application/json")).body(body);
+    assert_error(&call(&app.app.router, post.unwrap()).await, StatusCode::FORBIDDEN, "forbidden");
+    let upgrade = foreign(Request::get("/graphql"))
+        .header("connection", "upgrade")
+        .header("upgrade", "websocket")
+        .header("sec-websocket-version", "13")
+        .header("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==")
+        .header("sec-websocket-protocol", "graphql-transport-ws")
+        .body(Body::empty());
+    assert_error(&call(&app.app.router, upgrade.unwrap()).await, StatusCode::FORBIDDEN, "forbidden");
+
+    // The same page's own origin, and clients without a browser, are served.
+    let same = Request::post("/api/v1/provisions")
+        .header("content-type", "application/json")
+        .header("host", "127.0.0.1:3000")
+        .header("origin", "http://127.0.0.1:3000")
+        .body(Body::from(provision_body("same-site").to_string()));
+    let accepted = call(&app.app.router, same.unwrap()).await;
+    assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
+    for answer in [accepted, app.get("/api/v1/provisions").await, app.get("/livez").await] {
+        assert_eq!(answer.headers["x-content-type-options"], "nosniff");
+        assert_eq!(answer.headers["cache-control"], "no-store");
+    }
+}
