@@ -199,7 +199,9 @@ impl Default for Variables {
             app_request_timeout: Duration::from_secs(30),
             app_max_concurrent_requests: 256,
             app_graphql_max_depth: 10,
-            app_graphql_max_complexity: 500,
+            // Pages weigh their size (api::graphql::page_weight): a full page of 100 runtimes with their status
+            // fits, 35 aliases of such pages with every operation's logs do not.
+            app_graphql_max_complexity: 5000,
             app_graphql_introspection: false,
             app_auth_enabled: true,
             app_auth_audience: "cluster-provisioner".to_owned(),
@@ -595,7 +597,7 @@ mod tests {
         assert_eq!(settings.server.request_timeout, Duration::from_secs(30));
         assert_eq!(settings.server.max_concurrent_requests, 256);
         assert_eq!(settings.server.graphql_max_depth, 10);
-        assert_eq!(settings.server.graphql_max_complexity, 500);
+        assert_eq!(settings.server.graphql_max_complexity, 5000);
         assert!(!settings.server.graphql_introspection);
     }
 

@@ -185,6 +185,7 @@ impl OperationStatus {
 
     /// What the containers of the operation's run (`init` and `terraform-runner`) printed, the last `tailLines`
     /// of each: kept in the database once the run ended, from its pod while it runs.
+    #[graphql(complexity = "LOGS_WEIGHT")]
     async fn logs(&self, context: &Context<'_>, tail_lines: Option<i32>) -> GraphQLResult<Vec<ContainerLog>> {
         let logs = service(context).operation_logs(&self.id, tail_lines.map(i64::from)).await;
         logs.map_err(graphql_error)
@@ -259,6 +260,7 @@ impl RuntimeConfig {
     }
 
     /// Read from the cluster's outputs Secret on each request; null until the provisioning has succeeded.
+    #[graphql(complexity = "KUBECONFIG_WEIGHT")]
     async fn kubeconfig(&self, context: &Context<'_>) -> GraphQLResult<Option<String>> {
         match service(context).kubeconfig(&self.runtime_id).await {
             Ok(kubeconfig) => Ok(Some(kubeconfig)),
@@ -300,6 +302,7 @@ impl RuntimeNode {
     }
 
     /// Every operation of the runtime, newest first.
+    #[graphql(complexity = "page_weight(first, child_complexity)")]
     async fn operations(
         &self,
         context: &Context<'_>,
@@ -326,6 +329,18 @@ async fn operation_connection(
     Ok(connection)
 }
 
+/// A page costs what one of its items costs, times the items it may hold: aliases of large pages of expensive
+/// fields add up instead of counting once.
+fn page_weight(first: Option<i32>, child_complexity: usize) -> usize {
+    let items = first.unwrap_or(service::DEFAULT_PAGE_SIZE).clamp(1, service::MAX_PAGE_SIZE);
+    usize::try_from(items).unwrap_or(1).saturating_mul(child_complexity).saturating_add(1)
+}
+
+/// Reading an operation's logs may decompress an archive of up to `APP_RUN_LOG_MAX_BYTES`.
+const LOGS_WEIGHT: usize = 100;
+/// A kubeconfig is read from the cluster's outputs Secret on every request.
+const KUBECONFIG_WEIGHT: usize = 20;
+
 pub struct Query;
 
 #[Object]
@@ -341,6 +356,7 @@ impl Query {
 
     /// Every operation of a runtime, newest first; `after` is the cursor of the last operation of the previous
     /// page.
+    #[graphql(complexity = "page_weight(first, child_complexity)")]
     async fn runtime_operations(
         &self,
         context: &Context<'_>,
@@ -352,6 +368,7 @@ impl Query {
     }
 
     /// Runtimes in creation order; `after` is the cursor of the last runtime of the previous page.
+    #[graphql(complexity = "page_weight(first, child_complexity)")]
     async fn runtimes(
         &self,
         context: &Context<'_>,

@@ -134,6 +134,8 @@ pub struct HibernationStatus {
 
 /// Largest page of `runtimes`.
 pub const MAX_PAGE_SIZE: i32 = 100;
+/// `first` of a page when it is left out.
+pub const DEFAULT_PAGE_SIZE: i32 = 20;
 
 /// How long a request of a process that just started waits for the Job cache's first list.
 const JOB_CACHE_SYNC: std::time::Duration = std::time::Duration::from_secs(5);
@@ -738,9 +740,9 @@ pub fn duration_seconds(operation: &Operation) -> Option<f64> {
     Some((ended - started).num_milliseconds().max(0) as f64 / 1000.0)
 }
 
-/// `first` of a page: 20 when left out, at most [`MAX_PAGE_SIZE`].
+/// `first` of a page: [`DEFAULT_PAGE_SIZE`] when left out, at most [`MAX_PAGE_SIZE`].
 fn page_size(first: Option<i32>) -> Result<u64> {
-    let first = first.unwrap_or(20);
+    let first = first.unwrap_or(DEFAULT_PAGE_SIZE);
     if !(1..=MAX_PAGE_SIZE).contains(&first) {
         return Err(Invalid { field: "first".into(), message: format!("must be 1 to {MAX_PAGE_SIZE}") }.into());
     }

@@ -113,10 +113,27 @@ async fn a_query_one_level_too_deep_answers_400() {
 #[tokio::test]
 async fn a_query_one_field_too_complex_answers_400() {
     let app = app_with(&[("APP_GRAPHQL_MAX_COMPLEXITY", "4")]).await;
-    let answer = graphql(&app, "{ runtimes { edges { node { id } } } }").await;
+    let answer = graphql(&app, "{ runtimes(first: 1) { edges { node { id } } } }").await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
-    let answer = graphql(&app, "{ runtimes { edges { node { id name } } } }").await;
+    let answer = graphql(&app, "{ runtimes(first: 1) { edges { node { id name } } } }").await;
     assert_graphql_refused(&answer, "too complex");
+}
+
+/// A page weighs its size: 35 aliases of 100 runtimes with every operation's logs (archives to decompress) are
+/// refused with a clear error, while an ordinary full page is served.
+#[tokio::test]
+async fn large_pages_of_expensive_fields_are_refused_by_their_cost() {
+    let app = app_with(&[]).await;
+    let page =
+        "runtimes(first: 100) { edges { node { operations { edges { node { logs { log } stages { stage } } } } } } }";
+    let aliases: Vec<String> = (0..35).map(|index| format!("a{index}: {page}")).collect();
+    let answer = graphql(&app, &format!("{{ {} }}", aliases.join(" "))).await;
+    assert_graphql_refused(&answer, "too complex");
+    let ordinary = "{ runtimes(first: 100) { edges { cursor node { id name status { lastOperationStatus { id state \
+                    message } } } } pageInfo { hasNextPage } } }";
+    let answer = graphql(&app, ordinary).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
+    assert!(answer.json()["errors"].is_null(), "{}", answer.text);
 }
 
 #[tokio::test]
