@@ -160,6 +160,7 @@ impl App {
             playground_endpoint: settings.server.playground_endpoint.clone(),
             max_body_bytes: settings.server.max_request_body_bytes,
             request_timeout: settings.server.request_timeout,
+            websocket_init_timeout: settings.server.websocket_init_timeout,
             max_concurrent_requests: settings.server.max_concurrent_requests,
             graphql: graphql::Limits {
                 max_depth: settings.server.graphql_max_depth,

@@ -8,6 +8,7 @@ pub mod error;
 pub mod graphql;
 pub mod playground;
 pub mod rest;
+pub mod websocket;
 
 use std::time::{Duration, Instant};
 
@@ -36,10 +37,11 @@ use playground::PlaygroundAssets;
 async fn graphql_get(
     schema: graphql::ProvisionerSchema,
     authentication: Authentication,
+    limits: websocket::SocketLimits,
     playground: Option<(PlaygroundAssets, String)>,
     request: Request,
 ) -> Response {
-    use async_graphql_axum::{GraphQLProtocol, GraphQLWebSocket};
+    use async_graphql_axum::GraphQLProtocol;
     use axum::extract::FromRequestParts as _;
     use axum::extract::ws::WebSocketUpgrade;
 
@@ -58,20 +60,10 @@ async fn graphql_get(
         Ok(protocol) => protocol,
         Err(rejection) => return rejection.into_response(),
     };
-    let upgrade = match WebSocketUpgrade::from_request_parts(&mut parts, &()).await {
-        Ok(upgrade) => upgrade,
-        Err(rejection) => return rejection.into_response(),
-    };
-    upgrade.protocols(async_graphql::http::ALL_WEBSOCKET_PROTOCOLS).on_upgrade(move |socket| {
-        GraphQLWebSocket::new(socket, schema, protocol)
-            .on_connection_init(move |payload| async move {
-                let identity = authentication.identify_connection(&payload).await.map_err(async_graphql::Error::new)?;
-                let mut data = async_graphql::Data::default();
-                data.insert(identity);
-                Ok(data)
-            })
-            .serve()
-    })
+    match WebSocketUpgrade::from_request_parts(&mut parts, &()).await {
+        Ok(upgrade) => websocket::upgrade(upgrade, schema, protocol, authentication, limits),
+        Err(rejection) => rejection.into_response(),
+    }
 }
 
 /// Where the GraphQL endpoints live and the limits every request is held to.
@@ -81,6 +73,7 @@ pub struct HttpSettings {
     pub playground_endpoint: String,
     pub max_body_bytes: usize,
     pub request_timeout: Duration,
+    pub websocket_init_timeout: Duration,
     pub max_concurrent_requests: usize,
     pub graphql: graphql::Limits,
 }
@@ -107,7 +100,11 @@ pub fn router(
         let (schema, authentication) = (schema.clone(), authentication.clone());
         let page = (settings.playground_endpoint == settings.api_endpoint)
             .then(|| (playground.clone(), settings.api_endpoint.clone()));
-        get(move |request: Request| graphql_get(schema, authentication, page, request))
+        let limits = websocket::SocketLimits {
+            init_timeout: settings.websocket_init_timeout,
+            max_message_bytes: settings.max_body_bytes,
+        };
+        get(move |request: Request| graphql_get(schema, authentication, limits, page, request))
     };
 
     // Everything but health and the static playground page needs a caller the platform knows.

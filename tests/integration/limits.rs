@@ -6,6 +6,7 @@ use std::time::Duration;
 use axum::body::{Body, Bytes};
 use axum::http::{Request, StatusCode};
 use serde_json::{Value, json};
+use test_support::subscriber::Subscriber;
 use test_support::{Answer, Backend, TestApp, call, provision_body, spawn_app_with};
 use tokio::sync::mpsc;
 
@@ -216,4 +217,30 @@ async fn a_page_of_another_site_cannot_use_the_api_through_a_browser() {
         assert_eq!(answer.headers["x-content-type-options"], "nosniff");
         assert_eq!(answer.headers["cache-control"], "no-store");
     }
+}
+
+/// A WebSocket must say `connection_init` within the init timeout (else it is closed with 4408, as
+/// graphql-transport-ws says), may not send a message larger than a request body before (or after) it, and once
+/// let in outlives the timeout.
+#[tokio::test]
+async fn a_websocket_is_held_to_its_init_timeout_and_message_size() {
+    let app = app_with(&[("APP_WEBSOCKET_INIT_TIMEOUT", "1s"), ("APP_MAX_REQUEST_BODY_BYTES", "65536")]).await;
+    let mut idle = Subscriber::connect(&app).await;
+    let closed = idle.next().await;
+    assert_eq!(closed["code"], 4408, "{closed}");
+    assert_eq!(closed["close"], "Connection initialisation timeout", "{closed}");
+
+    let mut flooding = Subscriber::connect(&app).await;
+    flooding.send_bytes(1024 * 1024).await;
+    assert!(flooding.ended_within(Duration::from_secs(5)).await, "a 1 MiB message before init is refused");
+
+    let operation = app.post_provision(&provision_body("socket")).await.json()["operationId"].clone();
+    let query = "subscription($id: String!) { operationEvents(id: $id) { status { state } } }";
+    let mut subscriber = Subscriber::subscribed(&app, json!({}), query, json!({ "id": operation })).await;
+    let first = subscriber.next().await;
+    assert_eq!(first["payload"]["data"]["operationEvents"]["status"]["state"], "Pending", "{first}");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    subscriber.send(json!({ "type": "ping" })).await;
+    let pong = subscriber.next().await;
+    assert_eq!(pong["type"], "pong", "still open after the init timeout: {pong}");
 }

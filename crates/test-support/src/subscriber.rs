@@ -38,14 +38,37 @@ impl Subscriber {
         self.socket.send(Message::text(message.to_string())).await.unwrap();
     }
 
-    /// The next message, or the close frame's reason as `{"close": reason}`.
+    /// Sends one text message of `bytes` bytes (not JSON).
+    pub async fn send_bytes(&mut self, bytes: usize) -> bool {
+        use futures::SinkExt as _;
+        self.socket.send(Message::text("x".repeat(bytes))).await.is_ok()
+    }
+
+    /// Whether the server ends the connection (a close frame, an error or the end of the stream) within `wait`.
+    pub async fn ended_within(&mut self, wait: std::time::Duration) -> bool {
+        use futures::StreamExt as _;
+        let ended = async {
+            loop {
+                match self.socket.next().await {
+                    Some(Ok(Message::Close(_))) | Some(Err(_)) | None => return,
+                    Some(Ok(_)) => {}
+                }
+            }
+        };
+        tokio::time::timeout(wait, ended).await.is_ok()
+    }
+
+    /// The next message, or the close frame's reason and code as `{"close": reason, "code": code}`.
     pub async fn next(&mut self) -> Value {
         use futures::StreamExt as _;
         loop {
             let message = tokio::time::timeout(std::time::Duration::from_secs(30), self.socket.next()).await;
             match message.expect("a message within 30s").expect("the socket stays open").unwrap() {
                 Message::Text(text) => return serde_json::from_str(&text).unwrap(),
-                Message::Close(frame) => return json!({ "close": frame.map(|frame| frame.reason.to_string()) }),
+                Message::Close(frame) => {
+                    let code = frame.as_ref().map(|frame| u16::from(frame.code));
+                    return json!({ "close": frame.map(|frame| frame.reason.to_string()), "code": code });
+                }
                 _ => {}
             }
         }
