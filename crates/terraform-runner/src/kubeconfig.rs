@@ -44,38 +44,50 @@ pub fn gke(project: &str, location: &str, cluster_name: &str, endpoint: &str, ca
 
 fn render(name: &str, endpoint: &str, ca_data: &str, exec: Exec) -> String {
     let server = if endpoint.starts_with("https://") { endpoint.to_owned() } else { format!("https://{endpoint}") };
+    write(Names { cluster: name, user: name, context: name }, server, ca_data, User { exec })
+}
+
+/// The names of a kubeconfig's one cluster, user and context.
+pub struct Names<'a> {
+    pub cluster: &'a str,
+    pub user: &'a str,
+    pub context: &'a str,
+}
+
+/// A kubeconfig of one cluster, one `user` and the context joining them.
+pub fn write(names: Names<'_>, server: String, ca_data: &str, user: impl Serialize) -> String {
     let kubeconfig = Kubeconfig {
         api_version: "v1",
         kind: "Config",
         clusters: vec![NamedCluster {
-            name: name.to_owned(),
+            name: names.cluster,
             cluster: Cluster { server, certificate_authority_data: ca_data.trim().to_owned() },
         }],
-        users: vec![NamedUser { name: name.to_owned(), user: User { exec } }],
+        users: vec![NamedUser { name: names.user, user }],
         contexts: vec![NamedContext {
-            name: name.to_owned(),
-            context: Context { cluster: name.to_owned(), user: name.to_owned() },
+            name: names.context,
+            context: Context { cluster: names.cluster, user: names.user },
         }],
-        current_context: name.to_owned(),
+        current_context: names.context,
     };
     serde_saphyr::to_string(&kubeconfig).expect("a kubeconfig of plain strings serializes")
 }
 
 #[derive(Serialize)]
 #[serde(rename_all = "kebab-case")]
-struct Kubeconfig {
+struct Kubeconfig<'a, U> {
     #[serde(rename = "apiVersion")]
     api_version: &'static str,
     kind: &'static str,
-    clusters: Vec<NamedCluster>,
-    users: Vec<NamedUser>,
-    contexts: Vec<NamedContext>,
-    current_context: String,
+    clusters: Vec<NamedCluster<'a>>,
+    users: Vec<NamedUser<'a, U>>,
+    contexts: Vec<NamedContext<'a>>,
+    current_context: &'a str,
 }
 
 #[derive(Serialize)]
-struct NamedCluster {
-    name: String,
+struct NamedCluster<'a> {
+    name: &'a str,
     cluster: Cluster,
 }
 
@@ -87,11 +99,12 @@ struct Cluster {
 }
 
 #[derive(Serialize)]
-struct NamedUser {
-    name: String,
-    user: User,
+struct NamedUser<'a, U> {
+    name: &'a str,
+    user: U,
 }
 
+/// A user whose tokens come from an exec plugin.
 #[derive(Serialize)]
 struct User {
     exec: Exec,
@@ -110,15 +123,15 @@ struct Exec {
 }
 
 #[derive(Serialize)]
-struct NamedContext {
-    name: String,
-    context: Context,
+struct NamedContext<'a> {
+    name: &'a str,
+    context: Context<'a>,
 }
 
 #[derive(Serialize)]
-struct Context {
-    cluster: String,
-    user: String,
+struct Context<'a> {
+    cluster: &'a str,
+    user: &'a str,
 }
 
 #[cfg(test)]

@@ -9,6 +9,8 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use serde::{Deserialize, Serialize};
 
+use crate::kubeconfig::{self, Names};
+
 /// The shape kubeadm writes (`admin.conf`); every other field is an error.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -113,79 +115,20 @@ fn first_line(error: &impl std::fmt::Display) -> String {
 }
 
 fn render(server: &str, ca_data: &str, certificate_data: &str, key_data: &str) -> String {
-    let kubeconfig = Kubeconfig {
-        api_version: "v1",
-        kind: "Config",
-        clusters: vec![NamedCluster {
-            name: CLUSTER,
-            cluster: Cluster { server: server.to_owned(), certificate_authority_data: ca_data.trim().to_owned() },
-        }],
-        users: vec![NamedUser {
-            name: USER,
-            user: User {
-                client_certificate_data: certificate_data.trim().to_owned(),
-                client_key_data: key_data.trim().to_owned(),
-            },
-        }],
-        contexts: vec![NamedContext { name: CONTEXT, context: Context { cluster: CLUSTER, user: USER } }],
-        current_context: CONTEXT,
+    let user = ClientCertificate {
+        client_certificate_data: certificate_data.trim().to_owned(),
+        client_key_data: key_data.trim().to_owned(),
     };
-    serde_saphyr::to_string(&kubeconfig).expect("a kubeconfig of plain strings serializes")
-}
-
-/// kubeadm's own names.
-const CLUSTER: &str = "kubernetes";
-const USER: &str = "kubernetes-admin";
-const CONTEXT: &str = "kubernetes-admin@kubernetes";
-
-#[derive(Serialize)]
-#[serde(rename_all = "kebab-case")]
-struct Kubeconfig {
-    #[serde(rename = "apiVersion")]
-    api_version: &'static str,
-    kind: &'static str,
-    clusters: Vec<NamedCluster>,
-    users: Vec<NamedUser>,
-    contexts: Vec<NamedContext>,
-    current_context: &'static str,
-}
-
-#[derive(Serialize)]
-struct NamedCluster {
-    name: &'static str,
-    cluster: Cluster,
+    // kubeadm's own names.
+    let names = Names { cluster: "kubernetes", user: "kubernetes-admin", context: "kubernetes-admin@kubernetes" };
+    kubeconfig::write(names, server.to_owned(), ca_data, user)
 }
 
 #[derive(Serialize)]
 #[serde(rename_all = "kebab-case")]
-struct Cluster {
-    server: String,
-    certificate_authority_data: String,
-}
-
-#[derive(Serialize)]
-struct NamedUser {
-    name: &'static str,
-    user: User,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "kebab-case")]
-struct User {
+struct ClientCertificate {
     client_certificate_data: String,
     client_key_data: String,
-}
-
-#[derive(Serialize)]
-struct NamedContext {
-    name: &'static str,
-    context: Context,
-}
-
-#[derive(Serialize)]
-struct Context {
-    cluster: &'static str,
-    user: &'static str,
 }
 
 #[cfg(test)]
