@@ -153,7 +153,7 @@ impl Default for Variables {
             app_database_port: 5432,
             app_database_name: "provisioner".to_owned(),
             app_database_user: "postgres".to_owned(),
-            app_database_password: SecretString::from("password"),
+            app_database_password: SecretString::from(DEVELOPMENT_DATABASE_PASSWORD),
             app_database_ssl_mode: "disable".to_owned(),
             app_database_ssl_root_cert: None,
             app_database_max_connections: 10,
@@ -397,6 +397,9 @@ impl Settings {
     }
 }
 
+/// The default password, for a PostgreSQL on this machine only.
+const DEVELOPMENT_DATABASE_PASSWORD: &str = "password";
+
 fn invalid(variable: &str, message: impl Into<String>) -> Error {
     Error::Invalid { variable: variable.to_owned(), message: message.into() }
 }
@@ -550,6 +553,14 @@ impl Variables {
     }
 
     fn postgres_url(&self, host: &str) -> Result<String> {
+        let address = host.trim_start_matches('[').trim_end_matches(']');
+        let loopback = host == "localhost" || address.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+        if !loopback && self.app_database_password.expose_secret() == DEVELOPMENT_DATABASE_PASSWORD {
+            return Err(invalid(
+                "APP_DATABASE_PASSWORD",
+                format!("is the built-in development default; set the password of the database at {host}"),
+            ));
+        }
         let mut url =
             Url::parse("postgres://localhost").map_err(|error| invalid("APP_DATABASE_HOST", error.to_string()))?;
         url.set_host(Some(host))
@@ -621,6 +632,19 @@ mod tests {
         assert!(load(&[local, commit]).unwrap_err().to_string().contains("MODULES_REPO_URL"));
         assert!(load(&[local, commit, ("MODULES_REPO_ALLOW_LOCAL", "true")]).is_ok());
         assert!(load(&[]).unwrap().kubernetes.modules.is_none(), "no repository, no worker");
+    }
+
+    /// The development password works for a database on this machine only.
+    #[test]
+    fn the_default_database_password_is_refused_for_another_host() {
+        let error = load(&[("APP_DATABASE_HOST", "db.example.com")]).unwrap_err().to_string();
+        assert!(error.contains("APP_DATABASE_PASSWORD") && error.contains("development default"), "{error}");
+        assert!(!error.contains("password@"), "{error}");
+        for host in ["127.0.0.1", "localhost", "[::1]"] {
+            assert!(load(&[("APP_DATABASE_HOST", host)]).is_ok(), "{host}");
+        }
+        let settings = load(&[("APP_DATABASE_HOST", "db.example.com"), ("APP_DATABASE_PASSWORD", "s3cret")]);
+        assert!(settings.is_ok());
     }
 
     #[test]
