@@ -115,6 +115,7 @@ impl Renderer {
             provider: provider.clone(),
             // Only vanilla's control plane sleeps; the managed ones keep answering.
             wait_for_api_server: scaling == WorkerScaling::Minimum && topology == Topology::VanillaKubeadm,
+            plan_from_empty_state: operation_type == OperationType::Provision && action == RunAction::Plan,
             control_plane_upgrade: data
                 .control_plane
                 .as_ref()

@@ -117,6 +117,16 @@ impl Job {
         std::fs::write(path, manifest.to_string()).unwrap();
     }
 
+    /// Changes fields of the written `runner.json` (another runtime's run on the same bucket, for example).
+    fn patch_manifest(&self, fields: Value) {
+        let path = self.path("config/runner.json");
+        let mut manifest: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        for (key, value) in fields.as_object().unwrap() {
+            manifest[key] = value.clone();
+        }
+        std::fs::write(path, manifest.to_string()).unwrap();
+    }
+
     fn ssm_prefix(&self) -> String {
         format!("/kubeopera/{}/", self.runtime_id)
     }
@@ -1027,6 +1037,42 @@ async fn fetch_modules_refuses_a_moved_tag() {
     let (code, message) = fetch("https://user:token@git.example.invalid/modules.git", "third");
     assert_eq!(code, Some(2), "{message}");
     assert!(message.starts_with("MODULES_REPO_URL:") && !message.contains("token@"), "{message}");
+}
+
+/// A state bucket belongs to one runtime: a provisioning dry run that reuses a live runtime's name (and so its
+/// bucket's name) plans from empty state without reading, locking or recording itself in the live bucket, and a
+/// run of another runtime on that bucket is refused before it locks anything.
+#[tokio::test]
+async fn a_live_runtimes_state_bucket_is_never_touched_by_another_runtime() {
+    let job = Job::new().await;
+    job.publish_node_kubeconfig(API_ENDPOINT, "");
+    let config = job.protected_cluster_config("v1", "generation-1");
+    job.write_config("apply", "vanilla_kubeadm", &config);
+    job.run("apply").await.assert_success();
+    let (state, holder) = (job.state_etag(), job.json_object("terraform.tfstate.holder.json"));
+    assert_eq!(holder.as_ref().unwrap()["runtimeId"], job.runtime_id.to_string(), "{holder:?}");
+
+    let preview = Uuid::new_v4();
+    job.write_config("plan", "vanilla_kubeadm", &config);
+    job.patch_manifest(json!({ "runtimeId": preview, "planFromEmptyState": true }));
+    let planned = job.run("plan").await.assert_success();
+    assert_eq!(planned, PlanSummary { add: 2, ..PlanSummary::default() }, "planned as a new cluster");
+    assert_eq!(job.state_etag(), state, "the live state is untouched");
+    assert_eq!(job.json_object("terraform.tfstate.holder.json"), holder, "the live holder record is untouched");
+    assert!(!job.object_keys().iter().any(|key| key.ends_with(".tflock")), "no lock is left");
+
+    job.write_config("apply", "vanilla_kubeadm", &config);
+    job.patch_manifest(json!({ "runtimeId": preview }));
+    let refused = job.run("apply").await;
+    refused.assert_failure();
+    assert_eq!(
+        refused.termination_message,
+        format!(
+            "state bucket {} holds the state of runtime {}, not this runtime's; nothing was changed",
+            job.bucket, job.runtime_id
+        )
+    );
+    assert_eq!(job.state_etag(), state);
 }
 
 /// A vanilla upgrade's configuration: three control-plane machines (replaced for a new `machine_type`), the

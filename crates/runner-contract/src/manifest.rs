@@ -67,6 +67,10 @@ pub struct RunnerManifest {
     /// This run starts a stopped control plane (a vanilla wake-up): it succeeds only once the API server answers.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub wait_for_api_server: bool,
+    /// A provisioning dry run: the cluster does not exist yet, so the plan starts from empty state, and an existing
+    /// state bucket of the same name (a live runtime's) is never read, locked or written.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub plan_from_empty_state: bool,
     /// A vanilla upgrade: the control plane is upgraded (and awaited) before anything else changes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control_plane_upgrade: Option<ControlPlaneUpgrade>,
@@ -128,6 +132,7 @@ mod tests {
             ssm_parameter_prefix: Some("/kubeopera/x/".to_owned()),
             provider: ProviderVersion { source: "hashicorp/aws".to_owned(), version: "6.47.0".to_owned() },
             wait_for_api_server: false,
+            plan_from_empty_state: false,
             control_plane_upgrade: None,
         };
         let json = serde_json::to_value(&manifest).unwrap();

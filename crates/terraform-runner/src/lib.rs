@@ -83,6 +83,8 @@ pub enum Error {
     Interrupted,
     #[error("the plan would destroy or replace protected resources ({}); nothing was changed", addresses.join(", "))]
     DestructivePlan { addresses: Vec<String> },
+    #[error("state bucket {bucket} holds the state of runtime {owner}, not this runtime's; nothing was changed")]
+    StateOfAnotherRuntime { bucket: String, owner: uuid::Uuid },
     #[error("reading the plan: {0}")]
     Plan(String),
     #[error(
@@ -189,11 +191,12 @@ impl Runner {
                 summary
             }
             RunAction::Plan => {
-                // A dry run changes nothing, not even the bucket: a cluster not built yet plans from empty state.
-                // With state, its plan locks it like any run, so it records itself as the holder too.
-                let has_state = session.state_bucket_exists(bucket).await?;
+                // A dry run changes nothing, not even the bucket: a cluster not built yet plans from empty state
+                // (a provisioning's always: a bucket of the same name is a live runtime's). With state, its plan
+                // locks it like any run, so it records itself as the holder too.
+                let has_state = !manifest.plan_from_empty_state && session.state_bucket_exists(bucket).await?;
                 if !has_state {
-                    tracing::info!(bucket, "the state bucket does not exist; planning from empty local state");
+                    tracing::info!(bucket, "planning a new cluster from empty local state");
                     plan_without_backend(&settings.job.work_dir)?;
                 }
                 terraform.run(INIT, &mut signals).await?;
@@ -247,6 +250,13 @@ impl Runner {
     ) -> Result<()> {
         let settings = &self.settings;
         let objects = session.state_objects();
+        // A state bucket belongs to one runtime: the last run recorded which.
+        let recorded = session.read_json_object(bucket, objects.holder).await?;
+        if let Some(owner) = recorded.and_then(|record| serde_json::from_value::<LockHolder>(record).ok())
+            && owner.runtime_id != this_run.runtime_id
+        {
+            return Err(Error::StateOfAnotherRuntime { bucket: bucket.to_owned(), owner: owner.runtime_id });
+        }
         let deadline = tokio::time::Instant::now() + settings.state_lock_timeout;
         let mut waiting = false;
         while let Some(found) = session.read_state_lock(bucket).await? {
