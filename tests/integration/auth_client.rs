@@ -22,6 +22,11 @@ const CLIENT_SECRET: &str = "test-secret";
 /// `Basic base64("cluster-provisioner:test-secret")`.
 const CLIENT_BASIC_AUTH: &str = "Basic Y2x1c3Rlci1wcm92aXNpb25lcjp0ZXN0LXNlY3JldA==";
 const SECRET: &str = "super-secret-value";
+
+/// A service account key's private key, shaped as Google writes it (the credential check wants PEM).
+fn private_key() -> String {
+    format!("-----BEGIN PRIVATE KEY-----\n{SECRET}\n-----END PRIVATE KEY-----\n")
+}
 const TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The fake auth-service: its behaviour and what it has seen.
@@ -100,7 +105,7 @@ async fn credential(State(service): State<Arc<AuthService>>, Path(id): Path<Stri
         .into_response(),
         "gcp-sa" => Json(json!({
             "id": id, "type": "gcp_service_account", "projectId": "my-project",
-            "serviceAccountKey": {"type": "service_account", "private_key": SECRET},
+            "serviceAccountKey": {"type": "service_account", "private_key": private_key()},
         }))
         .into_response(),
         "flaky" => {
@@ -196,7 +201,7 @@ async fn each_credential_kind_parses() {
     assert_eq!(credential.kind(), CredentialType::GcpServiceAccount);
     let files = credential.secret_files();
     let key: serde_json::Value = serde_json::from_str(files["service_account.json"].expose_secret()).unwrap();
-    assert_eq!(key["private_key"], SECRET);
+    assert_eq!(key["private_key"], private_key());
     assert_eq!(files["project_id"].expose_secret(), "my-project");
 
     // The id travels as one percent-encoded path segment.
