@@ -8,6 +8,8 @@ pub mod var {
     pub const URL: &str = "MODULES_REPO_URL";
     pub const REF: &str = "MODULES_REPO_REF";
     pub const COMMIT: &str = "MODULES_REPO_COMMIT";
+    /// Where the clone goes; the Job leaves it unset (the workspace's modules folder), tests set it.
+    pub const DIR: &str = "MODULES_DIR";
     /// Test installations only: lets `file://` URLs and local paths through.
     pub const ALLOW_LOCAL: &str = "MODULES_REPO_ALLOW_LOCAL";
 }

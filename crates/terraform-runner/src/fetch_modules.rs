@@ -37,7 +37,7 @@ impl Fetch {
         let get = |name| std::env::var(name).unwrap_or_default();
         let allow_local = get(var::ALLOW_LOCAL) == "true";
         let source = ModulesSource::new(&get(var::URL), &get(var::REF), &get(var::COMMIT), allow_local)?;
-        let target = std::env::var_os("MODULES_DIR").map_or_else(|| PathBuf::from(MODULES_DIR), PathBuf::from);
+        let target = std::env::var_os(var::DIR).map_or_else(|| PathBuf::from(MODULES_DIR), PathBuf::from);
         Ok(Fetch { source, target, credentials_dir: PathBuf::from(mount::CREDENTIALS_DIR) })
     }
 
