@@ -132,6 +132,8 @@ spelled! {
         DestructivePlan => "destructive_plan",
         JobMissing => "job_missing",
         MissingOutputs => "missing_outputs",
+        /// The outputs Secret does not hold the kubeconfig the run's own pod reported publishing.
+        UntrustedOutputs => "untrusted_outputs",
         RuntimeMissing => "runtime_missing",
         /// Started too often without progress.
         AttemptsExhausted => "attempts_exhausted",

@@ -21,6 +21,7 @@ use runner_contract::job::{MANAGED_BY, MANAGED_BY_LABEL, OPERATION_LABEL, RUNTIM
 use runner_contract::manifest::KUBECONFIG_KEY;
 use runner_contract::plan::EXIT_DESTRUCTIVE_PLAN;
 use runner_contract::redact::{Redactor, bounded_failure_message};
+use runner_contract::report::RunReport;
 use secrecy::{ExposeSecret, SecretString};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -28,7 +29,7 @@ use uuid::Uuid;
 
 use crate::domain::run::{JobState, RunNames};
 use crate::domain::run_log::ContainerLog;
-use crate::domain::{FailureReason, PlanSummary, RunAction};
+use crate::domain::{FailureReason, RunAction};
 pub use job::{JobSettings, ModulesSettings, RUNNER_CONTAINER, RunnerResources};
 pub use runner_contract::job::RUNNER_GRACE_PERIOD;
 const DELETION_TIMEOUT: Duration = Duration::from_secs(60);
@@ -409,9 +410,9 @@ impl Executor {
         }
     }
 
-    /// What the plan of a succeeded run changed: the runner's termination message (see
-    /// `runner_contract::plan`). `None` when the pod is gone or said nothing readable (an older runner).
-    pub async fn plan_summary(&self, names: &RunNames) -> Result<Option<PlanSummary>> {
+    /// What a succeeded run reports (see `runner_contract::report`): its runner's termination message. `None`
+    /// when the pod is gone or said nothing readable.
+    pub async fn run_report(&self, names: &RunNames) -> Result<Option<RunReport>> {
         let Some(pod) = self.newest_pod(&names.job).await? else { return Ok(None) };
         let statuses = pod.status.and_then(|status| status.container_statuses).unwrap_or_default();
         Ok(statuses

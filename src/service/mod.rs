@@ -1,11 +1,14 @@
 //! Use cases of the provisioner. Both APIs (GraphQL and REST) call these functions and nothing below them, so
 //! validation, conflicts and errors are the same whichever door a request comes through.
 
+mod live_logs;
 pub mod validation;
 mod watch;
 
 use std::sync::Arc;
 
+use runner_contract::redact::Redactor;
+use runner_contract::report::kubeconfig_digest;
 use sha2::{Digest, Sha256};
 use tokio::sync::Notify;
 use tracing::instrument;
@@ -43,6 +46,8 @@ pub enum Conflict {
     NotHibernated,
     /// A cancel of an operation that has already ended.
     AlreadyEnded,
+    /// The outputs Secret does not hold the kubeconfig the runtime's last checked apply published.
+    UntrustedOutputs,
 }
 
 impl Conflict {
@@ -58,6 +63,7 @@ impl Conflict {
             Conflict::Hibernated => "hibernated",
             Conflict::NotHibernated => "not_hibernated",
             Conflict::AlreadyEnded => "already_ended",
+            Conflict::UntrustedOutputs => "untrusted_outputs",
         }
     }
 }
@@ -548,13 +554,30 @@ impl Service {
         }
         let names = RunNames::new(OperationType::Provision, status.runtime.id);
         match self.executor()?.kubeconfig(&names).await {
-            Ok(Some(kubeconfig)) => Ok(kubeconfig),
+            Ok(Some(kubeconfig)) => self.checked(status.runtime.id, &names.outputs_secret, kubeconfig).await,
             Ok(None) => Err(Error::Conflict {
                 conflict: Conflict::NotReady,
                 message: format!("Secret {} with the kubeconfig does not exist", names.outputs_secret),
             }),
             Err(error) => Err(executor_error(error)),
         }
+    }
+
+    /// `kubeconfig` when it is exactly what the runtime's last checked apply published: any runner may write any
+    /// outputs Secret, so other content is refused, never served.
+    async fn checked(&self, runtime_id: uuid::Uuid, secret: &str, kubeconfig: String) -> Result<String> {
+        let checked = self.store.checked_kubeconfig_digest(runtime_id).await?;
+        if checked.as_deref() == Some(kubeconfig_digest(kubeconfig.as_bytes()).as_str()) {
+            return Ok(kubeconfig);
+        }
+        tracing::warn!(%runtime_id, secret, "an outputs Secret does not hold the kubeconfig its runtime's last apply published; it is not served");
+        Err(Error::Conflict {
+            conflict: Conflict::UntrustedOutputs,
+            message: format!(
+                "Secret {secret} does not hold the kubeconfig the runtime's last apply published; it is not served \
+                 (an update of the runtime publishes it again)"
+            ),
+        })
     }
 
     /// The runner logs of a runtime's operation: its last one, or `operation_id`, which must be one of its own.
@@ -600,8 +623,9 @@ impl Service {
         if let Some(refusal) = before_its_job(&operation) {
             return Err(refusal);
         }
+        let redactor = self.run_redactor(&operation).await?;
         let lines = self.executor()?.follow_runner_log(operation.id, operation.state.is_active());
-        Ok(lines.map(|line| line.map_err(executor_error)).boxed())
+        Ok(live_logs::redact_stream(lines.map(|line| line.map_err(executor_error)).boxed(), redactor))
     }
 
     async fn logs_of(&self, operation: &Operation, tail_lines: Option<i64>) -> Result<Vec<ContainerLog>> {
@@ -627,8 +651,9 @@ impl Service {
             return Err(refusal);
         }
         let no_pod = |why: String| Error::Conflict { conflict: Conflict::NoRunnerPod, message: why };
+        let redactor = self.run_redactor(operation).await?;
         match self.executor()?.logs(operation.id, tail_lines).await {
-            Ok(logs) => Ok(logs),
+            Ok(logs) => Ok(live_logs::redact_logs(logs, &redactor)),
             Err(executor::Error::NoPod(_)) if !operation.state.is_active() => Err(no_pod(format!(
                 "operation {} ended ({}) without a runner pod or kept logs",
                 operation.id, operation.state
@@ -640,6 +665,13 @@ impl Service {
             ))),
             Err(error) => Err(executor_error(error)),
         }
+    }
+
+    /// The credential values of a running operation's run, to redact its live logs with.
+    async fn run_redactor(&self, operation: &Operation) -> Result<Redactor> {
+        let names = RunNames::new(operation.operation_type, operation.runtime_id);
+        let values = self.executor()?.credential_values(&names).await.map_err(executor_error)?;
+        Ok(Redactor::new(values))
     }
 
     fn executor(&self) -> Result<&Executor> {

@@ -666,6 +666,32 @@ impl Store {
         Ok(updated.rows_affected == 1)
     }
 
+    /// Records the digest of the kubeconfig an apply published, once the outputs Secret was checked to hold it;
+    /// fenced by the claim like every write of a run.
+    pub async fn record_kubeconfig_digest(&self, operation_id: Uuid, token: Uuid, digest: &str) -> Result<bool> {
+        let updated = operation::Entity::update_many()
+            .col_expr(operation::Column::KubeconfigSha256, Expr::value(digest))
+            .filter(operation::Column::Id.eq(operation_id))
+            .filter(operation::Column::ClaimToken.eq(token))
+            .exec(&self.db)
+            .await?;
+        Ok(updated.rows_affected == 1)
+    }
+
+    /// The digest of the kubeconfig the runtime's latest checked apply published: the only content of its outputs
+    /// Secret that may be served.
+    pub async fn checked_kubeconfig_digest(&self, runtime_id: Uuid) -> Result<Option<String>> {
+        Ok(operation::Entity::find()
+            .select_only()
+            .column(operation::Column::KubeconfigSha256)
+            .filter(operation::Column::RuntimeId.eq(runtime_id))
+            .filter(operation::Column::KubeconfigSha256.is_not_null())
+            .order_by_desc(operation::Column::CreatedAt)
+            .into_tuple::<String>()
+            .one(&self.reads)
+            .await?)
+    }
+
     /// Keeps a run's logs, gzip-compressed. The first archive of an operation stays: a clean-up step that runs
     /// again after a restart (when the pod may be gone) adds nothing.
     pub async fn archive_run_logs(&self, operation_id: Uuid, logs: &[KeptLog]) -> Result<()> {
@@ -834,6 +860,7 @@ fn operation_to_model(operation: &Operation) -> Result<operation::Model> {
         dry_run: operation.dry_run,
         requested_by: operation.requested_by.clone(),
         cancel_requested_by: operation.cancel_requested_by.clone(),
+        kubeconfig_sha256: None,
         claim_token: None,
         progress_since_claim: false,
         owner: None,

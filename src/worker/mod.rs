@@ -2,6 +2,7 @@
 //! machine of [`crate::domain::run`], and records the stage after every step, so that a crash, a restart or a
 //! second replica never loses an operation or runs one twice at the same time.
 
+mod outputs;
 mod retention;
 
 use std::collections::HashSet;
@@ -662,8 +663,8 @@ impl Worker {
                 let remaining = (deadline - store::now()).to_std().unwrap_or_default();
                 match self.executor.wait_for_job(&run.names, operation.id, remaining, &run.redact).await? {
                     JobState::Succeeded => {
-                        if let Some(summary) = self.executor.plan_summary(&run.names).await? {
-                            self.store.record_plan_summary(operation.id, run.claim.token, &summary).await?;
+                        if let Some(report) = self.executor.run_report(&run.names).await? {
+                            self.store.record_plan_summary(operation.id, run.claim.token, &report.plan).await?;
                         }
                         Ok(StepOutcome::Next)
                     }
@@ -683,17 +684,7 @@ impl Worker {
             }
             Stage::Finalize => match operation.run_action() {
                 RunAction::Plan => Ok(StepOutcome::Next),
-                RunAction::Apply => match self.executor.kubeconfig(&run.names).await? {
-                    Some(_) => Ok(StepOutcome::Next),
-                    None => Ok(StepOutcome::Fail(LastError::new(
-                        FailureReason::MissingOutputs,
-                        Component::TerraformRunner,
-                        format!(
-                            "the Job succeeded but Secret {} with the kubeconfig does not exist",
-                            run.names.outputs_secret
-                        ),
-                    ))),
-                },
+                RunAction::Apply => self.check_outputs(run).await,
                 RunAction::Destroy => {
                     self.executor.delete_secret(&run.names.outputs_secret).await?;
                     Ok(StepOutcome::Next)

@@ -532,6 +532,113 @@ on_both_databases!(
     deprovisioning_cleans_everything_up,
 );
 
+/// What a runner's pod prints reaches callers redacted by the service too, whatever the runner let through: a
+/// credential value encoded (base64, also inside an encoded file, hex, JSON-escaped) or split across two lines
+/// is redacted in the live log, the followed log, the failure status, the kept log and the service's own log.
+#[tokio::test]
+async fn every_form_of_a_credential_value_is_redacted_wherever_a_runs_output_is_shown() {
+    use base64::Engine as _;
+    let (engine, api) = Engine::start_api_only(Backend::Postgres, &[]).await;
+    let service = engine.start_service_process(&[]).await;
+    let secret = AWS_SECRET_ACCESS_KEY;
+    let standard = base64::engine::general_purpose::STANDARD;
+    let hex: String = secret.bytes().map(|byte| format!("{byte:02x}")).collect();
+    let forms = [
+        standard.encode(secret),
+        standard.encode(format!("key={secret}\nregion=eu-west-1\n")),
+        hex.clone(),
+        hex.to_uppercase(),
+        serde_json::to_string(&json!({ "key": secret })).unwrap(),
+        secret[..12].to_owned(),
+        secret[12..].to_owned(),
+    ];
+    let printed: String = [
+        format!("base64: {}", forms[0]),
+        format!("file: {}", forms[1]),
+        format!("hex: {}", forms[2]),
+        format!("HEX: {}", forms[3]),
+        format!("json: {}", forms[4]),
+        format!("module.vpc (local-exec): {}", forms[5]),
+        format!("module.vpc (local-exec): {}", forms[6]),
+        "done".to_owned(),
+    ]
+    .iter()
+    .map(|line| format!("{line}\n"))
+    .collect();
+    let unredacted = |text: &str| forms.iter().find(|form| text.contains(form.as_str())).cloned();
+
+    let (runtime_id, operation_id) = engine.provision(&provision_body("engine-redact-forms")).await;
+    engine.wait_for_stage(&operation_id, "WaitForJob", WAIT).await;
+    let follow = format!("/api/v1/operations/{operation_id}/logs?follow=true");
+    let mut followed = engine.app.stream(&follow).await.into_body();
+    let pod = engine.runner_starts(&format!("provision-{runtime_id}")).await;
+    engine.control_plane.write_log(&engine.namespace, &pod, "terraform-runner", &printed);
+    let mut streamed = String::new();
+    while !streamed.contains("done\n") {
+        streamed.push_str(&next_chunk(&mut followed).await.expect("the followed log goes on"));
+    }
+    assert_eq!(unredacted(&streamed), None, "followed:\n{streamed}");
+    assert!(streamed.contains("base64: [REDACTED]"), "{streamed}");
+    let live = engine.app.get(&format!("/api/v1/operations/{operation_id}/logs")).await.text;
+    assert!(live.contains("done"), "{live}");
+    assert_eq!(unredacted(&live), None, "live:\n{live}");
+
+    engine.control_plane.end_log(&engine.namespace, &pod, "terraform-runner");
+    let message = format!("Error: refused {} ({})", forms[0], forms[2]);
+    engine.control_plane.terminate_pod(&engine.namespace, &pod, "terraform-runner", 1, &message).await.unwrap();
+    engine.wait_for_stage(&operation_id, "Done", WAIT).await;
+    let failed = engine.wait_for_status(&runtime_id, &["failed"], WAIT).await;
+    assert_eq!(unredacted(&failed.to_string()), None, "{failed}");
+    assert_eq!(failed["lastError"]["errMessage"], "Error: refused [REDACTED]= ([REDACTED])", "{failed}");
+    let kept = engine.app.get(&format!("/api/v1/operations/{operation_id}/logs")).await.text;
+    assert!(kept.contains("done"), "{kept}");
+    assert_eq!(unredacted(&kept), None, "kept:\n{kept}");
+    assert_eq!(unredacted(&service.log()), None, "service log:\n{}", service.log());
+    api.stop().await;
+}
+
+/// Every runner may write every outputs Secret, so a runner of another runtime can replace this one's kubeconfig:
+/// written after the run, it is refused instead of served; written while the run ends (after its runner published
+/// and before the worker checks), the run fails naming the Secret.
+#[tokio::test]
+async fn a_kubeconfig_another_runner_wrote_is_never_served() {
+    let (engine, process) = Engine::start(Backend::Postgres, &[]).await;
+    let planted = "apiVersion: v1\nkind: Config\nusers:\n- name: x\n  user:\n    exec:\n      command: /bin/sh\n";
+    let (runtime_id, _) = engine.provision(&provision_body("engine-provenance")).await;
+    let outputs = format!("provision-{runtime_id}-outputs");
+    engine.runner_succeeds(&format!("provision-{runtime_id}"), Some((&outputs, KUBECONFIG))).await;
+    engine.wait_for_status(&runtime_id, &["succeeded"], WAIT).await;
+    let kubeconfig = format!("/api/v1/provisions/{runtime_id}/kubeconfig");
+    assert_eq!(engine.app.get(&kubeconfig).await.text, KUBECONFIG);
+
+    // Another runtime's runner, with the runner's production RBAC, replaces it.
+    engine.publish_outputs(&outputs, planted).await;
+    let refused = engine.app.get(&kubeconfig).await;
+    assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.text);
+    assert_eq!(refused.json()["error"]["code"], "untrusted_outputs", "{}", refused.text);
+    assert!(!refused.text.contains("exec"), "{}", refused.text);
+    let query = "query($id: String!) { runtimeStatus(id: $id) { runtimeConfiguration { kubeconfig } } }";
+    let response = engine.app.graphql(query, json!({ "id": runtime_id })).await;
+    assert!(response["data"]["runtimeStatus"]["runtimeConfiguration"]["kubeconfig"].is_null(), "{response}");
+    assert!(!response.to_string().contains("/bin/sh"), "{response}");
+
+    // The race: the run's runner published and reported its kubeconfig, another one replaced it meanwhile.
+    let (raced_id, raced_operation) = engine.provision(&provision_body("engine-provenance-raced")).await;
+    let raced_outputs = format!("provision-{raced_id}-outputs");
+    engine.wait_for_stage(&raced_operation, "WaitForJob", WAIT).await;
+    engine.publish_outputs(&raced_outputs, KUBECONFIG).await;
+    engine.publish_outputs(&raced_outputs, planted).await;
+    let report = test_support::engine::runner_report(Some(KUBECONFIG));
+    engine.runner_exits(&format!("provision-{raced_id}"), 0, &report).await;
+    let failed = engine.wait_for_status(&raced_id, &["succeeded", "failed"], WAIT).await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert_eq!(failed["lastError"]["reason"], "untrusted_outputs", "{failed}");
+    assert!(failed["lastError"]["errMessage"].as_str().unwrap().contains(&raced_outputs), "{failed}");
+    let refused = engine.app.get(&format!("/api/v1/provisions/{raced_id}/kubeconfig")).await;
+    assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.text);
+    process.stop().await;
+}
+
 /// A destroy installs the provider version that last wrote the cluster's state, not this release's pin: the
 /// operation records it, the rendered `main.tf` requires exactly it and `runner.json` names it.
 #[tokio::test]

@@ -587,6 +587,60 @@ async fn a_failing_apply_reports_a_redacted_termination_message() {
     assert!(!job.object_keys().iter().any(|key| key.ends_with(".tflock")), "the lock is released");
 }
 
+/// A credential value as commands print it: encoded (base64 alone and inside an encoded file, hex, URL- and
+/// JSON-escaped) and split across two lines. The runner redacts every form from its output and its termination
+/// message.
+#[tokio::test]
+async fn every_form_of_a_credential_value_is_redacted_from_what_the_runner_prints() {
+    use base64::Engine as _;
+    let job = Job::new().await;
+    let secret = "wJalrXUtnFEMI/K7MDENG+bPxRfiCY-runner-forms";
+    job.write_credentials(&[
+        ("credential_type", "aws_access_key"),
+        ("aws_access_key_id", ACCESS_KEY_ID),
+        ("aws_secret_access_key", secret),
+    ]);
+    let script = job.path("leaks.sh");
+    std::fs::write(
+        &script,
+        r#"k="$AWS_SECRET_ACCESS_KEY"
+echo "base64: $(printf '%s' "$k" | base64 -w0)"
+echo "file: $(printf 'key=%s\nregion=eu-west-1\n' "$k" | base64 -w0)"
+echo "hex: $(printf '%s' "$k" | od -An -tx1 | tr -d ' \n')"
+echo "url: $(printf '%s' "$k" | sed 's|/|%2F|g; s|+|%2B|g')"
+echo "json: {\"key\":\"$(printf '%s' "$k" | sed 's|/|\\/|g')\"}"
+printf '%s\n' "$k" | cut -c1-12
+printf '%s\n' "$k" | cut -c13-
+echo "failing with $(printf '%s' "$k" | base64 -w0)" >&2
+exit 3
+"#,
+    )
+    .unwrap();
+    job.write_config("apply", "vanilla_kubeadm", &local_exec("leaky", &format!("sh {}", script.display())));
+    let failed = job.run("apply").await;
+    failed.assert_failure();
+
+    let standard = base64::engine::general_purpose::STANDARD;
+    let hex: String = secret.bytes().map(|byte| format!("{byte:02x}")).collect();
+    let forms = [
+        standard.encode(secret),
+        standard.encode(format!("key={secret}\nregion=eu-west-1\n")),
+        hex,
+        secret.replace('/', "%2F").replace('+', "%2B"),
+        secret.replace('/', "\\/"),
+        secret[..12].to_owned(),
+        secret[12..].to_owned(),
+    ];
+    for form in &forms {
+        assert!(!failed.output.contains(form.as_str()), "{form} printed:\n{}", failed.output);
+        assert!(!failed.termination_message.contains(form.as_str()), "{form}: {}", failed.termination_message);
+    }
+    for label in ["base64: [REDACTED]", "hex: [REDACTED]", "url: [REDACTED]", "json: {\"key\":\"[REDACTED]\"}"] {
+        assert!(failed.output.contains(label), "{label} in:\n{}", failed.output);
+    }
+    assert!(failed.termination_message.contains("failing with [REDACTED]"), "{}", failed.termination_message);
+}
+
 #[tokio::test]
 async fn a_stop_signal_interrupts_terraform_which_releases_its_lock() {
     let job = Job::new().await;

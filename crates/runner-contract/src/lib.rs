@@ -10,6 +10,7 @@
 //! - [`modules`]: the pinned modules repository the init container clones and checks;
 //! - [`plan`]: what a run's plan changes, and the exit code of a refused destructive plan;
 //! - [`providers`]: the provider versions a run installs, and where the image keeps their lock files;
+//! - [`report`]: what a successful run reports, with the digest that gives the outputs Secret its provenance;
 //! - [`redact`]: how credential values are kept out of messages, and how long a failure message may be;
 //! - [`Topology`] and [`Cloud`], which `runner.json` names.
 //!
@@ -27,6 +28,7 @@ pub mod modules;
 pub mod plan;
 pub mod providers;
 pub mod redact;
+pub mod report;
 mod topology;
 
 pub use topology::{Cloud, Topology};

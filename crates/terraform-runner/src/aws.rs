@@ -18,6 +18,7 @@ use aws_sdk_s3::types::{
 };
 use aws_smithy_http_client::tls::{self, rustls_provider::CryptoMode};
 use runner_contract::credential::{AwsKeyPair, CloudCredential};
+use runner_contract::redact::SharedRedactor;
 use secrecy::{ExposeSecret, SecretString};
 use uuid::Uuid;
 
@@ -36,6 +37,27 @@ pub struct AwsSession {
     terraform_env: Vec<(String, String)>,
 }
 
+/// The role provider, telling the redactor each session credential it mints (renewals included).
+#[derive(Debug)]
+struct RedactedSessions<P> {
+    role: P,
+    redactor: SharedRedactor,
+}
+
+impl<P: ProvideCredentials> ProvideCredentials for RedactedSessions<P> {
+    fn provide_credentials<'a>(&'a self) -> aws_credential_types::provider::future::ProvideCredentials<'a>
+    where
+        Self: 'a,
+    {
+        aws_credential_types::provider::future::ProvideCredentials::new(async move {
+            let session = self.role.provide_credentials().await?;
+            let minted = [Some(session.access_key_id()), Some(session.secret_access_key()), session.session_token()];
+            self.redactor.extend(minted.into_iter().flatten().map(str::to_owned));
+            Ok(session)
+        })
+    }
+}
+
 fn aws_error(operation: &'static str, error: impl std::error::Error) -> Error {
     Error::Aws { operation, message: DisplayErrorContext(error).to_string() }
 }
@@ -48,11 +70,13 @@ impl AwsSession {
     /// its source keys, or else from the pod's own AWS identity), for the runner's calls through a provider that
     /// renews the session before it expires, and for Terraform through a profile in `config_dir` that does the
     /// same, so a run may outlast one session.
+    /// Every session credential the runner's role provider mints, `redactor` learns.
     pub async fn connect(
         credential: &CloudCredential,
         region: &str,
         runtime_id: Uuid,
         config_dir: &Path,
+        redactor: &SharedRedactor,
     ) -> Result<Self> {
         let loader = || {
             let http_client = aws_smithy_http_client::Builder::new()
@@ -97,7 +121,7 @@ impl AwsSession {
                 if let Some(seconds) = session_duration_seconds {
                     role = role.session_length(Duration::from_secs(u64::from(*seconds)));
                 }
-                let role = role.build().await;
+                let role = RedactedSessions { role: role.build().await, redactor: redactor.clone() };
                 // Fail here, before any bucket exists, when the role cannot be assumed.
                 role.provide_credentials().await.map_err(|error| aws_error("sts:AssumeRole", error))?;
                 terraform_env.extend(write_terraform_profile(
@@ -489,7 +513,25 @@ fn is_no_such_bucket<E: ProvideErrorMetadata>(error: &aws_sdk_s3::error::SdkErro
 
 #[cfg(test)]
 mod tests {
-    use super::poll_error_is_permanent;
+    use super::*;
+
+    #[tokio::test]
+    async fn every_session_the_role_provider_mints_is_redacted() {
+        let redactor = SharedRedactor::default();
+        let minted = Credentials::new(
+            "ASIAMINTEDSESSION001",
+            "minted-secret-0001",
+            Some("minted-token-0001".into()),
+            None,
+            "sts",
+        );
+        let sessions = RedactedSessions { role: minted, redactor: redactor.clone() };
+        sessions.provide_credentials().await.unwrap();
+        assert_eq!(
+            redactor.redact("ASIAMINTEDSESSION001 minted-secret-0001 minted-token-0001"),
+            "[REDACTED] [REDACTED] [REDACTED]"
+        );
+    }
 
     #[test]
     fn refusals_end_the_kubeconfig_wait_and_passing_failures_do_not() {

@@ -12,6 +12,7 @@ use process_support::backoff::Backoff;
 use reqwest::{Method, StatusCode, Url};
 use ring::rand::SystemRandom;
 use ring::signature::{RSA_PKCS1_SHA256, RsaKeyPair};
+use runner_contract::redact::SharedRedactor;
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -43,6 +44,8 @@ pub struct GcpSession {
     project: String,
     region: String,
     key_file: PathBuf,
+    /// Learns every token minted, so that none is ever printed.
+    redactor: SharedRedactor,
 }
 
 fn gcp_error(operation: &'static str, message: impl Into<String>) -> Error {
@@ -50,8 +53,8 @@ fn gcp_error(operation: &'static str, message: impl Into<String>) -> Error {
 }
 
 impl GcpSession {
-    /// Reads the mounted key file and gets an access token for it.
-    pub async fn connect(key_file: &Path, project: &str, region: &str) -> Result<Self> {
+    /// Reads the mounted key file and gets an access token for it (which `redactor` learns, as every later one).
+    pub async fn connect(key_file: &Path, project: &str, region: &str, redactor: SharedRedactor) -> Result<Self> {
         let text = std::fs::read_to_string(key_file)
             .map_err(|error| Error::Input(format!("reading {}: {error}", key_file.display())))?;
         // serde's messages could quote the key; say only which field is wrong.
@@ -64,6 +67,7 @@ impl GcpSession {
             .build()
             .map_err(|error| gcp_error("http client", error.to_string()))?;
         let token = access_token(&http, &key).await?;
+        redactor.extend([token.expose_secret().to_owned()]);
         let storage = match std::env::var("STORAGE_EMULATOR_HOST").ok().filter(|host| !host.is_empty()) {
             Some(host) if host.contains("://") => host,
             Some(host) => format!("http://{host}"),
@@ -78,6 +82,7 @@ impl GcpSession {
             project: project.to_owned(),
             region: region.to_owned(),
             key_file: key_file.to_owned(),
+            redactor,
         })
     }
 
@@ -124,6 +129,7 @@ impl GcpSession {
                 Ok(response) if response.status() == StatusCode::UNAUTHORIZED && !renewed => {
                     renewed = true;
                     let token = access_token(&self.http, &self.key).await?;
+                    self.redactor.extend([token.expose_secret().to_owned()]);
                     *self.token.lock().expect("token lock") = token;
                     continue;
                 }

@@ -30,7 +30,8 @@ use runner_contract::manifest::{
 };
 use runner_contract::plan::PlanSummary;
 use runner_contract::providers::{LOCK_FILE, ProviderVersion};
-use runner_contract::redact::{Redactor, bounded_failure_message};
+use runner_contract::redact::{Redactor, SharedRedactor, bounded_failure_message};
+use runner_contract::report::{RunReport, kubeconfig_digest};
 use secrecy::SecretString;
 use serde_json::Value;
 
@@ -107,10 +108,11 @@ impl Runner {
         Runner { settings, kube }
     }
 
-    /// Runs `action`: plans first, then applies exactly that plan; returns the plan's summary. On failure the
-    /// error's text is safe to show: see [`Runner::failure_message`].
+    /// Runs `action`: plans first, then applies exactly that plan; returns the plan's summary (and for an apply
+    /// the digest of the kubeconfig it published). On failure the error's text is safe to show: see
+    /// [`Runner::failure_message`].
     #[tracing::instrument(skip_all, fields(runtime_id = tracing::field::Empty, action = action.as_str()))]
-    pub async fn run(&self, action: RunAction, redactor: &mut Redactor) -> Result<PlanSummary> {
+    pub async fn run(&self, action: RunAction, redactor: &SharedRedactor) -> Result<RunReport> {
         let settings = &self.settings;
         let mut signals =
             Signals::install().map_err(|error| Error::Input(format!("installing signal handlers: {error}")))?;
@@ -134,11 +136,19 @@ impl Runner {
             CloudCredential::GcpServiceAccount { project_id, .. } => {
                 let key_file = settings.job.credentials_dir.join(credential::file::GCP_KEY);
                 let project = manifest.gcp_project.as_deref().unwrap_or(project_id);
-                CloudSession::Gcp(Box::new(GcpSession::connect(&key_file, project, &manifest.region).await?))
+                CloudSession::Gcp(Box::new(
+                    GcpSession::connect(&key_file, project, &manifest.region, redactor.clone()).await?,
+                ))
             }
             _ => CloudSession::Aws(Box::new(
-                AwsSession::connect(&credential, &manifest.region, manifest.runtime_id, &settings.job.aws_config_dir)
-                    .await?,
+                AwsSession::connect(
+                    &credential,
+                    &manifest.region,
+                    manifest.runtime_id,
+                    &settings.job.aws_config_dir,
+                    redactor,
+                )
+                .await?,
             )),
         };
         let temporary = prepare_work_dir(&settings.job.config_dir, &settings.job.work_dir)?;
@@ -159,6 +169,7 @@ impl Runner {
         let bucket = &manifest.state_bucket;
         let lock_timeout = format!("-lock-timeout={}s", settings.state_lock_timeout.as_secs());
         let this_run = LockHolder::this_run(manifest.runtime_id, settings.operation_id, &settings.pod_name);
+        let mut kubeconfig_sha256 = None;
         let summary = match action {
             RunAction::Apply => {
                 session.ensure_state_bucket(bucket).await?;
@@ -188,6 +199,7 @@ impl Runner {
                     &kubeconfig,
                 )
                 .await?;
+                kubeconfig_sha256 = Some(kubeconfig_digest(kubeconfig.as_bytes()));
                 summary
             }
             RunAction::Plan => {
@@ -212,7 +224,7 @@ impl Runner {
                 // The bucket goes last, so without it nothing was ever applied or everything is destroyed.
                 if !session.state_bucket_exists(bucket).await? {
                     tracing::info!(bucket, "the state bucket does not exist; nothing to destroy");
-                    return Ok(PlanSummary::default());
+                    return Ok(RunReport::default());
                 }
                 terraform.run(INIT, &mut signals).await?;
                 self.take_over_state_lock(&session, bucket, &this_run, &terraform, &mut signals).await?;
@@ -232,7 +244,7 @@ impl Runner {
             destroy = summary.destroy,
             "finished"
         );
-        Ok(summary)
+        Ok(RunReport { plan: summary, kubeconfig_sha256 })
     }
 
     /// Runs after `init` and before the first command that takes the state lock: a lock whose recorded holder is

@@ -1,18 +1,20 @@
 //! terraform-runner: the main container of a provisioning Job. `terraform-runner --action apply|destroy|plan`;
 //! configuration from the environment (see [`RunnerSettings`] and the README). `terraform-runner fetch-modules`
 //! is the Job's init container (see [`Fetch`]).
-//! Exit codes: 0 done (the termination message is the plan's summary as JSON), 1 the run failed (the termination
+//! Exit codes: 0 done (the termination message is the run's report as JSON: the plan's summary and, for an
+//! apply, the digest of the kubeconfig it published), 1 the run failed (the termination
 //! message says why), 2 bad usage or configuration, 3 a destructive plan was refused (nothing changed).
 #![deny(rust_2018_idioms)]
 #![forbid(unsafe_code)]
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use process_support::install_crypto_provider;
 use process_support::logging::{self, LogFormat};
 use runner_contract::manifest::RunAction;
 use runner_contract::plan::EXIT_DESTRUCTIVE_PLAN;
-use runner_contract::redact::Redactor;
+use runner_contract::redact::SharedRedactor;
 use terraform_runner::fetch_modules::Fetch;
 use terraform_runner::{Error, Runner, RunnerSettings};
 
@@ -45,19 +47,21 @@ async fn main() -> ExitCode {
     };
     install_crypto_provider();
     // Plain lines: people read these with `kubectl logs job/provision-<id>`, between Terraform's own.
-    logging::init_tracing(&settings.log_level, LogFormat::Text);
+    // Its own lines too are redacted with every value the run learns.
+    let redactor = SharedRedactor::default();
+    let filter = redactor.clone();
+    logging::init_tracing_filtered(&settings.log_level, LogFormat::Text, Arc::new(move |line| filter.redact(line)));
 
     let termination_log = settings.termination_log.clone();
-    let mut redactor = Redactor::default();
     let result = async {
         let kube = kube::Client::try_default().await?;
-        Runner::new(settings, kube).run(action, &mut redactor).await
+        Runner::new(settings, kube).run(action, &redactor).await
     }
     .await;
     let (message, code) = match result {
-        Ok(summary) => (serde_json::to_string(&summary).expect("a summary serialises"), ExitCode::SUCCESS),
+        Ok(report) => (serde_json::to_string(&report).expect("a report serialises"), ExitCode::SUCCESS),
         Err(error) => {
-            let message = Runner::failure_message(&error, &redactor);
+            let message = Runner::failure_message(&error, &redactor.current());
             eprintln!("terraform-runner: {message}");
             let code = match error {
                 Error::DestructivePlan { .. } => ExitCode::from(EXIT_DESTRUCTIVE_PLAN as u8),

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
-use runner_contract::redact::Redactor;
+use runner_contract::redact::{HOLD_BACK, LineRedactor, SharedRedactor};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::signal::unix::{Signal, SignalKind, signal};
@@ -60,7 +60,7 @@ pub struct Terraform {
     pub work_dir: PathBuf,
     /// Added to the runner's own environment: credentials and automation flags.
     pub env: Vec<(String, String)>,
-    pub redactor: Redactor,
+    pub redactor: SharedRedactor,
 }
 
 impl Terraform {
@@ -169,30 +169,41 @@ async fn wait_passing_signals(child: &mut Child, signals: &mut Signals) -> std::
     }
 }
 
-/// Copies a child's output to ours line by line, redacted, keeping the last lines.
+/// Copies a child's output to ours line by line, redacted, keeping the last lines. Each line is printed once the
+/// next one arrived, or after [`HOLD_BACK`], so that a value split across the two is redacted too.
 async fn forward(
     source: Option<impl AsyncRead + Unpin>,
     mut sink: impl tokio::io::AsyncWrite + Unpin,
-    redactor: Redactor,
+    redactor: SharedRedactor,
     tail: Arc<Mutex<VecDeque<String>>>,
 ) {
     let Some(source) = source else { return };
     let mut reader = BufReader::new(source);
+    let mut lines = LineRedactor::new(redactor.current());
     let mut buffer = Vec::new();
-    loop {
-        buffer.clear();
-        match reader.read_until(b'\n', &mut buffer).await {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {
-                let line = redactor.redact(String::from_utf8_lossy(&buffer).trim_end());
-                let _ = sink.write_all(format!("{line}\n").as_bytes()).await;
-                let _ = sink.flush().await;
-                let mut tail = tail.lock().expect("tail lock");
-                if tail.len() == TAIL_LINES {
-                    tail.pop_front();
-                }
-                tail.push_back(line);
+    let mut ended = false;
+    while !ended {
+        // A read cut short by the timeout keeps what it read in `buffer` and goes on from there.
+        let ready = match tokio::time::timeout(HOLD_BACK, reader.read_until(b'\n', &mut buffer)).await {
+            Err(_) => lines.flush(),
+            Ok(Ok(0) | Err(_)) => {
+                ended = true;
+                lines.flush()
             }
+            Ok(Ok(_)) => {
+                let line = lines.push(String::from_utf8_lossy(&buffer).trim_end());
+                buffer.clear();
+                line
+            }
+        };
+        if let Some(line) = ready {
+            let _ = sink.write_all(format!("{line}\n").as_bytes()).await;
+            let _ = sink.flush().await;
+            let mut tail = tail.lock().expect("tail lock");
+            if tail.len() == TAIL_LINES {
+                tail.pop_front();
+            }
+            tail.push_back(line);
         }
     }
 }

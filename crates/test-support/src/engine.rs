@@ -12,6 +12,7 @@ use kube::api::{ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use provisioner::domain::Operation;
 use provisioner::startup::App;
+use runner_contract::report::{RunReport, kubeconfig_digest};
 use serde_json::Value;
 use test_control_plane::{ControlPlane, free_port};
 use tokio::sync::watch;
@@ -182,18 +183,21 @@ impl Engine {
             }
             let labels = pod.metadata.labels.clone().unwrap_or_default();
             let Some(job) = labels.get("batch.kubernetes.io/job-name") else { continue };
+            let mut report = String::new();
             if let Some(runtime_id) = job.strip_prefix("provision-") {
                 self.publish_outputs(&format!("provision-{runtime_id}-outputs"), KUBECONFIG_OUTPUT).await;
+                report = runner_report(Some(KUBECONFIG_OUTPUT));
             }
             let name = pod.metadata.name.clone().unwrap();
-            if self.control_plane.terminate_pod(&self.namespace, &name, "terraform-runner", 0, "").await.is_ok() {
+            if self.control_plane.terminate_pod(&self.namespace, &name, "terraform-runner", 0, &report).await.is_ok() {
                 finished += 1;
             }
         }
         finished
     }
 
-    async fn publish_outputs(&self, secret_name: &str, kubeconfig: &str) {
+    /// Writes an outputs Secret as terraform-runner does, with its identity: created, or replaced when it exists.
+    pub async fn publish_outputs(&self, secret_name: &str, kubeconfig: &str) {
         let runner = self
             .control_plane
             .client_for_service_account(&self.namespace, "terraform-runner")
@@ -204,11 +208,14 @@ impl Engine {
             data: Some(BTreeMap::from([("kubeconfig".to_owned(), ByteString(kubeconfig.as_bytes().to_vec()))])),
             ..Secret::default()
         };
-        match Api::<Secret>::namespaced(runner, &self.namespace).create(&PostParams::default(), &secret).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(status)) if status.code == 409 => {}
-            Err(error) => panic!("terraform-runner publishes its outputs: {error}"),
-        }
+        let secrets = Api::<Secret>::namespaced(runner, &self.namespace);
+        let published = match secrets.create(&PostParams::default(), &secret).await {
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                secrets.replace(secret_name, &PostParams::default(), &secret).await
+            }
+            result => result,
+        };
+        published.expect("terraform-runner publishes its outputs");
     }
 
     /// Provisions a runtime over REST and returns (runtime id, operation id).
@@ -266,16 +273,17 @@ impl Engine {
     }
 
     /// Plays terraform-runner and kubelet for a successful run: publishes the kubeconfig as the runner's own
-    /// identity (provisioning only), then marks the pod Succeeded.
-    /// The runner's pod ends successfully, reporting [`RUNNER_PLAN_SUMMARY`] as the real runner reports its plan.
+    /// identity (an apply), then marks the pod Succeeded with the report the real runner writes: its plan,
+    /// [`RUNNER_PLAN_SUMMARY`], and the digest of the kubeconfig it published.
     pub async fn runner_succeeds(&self, job: &str, outputs: Option<(&str, &str)>) {
         let pod = self.control_plane.wait_for_job_pod(&self.namespace, job).await.expect("job pod");
         if let Some((secret_name, kubeconfig)) = outputs {
             self.publish_outputs(secret_name, kubeconfig).await;
         }
         let name = pod.metadata.name.unwrap();
+        let report = runner_report(outputs.map(|(_, kubeconfig)| kubeconfig));
         self.control_plane
-            .terminate_pod(&self.namespace, &name, "terraform-runner", 0, RUNNER_PLAN_SUMMARY)
+            .terminate_pod(&self.namespace, &name, "terraform-runner", 0, &report)
             .await
             .expect("pod succeeds");
     }
@@ -320,6 +328,14 @@ impl Engine {
             .await
             .expect("pod fails");
     }
+}
+
+/// The termination message of a successful stand-in run: [`RUNNER_PLAN_SUMMARY`], with the digest of the
+/// kubeconfig an apply published.
+pub fn runner_report(published: Option<&str>) -> String {
+    let plan = serde_json::from_str(RUNNER_PLAN_SUMMARY).expect("the stand-in's plan summary");
+    let kubeconfig_sha256 = published.map(|kubeconfig| kubeconfig_digest(kubeconfig.as_bytes()));
+    serde_json::to_string(&RunReport { plan, kubeconfig_sha256 }).expect("a report serialises")
 }
 
 /// The kubeconfig [`Engine::finish_running_pods`] publishes.

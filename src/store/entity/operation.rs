@@ -29,6 +29,7 @@ pub struct Model {
     pub dry_run: bool,
     pub requested_by: Option<String>,
     pub cancel_requested_by: Option<String>,
+    pub kubeconfig_sha256: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
