@@ -48,3 +48,7 @@ ALTER TABLE "operation" ADD COLUMN "cancel_requested_by" varchar(255);
 CREATE TABLE "operation_log" ( "operation_id" uuid NOT NULL, "container" varchar(64) NOT NULL, "content" bytea NOT NULL, "printed_bytes" bigint NOT NULL, "archived_at" timestamp with time zone NOT NULL, PRIMARY KEY ("operation_id", "container"), CONSTRAINT "operation_log_operation_id_fkey" FOREIGN KEY ("operation_id") REFERENCES "operation" ("id") ON DELETE CASCADE );
 
 CREATE INDEX "operation_log_archived_at_idx" ON "operation_log" ("archived_at");
+
+ALTER TABLE "operation" ADD COLUMN "kubeconfig_sha256" varchar(64) NULL;
+
+ALTER TABLE "runtime" ADD COLUMN "state_bucket" varchar(63) NULL;

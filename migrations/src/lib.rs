@@ -15,6 +15,7 @@ mod m20261205_000001_operation_history;
 mod m20261206_000001_cancel;
 mod m20261207_000001_run_logs;
 mod m20261208_000001_outputs_provenance;
+mod m20261209_000001_runtime_state_bucket;
 
 pub use sea_orm_migration::MigratorTrait;
 
@@ -42,6 +43,7 @@ fn all() -> Vec<Box<dyn Listed>> {
         Box::new(m20261206_000001_cancel::Migration),
         Box::new(m20261207_000001_run_logs::Migration),
         Box::new(m20261208_000001_outputs_provenance::Migration),
+        Box::new(m20261209_000001_runtime_state_bucket::Migration),
     ]
 }
 

@@ -69,6 +69,8 @@ impl Runtime {
         let created: DateTime<Utc> = Utc.with_ymd_and_hms(2025, 6, 1, 12, 0, 0).single().expect("a valid time");
         let (mut runtime, _) = Runtime::requested(ProvisionRequest::example(topology), false, created);
         runtime.id = Uuid::from_u128(0x0190b8a6_7f3e_7c4a_9a41_3f2d3c1b2a10);
+        let config = &runtime.cluster_config;
+        runtime.state_bucket = super::state_bucket::state_bucket_name(&config.environment, &runtime.name, runtime.id);
         runtime.last_operation_id = None;
         runtime
     }

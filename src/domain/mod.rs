@@ -50,6 +50,7 @@ mod example;
 pub mod policy;
 pub mod run;
 pub mod run_log;
+pub mod state_bucket;
 
 use run::Stage;
 
@@ -343,6 +344,8 @@ pub struct Runtime {
     pub preview: bool,
     /// Its workers are scaled to zero (and a vanilla control plane is stopped) since a hibernation succeeded.
     pub hibernated: bool,
+    /// Where its Terraform state lives, named once when it was created (see [`state_bucket`]).
+    pub state_bucket: String,
 }
 
 impl Runtime {
@@ -352,6 +355,8 @@ impl Runtime {
         let id = Uuid::now_v7();
         let provider = ProviderVersion::pinned(request.cluster_config.topology.cloud());
         let operation = Operation { dry_run, ..Operation::queued(id, OperationType::Provision, provider, now) };
+        let state_bucket =
+            state_bucket::state_bucket_name(&request.cluster_config.environment, &request.runtime_input.name, id);
         let runtime = Runtime {
             id,
             name: request.runtime_input.name,
@@ -364,6 +369,7 @@ impl Runtime {
             deleted_at: None,
             preview: dry_run,
             hibernated: false,
+            state_bucket,
         };
         (runtime, operation)
     }

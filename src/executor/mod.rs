@@ -737,8 +737,9 @@ mod tests {
     #[test]
     fn failure_messages_are_redacted_and_bounded() {
         let secrets = vec!["AKIASECRET123".to_owned(), "x".to_owned()];
-        let message = bounded_and_redacted("auth failed for AKIASECRET123 at x", &secrets);
-        assert_eq!(message, "auth failed for [REDACTED] at x");
+        // A short value is redacted where it stands as a word, not inside others.
+        let message = bounded_and_redacted("auth failed for AKIASECRET123 at max x", &secrets);
+        assert_eq!(message, "auth failed for [REDACTED] at max [REDACTED]");
         let long = "é".repeat(2000);
         let bounded = bounded_and_redacted(&long, &[]);
         assert!(bounded.len() <= runner_contract::redact::MAX_FAILURE_MESSAGE + '…'.len_utf8());

@@ -6,7 +6,6 @@
 //! through an HCL string escaper, and the templates only place values between quotes (numbers and flags are
 //! typed as such in the template data).
 
-mod bucket;
 mod escape;
 
 use std::collections::BTreeMap;
@@ -18,7 +17,6 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::domain::{OperationType, Runtime, Topology};
-pub use bucket::state_bucket_name;
 use escape::escape_hcl_string;
 pub use runner_contract::manifest::RunAction;
 
@@ -94,7 +92,7 @@ impl Renderer {
         if !provider.is_exact() || provider.name() != ProviderVersion::pinned(cloud).name() {
             return Err(Error::Provider { provider: provider.clone(), cloud: cloud.as_str(), runtime_id: runtime.id });
         }
-        let state_bucket = state_bucket_name(&config.environment, &runtime.name);
+        let state_bucket = runtime.state_bucket.clone();
         let scaling = WorkerScaling::of(operation_type);
         let data = TemplateData::new(runtime, &state_bucket, provider, scaling)?;
         let main_tf = self
@@ -388,8 +386,10 @@ mod tests {
 
     #[test]
     fn runner_json_names_the_action_and_where_the_state_lives() {
-        let rendered = render(&runtime(Topology::Gke), RunAction::Destroy);
+        let gke = runtime(Topology::Gke);
+        let rendered = render(&gke, RunAction::Destroy);
         let manifest: serde_json::Value = serde_json::from_str(&rendered.files["runner.json"]).unwrap();
+        assert!(gke.state_bucket.starts_with("kubeopera-state-dev-team-a-"), "{}", gke.state_bucket);
         assert_eq!(
             manifest,
             serde_json::json!({
@@ -397,7 +397,7 @@ mod tests {
                 "topology": "gke",
                 "cloud": "gcp",
                 "region": "europe-west3",
-                "stateBucket": "kubeopera-terraform-state-dev-team-a",
+                "stateBucket": gke.state_bucket,
                 "runtimeId": "0190b8a6-7f3e-7c4a-9a41-3f2d3c1b2a10",
                 "runtimeName": "team-a",
                 "gcpProject": "my-project-1",

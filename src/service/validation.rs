@@ -10,7 +10,7 @@ use crate::domain::{ClusterConfig, Labels, ProvisionRequest, Topology, UpgradeCl
 
 /// The longest runtime name: the name ends up in cloud resource names with tighter limits than Kubernetes
 /// (an AWS load balancer name is at most 32 characters, and the state bucket
-/// `kubeopera-terraform-state-<environment>-<name>` must stay within 63).
+/// `kubeopera-state-<environment>-<name>-<8 hex>` must stay within 63).
 pub const MAX_NAME_LEN: usize = 24;
 /// The longest environment name, for the same bucket name limit.
 pub const MAX_ENVIRONMENT_LEN: usize = 12;

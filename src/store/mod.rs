@@ -18,6 +18,7 @@ use uuid::Uuid;
 
 use crate::domain::run::Stage;
 use crate::domain::run_log::KeptLog;
+use crate::domain::state_bucket;
 use crate::domain::{
     ClusterConfig, Component, FailureReason, Labels, LastError, Operation, OperationPage, OperationState,
     OperationType, PlanSummary, ProviderVersion, Runtime, RuntimePage, StageEntry,
@@ -811,6 +812,7 @@ fn runtime_to_model(runtime: &Runtime) -> Result<runtime::Model> {
         deleted_at: runtime.deleted_at,
         preview: runtime.preview,
         hibernated: runtime.hibernated,
+        state_bucket: Some(runtime.state_bucket.clone()),
     })
 }
 
@@ -819,18 +821,23 @@ fn runtime_from_model(model: runtime::Model) -> Result<Runtime> {
         .map_err(|error| Error::Corrupt(format!("runtime {} labels: {error}", model.id)))?;
     let cluster_config: ClusterConfig = serde_json::from_value(model.cluster_config)
         .map_err(|error| Error::Corrupt(format!("runtime {} cluster config: {error}", model.id)))?;
+    // Runtimes recorded before they recorded their bucket keep the name they were given.
+    let state_bucket = model
+        .state_bucket
+        .unwrap_or_else(|| state_bucket::legacy_state_bucket_name(&cluster_config.environment, &model.name));
     Ok(Runtime {
         id: model.id,
         name: model.name,
         description: model.description,
         labels,
-        cluster_config,
         last_operation_id: model.last_operation_id,
         created_at: model.created_at,
         updated_at: model.updated_at,
         deleted_at: model.deleted_at,
+        state_bucket,
         preview: model.preview,
         hibernated: model.hibernated,
+        cluster_config,
     })
 }
 

@@ -6,7 +6,7 @@ terraform {
 
   # This cluster's own state bucket; terraform-runner creates it before init and removes it after a destroy.
   backend "s3" {
-    bucket       = "kubeopera-terraform-state-prod-team-a-eks"
+    bucket       = "kubeopera-state-prod-team-a-eks-61863e05"
     key          = "terraform.tfstate"
     region       = "us-east-1"
     encrypt      = true

@@ -5,7 +5,7 @@ terraform {
 
   # This cluster's own state bucket; terraform-runner creates it before init and removes it after a destroy.
   backend "gcs" {
-    bucket = "kubeopera-terraform-state-staging-team-a-gke"
+    bucket = "kubeopera-state-staging-team-a-gke-61863e05"
     prefix = "terraform"
   }
 

@@ -6,7 +6,7 @@ terraform {
 
   # This cluster's own state bucket; terraform-runner creates it before init and removes it after a destroy.
   backend "s3" {
-    bucket       = "kubeopera-terraform-state-dev-team-a-vanilla-kubeadm"
+    bucket       = "kubeopera-state-dev-team-a-vanilla-kubeadm-61863e05"
     key          = "terraform.tfstate"
     region       = "eu-central-1"
     encrypt      = true

@@ -639,6 +639,42 @@ async fn a_kubeconfig_another_runner_wrote_is_never_served() {
     process.stop().await;
 }
 
+/// A new runtime's state bucket ends with a part of its own id (bucket names are global: nobody can take it
+/// first); a runtime recorded before buckets were recorded keeps the name it was given.
+#[tokio::test]
+async fn a_runtime_keeps_the_state_bucket_it_was_given() {
+    let (engine, process) = Engine::start(Backend::Postgres, &[]).await;
+    let bucket_of = |engine: &Engine, job: String| {
+        let configs: Api<ConfigMap> = Api::namespaced(engine.admin.clone(), &engine.namespace);
+        async move {
+            let config = configs.get(&format!("{job}-config")).await.expect("the run's ConfigMap");
+            let manifest: Value = serde_json::from_str(&config.data.unwrap()["runner.json"]).unwrap();
+            manifest["stateBucket"].as_str().unwrap().to_owned()
+        }
+    };
+    let (runtime_id, operation_id) = engine.provision(&provision_body("engine-bucket")).await;
+    engine.wait_for_stage(&operation_id, "WaitForJob", WAIT).await;
+    let bucket = bucket_of(&engine, format!("provision-{runtime_id}")).await;
+    let id = uuid::Uuid::parse_str(&runtime_id).unwrap();
+    assert_eq!(bucket, provisioner::domain::state_bucket::state_bucket_name("dev", "engine-bucket", id));
+    assert!(bucket.starts_with("kubeopera-state-dev-engine-bucket-"), "{bucket}");
+    let outputs = format!("provision-{runtime_id}-outputs");
+    engine.runner_succeeds(&format!("provision-{runtime_id}"), Some((&outputs, KUBECONFIG))).await;
+    engine.wait_for_status(&runtime_id, &["succeeded"], WAIT).await;
+
+    // As a runtime recorded by the release before: no bucket in its row.
+    engine.app.database.set_columns("runtime", &runtime_id, [("state_bucket", Option::<String>::None.into())]).await;
+    let accepted = engine.app.delete(&format!("/api/v1/provisions/{runtime_id}")).await;
+    assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
+    let deprovisioning = accepted.json()["operationId"].as_str().unwrap().to_owned();
+    engine.wait_for_stage(&deprovisioning, "WaitForJob", WAIT).await;
+    assert_eq!(
+        bucket_of(&engine, format!("deprovision-{runtime_id}")).await,
+        "kubeopera-terraform-state-dev-engine-bucket"
+    );
+    process.stop().await;
+}
+
 /// A destroy installs the provider version that last wrote the cluster's state, not this release's pin: the
 /// operation records it, the rendered `main.tf` requires exactly it and `runner.json` names it.
 #[tokio::test]

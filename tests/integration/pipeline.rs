@@ -16,6 +16,7 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use kube::Api;
+use provisioner::domain::state_bucket::state_bucket_name;
 use provisioner::executor::RUNNER_CONTAINER;
 use runner_contract::environment::mount;
 use serde_json::Value;
@@ -234,7 +235,7 @@ async fn an_eks_cluster_is_provisioned_upgraded_hibernated_woken_and_deprovision
     let moto = MotoServer::start().await;
     let (engine, process) = Engine::start(Backend::Sqlite, &[]).await;
     let (runtime_id, provisioning) = engine.provision(&eks_body("pipeline")).await;
-    let bucket = "kubeopera-terraform-state-dev-pipeline";
+    let bucket = &state_bucket_name("dev", "pipeline", runtime_id.parse().unwrap());
     let bucket_exists =
         || moto.aws_command().args(["s3api", "head-bucket", "--bucket", bucket]).output().unwrap().status.success();
 
@@ -446,7 +447,7 @@ async fn a_cancelled_provisioning_stops_terraform_and_a_deprovisioning_destroys_
         "{failed}"
     );
     // Terraform released its lock and kept what it created in the state.
-    let bucket = "kubeopera-terraform-state-dev-cancelled";
+    let bucket = &state_bucket_name("dev", "cancelled", runtime_id.parse().unwrap());
     let objects =
         moto.aws(&["s3api", "list-objects-v2", "--bucket", bucket, "--output", "json", "--query", "Contents[].Key"]);
     let objects: Value = serde_json::from_str(&objects).unwrap();

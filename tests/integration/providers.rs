@@ -25,6 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use provisioner::domain::state_bucket::state_bucket_name;
 use provisioner::domain::{ControlPlane, Network, OperationType, ProviderVersion, Runtime, Topology};
 use provisioner::render::RunAction;
 use serde_json::Value;
@@ -55,6 +56,7 @@ fn custom_network() -> Network {
 fn runtime(topology: Topology, name: &str, network: Option<Network>) -> Runtime {
     let mut runtime = Runtime::example(topology);
     runtime.name = name.to_owned();
+    runtime.state_bucket = state_bucket_name(&runtime.cluster_config.environment, name, runtime.id);
     runtime.cluster_config.network = network;
     runtime
 }
@@ -199,7 +201,7 @@ async fn apply_and_destroy_on_moto(runtime: Runtime) -> (usize, usize, usize) {
     let moto = MotoServer::start().await;
     let region = runtime.cluster_config.region.clone();
     // terraform-runner creates the cluster's own state bucket before init.
-    let bucket = provisioner::render::state_bucket_name(&runtime.cluster_config.environment, &runtime.name);
+    let bucket = runtime.state_bucket.clone();
     let location = format!("LocationConstraint={region}");
     moto.aws(&[
         "s3api",
@@ -551,7 +553,7 @@ async fn eks_on_a_custom_network_is_applied_and_destroyed_on_moto() {
 async fn gke_plans(network: Option<Network>, name: &str) -> usize {
     let gcs = FakeGcs::start().await;
     let runtime = runtime(Topology::Gke, name, network);
-    let bucket = provisioner::render::state_bucket_name(&runtime.cluster_config.environment, &runtime.name);
+    let bucket = runtime.state_bucket.clone();
     gcs.create_bucket(&bucket, true).await;
     let env = vec![
         // fake-gcs-server itself: its recording proxy runs on this test's runtime, which `tofu` (run to

@@ -11,8 +11,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use hcl::{Block, Body, Expression, ObjectKey};
+use provisioner::domain::state_bucket::state_bucket_name;
 use provisioner::domain::{AwsConfig, Labels, Network, Runtime, Topology, WorkerPool};
-use provisioner::render::{RenderedConfig, RunAction, state_bucket_name};
+use provisioner::render::{RenderedConfig, RunAction};
 
 const TOPOLOGIES: [Topology; 3] = [Topology::VanillaKubeadm, Topology::Eks, Topology::Gke];
 
@@ -56,6 +57,8 @@ fn runtime(topology: Topology) -> Runtime {
             config.network = None;
         }
     }
+    // Named as the service names it when it records the runtime.
+    runtime.state_bucket = state_bucket_name(&runtime.cluster_config.environment, &runtime.name, runtime.id);
     runtime
 }
 
@@ -341,8 +344,7 @@ fn aws_state_lives_in_the_clusters_own_s3_bucket() {
     for runtime in [vanilla(), eks()] {
         let body = parse(&render(&runtime));
         let backend = block(block(&body, "terraform", &[]).body(), "backend", &["s3"]).body();
-        let expected = state_bucket_name(&runtime.cluster_config.environment, &runtime.name);
-        assert_eq!(string(backend, "bucket"), expected);
+        assert_eq!(string(backend, "bucket"), runtime.state_bucket, "the bucket the runtime recorded");
         assert_eq!(string(backend, "key"), "terraform.tfstate");
         assert_eq!(string(backend, "region"), runtime.cluster_config.region);
         assert_eq!(attribute(backend, "encrypt"), &Expression::Bool(true));
@@ -356,7 +358,7 @@ fn gcp_state_lives_in_the_clusters_own_gcs_bucket() {
     let runtime = gke();
     let body = parse(&render(&runtime));
     let backend = block(block(&body, "terraform", &[]).body(), "backend", &["gcs"]).body();
-    assert_eq!(string(backend, "bucket"), "kubeopera-terraform-state-staging-team-a-gke");
+    assert_eq!(string(backend, "bucket"), "kubeopera-state-staging-team-a-gke-61863e05");
     assert_eq!(string(backend, "prefix"), "terraform");
 }
 
@@ -416,6 +418,7 @@ fn rendered_configs_match_their_golden_files() {
 /// The same runtime with hostile text in the name, the description, a label key and a label value.
 fn hostilise(mut runtime: Runtime) -> Runtime {
     runtime.name = HOSTILE.to_owned();
+    runtime.state_bucket = state_bucket_name(&runtime.cluster_config.environment, HOSTILE, runtime.id);
     runtime.description = Some(HOSTILE.to_owned());
     runtime.labels = Labels(BTreeMap::from([
         (format!("{HOSTILE}-key"), HOSTILE.to_owned()),
@@ -483,7 +486,7 @@ fn hostile_names_still_give_a_valid_state_bucket() {
         let terraform = block(&body, "terraform", &[]).body();
         let backend = terraform.blocks().find(|block| block.identifier() == "backend").unwrap().body();
         let bucket = string(backend, "bucket");
-        assert_eq!(bucket, state_bucket_name(&runtime.cluster_config.environment, HOSTILE));
+        assert_eq!(bucket, runtime.state_bucket);
         assert!(bucket.len() <= 63 && bucket.bytes().all(|byte| matches!(byte, b'a'..=b'z' | b'0'..=b'9' | b'-')));
     }
 }
@@ -523,7 +526,7 @@ fn runner_json_tells_the_runner_what_to_do() {
             "topology": "vanilla_kubeadm",
             "cloud": "aws",
             "region": "eu-central-1",
-            "stateBucket": "kubeopera-terraform-state-dev-team-a-vanilla-kubeadm",
+            "stateBucket": "kubeopera-state-dev-team-a-vanilla-kubeadm-61863e05",
             "runtimeId": "0190b8a6-7f3e-7c4a-9a41-3f2d3c1b2a10",
             "runtimeName": "team-a-vanilla-kubeadm",
             "ssmParameterPrefix": "/kubeopera/0190b8a6-7f3e-7c4a-9a41-3f2d3c1b2a10/",

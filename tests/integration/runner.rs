@@ -1129,6 +1129,80 @@ async fn a_live_runtimes_state_bucket_is_never_touched_by_another_runtime() {
     assert_eq!(job.state_etag(), state);
 }
 
+/// Bucket names are global: someone in another account who creates the state bucket's name first (granting
+/// everyone access) never receives a state. The run fails naming the bucket and writes nothing to it.
+#[tokio::test]
+async fn a_state_bucket_of_another_account_is_refused_and_never_written() {
+    let job = Job::new().await;
+    let assumed: Value = serde_json::from_str(&job.moto.aws(&[
+        "sts",
+        "assume-role",
+        "--role-arn",
+        "arn:aws:iam::210987654321:role/squatter",
+        "--role-session-name",
+        "squatter",
+        "--output",
+        "json",
+    ]))
+    .unwrap();
+    let keys = &assumed["Credentials"];
+    let squatter = |args: &[&str]| {
+        let output = job
+            .moto
+            .aws_command()
+            .env("AWS_ACCESS_KEY_ID", keys["AccessKeyId"].as_str().unwrap())
+            .env("AWS_SECRET_ACCESS_KEY", keys["SecretAccessKey"].as_str().unwrap())
+            .env("AWS_SESSION_TOKEN", keys["SessionToken"].as_str().unwrap())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let identity: Value = serde_json::from_str(&squatter(&["sts", "get-caller-identity", "--output", "json"])).unwrap();
+    assert_eq!(identity["Account"], "210987654321", "the squatter is another account");
+    squatter(&[
+        "s3api",
+        "create-bucket",
+        "--bucket",
+        &job.bucket,
+        "--create-bucket-configuration",
+        &format!("LocationConstraint={REGION}"),
+    ]);
+    let everyone = json!({"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Principal": "*", "Action": "s3:*",
+        "Resource": [format!("arn:aws:s3:::{}", job.bucket), format!("arn:aws:s3:::{}/*", job.bucket)],
+    }]});
+    squatter(&["s3api", "put-bucket-policy", "--bucket", &job.bucket, "--policy", &everyone.to_string()]);
+
+    job.write_config("apply", "vanilla_kubeadm", &job.protected_cluster_config("v1", "generation-1"));
+    let refused = job.run("apply").await;
+    refused.assert_failure();
+    assert_eq!(
+        refused.termination_message,
+        format!(
+            "state bucket {} exists but does not belong to account 123456789012; nothing was read or written",
+            job.bucket
+        )
+    );
+    let listing: Value = serde_json::from_str(&squatter(&[
+        "s3api",
+        "list-object-versions",
+        "--bucket",
+        &job.bucket,
+        "--output",
+        "json",
+    ]))
+    .unwrap_or(Value::Null);
+    assert!(listing["Versions"].as_array().is_none_or(Vec::is_empty), "written to: {listing}");
+    job.write_config("plan", "vanilla_kubeadm", &job.protected_cluster_config("v1", "generation-1"));
+    job.run("plan").await.assert_failure();
+    job.write_config("destroy", "vanilla_kubeadm", &job.protected_cluster_config("v1", "generation-1"));
+    job.run("destroy").await.assert_failure();
+    // The bucket stays theirs: a destroy never removes someone else's bucket.
+    squatter(&["s3api", "head-bucket", "--bucket", &job.bucket]);
+}
+
 /// A vanilla upgrade's configuration: three control-plane machines (replaced for a new `machine_type`), the
 /// resource the nodes watch for the version and the workers (both replaced for a new `version`), each logging
 /// when it is created.

@@ -33,6 +33,9 @@ const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct AwsSession {
     config: SdkConfig,
     region: String,
+    /// The account the credential acts in: every S3 call expects it to own the state bucket, so a bucket of the
+    /// same name in another account (squatted, or another installation's) is never read or written.
+    account: String,
     /// How Terraform gets the same identity: keys, or a profile that assumes the role (and renews it).
     terraform_env: Vec<(String, String)>,
 }
@@ -138,7 +141,19 @@ impl AwsSession {
                 return Err(Error::Input("a GCP credential cannot run an AWS topology".to_owned()));
             }
         };
-        Ok(AwsSession { config, region: region.to_owned(), terraform_env })
+        let identity = aws_sdk_sts::Client::new(&config)
+            .get_caller_identity()
+            .send()
+            .await
+            .map_err(|error| aws_error("sts:GetCallerIdentity", error))?;
+        let account = identity
+            .account()
+            .ok_or_else(|| Error::Aws {
+                operation: "sts:GetCallerIdentity",
+                message: "no account in the answer".into(),
+            })?
+            .to_owned();
+        Ok(AwsSession { config, region: region.to_owned(), terraform_env, account })
     }
 
     /// Environment for Terraform: exactly this identity, whatever else the pod has.
@@ -154,12 +169,33 @@ impl AwsSession {
         )
     }
 
+    /// Whether the state bucket exists; one that exists in another account fails the run
+    /// ([`Error::ForeignBucket`]). S3 itself refuses a call whose bucket has another owner than expected; the
+    /// account's own bucket list is asked too, since S3-compatible endpoints may not check.
     pub async fn state_bucket_exists(&self, bucket: &str) -> Result<bool> {
-        match self.s3().head_bucket().bucket(bucket).send().await {
-            Ok(_) => Ok(true),
+        let foreign =
+            || Error::ForeignBucket { bucket: bucket.to_owned(), expected_owner: format!("account {}", self.account) };
+        match self.s3().head_bucket().bucket(bucket).expected_bucket_owner(&self.account).send().await {
+            Ok(_) if self.owns(bucket).await? => Ok(true),
+            Ok(_) => Err(foreign()),
             Err(error) if error.as_service_error().is_some_and(|error| error.is_not_found()) => Ok(false),
+            Err(error) if error.raw_response().is_some_and(|response| response.status().as_u16() == 403) => {
+                Err(foreign())
+            }
             Err(error) => Err(aws_error("s3:HeadBucket", error)),
         }
+    }
+
+    /// Whether the bucket is in the credential's account's own bucket list.
+    async fn owns(&self, bucket: &str) -> Result<bool> {
+        let listing = self
+            .s3()
+            .list_buckets()
+            .prefix(bucket)
+            .send()
+            .await
+            .map_err(|error| aws_error("s3:ListAllMyBuckets", error))?;
+        Ok(listing.buckets().iter().any(|owned| owned.name() == Some(bucket)))
     }
 
     /// Creates the cluster's state bucket if needed and (re)applies its protection: versioning (state history),
@@ -176,12 +212,20 @@ impl AwsSession {
             match s3.create_bucket().bucket(bucket).set_create_bucket_configuration(location).send().await {
                 Ok(_) => tracing::info!(bucket, "created the state bucket"),
                 Err(error) if error.as_service_error().is_some_and(|error| error.is_bucket_already_owned_by_you()) => {}
+                // Taken meanwhile by someone else.
+                Err(error) if error.as_service_error().is_some_and(|error| error.is_bucket_already_exists()) => {
+                    return Err(Error::ForeignBucket {
+                        bucket: bucket.to_owned(),
+                        expected_owner: format!("account {}", self.account),
+                    });
+                }
                 Err(error) => return Err(aws_error("s3:CreateBucket", error)),
             }
         }
         let versioning = VersioningConfiguration::builder().status(BucketVersioningStatus::Enabled).build();
         s3.put_bucket_versioning()
             .bucket(bucket)
+            .expected_bucket_owner(&self.account)
             .versioning_configuration(versioning)
             .send()
             .await
@@ -201,6 +245,7 @@ impl AwsSession {
             .map_err(|error| aws_error("s3:PutBucketEncryption", error))?;
         s3.put_bucket_encryption()
             .bucket(bucket)
+            .expected_bucket_owner(&self.account)
             .server_side_encryption_configuration(encryption)
             .send()
             .await
@@ -213,6 +258,7 @@ impl AwsSession {
             .build();
         s3.put_public_access_block()
             .bucket(bucket)
+            .expected_bucket_owner(&self.account)
             .public_access_block_configuration(block_all)
             .send()
             .await
@@ -229,6 +275,7 @@ impl AwsSession {
             let page = match s3
                 .list_object_versions()
                 .bucket(bucket)
+                .expected_bucket_owner(&self.account)
                 .set_key_marker(key_marker.take())
                 .set_version_id_marker(version_marker.take())
                 .send()
@@ -259,6 +306,7 @@ impl AwsSession {
                 let deleted = s3
                     .delete_objects()
                     .bucket(bucket)
+                    .expected_bucket_owner(&self.account)
                     .delete(delete)
                     .send()
                     .await
@@ -276,7 +324,7 @@ impl AwsSession {
             key_marker = page.next_key_marker().map(str::to_owned);
             version_marker = page.next_version_id_marker().map(str::to_owned);
         }
-        match s3.delete_bucket().bucket(bucket).send().await {
+        match s3.delete_bucket().bucket(bucket).expected_bucket_owner(&self.account).send().await {
             Ok(_) => {
                 tracing::info!(bucket, "removed the state bucket");
                 Ok(())
@@ -288,7 +336,7 @@ impl AwsSession {
 
     /// An object of the state bucket, or `None` when there is no such object.
     pub async fn read_object(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
-        match self.s3().get_object().bucket(bucket).key(key).send().await {
+        match self.s3().get_object().bucket(bucket).expected_bucket_owner(&self.account).key(key).send().await {
             Ok(object) => {
                 let body = object.body.collect().await.map_err(|error| aws_error("s3:GetObject", error))?;
                 Ok(Some(body.into_bytes().to_vec()))
@@ -303,6 +351,7 @@ impl AwsSession {
         self.s3()
             .put_object()
             .bucket(bucket)
+            .expected_bucket_owner(&self.account)
             .key(key)
             .content_type("application/json")
             .body(aws_sdk_s3::primitives::ByteStream::from(body))

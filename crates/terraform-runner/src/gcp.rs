@@ -152,12 +152,32 @@ impl GcpSession {
         }
     }
 
+    /// Whether the state bucket exists; one that belongs to another project fails the run
+    /// ([`Error::ForeignBucket`]): bucket names are global, so the name may be someone else's.
     pub async fn state_bucket_exists(&self, bucket: &str) -> Result<bool> {
         match self.call("storage.buckets.get", Method::GET, self.url(&["storage", "v1", "b", bucket]), None).await? {
-            (status, _) if status.is_success() => Ok(true),
+            (status, _) if status.is_success() && self.owns(bucket).await? => Ok(true),
+            (status, _) if status.is_success() || status == StatusCode::FORBIDDEN => Err(self.foreign(bucket)),
             (StatusCode::NOT_FOUND, _) => Ok(false),
             (status, body) => Err(gcp_error("storage.buckets.get", describe(status, &body))),
         }
+    }
+
+    /// Whether the bucket is among the credential's project's buckets.
+    async fn owns(&self, bucket: &str) -> Result<bool> {
+        let mut url = self.url(&["storage", "v1", "b"]);
+        url.query_pairs_mut().append_pair("project", &self.project).append_pair("prefix", bucket);
+        match self.call("storage.buckets.list", Method::GET, url, None).await? {
+            (status, listing) if status.is_success() => {
+                let items = listing["items"].as_array().map(Vec::as_slice).unwrap_or_default();
+                Ok(items.iter().any(|item| item["name"].as_str() == Some(bucket)))
+            }
+            (status, body) => Err(gcp_error("storage.buckets.list", describe(status, &body))),
+        }
+    }
+
+    fn foreign(&self, bucket: &str) -> Error {
+        Error::ForeignBucket { bucket: bucket.to_owned(), expected_owner: format!("project {}", self.project) }
     }
 
     /// Creates the state bucket if needed and (re)applies its protection: versioning, uniform bucket-level
@@ -175,8 +195,12 @@ impl GcpSession {
             url.query_pairs_mut().append_pair("project", &self.project);
             match self.call("storage.buckets.insert", Method::POST, url, Some(&create)).await? {
                 (status, _) if status.is_success() => tracing::info!(bucket, "created the state bucket"),
-                // Created by an earlier attempt between our check and now; the patch below verifies access.
-                (StatusCode::CONFLICT, _) => {}
+                // Created between the check and now: by an earlier attempt of this run, or by someone else.
+                (StatusCode::CONFLICT, _) => {
+                    if !self.state_bucket_exists(bucket).await? {
+                        return Err(self.foreign(bucket));
+                    }
+                }
                 (status, body) => return Err(gcp_error("storage.buckets.insert", describe(status, &body))),
             }
         }

@@ -86,6 +86,9 @@ pub enum Error {
     DestructivePlan { addresses: Vec<String> },
     #[error("state bucket {bucket} holds the state of runtime {owner}, not this runtime's; nothing was changed")]
     StateOfAnotherRuntime { bucket: String, owner: uuid::Uuid },
+    /// The bucket's name is taken by someone else (another account, another project): its state would be theirs.
+    #[error("state bucket {bucket} exists but does not belong to {expected_owner}; nothing was read or written")]
+    ForeignBucket { bucket: String, expected_owner: String },
     #[error("reading the plan: {0}")]
     Plan(String),
     #[error(

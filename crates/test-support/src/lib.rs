@@ -114,6 +114,11 @@ impl TestDatabase {
         operation_id: &str,
         columns: [(&str, sea_orm::Value); N],
     ) {
+        self.set_columns("operation", operation_id, columns).await;
+    }
+
+    /// Changes columns of the row `id` of `table` directly in the database, behind the service's back.
+    pub async fn set_columns<const N: usize>(&self, table: &str, id: &str, columns: [(&str, sea_orm::Value); N]) {
         let db = Database::connect(&self.url).await.expect("connect to the test database");
         let backend = db.get_database_backend();
         let placeholder = |index: usize| match backend {
@@ -125,9 +130,9 @@ impl TestDatabase {
             .enumerate()
             .map(|(index, (column, _))| format!("{column} = {}", placeholder(index + 1)))
             .collect();
-        let sql = format!("UPDATE operation SET {} WHERE id = {}", assignments.join(", "), placeholder(N + 1));
+        let sql = format!("UPDATE {table} SET {} WHERE id = {}", assignments.join(", "), placeholder(N + 1));
         let mut values: Vec<sea_orm::Value> = columns.into_iter().map(|(_, value)| value).collect();
-        values.push(uuid::Uuid::parse_str(operation_id).expect("an operation id").into());
+        values.push(uuid::Uuid::parse_str(id).expect("a row id").into());
         db.execute_raw(sea_orm::Statement::from_sql_and_values(backend, sql, values)).await.expect("update");
     }
 

@@ -20,6 +20,7 @@ pub struct Model {
     pub deleted_at: Option<DateTimeUtc>,
     pub preview: bool,
     pub hibernated: bool,
+    pub state_bucket: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
