@@ -118,6 +118,8 @@ struct Variables {
     app_run_log_max_bytes: usize,
     #[serde(deserialize_with = "duration")]
     app_run_log_retention: Duration,
+    #[serde(deserialize_with = "duration")]
+    app_idempotency_key_ttl: Duration,
     #[serde(deserialize_with = "parsed")]
     app_enqueue_in_progress_operations: bool,
     #[serde(deserialize_with = "parsed")]
@@ -194,6 +196,7 @@ impl Default for Variables {
             app_hibernation_timeout: Duration::from_secs(30 * 60),
             app_run_log_max_bytes: 4 * 1024 * 1024,
             app_run_log_retention: Duration::from_secs(90 * 24 * 60 * 60),
+            app_idempotency_key_ttl: Duration::from_secs(24 * 60 * 60),
             app_enqueue_in_progress_operations: true,
             app_kubernetes_version_min: ValidationPolicy::DEFAULT.min_kubernetes_version,
             app_kubernetes_version_max: ValidationPolicy::DEFAULT.max_kubernetes_version,
@@ -370,6 +373,8 @@ pub struct OperationSettings {
     pub run_log_max_bytes: usize,
     /// How long kept logs stay before the periodic clean-up deletes them.
     pub run_log_retention: Duration,
+    /// How long an `Idempotency-Key` replays its first answer; older records are deleted.
+    pub idempotency_key_ttl: Duration,
     pub enqueue_in_progress: bool,
     pub worker_concurrency: usize,
     pub worker_max_runs: usize,
@@ -520,6 +525,7 @@ impl Variables {
                 hibernation_timeout: self.app_hibernation_timeout,
                 run_log_max_bytes: at_least("APP_RUN_LOG_MAX_BYTES", self.app_run_log_max_bytes, 4096)?,
                 run_log_retention: self.app_run_log_retention,
+                idempotency_key_ttl: self.app_idempotency_key_ttl,
                 enqueue_in_progress: self.app_enqueue_in_progress_operations,
                 worker_concurrency: within("APP_WORKER_CONCURRENCY", self.app_worker_concurrency, 1..=256)?,
                 worker_max_runs: within("APP_WORKER_MAX_RUNS", self.app_worker_max_runs, 1..=100_000)?,

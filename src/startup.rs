@@ -25,7 +25,7 @@ use crate::settings::{AuthnSettings, Settings};
 use crate::store::{self, Store};
 use crate::telemetry::{Metrics, WorkerHealth};
 use crate::token_review::TokenReviewer;
-use crate::worker::{RunLogRetention, Worker, WorkerSettings};
+use crate::worker::{Retention, Worker, WorkerSettings};
 
 /// How long in-flight work may take to wind down after a shutdown signal.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
@@ -67,13 +67,13 @@ pub struct Background {
     job_cache: Option<Task>,
     worker: Option<Worker>,
     /// Runs where the worker runs.
-    run_log_retention: Option<RunLogRetention>,
+    retention: Option<Retention>,
     worker_health: WorkerHealth,
 }
 
 impl Default for Background {
     fn default() -> Self {
-        Background { job_cache: None, worker: None, run_log_retention: None, worker_health: WorkerHealth::disabled() }
+        Background { job_cache: None, worker: None, retention: None, worker_health: WorkerHealth::disabled() }
     }
 }
 
@@ -151,10 +151,19 @@ impl App {
             (None, _) => None,
         };
 
-        let run_log_retention = worker
-            .as_ref()
-            .map(|_| RunLogRetention { store: store.clone(), retention: settings.operations.run_log_retention });
-        let service = Service::new(store, settings.validation.clone(), auth, executor, wake);
+        let retention = worker.as_ref().map(|_| Retention {
+            store: store.clone(),
+            run_logs: settings.operations.run_log_retention,
+            idempotency_records: settings.operations.idempotency_key_ttl,
+        });
+        let service = Service::new(
+            store,
+            settings.validation.clone(),
+            auth,
+            executor,
+            wake,
+            settings.operations.idempotency_key_ttl,
+        );
         let http = HttpSettings {
             api_endpoint: settings.server.api_endpoint.clone(),
             playground_endpoint: settings.server.playground_endpoint.clone(),
@@ -180,7 +189,7 @@ impl App {
             ),
             metrics_router: api::metrics_router(service.clone(), metrics),
             service,
-            background: Background { job_cache, worker, run_log_retention, worker_health },
+            background: Background { job_cache, worker, retention, worker_health },
         })
     }
 }
@@ -243,7 +252,7 @@ enum TaskName {
     MetricsServer,
     JobCache,
     Worker,
-    RunLogRetention,
+    Retention,
 }
 
 impl TaskName {
@@ -253,7 +262,7 @@ impl TaskName {
             TaskName::MetricsServer => "metrics server",
             TaskName::JobCache => "Job cache",
             TaskName::Worker => "worker",
-            TaskName::RunLogRetention => "run log retention",
+            TaskName::Retention => "retention",
         }
     }
 }
@@ -317,8 +326,8 @@ impl Background {
             };
             tasks.push((TaskName::JobCache, Box::pin(sync) as Task));
         }
-        if let Some(retention) = self.run_log_retention {
-            tasks.push((TaskName::RunLogRetention, Box::pin(retention.run(stopped.clone())) as Task));
+        if let Some(retention) = self.retention {
+            tasks.push((TaskName::Retention, Box::pin(retention.run(stopped.clone())) as Task));
         }
         if let Some(worker) = self.worker {
             let run = async move { worker.run(stopped).await.map_err(|error| error.to_string()) };

@@ -16,6 +16,7 @@ mod m20261206_000001_cancel;
 mod m20261207_000001_run_logs;
 mod m20261208_000001_outputs_provenance;
 mod m20261209_000001_runtime_state_bucket;
+mod m20261210_000001_caller_idempotency_keys;
 
 pub use sea_orm_migration::MigratorTrait;
 
@@ -44,6 +45,7 @@ fn all() -> Vec<Box<dyn Listed>> {
         Box::new(m20261207_000001_run_logs::Migration),
         Box::new(m20261208_000001_outputs_provenance::Migration),
         Box::new(m20261209_000001_runtime_state_bucket::Migration),
+        Box::new(m20261210_000001_caller_idempotency_keys::Migration),
     ]
 }
 

@@ -170,6 +170,8 @@ pub struct Service {
     /// Wakes this process's worker when an operation is queued.
     queued: Arc<Notify>,
     watches: watch::Watches,
+    /// How long an `Idempotency-Key` replays its first answer (`APP_IDEMPOTENCY_KEY_TTL`).
+    idempotency_ttl: chrono::TimeDelta,
 }
 
 pub use watch::{OperationWatch, shown_part};
@@ -181,8 +183,10 @@ impl Service {
         auth: AuthClient,
         executor: Option<Executor>,
         queued: Arc<Notify>,
+        idempotency_ttl: std::time::Duration,
     ) -> Self {
-        Service { store, policy, auth, executor, queued, watches: watch::Watches::default() }
+        let idempotency_ttl = chrono::TimeDelta::from_std(idempotency_ttl).unwrap_or(chrono::TimeDelta::MAX);
+        Service { store, policy, auth, executor, queued, watches: watch::Watches::default(), idempotency_ttl }
     }
 
     /// Validates and records a new runtime with a queued provisioning operation. With an idempotency key, a
@@ -198,11 +202,14 @@ impl Service {
     ) -> Result<ProvisionAccepted> {
         self.policy.validate(&request)?;
         let fingerprint = request_fingerprint(&request, dry_run);
+        let not_before =
+            store::now().checked_sub_signed(self.idempotency_ttl).unwrap_or(chrono::DateTime::<chrono::Utc>::MIN_UTC);
         if let Some(key) = idempotency_key {
             check_idempotency_key(key)?;
-            if let Some(record) = self.store.find_idempotency_record(key).await? {
+            if let Some(record) = self.store.find_idempotency_record(requested_by, key, not_before).await? {
                 return self.replay(record, &fingerprint).await;
             }
+            self.store.forget_expired_idempotency_record(requested_by, key, not_before).await?;
         }
 
         // Fail fast: nothing is recorded for a credential that does not exist or does not fit the topology.
@@ -212,6 +219,7 @@ impl Service {
         operation.requested_by = Some(requested_by.to_owned());
         let runtime_id = runtime.id;
         let record = idempotency_key.map(|key| IdempotencyRecord {
+            caller: requested_by.to_owned(),
             key: key.to_owned(),
             request_fingerprint: fingerprint.clone(),
             runtime_id,
@@ -230,7 +238,8 @@ impl Service {
             // A concurrent request with the same key won the race: answer as it did.
             Err(store::Error::IdempotencyKeyTaken) => {
                 let key = idempotency_key.unwrap_or_default();
-                let record = self.store.find_idempotency_record(key).await?.ok_or(Error::IdempotencyKeyReused)?;
+                let record = self.store.find_idempotency_record(requested_by, key, not_before).await?;
+                let record = record.ok_or(Error::IdempotencyKeyReused)?;
                 self.replay(record, &fingerprint).await
             }
             Err(error) => Err(error.into()),

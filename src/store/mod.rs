@@ -23,7 +23,7 @@ use crate::domain::{
     ClusterConfig, Component, FailureReason, Labels, LastError, Operation, OperationPage, OperationState,
     OperationType, PlanSummary, ProviderVersion, Runtime, RuntimePage, StageEntry,
 };
-use entity::{idempotency_key, operation, operation_log, operation_stage, runtime};
+use entity::{caller_idempotency_key, operation, operation_log, operation_stage, runtime};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -67,9 +67,11 @@ impl Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// What a provisioning request with an `Idempotency-Key` created, so that a retry gets the same answer.
+/// What a provisioning request with an `Idempotency-Key` created, so that a retry gets the same answer. A key is
+/// its caller's: the same key from another caller is another request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IdempotencyRecord {
+    pub caller: String,
     pub key: String,
     pub request_fingerprint: String,
     pub runtime_id: Uuid,
@@ -157,7 +159,8 @@ impl Store {
             .map_err(|error| unique_violation_as(error, Error::ActiveOperationExists))?;
         enter_stage(&txn, operation.id, operation.stage, operation.created_at).await?;
         if let Some(record) = idempotency {
-            idempotency_key::Model {
+            caller_idempotency_key::Model {
+                caller: record.caller.clone(),
                 key: record.key.clone(),
                 request_fingerprint: record.request_fingerprint.clone(),
                 runtime_id: record.runtime_id,
@@ -265,13 +268,49 @@ impl Store {
         Ok(entries)
     }
 
-    pub async fn find_idempotency_record(&self, key: &str) -> Result<Option<IdempotencyRecord>> {
-        Ok(idempotency_key::Entity::find_by_id(key.to_owned()).one(&self.reads).await?.map(|model| IdempotencyRecord {
+    /// `caller`'s record of `key`, when it was made at `not_before` or later (older ones have expired).
+    pub async fn find_idempotency_record(
+        &self,
+        caller: &str,
+        key: &str,
+        not_before: DateTime<Utc>,
+    ) -> Result<Option<IdempotencyRecord>> {
+        let found = caller_idempotency_key::Entity::find_by_id((caller.to_owned(), key.to_owned()))
+            .filter(caller_idempotency_key::Column::CreatedAt.gte(not_before))
+            .one(&self.reads)
+            .await?;
+        Ok(found.map(|model| IdempotencyRecord {
+            caller: model.caller,
             key: model.key,
             request_fingerprint: model.request_fingerprint,
             runtime_id: model.runtime_id,
             operation_id: model.operation_id,
         }))
+    }
+
+    /// Deletes `caller`'s expired record of `key` (made before `not_before`), so that the key can be used anew.
+    pub async fn forget_expired_idempotency_record(
+        &self,
+        caller: &str,
+        key: &str,
+        not_before: DateTime<Utc>,
+    ) -> Result<()> {
+        caller_idempotency_key::Entity::delete_many()
+            .filter(caller_idempotency_key::Column::Caller.eq(caller))
+            .filter(caller_idempotency_key::Column::Key.eq(key))
+            .filter(caller_idempotency_key::Column::CreatedAt.lt(not_before))
+            .exec(&self.db)
+            .await?;
+        Ok(())
+    }
+
+    /// Deletes the idempotency records made before `cutoff`; returns how many.
+    pub async fn delete_idempotency_records_before(&self, cutoff: DateTime<Utc>) -> Result<u64> {
+        let deleted = caller_idempotency_key::Entity::delete_many()
+            .filter(caller_idempotency_key::Column::CreatedAt.lt(cutoff))
+            .exec(&self.db)
+            .await?;
+        Ok(deleted.rows_affected)
     }
 
     /// Runtimes after the cursor in id order, optionally only those whose last operation is in `state`.

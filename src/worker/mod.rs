@@ -29,7 +29,7 @@ use crate::executor::{self, Executor, JobStop, ModulesSettings, RUNNER_GRACE_PER
 use crate::render::Renderer;
 use crate::store::{self, Claim, Progress, Store};
 use crate::telemetry::{Metrics, WorkerHealth};
-pub use retention::RunLogRetention;
+pub use retention::Retention;
 
 /// How long one step's remote calls may take before the attempt counts as a transient failure.
 const STEP_TIMEOUT: Duration = Duration::from_secs(60);

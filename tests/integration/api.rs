@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use provisioner::domain::DEFAULT_DISK_SIZE_GB;
+use provisioner::domain::{DEFAULT_DISK_SIZE_GB, ProvisionRequest, Topology};
 use serde_json::{Value, json};
 use test_support::{
     Backend, OPERATION_STATUS_FIELDS, TestApp, call, on_both_databases, provision_body, provision_input, spawn_app,
@@ -276,6 +276,45 @@ async fn idempotency_key_replays_the_first_answer(backend: Backend) {
     assert_eq!(app.app.service.runtimes(None, None, None, Some(100)).await.unwrap().runtimes.len(), 1);
 }
 
+/// An `Idempotency-Key` is its caller's: another caller's same key is another request. And it expires: after
+/// `APP_IDEMPOTENCY_KEY_TTL` the key starts a new request, and the clean-up deletes the old record.
+async fn idempotency_keys_are_per_caller_and_expire(backend: Backend) {
+    let app = spawn_app_with(backend, &[("APP_IDEMPOTENCY_KEY_TTL", "2s")], None).await;
+    let service = &app.app.service;
+    let request = |name: &str| ProvisionRequest::example_named(Topology::VanillaKubeadm, name);
+    let alice = service.provision_runtime(request("kappa"), Some("shared-key"), false, "alice").await.unwrap();
+    let bob = service.provision_runtime(request("kappa-bob"), Some("shared-key"), false, "bob").await.unwrap();
+    assert!(!bob.replayed, "bob's request is his own");
+    assert_ne!(bob.operation.id, alice.operation.id);
+    let again = service.provision_runtime(request("kappa"), Some("shared-key"), false, "alice").await.unwrap();
+    assert!(again.replayed && again.operation.id == alice.operation.id, "alice's retry is replayed");
+
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let later = service.provision_runtime(request("kappa-later"), Some("shared-key"), false, "alice").await.unwrap();
+    assert!(!later.replayed, "an expired key starts a new request");
+
+    let store = provisioner::store::Store::connect(&app.database.url, 2, Duration::from_secs(5)).await.unwrap();
+    let retention = provisioner::worker::Retention {
+        store,
+        run_logs: Duration::from_secs(90 * 24 * 60 * 60),
+        idempotency_records: Duration::from_secs(2),
+    };
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let cleanup = tokio::spawn(retention.run(stopped));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop.send(true).unwrap();
+    cleanup.await.unwrap().unwrap();
+    use sea_orm::ConnectionTrait as _;
+    let db = sea_orm::Database::connect(&app.database.url).await.unwrap();
+    let statement = sea_orm::Statement::from_string(
+        db.get_database_backend(),
+        "SELECT caller FROM caller_idempotency_key ORDER BY caller",
+    );
+    let rows = db.query_all_raw(statement).await.unwrap();
+    let callers: Vec<String> = rows.iter().map(|row| row.try_get("", "caller").unwrap()).collect();
+    assert_eq!(callers, ["alice"], "bob's expired record is gone, alice's new one stays");
+}
+
 async fn operations_survive_a_restart(backend: Backend) {
     let app = spawn_app(backend).await;
     let accepted = app.post_provision(&provision_body("iota")).await.json();
@@ -438,6 +477,7 @@ on_both_databases!(
     unknown_and_malformed_ids,
     kubeconfig_and_logs_conflict_before_the_run,
     idempotency_key_replays_the_first_answer,
+    idempotency_keys_are_per_caller_and_expire,
     operations_survive_a_restart,
     runtimes_are_paginated_and_filtered_by_state,
     health_and_metrics,
