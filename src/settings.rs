@@ -121,6 +121,8 @@ struct Variables {
     #[serde(deserialize_with = "duration")]
     app_idempotency_key_ttl: Duration,
     #[serde(deserialize_with = "parsed")]
+    app_max_log_bytes_per_request: usize,
+    #[serde(deserialize_with = "parsed")]
     app_enqueue_in_progress_operations: bool,
     #[serde(deserialize_with = "parsed")]
     app_kubernetes_version_min: KubernetesVersion,
@@ -197,6 +199,7 @@ impl Default for Variables {
             app_run_log_max_bytes: 4 * 1024 * 1024,
             app_run_log_retention: Duration::from_secs(90 * 24 * 60 * 60),
             app_idempotency_key_ttl: Duration::from_secs(24 * 60 * 60),
+            app_max_log_bytes_per_request: 64 * 1024 * 1024,
             app_enqueue_in_progress_operations: true,
             app_kubernetes_version_min: ValidationPolicy::DEFAULT.min_kubernetes_version,
             app_kubernetes_version_max: ValidationPolicy::DEFAULT.max_kubernetes_version,
@@ -375,6 +378,8 @@ pub struct OperationSettings {
     pub run_log_retention: Duration,
     /// How long an `Idempotency-Key` replays its first answer; older records are deleted.
     pub idempotency_key_ttl: Duration,
+    /// How many bytes of logs one request may read, decompressed.
+    pub max_log_bytes_per_request: usize,
     pub enqueue_in_progress: bool,
     pub worker_concurrency: usize,
     pub worker_max_runs: usize,
@@ -526,6 +531,11 @@ impl Variables {
                 run_log_max_bytes: at_least("APP_RUN_LOG_MAX_BYTES", self.app_run_log_max_bytes, 4096)?,
                 run_log_retention: self.app_run_log_retention,
                 idempotency_key_ttl: self.app_idempotency_key_ttl,
+                max_log_bytes_per_request: at_least(
+                    "APP_MAX_LOG_BYTES_PER_REQUEST",
+                    self.app_max_log_bytes_per_request,
+                    4096,
+                )?,
                 enqueue_in_progress: self.app_enqueue_in_progress_operations,
                 worker_concurrency: within("APP_WORKER_CONCURRENCY", self.app_worker_concurrency, 1..=256)?,
                 worker_max_runs: within("APP_WORKER_MAX_RUNS", self.app_worker_max_runs, 1..=100_000)?,

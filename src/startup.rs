@@ -20,7 +20,7 @@ use crate::api::{self, HttpSettings, graphql};
 use crate::credentials::{self as auth, AuthClient};
 use crate::executor::{Executor, JobSettings};
 use crate::render::{self, Renderer};
-use crate::service::Service;
+use crate::service::{Service, ServiceSettings};
 use crate::settings::{AuthnSettings, Settings};
 use crate::store::{self, Store};
 use crate::telemetry::{Metrics, WorkerHealth};
@@ -162,7 +162,10 @@ impl App {
             auth,
             executor,
             wake,
-            settings.operations.idempotency_key_ttl,
+            ServiceSettings {
+                idempotency_key_ttl: settings.operations.idempotency_key_ttl,
+                log_bytes_per_request: settings.operations.max_log_bytes_per_request,
+            },
         );
         let http = HttpSettings {
             api_endpoint: settings.server.api_endpoint.clone(),

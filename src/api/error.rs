@@ -53,6 +53,7 @@ pub fn classify(error: service::Error) -> Classified {
         service::Error::IdempotencyKeyReused => {
             (StatusCode::UNPROCESSABLE_ENTITY, "idempotency_key_reused", "provisioner", Some("Idempotency-Key".into()))
         }
+        service::Error::OverBudget { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "over_budget", "provisioner", None),
         service::Error::Unavailable { component, .. } => {
             (StatusCode::SERVICE_UNAVAILABLE, "unavailable", component, None)
         }

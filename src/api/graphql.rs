@@ -14,6 +14,7 @@ use chrono::{DateTime, Utc};
 
 use super::audit::ApiKind;
 use super::caller::Identity;
+use crate::domain::run_log::LogBudget;
 
 use super::error::classify;
 use crate::domain::run_log::ContainerLog;
@@ -88,8 +89,14 @@ fn asks_for_introspection(selections: &SelectionSet) -> bool {
 
 /// Runs one request as `identity`. A request refused before anything ran (parse or validation errors, the
 /// depth and complexity limits among them: errors without a path) answers 400 instead of 200.
-pub async fn execute(schema: &ProvisionerSchema, request: async_graphql::Request, identity: Identity) -> Response {
-    let response = schema.execute(request.data(identity)).await;
+/// Its fields share `budget` for the logs they read.
+pub async fn execute(
+    schema: &ProvisionerSchema,
+    request: async_graphql::Request,
+    identity: Identity,
+    budget: LogBudget,
+) -> Response {
+    let response = schema.execute(request.data(identity).data(budget)).await;
     let refused = response.data == async_graphql::Value::Null
         && !response.errors.is_empty()
         && response.errors.iter().all(|error| error.path.is_empty());
@@ -107,7 +114,7 @@ pub fn schema_sdl() -> String {
 pub fn graphql_error(error: service::Error) -> async_graphql::Error {
     let classified = classify(error);
     let code = match classified.status {
-        StatusCode::BAD_REQUEST | StatusCode::UNPROCESSABLE_ENTITY => "BAD_REQUEST",
+        StatusCode::BAD_REQUEST | StatusCode::UNPROCESSABLE_ENTITY | StatusCode::PAYLOAD_TOO_LARGE => "BAD_REQUEST",
         StatusCode::NOT_FOUND => "NOT_FOUND",
         StatusCode::CONFLICT => "CONFLICT",
         StatusCode::SERVICE_UNAVAILABLE => "UNAVAILABLE",
@@ -187,7 +194,17 @@ impl OperationStatus {
     /// of each: kept in the database once the run ended, from its pod while it runs.
     #[graphql(complexity = "LOGS_WEIGHT")]
     async fn logs(&self, context: &Context<'_>, tail_lines: Option<i32>) -> GraphQLResult<Vec<ContainerLog>> {
-        let logs = service(context).operation_logs(&self.id, tail_lines.map(i64::from)).await;
+        // One budget for every log an HTTP request reads (an operation over a WebSocket has none: each field gets
+        // its own).
+        let own;
+        let budget = match context.data_opt::<LogBudget>() {
+            Some(budget) => budget,
+            None => {
+                own = service(context).log_budget();
+                &own
+            }
+        };
+        let logs = service(context).operation_logs(&self.id, tail_lines.map(i64::from), budget).await;
         logs.map_err(graphql_error)
     }
 }

@@ -108,6 +108,7 @@ pub fn router(
     };
 
     // Everything but health and the static playground page needs a caller the platform knows.
+    let graphql_service = state.service.clone();
     let protected = Router::new()
         .route(
             &settings.api_endpoint,
@@ -117,11 +118,12 @@ pub fn router(
                       headers: HeaderMap,
                       request: GraphQLRequest<ApiError>| {
                     let schema = schema.clone();
+                    let budget = graphql_service.log_budget();
                     async move {
                         if !browser_guard::is_json(&headers) {
                             return ApiError::UnsupportedMediaType.into_response();
                         }
-                        graphql::execute(&schema, request.into_inner(), identity).await
+                        graphql::execute(&schema, request.into_inner(), identity, budget).await
                     }
                 },
             ),

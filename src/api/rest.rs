@@ -389,7 +389,8 @@ pub async fn get_logs(
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
     let query = logs_query(query)?;
-    let logs = state.service.logs(&id, query.operation_id.as_deref(), query.tail_lines).await?;
+    let budget = state.service.log_budget();
+    let logs = state.service.logs(&id, query.operation_id.as_deref(), query.tail_lines, &budget).await?;
     Ok(logs_text(&logs))
 }
 
@@ -438,7 +439,7 @@ pub async fn get_operation_logs(
         });
         return Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], Body::from_stream(body)).into_response());
     }
-    let logs = state.service.operation_logs(&id, query.tail_lines).await?;
+    let logs = state.service.operation_logs(&id, query.tail_lines, &state.service.log_budget()).await?;
     Ok(logs_text(&logs))
 }
 

@@ -1,4 +1,32 @@
-//! What is kept of a run's logs once its pod may go: each container's log within the operation's byte budget.
+//! What is kept of a run's logs once its pod may go: each container's log within the operation's byte budget;
+//! and how many bytes of logs one request may read.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The bytes of logs one request may still read (decompressed): a query that names many operations' logs, or an
+/// archive that inflates far beyond what was kept, cannot make the service hold gigabytes.
+#[derive(Debug, Clone)]
+pub struct LogBudget {
+    left: Arc<AtomicUsize>,
+    total: usize,
+}
+
+impl LogBudget {
+    pub fn new(bytes: usize) -> Self {
+        LogBudget { left: Arc::new(AtomicUsize::new(bytes)), total: bytes }
+    }
+
+    /// The request's whole budget, for messages.
+    pub fn total(&self) -> usize {
+        self.total
+    }
+
+    /// Takes `bytes` from what is left; false (and nothing taken) when that is less.
+    pub fn spend(&self, bytes: usize) -> bool {
+        self.left.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| left.checked_sub(bytes)).is_ok()
+    }
+}
 
 /// What one container of a run's pod printed (the last lines of it, when asked for a tail).
 #[derive(Debug, Clone, PartialEq, Eq, async_graphql::SimpleObject)]
@@ -80,6 +108,17 @@ pub fn tail_lines(log: &str, lines: Option<usize>) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_budget_is_shared_by_its_clones_and_never_overdrawn() {
+        let budget = LogBudget::new(100);
+        let clone = budget.clone();
+        assert!(budget.spend(60));
+        assert!(!clone.spend(50), "only 40 left");
+        assert!(clone.spend(40));
+        assert!(!budget.spend(1), "nothing left");
+        assert_eq!(budget.total(), 100);
+    }
 
     #[test]
     fn a_log_within_its_limit_is_kept_whole() {

@@ -16,7 +16,7 @@ use tracing::instrument;
 use crate::credentials::{self as auth, AuthClient};
 pub use crate::domain::policy::{KubernetesVersion, ValidationPolicy};
 use crate::domain::run::{JobState, RunNames, Stage};
-use crate::domain::run_log::{self, ContainerLog};
+use crate::domain::run_log::{self, ContainerLog, KeptLog, LogBudget};
 use crate::domain::{
     ClusterConfig, Component, LastError, Operation, OperationPage, OperationState, OperationType, ProviderVersion,
     ProvisionRequest, Runtime, RuntimePage, StageEntry, UpgradeClusterInput,
@@ -81,6 +81,9 @@ pub enum Error {
     Conflict { conflict: Conflict, message: String },
     #[error("the Idempotency-Key was already used for a different request")]
     IdempotencyKeyReused,
+    /// A request that reads more logs than one request may (`APP_MAX_LOG_BYTES_PER_REQUEST`).
+    #[error("{message}")]
+    OverBudget { message: String },
     /// A dependency did not answer; `message` says what the caller can do (never an internal address).
     #[error("{component} is unavailable: {message}")]
     Unavailable { component: &'static str, message: String },
@@ -172,6 +175,15 @@ pub struct Service {
     watches: watch::Watches,
     /// How long an `Idempotency-Key` replays its first answer (`APP_IDEMPOTENCY_KEY_TTL`).
     idempotency_ttl: chrono::TimeDelta,
+    /// How many bytes of logs one request may read (`APP_MAX_LOG_BYTES_PER_REQUEST`).
+    log_bytes_per_request: usize,
+}
+
+/// The service's own settings.
+#[derive(Debug, Clone)]
+pub struct ServiceSettings {
+    pub idempotency_key_ttl: std::time::Duration,
+    pub log_bytes_per_request: usize,
 }
 
 pub use watch::{OperationWatch, shown_part};
@@ -183,10 +195,25 @@ impl Service {
         auth: AuthClient,
         executor: Option<Executor>,
         queued: Arc<Notify>,
-        idempotency_ttl: std::time::Duration,
+        settings: ServiceSettings,
     ) -> Self {
-        let idempotency_ttl = chrono::TimeDelta::from_std(idempotency_ttl).unwrap_or(chrono::TimeDelta::MAX);
-        Service { store, policy, auth, executor, queued, watches: watch::Watches::default(), idempotency_ttl }
+        let idempotency_ttl =
+            chrono::TimeDelta::from_std(settings.idempotency_key_ttl).unwrap_or(chrono::TimeDelta::MAX);
+        Service {
+            store,
+            policy,
+            auth,
+            executor,
+            queued,
+            watches: watch::Watches::default(),
+            idempotency_ttl,
+            log_bytes_per_request: settings.log_bytes_per_request,
+        }
+    }
+
+    /// A fresh budget for the logs one request reads.
+    pub fn log_budget(&self) -> LogBudget {
+        LogBudget::new(self.log_bytes_per_request)
     }
 
     /// Validates and records a new runtime with a queued provisioning operation. With an idempotency key, a
@@ -595,6 +622,7 @@ impl Service {
         runtime_id: &str,
         operation_id: Option<&str>,
         tail_lines: Option<i64>,
+        budget: &LogBudget,
     ) -> Result<Vec<ContainerLog>> {
         let status = self.runtime_status(runtime_id).await?;
         let operation = match operation_id {
@@ -607,14 +635,19 @@ impl Service {
                     .ok_or_else(|| Error::NotFound { what: "operation of this runtime", id: id.to_string() })?
             }
         };
-        self.logs_of(&operation, tail_lines).await
+        self.logs_of(&operation, tail_lines, budget).await
     }
 
     /// The runner logs of an operation (the last `tail_lines` of each container): kept in the database once its
     /// run ended, read from its pod while it runs; 409 while it has no pod, and for a run that kept none.
-    pub async fn operation_logs(&self, operation_id: &str, tail_lines: Option<i64>) -> Result<Vec<ContainerLog>> {
+    pub async fn operation_logs(
+        &self,
+        operation_id: &str,
+        tail_lines: Option<i64>,
+        budget: &LogBudget,
+    ) -> Result<Vec<ContainerLog>> {
         let operation = self.operation_status(operation_id).await?;
-        self.logs_of(&operation, tail_lines).await
+        self.logs_of(&operation, tail_lines, budget).await
     }
 
     /// The runner's log of an operation as it prints it, until its container ends (see
@@ -625,7 +658,7 @@ impl Service {
     ) -> Result<futures::stream::BoxStream<'static, Result<String>>> {
         use futures::StreamExt as _;
         let operation = self.operation_status(operation_id).await?;
-        if let Some(kept) = self.store.run_logs(operation.id).await? {
+        if let Some(kept) = self.kept_logs(&operation, &self.log_budget()).await? {
             let runner = kept.into_iter().find(|log| log.container == executor::RUNNER_CONTAINER);
             return Ok(futures::stream::iter(runner.map(|log| Ok(log.text))).boxed());
         }
@@ -637,7 +670,12 @@ impl Service {
         Ok(live_logs::redact_stream(lines.map(|line| line.map_err(executor_error)).boxed(), redactor))
     }
 
-    async fn logs_of(&self, operation: &Operation, tail_lines: Option<i64>) -> Result<Vec<ContainerLog>> {
+    async fn logs_of(
+        &self,
+        operation: &Operation,
+        tail_lines: Option<i64>,
+        budget: &LogBudget,
+    ) -> Result<Vec<ContainerLog>> {
         let lines = match tail_lines {
             None => None,
             Some(lines) => Some(
@@ -647,7 +685,7 @@ impl Service {
                     .ok_or_else(|| Invalid { field: "tailLines".into(), message: "must be at least 1".into() })?,
             ),
         };
-        if let Some(kept) = self.store.run_logs(operation.id).await? {
+        if let Some(kept) = self.kept_logs(operation, budget).await? {
             return Ok(kept
                 .into_iter()
                 .map(|log| ContainerLog {
@@ -662,7 +700,13 @@ impl Service {
         let no_pod = |why: String| Error::Conflict { conflict: Conflict::NoRunnerPod, message: why };
         let redactor = self.run_redactor(operation).await?;
         match self.executor()?.logs(operation.id, tail_lines).await {
-            Ok(logs) => Ok(live_logs::redact_logs(logs, &redactor)),
+            Ok(logs) => {
+                let bytes = logs.iter().map(|log| log.log.len()).sum();
+                if !budget.spend(bytes) {
+                    return Err(over_budget(budget));
+                }
+                Ok(live_logs::redact_logs(logs, &redactor))
+            }
             Err(executor::Error::NoPod(_)) if !operation.state.is_active() => Err(no_pod(format!(
                 "operation {} ended ({}) without a runner pod or kept logs",
                 operation.id, operation.state
@@ -673,6 +717,15 @@ impl Service {
                 operation.stage.as_str()
             ))),
             Err(error) => Err(executor_error(error)),
+        }
+    }
+
+    /// The kept logs of an operation, taken from `budget`.
+    async fn kept_logs(&self, operation: &Operation, budget: &LogBudget) -> Result<Option<Vec<KeptLog>>> {
+        match self.store.run_logs(operation.id, budget).await {
+            Ok(kept) => Ok(kept),
+            Err(store::Error::OverBudget { .. }) => Err(over_budget(budget)),
+            Err(error) => Err(error.into()),
         }
     }
 
@@ -801,6 +854,15 @@ fn operation_in_progress(operation: &Operation) -> Error {
         message: format!(
             "runtime {} already has an active {:?} operation {} ({:?}); only one operation per runtime runs at a time",
             operation.runtime_id, operation.operation_type, operation.id, operation.state
+        ),
+    }
+}
+
+fn over_budget(budget: &LogBudget) -> Error {
+    Error::OverBudget {
+        message: format!(
+            "the logs asked for are longer than the {} bytes one request may read; ask for fewer (or a tail)",
+            budget.total()
         ),
     }
 }

@@ -17,7 +17,7 @@ use sea_orm::{
 use uuid::Uuid;
 
 use crate::domain::run::Stage;
-use crate::domain::run_log::KeptLog;
+use crate::domain::run_log::{KeptLog, LogBudget};
 use crate::domain::state_bucket;
 use crate::domain::{
     ClusterConfig, Component, FailureReason, Labels, LastError, Operation, OperationPage, OperationState,
@@ -33,6 +33,9 @@ pub enum Error {
     ActiveOperationExists,
     #[error("the idempotency key is already recorded")]
     IdempotencyKeyTaken,
+    /// Kept logs longer than the request may read.
+    #[error("the kept logs are longer than the {max_bytes} bytes this request may read")]
+    OverBudget { max_bytes: usize },
     #[error("the runtime {0} does not exist")]
     RuntimeNotFound(Uuid),
     #[error("stored data is not readable: {0}")]
@@ -762,8 +765,10 @@ impl Store {
         Ok(count > 0)
     }
 
-    /// The archived logs of an operation by container, in container order; `None` when none were archived.
-    pub async fn run_logs(&self, operation_id: Uuid) -> Result<Option<Vec<KeptLog>>> {
+    /// The archived logs of an operation by container, in container order; `None` when none were archived. Each
+    /// log's size is taken from `budget` before it is decompressed ([`Error::OverBudget`] when too little is
+    /// left), and decompression never goes past it.
+    pub async fn run_logs(&self, operation_id: Uuid, budget: &LogBudget) -> Result<Option<Vec<KeptLog>>> {
         let rows = operation_log::Entity::find()
             .filter(operation_log::Column::OperationId.eq(operation_id))
             .order_by_asc(operation_log::Column::Container)
@@ -775,17 +780,19 @@ impl Store {
         let logs = rows
             .into_iter()
             .map(|row| {
-                Ok(KeptLog {
-                    text: gunzip(&row.content).map_err(|error| {
-                        Error::Corrupt(format!(
-                            "the archived {} log of operation {operation_id}: {error}",
-                            row.container
-                        ))
-                    })?,
-                    printed_bytes: usize::try_from(row.printed_bytes)
-                        .map_err(|_| corrupt("printed_bytes", &row.printed_bytes.to_string()))?,
-                    container: row.container,
-                })
+                let damaged = |problem: String| {
+                    Error::Corrupt(format!("the archived {} log of operation {operation_id}: {problem}", row.container))
+                };
+                let printed_bytes = usize::try_from(row.printed_bytes)
+                    .map_err(|_| corrupt("printed_bytes", &row.printed_bytes.to_string()))?;
+                let size = gzip_size(&row.content).ok_or_else(|| damaged("no gzip trailer".to_owned()))?;
+                if !budget.spend(size) {
+                    return Err(Error::OverBudget { max_bytes: budget.total() });
+                }
+                let text = gunzip(&row.content, size)
+                    .map_err(|error| damaged(error.to_string()))?
+                    .ok_or_else(|| damaged(format!("longer than the {size} bytes its trailer says")))?;
+                Ok(KeptLog { text, printed_bytes, container: row.container })
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Some(logs))
@@ -1010,11 +1017,23 @@ fn gzip(text: &str) -> Vec<u8> {
     encoder.write_all(text.as_bytes()).and_then(|()| encoder.finish()).expect("compressing into memory cannot fail")
 }
 
-fn gunzip(content: &[u8]) -> std::io::Result<String> {
+/// The size a gzip member says its content has (its trailer's ISIZE: the length modulo 2^32; kept logs are far
+/// smaller), read without decompressing.
+fn gzip_size(content: &[u8]) -> Option<usize> {
+    let trailer: [u8; 4] = content.get(content.len().checked_sub(4)?..)?.try_into().ok()?;
+    usize::try_from(u32::from_le_bytes(trailer)).ok()
+}
+
+/// The decompressed text, or `None` when it is longer than `max_bytes` (it is not decompressed further).
+fn gunzip(content: &[u8], max_bytes: usize) -> std::io::Result<Option<String>> {
     use std::io::Read as _;
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(content).read_to_string(&mut text)?;
-    Ok(text)
+    let mut bytes = Vec::new();
+    let limit = u64::try_from(max_bytes).unwrap_or(u64::MAX).saturating_add(1);
+    flate2::read::GzDecoder::new(content).take(limit).read_to_end(&mut bytes)?;
+    if bytes.len() > max_bytes {
+        return Ok(None);
+    }
+    String::from_utf8(bytes).map(Some).map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidData, error))
 }
 
 pub fn now() -> DateTime<Utc> {

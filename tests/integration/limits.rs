@@ -137,6 +137,50 @@ async fn large_pages_of_expensive_fields_are_refused_by_their_cost() {
     assert!(answer.json()["errors"].is_null(), "{}", answer.text);
 }
 
+/// Kept logs are small in the database and large decompressed: one request reads at most
+/// `APP_MAX_LOG_BYTES_PER_REQUEST` of them, all its fields together, and an archive that inflates past that is
+/// not decompressed further.
+#[tokio::test]
+async fn a_request_reads_logs_within_its_budget() {
+    let app = app_with(&[("APP_MAX_LOG_BYTES_PER_REQUEST", "1000000")]).await;
+    let store = provisioner::store::Store::connect(&app.database.url, 2, Duration::from_secs(5)).await.unwrap();
+    let keep = |name: &'static str, bytes: usize| {
+        let (app, store) = (&app, &store);
+        async move {
+            let operation_id =
+                app.post_provision(&provision_body(name)).await.json()["operationId"].as_str().unwrap().to_owned();
+            let log = provisioner::domain::run_log::KeptLog {
+                container: "terraform-runner".into(),
+                text: "Still creating... [10s elapsed]\n".repeat(bytes / 32),
+                printed_bytes: bytes,
+            };
+            store.archive_run_logs(operation_id.parse().unwrap(), &[log]).await.unwrap();
+            operation_id
+        }
+    };
+    let within = keep("budget-a", 600_000).await;
+    let inflating = keep("budget-b", 50_000_000).await;
+
+    let one = app.get(&format!("/api/v1/operations/{within}/logs")).await;
+    assert_eq!(one.status, StatusCode::OK);
+    assert_eq!(one.text.len(), "==> terraform-runner <==\n".len() + 600_000);
+    assert_error(
+        &app.get(&format!("/api/v1/operations/{inflating}/logs")).await,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "over_budget",
+    );
+
+    // Two fields of 600 kB each: the first is served, the second is over what the request has left.
+    let field = |alias: &str| format!("{alias}: runtimeOperationStatus(id: \"{within}\") {{ logs {{ log }} }}");
+    let answer = graphql(&app, &format!("{{ {} {} }}", field("first"), field("second"))).await;
+    let response = answer.json();
+    let served =
+        [&response["data"]["first"], &response["data"]["second"]].iter().filter(|field| !field.is_null()).count();
+    assert_eq!(served, 1, "{}", &answer.text[..300.min(answer.text.len())]);
+    assert_eq!(response["errors"][0]["extensions"]["error_reason"], "over_budget", "{}", response["errors"]);
+    assert_eq!(response["errors"][0]["extensions"]["code"], "BAD_REQUEST", "{}", response["errors"]);
+}
+
 #[tokio::test]
 async fn a_batch_answers_400() {
     let app = app_with(&[]).await;
