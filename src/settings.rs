@@ -16,6 +16,7 @@ use serde::{Deserialize, Deserializer};
 use crate::credentials::AuthSettings;
 use crate::domain::policy::{KubernetesVersion, ValidationPolicy};
 use crate::executor::{ModulesSettings, RunnerResources};
+use crate::service::StreamLimits;
 use crate::telemetry::LogFormat;
 
 #[derive(Debug, thiserror::Error)]
@@ -123,6 +124,10 @@ struct Variables {
     #[serde(deserialize_with = "parsed")]
     app_max_log_bytes_per_request: usize,
     #[serde(deserialize_with = "parsed")]
+    app_max_streams_per_caller: usize,
+    #[serde(deserialize_with = "parsed")]
+    app_max_streams: usize,
+    #[serde(deserialize_with = "parsed")]
     app_enqueue_in_progress_operations: bool,
     #[serde(deserialize_with = "parsed")]
     app_kubernetes_version_min: KubernetesVersion,
@@ -200,6 +205,8 @@ impl Default for Variables {
             app_run_log_retention: Duration::from_secs(90 * 24 * 60 * 60),
             app_idempotency_key_ttl: Duration::from_secs(24 * 60 * 60),
             app_max_log_bytes_per_request: 64 * 1024 * 1024,
+            app_max_streams_per_caller: 16,
+            app_max_streams: 512,
             app_enqueue_in_progress_operations: true,
             app_kubernetes_version_min: ValidationPolicy::DEFAULT.min_kubernetes_version,
             app_kubernetes_version_max: ValidationPolicy::DEFAULT.max_kubernetes_version,
@@ -380,6 +387,8 @@ pub struct OperationSettings {
     pub idempotency_key_ttl: Duration,
     /// How many bytes of logs one request may read, decompressed.
     pub max_log_bytes_per_request: usize,
+    /// How many followed logs and subscriptions may be open, per caller and in total.
+    pub stream_limits: StreamLimits,
     pub enqueue_in_progress: bool,
     pub worker_concurrency: usize,
     pub worker_max_runs: usize,
@@ -536,6 +545,10 @@ impl Variables {
                     self.app_max_log_bytes_per_request,
                     4096,
                 )?,
+                stream_limits: StreamLimits {
+                    per_caller: within("APP_MAX_STREAMS_PER_CALLER", self.app_max_streams_per_caller, 1..=10_000)?,
+                    total: within("APP_MAX_STREAMS", self.app_max_streams, 1..=100_000)?,
+                },
                 enqueue_in_progress: self.app_enqueue_in_progress_operations,
                 worker_concurrency: within("APP_WORKER_CONCURRENCY", self.app_worker_concurrency, 1..=256)?,
                 worker_max_runs: within("APP_WORKER_MAX_RUNS", self.app_worker_max_runs, 1..=100_000)?,

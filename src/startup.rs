@@ -165,6 +165,7 @@ impl App {
             ServiceSettings {
                 idempotency_key_ttl: settings.operations.idempotency_key_ttl,
                 log_bytes_per_request: settings.operations.max_log_bytes_per_request,
+                stream_limits: settings.operations.stream_limits,
             },
         );
         let http = HttpSettings {

@@ -12,6 +12,9 @@ use utoipa::ToSchema;
 
 use crate::service;
 
+/// When a caller refused a stream should try again.
+const STREAM_RETRY_AFTER_SECONDS: &str = "10";
+
 /// A service error as both APIs present it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Classified {
@@ -54,6 +57,9 @@ pub fn classify(error: service::Error) -> Classified {
             (StatusCode::UNPROCESSABLE_ENTITY, "idempotency_key_reused", "provisioner", Some("Idempotency-Key".into()))
         }
         service::Error::OverBudget { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "over_budget", "provisioner", None),
+        service::Error::TooManyStreams { .. } => {
+            (StatusCode::TOO_MANY_REQUESTS, "too_many_streams", "provisioner", None)
+        }
         service::Error::Unavailable { component, .. } => {
             (StatusCode::SERVICE_UNAVAILABLE, "unavailable", component, None)
         }
@@ -208,6 +214,10 @@ impl IntoResponse for ApiError {
         if status == StatusCode::UNAUTHORIZED {
             // RFC 6750: names the scheme the client has to use.
             response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            // Streams are long-lived: a place frees when one closes, not at once.
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static(STREAM_RETRY_AFTER_SECONDS));
         }
         response
     }

@@ -118,6 +118,7 @@ pub fn graphql_error(error: service::Error) -> async_graphql::Error {
         StatusCode::NOT_FOUND => "NOT_FOUND",
         StatusCode::CONFLICT => "CONFLICT",
         StatusCode::SERVICE_UNAVAILABLE => "UNAVAILABLE",
+        StatusCode::TOO_MANY_REQUESTS => "TOO_MANY_REQUESTS",
         _ => "INTERNAL",
     };
     async_graphql::Error::new(classified.message).extend_with(|_, extensions| {
@@ -508,12 +509,17 @@ impl Subscription {
         context: &Context<'_>,
         id: String,
         #[graphql(default)] logs: bool,
-    ) -> async_graphql::Result<futures::channel::mpsc::Receiver<GraphQLResult<OperationEvent>>> {
-        use futures::{SinkExt as _, StreamExt as _};
+    ) -> async_graphql::Result<impl futures::Stream<Item = GraphQLResult<OperationEvent>> + use<>> {
+        use futures::StreamExt as _;
         let service = service(context).clone();
+        let caller = context.data::<Identity>()?;
+        // Held until the subscription ends.
+        let slot = service.open_stream(&caller.username).map_err(graphql_error)?;
         let watch = service.watch_operation(&id).await.map_err(graphql_error)?;
-        let (mut events, receiver) = futures::channel::mpsc::channel(64);
+        let (events, receiver) = tokio::sync::mpsc::channel(64);
+        // Ends (and frees its stream slot) when the operation ends or the subscriber goes.
         tokio::spawn(async move {
+            let _slot = slot;
             let OperationWatch { first, changes } = watch;
             let mut log_lines = match (logs, &changes) {
                 (true, Some(_)) => service.follow_operation_log(&id).await.ok(),
@@ -526,6 +532,7 @@ impl Subscription {
             let Some(mut changes) = changes else { return };
             loop {
                 let (event, last) = tokio::select! {
+                    () = events.closed() => return,
                     line = async { log_lines.as_mut().expect("only polled with a log").next().await }, if log_lines.is_some() => match line {
                         Some(Ok(line)) => (OperationEvent { status: None, log_line: Some(line.trim_end().to_owned()) }, false),
                         // The log ended or broke: the status goes on.
@@ -553,6 +560,8 @@ impl Subscription {
                 }
             }
         });
-        Ok(receiver)
+        Ok(futures::stream::unfold(receiver, |mut receiver| async move {
+            receiver.recv().await.map(|event| (event, receiver))
+        }))
     }
 }

@@ -407,10 +407,13 @@ pub async fn get_logs(
         (status = 400, description = "The id is not a UUID, `tailLines` is not a positive number, or both `tailLines` and `follow` are given", body = ErrorBody),
         (status = 404, description = "Unknown operation", body = ErrorBody),
         (status = 409, description = "No runner pod exists yet, or the run ended without one (`no_runner_pod`)", body = ErrorBody),
+        (status = 413, description = "The logs are longer than one request may read (`over_budget`)", body = ErrorBody),
+        (status = 429, description = "With `follow`: the caller, or everyone together, holds as many open streams as allowed (`too_many_streams`); `Retry-After` says when to try again", body = ErrorBody),
     )
 )]
 pub async fn get_operation_logs(
     State(state): State<AppState>,
+    Extension(identity): Extension<Identity>,
     id: Result<Path<String>, PathRejection>,
     query: Result<Query<LogsQuery>, QueryRejection>,
 ) -> ApiResult<Response> {
@@ -429,9 +432,11 @@ pub async fn get_operation_logs(
                 message: "a followed log starts at its beginning: leave out tailLines".into(),
             });
         }
+        let slot = state.service.open_stream(&identity.username)?;
         let lines = state.service.follow_operation_log(&id).await?;
-        // An error after the answer started can only end the stream; the log shows why.
-        let body = lines.map(|line| {
+        // An error after the answer started can only end the stream; the log shows why. The stream holds its slot.
+        let body = lines.map(move |line| {
+            let _held = &slot;
             line.map_err(|error| {
                 tracing::warn!(%error, "following a run's log stopped");
                 std::io::Error::other(error.to_string())

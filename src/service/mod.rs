@@ -2,6 +2,7 @@
 //! validation, conflicts and errors are the same whichever door a request comes through.
 
 mod live_logs;
+mod streams;
 pub mod validation;
 mod watch;
 
@@ -84,6 +85,9 @@ pub enum Error {
     /// A request that reads more logs than one request may (`APP_MAX_LOG_BYTES_PER_REQUEST`).
     #[error("{message}")]
     OverBudget { message: String },
+    /// A new stream over the caps (`APP_MAX_STREAMS_PER_CALLER`, `APP_MAX_STREAMS`).
+    #[error("{message}")]
+    TooManyStreams { message: String },
     /// A dependency did not answer; `message` says what the caller can do (never an internal address).
     #[error("{component} is unavailable: {message}")]
     Unavailable { component: &'static str, message: String },
@@ -177,6 +181,7 @@ pub struct Service {
     idempotency_ttl: chrono::TimeDelta,
     /// How many bytes of logs one request may read (`APP_MAX_LOG_BYTES_PER_REQUEST`).
     log_bytes_per_request: usize,
+    streams: streams::Streams,
 }
 
 /// The service's own settings.
@@ -184,8 +189,10 @@ pub struct Service {
 pub struct ServiceSettings {
     pub idempotency_key_ttl: std::time::Duration,
     pub log_bytes_per_request: usize,
+    pub stream_limits: StreamLimits,
 }
 
+pub use streams::{StreamLimits, StreamSlot};
 pub use watch::{OperationWatch, shown_part};
 
 impl Service {
@@ -208,7 +215,24 @@ impl Service {
             watches: watch::Watches::default(),
             idempotency_ttl,
             log_bytes_per_request: settings.log_bytes_per_request,
+            streams: streams::Streams::new(settings.stream_limits),
         }
+    }
+
+    /// A place for one long-lived stream of `caller` (a followed log, a subscription), held until the slot is
+    /// dropped; refused when the caller or everyone together holds as many as allowed.
+    pub fn open_stream(&self, caller: &str) -> Result<StreamSlot> {
+        self.streams.open(caller).map_err(|full| {
+            let message = match full {
+                streams::Full::Caller(limit) => {
+                    format!("{caller} already holds {limit} open streams (APP_MAX_STREAMS_PER_CALLER); close one first")
+                }
+                streams::Full::Total(limit) => {
+                    format!("the service holds {limit} open streams (APP_MAX_STREAMS); retry when one closed")
+                }
+            };
+            Error::TooManyStreams { message }
+        })
     }
 
     /// A fresh budget for the logs one request reads.

@@ -288,3 +288,38 @@ async fn a_websocket_is_held_to_its_init_timeout_and_message_size() {
     let pong = subscriber.next().await;
     assert_eq!(pong["type"], "pong", "still open after the init timeout: {pong}");
 }
+
+/// Followed logs and subscriptions each hold a connection and a follower: one caller holds at most
+/// `APP_MAX_STREAMS_PER_CALLER` of them (everyone together `APP_MAX_STREAMS`); one more is refused, 429 with
+/// `Retry-After` over REST, and a closed one frees its place.
+#[tokio::test]
+async fn open_streams_are_capped_per_caller_and_freed_when_closed() {
+    let app = app_with(&[("APP_MAX_STREAMS_PER_CALLER", "2")]).await;
+    let operation = app.post_provision(&provision_body("streams")).await.json()["operationId"].clone();
+    let query = "subscription($id: String!) { operationEvents(id: $id) { status { state } } }";
+    let subscribe = || Subscriber::subscribed(&app, json!({}), query, json!({ "id": operation }));
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let mut subscriber = subscribe().await;
+        let first = subscriber.next().await;
+        assert_eq!(first["payload"]["data"]["operationEvents"]["status"]["state"], "Pending", "{first}");
+        held.push(subscriber);
+    }
+    let mut refused = subscribe().await;
+    let error = refused.next().await;
+    assert_eq!(error["payload"]["errors"][0]["extensions"]["error_reason"], "too_many_streams", "{error}");
+    let followed = app.get(&format!("/api/v1/operations/{}/logs?follow=true", operation.as_str().unwrap())).await;
+    assert_error(&followed, StatusCode::TOO_MANY_REQUESTS, "too_many_streams");
+    assert_eq!(followed.headers["retry-after"], "10");
+
+    drop(held.pop());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut again = subscribe().await;
+        if again.next().await["payload"]["data"]["operationEvents"]["status"]["state"] == "Pending" {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "a closed subscription never freed its place");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
