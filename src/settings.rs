@@ -139,6 +139,8 @@ struct Variables {
     app_request_timeout: Duration,
     #[serde(deserialize_with = "duration")]
     app_websocket_init_timeout: Duration,
+    #[serde(deserialize_with = "duration")]
+    app_websocket_reauthentication_interval: Duration,
     #[serde(deserialize_with = "parsed")]
     app_max_concurrent_requests: usize,
     #[serde(deserialize_with = "parsed")]
@@ -213,6 +215,7 @@ impl Default for Variables {
             app_max_request_body_bytes: 64 * 1024,
             app_request_timeout: Duration::from_secs(30),
             app_websocket_init_timeout: Duration::from_secs(10),
+            app_websocket_reauthentication_interval: Duration::from_secs(60),
             app_max_concurrent_requests: 256,
             app_graphql_max_depth: 10,
             // Pages weigh their size (api::graphql::page_weight): a full page of 100 runtimes with their status
@@ -361,6 +364,8 @@ pub struct ServerSettings {
     pub request_timeout: Duration,
     /// How long a WebSocket may stay open without its `connection_init` (closed with 4408 after it).
     pub websocket_init_timeout: Duration,
+    /// How often an open WebSocket's token is reviewed again.
+    pub websocket_reauthentication_interval: Duration,
     pub max_concurrent_requests: usize,
     pub graphql_max_depth: usize,
     pub graphql_max_complexity: usize,
@@ -526,6 +531,7 @@ impl Variables {
                 max_request_body_bytes: at_least("APP_MAX_REQUEST_BODY_BYTES", self.app_max_request_body_bytes, 1024)?,
                 request_timeout: self.app_request_timeout,
                 websocket_init_timeout: self.app_websocket_init_timeout,
+                websocket_reauthentication_interval: self.app_websocket_reauthentication_interval,
                 max_concurrent_requests: at_least("APP_MAX_CONCURRENT_REQUESTS", self.app_max_concurrent_requests, 1)?,
                 graphql_max_depth: at_least("APP_GRAPHQL_MAX_DEPTH", self.app_graphql_max_depth, 1)?,
                 graphql_max_complexity: at_least("APP_GRAPHQL_MAX_COMPLEXITY", self.app_graphql_max_complexity, 1)?,

@@ -174,6 +174,7 @@ impl App {
             max_body_bytes: settings.server.max_request_body_bytes,
             request_timeout: settings.server.request_timeout,
             websocket_init_timeout: settings.server.websocket_init_timeout,
+            websocket_reauthentication_interval: settings.server.websocket_reauthentication_interval,
             max_concurrent_requests: settings.server.max_concurrent_requests,
             graphql: graphql::Limits {
                 max_depth: settings.server.graphql_max_depth,

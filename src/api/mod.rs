@@ -74,6 +74,7 @@ pub struct HttpSettings {
     pub max_body_bytes: usize,
     pub request_timeout: Duration,
     pub websocket_init_timeout: Duration,
+    pub websocket_reauthentication_interval: Duration,
     pub max_concurrent_requests: usize,
     pub graphql: graphql::Limits,
 }
@@ -102,6 +103,7 @@ pub fn router(
             .then(|| (playground.clone(), settings.api_endpoint.clone()));
         let limits = websocket::SocketLimits {
             init_timeout: settings.websocket_init_timeout,
+            reauthentication_interval: settings.websocket_reauthentication_interval,
             max_message_bytes: settings.max_body_bytes,
         };
         get(move |request: Request| graphql_get(schema, authentication, limits, page, request))

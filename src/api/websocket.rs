@@ -1,9 +1,10 @@
 //! GraphQL subscriptions over a WebSocket (graphql-transport-ws): the caller is authenticated from the
 //! `connection_init` payload, which must come within the init timeout (else the socket is closed with 4408, as the
-//! protocol says), and no message may be larger than an HTTP request's body.
+//! protocol says), and no message may be larger than an HTTP request's body. A socket outlives its token: the
+//! token is reviewed again every re-authentication interval, and the socket is closed with 4403 once it is no
+//! longer accepted (expired, revoked, or its user no longer allowed).
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_graphql_axum::{GraphQLProtocol, GraphQLWebSocket};
@@ -16,12 +17,16 @@ use super::graphql::ProvisionerSchema;
 
 /// graphql-transport-ws: "Connection initialisation timeout".
 const INIT_TIMEOUT_CLOSE_CODE: u16 = 4408;
+/// graphql-transport-ws: "Forbidden", as for a refused `connection_init`.
+const FORBIDDEN_CLOSE_CODE: u16 = 4403;
 
 /// What a socket is held to.
 #[derive(Clone)]
 pub struct SocketLimits {
     pub init_timeout: Duration,
     pub max_message_bytes: usize,
+    /// How often the caller's token is reviewed again while the socket is open.
+    pub reauthentication_interval: Duration,
 }
 
 /// Upgrades the connection and serves subscriptions on it.
@@ -36,45 +41,41 @@ pub fn upgrade(
         .max_message_size(limits.max_message_bytes)
         .max_frame_size(limits.max_message_bytes)
         .protocols(async_graphql::http::ALL_WEBSOCKET_PROTOCOLS)
-        .on_upgrade(move |socket| serve(socket, schema, protocol, authentication, limits.init_timeout))
+        .on_upgrade(move |socket| serve(socket, schema, protocol, authentication, limits))
 }
 
-/// The protocol's messages go out through a channel, so that the init deadline can close the socket itself.
+/// The protocol's messages go out through a channel, so that the init deadline and the re-authentication can
+/// close the socket themselves.
 async fn serve(
     socket: WebSocket,
     schema: ProvisionerSchema,
     protocol: GraphQLProtocol,
     authentication: Authentication,
-    init_timeout: Duration,
+    limits: SocketLimits,
 ) {
     let (mut socket_sink, socket_stream) = socket.split();
     let (outgoing, mut to_socket) = futures::channel::mpsc::channel::<Message>(16);
-    let initialised = Arc::new(AtomicBool::new(false));
-    let on_init = initialised.clone();
+    // The accepted `connection_init` payload, to review its token again.
+    let accepted: Arc<Mutex<Option<serde_json::Value>>> = Arc::default();
+    let on_init = (accepted.clone(), authentication.clone());
     let protocol_run = GraphQLWebSocket::new_with_pair(outgoing.clone(), socket_stream, schema, protocol)
         .on_connection_init(move |payload| async move {
+            let (accepted, authentication) = on_init;
             let identity = authentication.identify_connection(&payload).await.map_err(async_graphql::Error::new)?;
-            on_init.store(true, Ordering::SeqCst);
+            *accepted.lock().unwrap_or_else(PoisonError::into_inner) = Some(payload);
             let mut data = async_graphql::Data::default();
             data.insert(identity);
             Ok(data)
         })
         .serve();
     let mut closer = outgoing;
-    // Ends at the deadline only if the caller has not been let in by then.
-    let init_deadline = async move {
-        tokio::time::sleep(init_timeout).await;
-        if initialised.load(Ordering::SeqCst) {
-            std::future::pending::<()>().await;
-        }
-    };
     let driver = async move {
-        tokio::select! {
-            () = protocol_run => {}
-            () = init_deadline => {
-                let reason = "Connection initialisation timeout".into();
-                let _ = closer.send(Message::Close(Some(CloseFrame { code: INIT_TIMEOUT_CLOSE_CODE, reason }))).await;
-            }
+        let close = tokio::select! {
+            () = protocol_run => None,
+            close = watch_the_caller(&accepted, &authentication, &limits) => Some(close),
+        };
+        if let Some(close) = close {
+            let _ = closer.send(Message::Close(Some(close))).await;
         }
     };
     let forward = async move {
@@ -86,4 +87,26 @@ async fn serve(
         }
     };
     tokio::join!(driver, forward);
+}
+
+/// Ends with the frame to close the socket with: when the caller has not been let in by the init deadline, or
+/// later when its token is no longer accepted.
+async fn watch_the_caller(
+    accepted: &Mutex<Option<serde_json::Value>>,
+    authentication: &Authentication,
+    limits: &SocketLimits,
+) -> CloseFrame {
+    tokio::time::sleep(limits.init_timeout).await;
+    let accepted_payload = || accepted.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    if accepted_payload().is_none() {
+        return CloseFrame { code: INIT_TIMEOUT_CLOSE_CODE, reason: "Connection initialisation timeout".into() };
+    }
+    loop {
+        tokio::time::sleep(limits.reauthentication_interval).await;
+        let payload = accepted_payload().unwrap_or_default();
+        if let Err(refusal) = authentication.identify_connection(&payload).await {
+            tracing::info!(refusal, "closing a WebSocket whose token is no longer accepted");
+            return CloseFrame { code: FORBIDDEN_CLOSE_CODE, reason: refusal.into() };
+        }
+    }
 }

@@ -1,6 +1,8 @@
 //! Authentication against the real test control plane: the service runs as the `cluster-provisioner`
 //! ServiceAccount with the manifest's permissions and reviews real ServiceAccount tokens with TokenReview.
 
+use std::time::Duration;
+
 use axum::http::StatusCode;
 use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::Api;
@@ -294,4 +296,28 @@ async fn strangers_sending_slow_bodies_cannot_stall_the_service() {
     let token = setup.token("host-cluster-controller", AUDIENCE).await;
     let served = setup.call("POST", "/api/v1/provisions", Some(&provision_body("authn-slow")), Some(&token)).await;
     assert_eq!(served.status, StatusCode::ACCEPTED, "{}", served.text);
+}
+
+/// A WebSocket outlives the token it was opened with: the token is reviewed again while the socket is open, and
+/// once it is revoked (its ServiceAccount deleted) the socket is closed.
+#[tokio::test]
+async fn a_websocket_is_closed_once_its_token_is_revoked() {
+    let setup = Setup::start_with("cluster-provisioner", &[("APP_WEBSOCKET_REAUTHENTICATION_INTERVAL", "1s")]).await;
+    let token = setup.token("host-cluster-controller", AUDIENCE).await;
+    let accepted = setup.call("POST", "/api/v1/provisions", Some(&provision_body("authn-revoked")), Some(&token)).await;
+    let operation_id = accepted.json()["operationId"].as_str().unwrap().to_owned();
+    let query = "subscription($id: String!) { operationEvents(id: $id) { status { state } } }";
+    let payload = json!({ "Authorization": format!("Bearer {token}") });
+    let mut subscriber = Subscriber::subscribed(&setup.app, payload, query, json!({ "id": operation_id })).await;
+    let first = subscriber.next().await;
+    assert_eq!(first["payload"]["data"]["operationEvents"]["status"]["state"], "Pending", "{first}");
+    assert!(!subscriber.ended_within(Duration::from_secs(3)).await, "re-reviews of a valid token keep the socket");
+
+    let admin = setup.control_plane.admin_client().unwrap();
+    Api::<ServiceAccount>::namespaced(admin, &setup.namespace)
+        .delete("host-cluster-controller", &Default::default())
+        .await
+        .unwrap();
+    // A review is cached for 30 s; the next one after that refuses the token.
+    assert!(subscriber.ended_within(Duration::from_secs(45)).await, "the socket of a revoked token stays open");
 }
