@@ -36,7 +36,7 @@ use playground::PlaygroundAssets;
 /// authenticated from the `connection_init` payload); any other GET gets the playground when it lives there.
 async fn graphql_get(
     schema: graphql::ProvisionerSchema,
-    authentication: Authentication,
+    gate: websocket::SocketGate,
     limits: websocket::SocketLimits,
     playground: Option<(PlaygroundAssets, String)>,
     request: Request,
@@ -61,7 +61,7 @@ async fn graphql_get(
         Err(rejection) => return rejection.into_response(),
     };
     match WebSocketUpgrade::from_request_parts(&mut parts, &()).await {
-        Ok(upgrade) => websocket::upgrade(upgrade, schema, protocol, authentication, limits),
+        Ok(upgrade) => websocket::upgrade(upgrade, schema, protocol, gate, limits),
         Err(rejection) => rejection.into_response(),
     }
 }
@@ -98,7 +98,8 @@ pub fn router(
     let playground_endpoint = settings.playground_endpoint.clone();
     // GET on the GraphQL endpoint: WebSocket subscriptions, and the playground when it is served there too.
     let subscriptions = {
-        let (schema, authentication) = (schema.clone(), authentication.clone());
+        let schema = schema.clone();
+        let gate = websocket::SocketGate { authentication: authentication.clone(), service: state.service.clone() };
         let page = (settings.playground_endpoint == settings.api_endpoint)
             .then(|| (playground.clone(), settings.api_endpoint.clone()));
         let limits = websocket::SocketLimits {
@@ -106,7 +107,7 @@ pub fn router(
             reauthentication_interval: settings.websocket_reauthentication_interval,
             max_message_bytes: settings.max_body_bytes,
         };
-        get(move |request: Request| graphql_get(schema, authentication, limits, page, request))
+        get(move |request: Request| graphql_get(schema, gate, limits, page, request))
     };
 
     // Everything but health and the static playground page needs a caller the platform knows.

@@ -14,6 +14,7 @@ use futures::{SinkExt as _, StreamExt as _};
 
 use super::caller::Authentication;
 use super::graphql::ProvisionerSchema;
+use crate::service::{Service, StreamSlot};
 
 /// graphql-transport-ws: "Connection initialisation timeout".
 const INIT_TIMEOUT_CLOSE_CODE: u16 = 4408;
@@ -29,19 +30,26 @@ pub struct SocketLimits {
     pub reauthentication_interval: Duration,
 }
 
+/// Who a socket answers to: the authentication of its `connection_init`, and the service that counts open sockets.
+#[derive(Clone)]
+pub struct SocketGate {
+    pub authentication: Authentication,
+    pub service: Service,
+}
+
 /// Upgrades the connection and serves subscriptions on it.
 pub fn upgrade(
     upgrade: WebSocketUpgrade,
     schema: ProvisionerSchema,
     protocol: GraphQLProtocol,
-    authentication: Authentication,
+    gate: SocketGate,
     limits: SocketLimits,
 ) -> Response {
     upgrade
         .max_message_size(limits.max_message_bytes)
         .max_frame_size(limits.max_message_bytes)
         .protocols(async_graphql::http::ALL_WEBSOCKET_PROTOCOLS)
-        .on_upgrade(move |socket| serve(socket, schema, protocol, authentication, limits))
+        .on_upgrade(move |socket| serve(socket, schema, protocol, gate, limits))
 }
 
 /// The protocol's messages go out through a channel, so that the init deadline and the re-authentication can
@@ -50,18 +58,25 @@ async fn serve(
     socket: WebSocket,
     schema: ProvisionerSchema,
     protocol: GraphQLProtocol,
-    authentication: Authentication,
+    gate: SocketGate,
     limits: SocketLimits,
 ) {
+    let SocketGate { authentication, service } = gate;
     let (mut socket_sink, socket_stream) = socket.split();
     let (outgoing, mut to_socket) = futures::channel::mpsc::channel::<Message>(16);
     // The accepted `connection_init` payload, to review its token again.
     let accepted: Arc<Mutex<Option<serde_json::Value>>> = Arc::default();
-    let on_init = (accepted.clone(), authentication.clone());
+    // Its place among the caller's open sockets, held until the socket ends.
+    let slot: Arc<Mutex<Option<StreamSlot>>> = Arc::default();
+    let on_init = (accepted.clone(), authentication.clone(), slot.clone());
     let protocol_run = GraphQLWebSocket::new_with_pair(outgoing.clone(), socket_stream, schema, protocol)
         .on_connection_init(move |payload| async move {
-            let (accepted, authentication) = on_init;
+            let (accepted, authentication, slot) = on_init;
             let identity = authentication.identify_connection(&payload).await.map_err(async_graphql::Error::new)?;
+            let place = service
+                .open_socket(&identity.username)
+                .map_err(|error| async_graphql::Error::new(error.to_string()))?;
+            *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(place);
             *accepted.lock().unwrap_or_else(PoisonError::into_inner) = Some(payload);
             let mut data = async_graphql::Data::default();
             data.insert(identity);
@@ -87,6 +102,7 @@ async fn serve(
         }
     };
     tokio::join!(driver, forward);
+    drop(slot);
 }
 
 /// Ends with the frame to close the socket with: when the caller has not been let in by the init deadline, or

@@ -182,6 +182,8 @@ pub struct Service {
     /// How many bytes of logs one request may read (`APP_MAX_LOG_BYTES_PER_REQUEST`).
     log_bytes_per_request: usize,
     streams: streams::Streams,
+    /// Open WebSockets, counted apart from the streams they carry, to the same limits.
+    sockets: streams::Streams,
 }
 
 /// The service's own settings.
@@ -216,23 +218,19 @@ impl Service {
             idempotency_ttl,
             log_bytes_per_request: settings.log_bytes_per_request,
             streams: streams::Streams::new(settings.stream_limits),
+            sockets: streams::Streams::new(settings.stream_limits),
         }
     }
 
     /// A place for one long-lived stream of `caller` (a followed log, a subscription), held until the slot is
     /// dropped; refused when the caller or everyone together holds as many as allowed.
     pub fn open_stream(&self, caller: &str) -> Result<StreamSlot> {
-        self.streams.open(caller).map_err(|full| {
-            let message = match full {
-                streams::Full::Caller(limit) => {
-                    format!("{caller} already holds {limit} open streams (APP_MAX_STREAMS_PER_CALLER); close one first")
-                }
-                streams::Full::Total(limit) => {
-                    format!("the service holds {limit} open streams (APP_MAX_STREAMS); retry when one closed")
-                }
-            };
-            Error::TooManyStreams { message }
-        })
+        self.streams.open(caller).map_err(|full| too_many("streams", caller, full))
+    }
+
+    /// A place for one open WebSocket of `caller`, to the same limits as streams.
+    pub fn open_socket(&self, caller: &str) -> Result<StreamSlot> {
+        self.sockets.open(caller).map_err(|full| too_many("WebSockets", caller, full))
     }
 
     /// A fresh budget for the logs one request reads.
@@ -880,6 +878,16 @@ fn operation_in_progress(operation: &Operation) -> Error {
             operation.runtime_id, operation.operation_type, operation.id, operation.state
         ),
     }
+}
+
+fn too_many(what: &str, caller: &str, full: streams::Full) -> Error {
+    let message = match full {
+        streams::Full::Caller(limit) => {
+            format!("{caller} already holds {limit} open {what} (APP_MAX_STREAMS_PER_CALLER); close one first")
+        }
+        streams::Full::Total(limit) => format!("the service holds {limit} open {what} (APP_MAX_STREAMS); retry later"),
+    };
+    Error::TooManyStreams { message }
 }
 
 fn over_budget(budget: &LogBudget) -> Error {

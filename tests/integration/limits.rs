@@ -291,35 +291,65 @@ async fn a_websocket_is_held_to_its_init_timeout_and_message_size() {
 
 /// Followed logs and subscriptions each hold a connection and a follower: one caller holds at most
 /// `APP_MAX_STREAMS_PER_CALLER` of them (everyone together `APP_MAX_STREAMS`); one more is refused, 429 with
-/// `Retry-After` over REST, and a closed one frees its place.
+/// `Retry-After` over REST, and an ended one frees its place.
 #[tokio::test]
 async fn open_streams_are_capped_per_caller_and_freed_when_closed() {
     let app = app_with(&[("APP_MAX_STREAMS_PER_CALLER", "2")]).await;
     let operation = app.post_provision(&provision_body("streams")).await.json()["operationId"].clone();
     let query = "subscription($id: String!) { operationEvents(id: $id) { status { state } } }";
-    let subscribe = || Subscriber::subscribed(&app, json!({}), query, json!({ "id": operation }));
-    let mut held = Vec::new();
-    for _ in 0..2 {
-        let mut subscriber = subscribe().await;
-        let first = subscriber.next().await;
-        assert_eq!(first["payload"]["data"]["operationEvents"]["status"]["state"], "Pending", "{first}");
-        held.push(subscriber);
-    }
-    let mut refused = subscribe().await;
-    let error = refused.next().await;
-    assert_eq!(error["payload"]["errors"][0]["extensions"]["error_reason"], "too_many_streams", "{error}");
+    let subscribe = |id: &str| json!({ "id": id, "type": "subscribe", "payload": { "query": query, "variables": { "id": operation } } });
+    let mut socket = Subscriber::subscribed(&app, json!({}), query, json!({ "id": operation })).await;
+    let first = socket.next().await;
+    assert_eq!(first["payload"]["data"]["operationEvents"]["status"]["state"], "Pending", "{first}");
+    socket.send(subscribe("2")).await;
+    let second = socket.next().await;
+    assert_eq!((second["id"].as_str(), second["type"].as_str()), (Some("2"), Some("next")), "{second}");
+    socket.send(subscribe("3")).await;
+    let refused = socket.next().await;
+    assert_eq!(refused["payload"]["errors"][0]["extensions"]["error_reason"], "too_many_streams", "{refused}");
     let followed = app.get(&format!("/api/v1/operations/{}/logs?follow=true", operation.as_str().unwrap())).await;
     assert_error(&followed, StatusCode::TOO_MANY_REQUESTS, "too_many_streams");
     assert_eq!(followed.headers["retry-after"], "10");
 
-    drop(held.pop());
+    socket.send(json!({ "id": "1", "type": "complete" })).await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let mut again = subscribe().await;
-        if again.next().await["payload"]["data"]["operationEvents"]["status"]["state"] == "Pending" {
+    for attempt in 4.. {
+        socket.send(subscribe(&attempt.to_string())).await;
+        let answer = socket.next().await;
+        if answer["payload"]["data"]["operationEvents"]["status"]["state"] == "Pending" {
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline, "a closed subscription never freed its place");
+        assert!(tokio::time::Instant::now() < deadline, "an ended subscription never freed its place: {answer}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Open WebSockets are counted too, to the same limits: one more is refused at its `connection_init`, and a
+/// closed one frees its place.
+#[tokio::test]
+async fn open_websockets_are_capped_per_caller() {
+    let app = app_with(&[("APP_MAX_STREAMS_PER_CALLER", "2")]).await;
+    let init = || async {
+        let mut socket = Subscriber::connect(&app).await;
+        socket.send(json!({ "type": "connection_init", "payload": {} })).await;
+        let answer = socket.next().await;
+        (socket, answer)
+    };
+    let (first, answer) = init().await;
+    assert_eq!(answer["type"], "connection_ack", "{answer}");
+    let (_second, answer) = init().await;
+    assert_eq!(answer["type"], "connection_ack", "{answer}");
+    let (_third, refused) = init().await;
+    assert!(refused["close"].as_str().is_some_and(|reason| reason.contains("open WebSockets")), "{refused}");
+
+    drop(first);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_again, answer) = init().await;
+        if answer["type"] == "connection_ack" {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "a closed socket never freed its place: {answer}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
