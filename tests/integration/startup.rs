@@ -79,3 +79,35 @@ fn http_get(port: u16, path: &str) -> std::io::Result<String> {
     stream.read_to_string(&mut response)?;
     Ok(response)
 }
+
+/// The database is reached over TLS with its certificate verified (`APP_DATABASE_SSL_MODE=verify-full` and
+/// `APP_DATABASE_SSL_ROOT_CERT`): a PostgreSQL that accepts TLS only is reached with the CA that signed its
+/// certificate, a server another CA signed is refused, and without TLS the server refuses.
+#[tokio::test]
+async fn the_database_is_reached_over_verified_tls() {
+    use secrecy::ExposeSecret as _;
+    provisioner::install_crypto_provider();
+    let postgres = test_support::tls_postgres::TlsPostgres::start().await;
+    let port = postgres.port.to_string();
+    let connect = |ssl_mode: &str, root_cert: Option<std::path::PathBuf>| {
+        let mut variables = vec![
+            ("APP_DATABASE_HOST", "localhost".to_owned()),
+            ("APP_DATABASE_PORT", port.clone()),
+            ("APP_DATABASE_NAME", "postgres".to_owned()),
+            ("APP_DATABASE_SSL_MODE", ssl_mode.to_owned()),
+        ];
+        variables.extend(root_cert.map(|path| ("APP_DATABASE_SSL_ROOT_CERT", path.display().to_string())));
+        let environment = variables.into_iter().map(|(key, value)| (key.to_owned(), value)).collect();
+        let settings = provisioner::settings::Settings::from_environment(environment).expect("settings");
+        async move {
+            let url = settings.database.url.expose_secret().to_owned();
+            provisioner::store::Store::connect(&url, 2, Duration::from_secs(5)).await
+        }
+    };
+    let store = connect("verify-full", Some(postgres.ca_file())).await.expect("verified TLS connects");
+    store.ping().await.expect("and the database answers");
+    let refused = connect("verify-full", Some(postgres.other_ca_file())).await;
+    assert!(refused.is_err(), "a server certificate of another CA was accepted");
+    let plain = connect("disable", None).await;
+    assert!(plain.is_err(), "the TLS-only server accepted a plain connection");
+}

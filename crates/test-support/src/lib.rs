@@ -13,6 +13,7 @@ pub mod moto;
 pub mod server_process;
 pub mod subscriber;
 pub mod terraform;
+pub mod tls_postgres;
 
 use std::collections::HashMap;
 
