@@ -154,6 +154,8 @@ struct Variables {
     #[serde(deserialize_with = "text")]
     app_auth_audience: String,
     app_auth_allowed_users: String,
+    #[serde(deserialize_with = "parsed")]
+    app_authz_mode: AuthzMode,
 }
 
 impl Default for Variables {
@@ -225,6 +227,7 @@ impl Default for Variables {
             app_auth_enabled: true,
             app_auth_audience: "cluster-provisioner".to_owned(),
             app_auth_allowed_users: "system:serviceaccount:kubeopera-core:host-cluster-controller".to_owned(),
+            app_authz_mode: AuthzMode::AllowList,
         }
     }
 }
@@ -254,6 +257,9 @@ impl Expected for Url {
 }
 impl Expected for KubernetesVersion {
     const EXPECTED: &'static str = "MAJOR.MINOR such as 1.32";
+}
+impl Expected for AuthzMode {
+    const EXPECTED: &'static str = "allow-list or rbac";
 }
 
 /// A scalar as text: the environment delivers strings, a configuration file may hold numbers and booleans.
@@ -350,6 +356,28 @@ pub struct AuthnSettings {
     pub enabled: bool,
     pub audience: String,
     pub allowed_users: Vec<String>,
+    pub authorization: AuthzMode,
+}
+
+/// How an authenticated caller's actions are decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthzMode {
+    /// The users of `APP_AUTH_ALLOWED_USERS` may do everything, others nothing.
+    AllowList,
+    /// Kubernetes RBAC decides each action on `runtimes.provisioner.kubeopera.io` (SubjectAccessReview).
+    Rbac,
+}
+
+impl std::str::FromStr for AuthzMode {
+    type Err = ();
+
+    fn from_str(value: &str) -> std::result::Result<Self, Self::Err> {
+        match value {
+            "allow-list" => Ok(AuthzMode::AllowList),
+            "rbac" => Ok(AuthzMode::Rbac),
+            _ => Err(()),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -521,7 +549,12 @@ impl Variables {
                 oauth_client_file: self.app_auth_oauth_path,
                 timeout: self.app_auth_timeout,
             },
-            authn: AuthnSettings { enabled: self.app_auth_enabled, audience: self.app_auth_audience, allowed_users },
+            authn: AuthnSettings {
+                enabled: self.app_auth_enabled,
+                audience: self.app_auth_audience,
+                allowed_users,
+                authorization: self.app_authz_mode,
+            },
             server: ServerSettings {
                 address: self.app_address,
                 api_endpoint: endpoint("APP_API_ENDPOINT", self.app_api_endpoint)?,

@@ -14,14 +14,15 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
 use crate::api::audit::AuditTrail;
-use crate::api::caller::{Authentication, Mode};
+use crate::api::authorization::Authorizer;
+use crate::api::caller::{Access, Authentication, Mode};
 use crate::api::playground::PlaygroundAssets;
 use crate::api::{self, HttpSettings, graphql};
 use crate::credentials::{self as auth, AuthClient};
 use crate::executor::{Executor, JobSettings};
 use crate::render::{self, Renderer};
 use crate::service::{Service, ServiceSettings};
-use crate::settings::{AuthnSettings, Settings};
+use crate::settings::{AuthnSettings, AuthzMode, Settings};
 use crate::store::{self, Store};
 use crate::telemetry::{Metrics, WorkerHealth};
 use crate::token_review::TokenReviewer;
@@ -219,8 +220,11 @@ fn authentication_mode(settings: &AuthnSettings, client: Option<kube::Client>, m
     }
     match client {
         Some(client) => Mode::Enabled {
-            reviewer: Arc::new(TokenReviewer::new(client, settings.audience.clone(), metrics.clone())),
-            allowed_users: Arc::new(settings.allowed_users.iter().cloned().collect()),
+            reviewer: Arc::new(TokenReviewer::new(client.clone(), settings.audience.clone(), metrics.clone())),
+            access: match settings.authorization {
+                AuthzMode::AllowList => Access::AllowList(Arc::new(settings.allowed_users.iter().cloned().collect())),
+                AuthzMode::Rbac => Access::Rbac(Arc::new(Authorizer::new(client))),
+            },
         },
         None => {
             tracing::error!(

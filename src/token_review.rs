@@ -22,11 +22,11 @@ const CACHE_CAPACITY: usize = 1024;
 pub enum Review {
     Authenticated {
         username: String,
+        /// What RBAC bindings to groups apply to.
+        groups: Vec<String>,
     },
     /// Missing, malformed, expired, revoked or meant for another audience; `reason` is Kubernetes' word.
-    Rejected {
-        reason: String,
-    },
+    Rejected { reason: String },
 }
 
 /// Reviews tokens for one audience with the service's own Kubernetes client.
@@ -61,8 +61,11 @@ impl TokenReviewer {
         };
         // Authenticators that ignore audiences may still say yes, so the audience is checked here too.
         let for_us = status.audiences.is_some_and(|audiences| audiences.contains(&self.audience));
-        let review = match status.user.and_then(|user| user.username) {
-            Some(username) if status.authenticated == Some(true) && for_us => Review::Authenticated { username },
+        let user = status.user.unwrap_or_default();
+        let review = match user.username {
+            Some(username) if status.authenticated == Some(true) && for_us => {
+                Review::Authenticated { username, groups: user.groups.unwrap_or_default() }
+            }
             _ => Review::Rejected {
                 reason: status.error.unwrap_or_else(|| format!("not a token for audience {}", self.audience)),
             },

@@ -1,6 +1,7 @@
-//! Only the platform's own services get in: every API path but `/healthz` needs a Kubernetes ServiceAccount
-//! token (checked by [`TokenReviewer`]) whose user is in `APP_AUTH_ALLOWED_USERS`. The caller's [`Identity`]
-//! goes into the request's extensions, for the audit line of each change.
+//! Only callers the platform knows get in: every API path but the probes needs a Kubernetes token (checked by
+//! [`TokenReviewer`]). What it may do is decided by `APP_AUTHZ_MODE`: `allow-list` lets the users in
+//! `APP_AUTH_ALLOWED_USERS` do everything, `rbac` asks Kubernetes RBAC for each action (see [`Authorizer`]). The
+//! caller's [`Identity`] goes into the request's extensions, for the checks and the audit line of each change.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -11,15 +12,32 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::audit::{ApiKind, AuditEntry, AuditEvent, AuditTrail};
+use super::authorization::{Action, Authorizer, User};
 use super::error::ApiError;
 use crate::domain::Operation;
 use crate::token_review::{Review, TokenReviewer};
 
-/// The authenticated caller, with the trail its changes are written to.
-#[derive(Debug, Clone)]
+/// The authenticated caller, with what it may do and the trail its changes are written to.
+#[derive(Clone)]
 pub struct Identity {
     pub username: String,
+    grants: Grants,
     audit: AuditTrail,
+}
+
+impl std::fmt::Debug for Identity {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("Identity").field("username", &self.username).finish_non_exhaustive()
+    }
+}
+
+/// What an identity may do.
+#[derive(Clone)]
+enum Grants {
+    /// Everything: authentication is off, or the user is on the allow-list.
+    All,
+    /// What Kubernetes RBAC allows this user.
+    Rbac { authorizer: Arc<Authorizer>, user: User },
 }
 
 impl Identity {
@@ -35,6 +53,21 @@ impl Identity {
     pub fn audit_cancel(&self, api: ApiKind, operation: &Operation) {
         self.audit.record(&AuditEntry::new(&self.username, api, AuditEvent::CancelRequested, operation));
     }
+
+    /// Refused (403) unless this caller may do `action`.
+    pub async fn authorize(&self, action: Action) -> Result<(), ApiError> {
+        let Grants::Rbac { authorizer, user } = &self.grants else { return Ok(()) };
+        match authorizer.allows(user, action).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(ApiError::Forbidden(format!("{} may not {}", self.username, action.describe()))),
+            Err(error) => {
+                tracing::error!(%error, "SubjectAccessReview failed");
+                Err(ApiError::Unavailable(
+                    "cannot check what the caller may do: the Kubernetes SubjectAccessReview failed".to_owned(),
+                ))
+            }
+        }
+    }
 }
 
 /// How callers are authenticated, decided once at start-up.
@@ -46,8 +79,17 @@ pub enum Mode {
     NoCluster,
     Enabled {
         reviewer: Arc<TokenReviewer>,
-        allowed_users: Arc<HashSet<String>>,
+        access: Access,
     },
+}
+
+/// How an authenticated caller's actions are decided (`APP_AUTHZ_MODE`).
+#[derive(Clone)]
+pub enum Access {
+    /// These users may do everything; others nothing.
+    AllowList(Arc<HashSet<String>>),
+    /// Kubernetes RBAC decides each action.
+    Rbac(Arc<Authorizer>),
 }
 
 /// Lets callers in, each with the application's audit trail.
@@ -55,6 +97,18 @@ pub enum Mode {
 pub struct Authentication {
     pub mode: Mode,
     pub audit: AuditTrail,
+}
+
+/// The middleware after [`authenticate`]: refuses a REST request its caller may not make (see
+/// [`super::authorization::rest_action`]).
+pub async fn authorize_route(matched: Option<axum::extract::MatchedPath>, request: Request, next: Next) -> Response {
+    let action = matched.and_then(|route| super::authorization::rest_action(request.method(), route.as_str()));
+    if let (Some(action), Some(identity)) = (action, request.extensions().get::<Identity>())
+        && let Err(refusal) = identity.authorize(action).await
+    {
+        return refusal.into_response();
+    }
+    next.run(request).await
 }
 
 /// The middleware: refuses the request, or passes it on with the caller's [`Identity`].
@@ -69,8 +123,8 @@ pub async fn authenticate(State(authentication): State<Authentication>, mut requ
 }
 
 impl Authentication {
-    fn identity(&self, username: String) -> Identity {
-        Identity { username, audit: self.audit.clone() }
+    fn identity(&self, username: String, grants: Grants) -> Identity {
+        Identity { username, grants, audit: self.audit.clone() }
     }
 
     async fn identify(&self, headers: &HeaderMap) -> Result<Identity, ApiError> {
@@ -91,24 +145,32 @@ impl Authentication {
     }
 
     async fn identify_token(&self, token: Option<&str>) -> Result<Identity, ApiError> {
-        let (reviewer, allowed_users) = match &self.mode {
-            Mode::Disabled => return Ok(self.identity(Identity::ANONYMOUS.to_owned())),
+        let (reviewer, access) = match &self.mode {
+            Mode::Disabled => return Ok(self.identity(Identity::ANONYMOUS.to_owned(), Grants::All)),
             Mode::NoCluster => {
                 return Err(ApiError::Unavailable(
                     "authentication needs a Kubernetes cluster to review tokens, and none is configured".to_owned(),
                 ));
             }
-            Mode::Enabled { reviewer, allowed_users } => (reviewer, allowed_users),
+            Mode::Enabled { reviewer, access } => (reviewer, access),
         };
         let token = token.ok_or_else(|| {
             ApiError::Unauthenticated("send a ServiceAccount token as Authorization: Bearer <token>".to_owned())
         })?;
         match reviewer.review(token).await {
-            Ok(Review::Authenticated { username }) if allowed_users.contains(&username) => Ok(self.identity(username)),
-            Ok(Review::Authenticated { username }) => {
-                tracing::warn!(user = %username, "caller not in APP_AUTH_ALLOWED_USERS");
-                Err(ApiError::Forbidden(format!("{username} may not use the cluster provisioner")))
-            }
+            Ok(Review::Authenticated { username, groups }) => match access {
+                Access::Rbac(authorizer) => {
+                    let user = User { name: username.clone(), groups };
+                    Ok(self.identity(username, Grants::Rbac { authorizer: authorizer.clone(), user }))
+                }
+                Access::AllowList(allowed_users) if allowed_users.contains(&username) => {
+                    Ok(self.identity(username, Grants::All))
+                }
+                Access::AllowList(_) => {
+                    tracing::warn!(user = %username, "caller not in APP_AUTH_ALLOWED_USERS");
+                    Err(ApiError::Forbidden(format!("{username} may not use the cluster provisioner")))
+                }
+            },
             Ok(Review::Rejected { reason }) => {
                 // Kubernetes' reason goes to the log only: it may describe what a valid token looks like.
                 tracing::info!(reason, "bearer token rejected");

@@ -13,10 +13,11 @@ use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 
 use super::audit::ApiKind;
+use super::authorization::{Action, Subresource, Verb};
 use super::caller::Identity;
 use crate::domain::run_log::LogBudget;
 
-use super::error::classify;
+use super::error::{ApiError, classify};
 use crate::domain::run_log::ContainerLog;
 use crate::domain::{
     ClusterConfig, Labels, LastError, Operation, OperationState, OperationType, PlanSummary, ProvisionRequest,
@@ -138,6 +139,29 @@ pub fn graphql_error(error: service::Error) -> async_graphql::Error {
 
 type GraphQLResult<T> = async_graphql::Result<T>;
 
+/// Refused unless the caller may do `action` (Kubernetes RBAC with `APP_AUTHZ_MODE=rbac`).
+async fn authorize(context: &Context<'_>, action: Action) -> GraphQLResult<()> {
+    let identity = context.data::<Identity>()?;
+    identity.authorize(action).await.map_err(|refusal| {
+        let (status, reason, message) = match refusal {
+            ApiError::Forbidden(message) => (StatusCode::FORBIDDEN, "forbidden", message),
+            ApiError::Unavailable(message) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable", message),
+            _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error".to_owned()),
+        };
+        async_graphql::Error::new(message).extend_with(|_, extensions| {
+            let code = match status {
+                StatusCode::FORBIDDEN => "FORBIDDEN",
+                StatusCode::SERVICE_UNAVAILABLE => "UNAVAILABLE",
+                _ => "INTERNAL",
+            };
+            extensions.set("code", code);
+            extensions.set("error_code", status.as_u16());
+            extensions.set("error_reason", reason);
+            extensions.set("error_component", "provisioner");
+        })
+    })
+}
+
 fn service<'a>(context: &Context<'a>) -> &'a Service {
     context.data_unchecked::<Service>()
 }
@@ -195,6 +219,7 @@ impl OperationStatus {
     /// of each: kept in the database once the run ended, from its pod while it runs.
     #[graphql(complexity = "LOGS_WEIGHT")]
     async fn logs(&self, context: &Context<'_>, tail_lines: Option<i32>) -> GraphQLResult<Vec<ContainerLog>> {
+        authorize(context, Action::on(Subresource::Logs)).await?;
         // One budget for every log an HTTP request reads (an operation over a WebSocket has none: each field gets
         // its own).
         let own;
@@ -280,6 +305,7 @@ impl RuntimeConfig {
     /// Read from the cluster's outputs Secret on each request; null until the provisioning has succeeded.
     #[graphql(complexity = "KUBECONFIG_WEIGHT")]
     async fn kubeconfig(&self, context: &Context<'_>) -> GraphQLResult<Option<String>> {
+        authorize(context, Action::on(Subresource::Kubeconfig)).await?;
         match service(context).kubeconfig(&self.runtime_id).await {
             Ok(kubeconfig) => Ok(Some(kubeconfig)),
             Err(service::Error::Conflict { conflict: Conflict::NotReady, .. }) => Ok(None),
@@ -364,11 +390,13 @@ pub struct Query;
 #[Object]
 impl Query {
     async fn runtime_status(&self, context: &Context<'_>, id: String) -> GraphQLResult<RuntimeStatus> {
+        authorize(context, Action::on_runtimes(Verb::Get)).await?;
         let status = service(context).runtime_status(&id).await.map_err(graphql_error)?;
         Ok(RuntimeStatus { status })
     }
 
     async fn runtime_operation_status(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationStatus> {
+        authorize(context, Action::on_runtimes(Verb::Get)).await?;
         Ok(service(context).operation_status(&id).await.map_err(graphql_error)?.into())
     }
 
@@ -382,6 +410,7 @@ impl Query {
         first: Option<i32>,
         after: Option<String>,
     ) -> GraphQLResult<Connection<String, OperationStatus, EmptyFields, EmptyFields>> {
+        authorize(context, Action::on_runtimes(Verb::Get)).await?;
         operation_connection(context, &runtime_id, first, after).await
     }
 
@@ -395,6 +424,7 @@ impl Query {
         state: Option<OperationState>,
         #[graphql(desc = "Only runtimes with this label, as `key=value`")] label: Option<String>,
     ) -> GraphQLResult<Connection<String, RuntimeNode, EmptyFields, EmptyFields>> {
+        authorize(context, Action::on_runtimes(Verb::List)).await?;
         let service = service(context);
         let page = service.runtimes(state, label.as_deref(), after.as_deref(), first).await.map_err(graphql_error)?;
         let mut connection = Connection::new(after.is_some(), page.has_next_page);
@@ -423,6 +453,7 @@ impl Mutation {
         config: ProvisionRequest,
         #[graphql(default_with = "Some(false)")] dry_run: Option<bool>,
     ) -> GraphQLResult<OperationStatus> {
+        authorize(context, Action::on_runtimes(Verb::Create)).await?;
         let identity = context.data::<Identity>()?;
         let dry_run = dry_run.unwrap_or_default();
         let accepted = service(context)
@@ -444,6 +475,7 @@ impl Mutation {
         config: UpgradeClusterInput,
         #[graphql(default_with = "Some(false)")] dry_run: Option<bool>,
     ) -> GraphQLResult<OperationStatus> {
+        authorize(context, Action::on_runtimes(Verb::Update)).await?;
         let identity = context.data::<Identity>()?;
         let dry_run = dry_run.unwrap_or_default();
         let operation =
@@ -455,6 +487,7 @@ impl Mutation {
     /// Scales every worker pool to zero (and stops a vanilla control plane); the configuration is kept for the
     /// wake-up. A hibernated runtime refuses upgrades until it is woken up; it can be deprovisioned.
     async fn hibernate_runtime(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationStatus> {
+        authorize(context, Action::on_runtimes(Verb::Update)).await?;
         let identity = context.data::<Identity>()?;
         let operation = service(context).hibernate_runtime(&id, &identity.username).await.map_err(graphql_error)?;
         identity.audit(ApiKind::Graphql, &operation);
@@ -463,6 +496,7 @@ impl Mutation {
 
     /// Brings a hibernated cluster back at its configured sizes; a vanilla one ends once its API server answers.
     async fn wake_up_runtime(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationStatus> {
+        authorize(context, Action::on_runtimes(Verb::Update)).await?;
         let identity = context.data::<Identity>()?;
         let operation = service(context).wake_up_runtime(&id, &identity.username).await.map_err(graphql_error)?;
         identity.audit(ApiKind::Graphql, &operation);
@@ -472,6 +506,7 @@ impl Mutation {
     /// Cancels an operation: a queued one ends at once; a running one is stopped (its Terraform interrupted at a
     /// safe point) and ends `Failed` with reason `cancelled`. An error once it has ended.
     async fn cancel_operation(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationStatus> {
+        authorize(context, Action::on_runtimes(Verb::Update)).await?;
         let identity = context.data::<Identity>()?;
         let operation = service(context).cancel_operation(&id, &identity.username).await.map_err(graphql_error)?;
         identity.audit_cancel(ApiKind::Graphql, &operation);
@@ -480,6 +515,7 @@ impl Mutation {
 
     /// Returns the id of the deprovisioning operation.
     async fn deprovision_runtime(&self, context: &Context<'_>, id: String) -> GraphQLResult<String> {
+        authorize(context, Action::on_runtimes(Verb::Delete)).await?;
         let identity = context.data::<Identity>()?;
         let operation = service(context).deprovision_runtime(&id, &identity.username).await.map_err(graphql_error)?;
         identity.audit(ApiKind::Graphql, &operation);
@@ -510,6 +546,10 @@ impl Subscription {
         id: String,
         #[graphql(default)] logs: bool,
     ) -> async_graphql::Result<impl futures::Stream<Item = GraphQLResult<OperationEvent>> + use<>> {
+        authorize(context, Action::on_runtimes(Verb::Get)).await?;
+        if logs {
+            authorize(context, Action::on(Subresource::Logs)).await?;
+        }
         use futures::StreamExt as _;
         let service = service(context).clone();
         let caller = context.data::<Identity>()?;

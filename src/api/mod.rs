@@ -2,6 +2,7 @@
 //! request limits (body size, time, concurrency) and the per-request tracing and metrics.
 
 pub mod audit;
+pub mod authorization;
 pub mod browser_guard;
 pub mod caller;
 pub mod error;
@@ -148,6 +149,7 @@ pub fn router(
         // The body is read (within its limit) only once the caller is known: a stranger's request is refused
         // before it can hold a request slot by sending its body slowly.
         .route_layer(middleware::from_fn_with_state(settings.max_body_bytes, limit_body))
+        .route_layer(middleware::from_fn(caller::authorize_route))
         .route_layer(middleware::from_fn_with_state(authentication, caller::authenticate))
         .route_layer(middleware::from_fn(browser_guard::refuse_cross_origin_changes));
 

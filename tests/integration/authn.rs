@@ -321,3 +321,100 @@ async fn a_websocket_is_closed_once_its_token_is_revoked() {
     // A review is cached for 30 s; the next one after that refuses the token.
     assert!(subscriber.ended_within(Duration::from_secs(45)).await, "the socket of a revoked token stays open");
 }
+
+/// Gives `account` of the setup's namespace `verbs` on `resources` of `runtimes.provisioner.kubeopera.io`, with a
+/// ClusterRole and its binding, and waits until the API server's RBAC says so.
+async fn grant(setup: &Setup, account: &str, verbs: &[&str], resources: &[&str]) {
+    use k8s_openapi::api::authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec};
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
+    let admin = setup.control_plane.admin_client().unwrap();
+    let name = format!("{account}-{}", setup.namespace);
+    let strings = |values: &[&str]| Some(values.iter().map(|value| value.to_string()).collect::<Vec<_>>());
+    let role = ClusterRole {
+        metadata: ObjectMeta { name: Some(name.clone()), ..ObjectMeta::default() },
+        rules: Some(vec![PolicyRule {
+            api_groups: strings(&["provisioner.kubeopera.io"]),
+            resources: strings(resources),
+            verbs: verbs.iter().map(|verb| verb.to_string()).collect(),
+            ..PolicyRule::default()
+        }]),
+        ..ClusterRole::default()
+    };
+    Api::<ClusterRole>::all(admin.clone()).create(&PostParams::default(), &role).await.unwrap();
+    let binding = ClusterRoleBinding {
+        metadata: ObjectMeta { name: Some(name.clone()), ..ObjectMeta::default() },
+        role_ref: RoleRef { api_group: Some("rbac.authorization.k8s.io".into()), kind: "ClusterRole".into(), name },
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".into(),
+            name: account.into(),
+            namespace: Some(setup.namespace.clone()),
+            ..Subject::default()
+        }]),
+    };
+    Api::<ClusterRoleBinding>::all(admin.clone()).create(&PostParams::default(), &binding).await.unwrap();
+    let user = format!("system:serviceaccount:{}:{account}", setup.namespace);
+    let resource = resources[0].split_once('/').map_or(resources[0], |(resource, _)| resource);
+    let review = SubjectAccessReview {
+        spec: SubjectAccessReviewSpec {
+            user: Some(user),
+            resource_attributes: Some(ResourceAttributes {
+                group: Some("provisioner.kubeopera.io".into()),
+                resource: Some(resource.into()),
+                verb: Some(if verbs[0] == "*" { "get".into() } else { verbs[0].into() }),
+                ..ResourceAttributes::default()
+            }),
+            ..SubjectAccessReviewSpec::default()
+        },
+        ..SubjectAccessReview::default()
+    };
+    for _ in 0..100 {
+        let answer =
+            Api::<SubjectAccessReview>::all(admin.clone()).create(&PostParams::default(), &review).await.unwrap();
+        if answer.status.is_some_and(|status| status.allowed) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("RBAC never allowed {account} what was granted");
+}
+
+/// With `APP_AUTHZ_MODE=rbac` Kubernetes RBAC decides what each caller may do: a reader bound to get and list
+/// reads runtimes but may not create, delete or read a kubeconfig; host-cluster-controller, bound to everything
+/// including the subresources, may.
+#[tokio::test]
+async fn rbac_decides_what_each_caller_may_do() {
+    let setup = Setup::start_with("cluster-provisioner", &[("APP_AUTHZ_MODE", "rbac")]).await;
+    grant(&setup, "intruder", &["get", "list"], &["runtimes"]).await;
+    grant(&setup, "host-cluster-controller", &["*"], &["runtimes", "runtimes/kubeconfig", "runtimes/logs"]).await;
+    let full = setup.token("host-cluster-controller", AUDIENCE).await;
+    let reader = setup.token("intruder", AUDIENCE).await;
+
+    let created = setup.call("POST", "/api/v1/provisions", Some(&provision_body("rbac-a")), Some(&full)).await;
+    assert_eq!(created.status, StatusCode::ACCEPTED, "{}", created.text);
+    let id = created.json()["id"].as_str().unwrap().to_owned();
+    let path = format!("/api/v1/provisions/{id}");
+    assert_eq!(setup.call("GET", &path, None, Some(&reader)).await.status, StatusCode::OK);
+    assert_eq!(setup.call("GET", "/api/v1/provisions", None, Some(&reader)).await.status, StatusCode::OK);
+    let body = provision_body("rbac-b");
+    assert_refused(
+        &setup.call("POST", "/api/v1/provisions", Some(&body), Some(&reader)).await,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    );
+    assert_refused(&setup.call("DELETE", &path, None, Some(&reader)).await, StatusCode::FORBIDDEN, "forbidden");
+    let kubeconfig = format!("{path}/kubeconfig");
+    assert_refused(&setup.call("GET", &kubeconfig, None, Some(&reader)).await, StatusCode::FORBIDDEN, "forbidden");
+
+    let query = "query($id: String!) { runtimeStatus(id: $id) { runtimeConfiguration { kubeconfig } } }";
+    let read = setup.graphql(query, json!({ "id": id }), Some(&reader)).await.json();
+    assert_eq!(read["errors"][0]["extensions"]["code"], "FORBIDDEN", "{read}");
+    let mutation = "mutation($id: String!) { deprovisionRuntime(id: $id) }";
+    let refused = setup.graphql(mutation, json!({ "id": id }), Some(&reader)).await.json();
+    assert_eq!(refused["errors"][0]["extensions"]["code"], "FORBIDDEN", "{refused}");
+
+    // Allowed, and only not ready: no cluster was built.
+    assert_refused(&setup.call("GET", &kubeconfig, None, Some(&full)).await, StatusCode::CONFLICT, "not_ready");
+    let cancel = format!("/api/v1/operations/{}/cancel", created.json()["operationId"].as_str().unwrap());
+    assert_refused(&setup.call("POST", &cancel, None, Some(&reader)).await, StatusCode::FORBIDDEN, "forbidden");
+    assert_eq!(setup.call("POST", &cancel, None, Some(&full)).await.status, StatusCode::ACCEPTED);
+}

@@ -604,7 +604,8 @@ async fn cluster_provisioner_has_the_seed_permissions_and_no_more() {
         ("get", "pods/log", core, false),
         ("create", "roles.rbac.authorization.k8s.io", p, false),
         ("create", "rolebindings.rbac.authorization.k8s.io", p, false),
-        ("create", "subjectaccessreviews.authorization.k8s.io", None, false),
+        // APP_AUTHZ_MODE=rbac asks what each caller may do.
+        ("create", "subjectaccessreviews.authorization.k8s.io", None, true),
     ]);
     assert_permissions(&admin, PROVISIONER_USER, &cases).await;
 

@@ -1,0 +1,193 @@
+//! Who may do what, by Kubernetes RBAC: with `APP_AUTHZ_MODE=rbac` every request is checked with a
+//! SubjectAccessReview on the virtual resource `runtimes.provisioner.kubeopera.io` (subresources `kubeconfig` and
+//! `logs`), as kube-rbac-proxy does, so that operators grant read-only access to people and full access to
+//! host-cluster-controller with ordinary ClusterRoles. Answers are cached briefly per user and action.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec};
+use kube::Api;
+use kube::api::PostParams;
+
+/// The API group of the virtual resource RBAC rules name.
+pub const API_GROUP: &str = "provisioner.kubeopera.io";
+pub const RESOURCE: &str = "runtimes";
+/// How long an answer is reused: a revoked grant keeps working at most this long.
+const CACHE_TTL: Duration = Duration::from_secs(30);
+/// Bounds the memory of the cache.
+const CACHE_CAPACITY: usize = 4096;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Verb {
+    Get,
+    List,
+    Create,
+    Update,
+    Delete,
+}
+
+impl Verb {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verb::Get => "get",
+            Verb::List => "list",
+            Verb::Create => "create",
+            Verb::Update => "update",
+            Verb::Delete => "delete",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Subresource {
+    Kubeconfig,
+    Logs,
+}
+
+impl Subresource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Subresource::Kubeconfig => "kubeconfig",
+            Subresource::Logs => "logs",
+        }
+    }
+}
+
+/// What a caller asks to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Action {
+    pub verb: Verb,
+    pub subresource: Option<Subresource>,
+}
+
+impl Action {
+    pub const fn on_runtimes(verb: Verb) -> Action {
+        Action { verb, subresource: None }
+    }
+
+    pub const fn on(subresource: Subresource) -> Action {
+        Action { verb: Verb::Get, subresource: Some(subresource) }
+    }
+
+    /// As RBAC spells it: `get runtimes/kubeconfig`.
+    pub fn describe(self) -> String {
+        match self.subresource {
+            None => format!("{} {RESOURCE}.{API_GROUP}", self.verb.as_str()),
+            Some(subresource) => format!("{} {RESOURCE}/{}.{API_GROUP}", self.verb.as_str(), subresource.as_str()),
+        }
+    }
+}
+
+/// What a REST route does, by its method and path template; `None` for what any authenticated caller may read
+/// (the OpenAPI document). GraphQL is checked field by field instead.
+pub fn rest_action(method: &axum::http::Method, route: &str) -> Option<Action> {
+    use axum::http::Method;
+    let runtimes = Action::on_runtimes;
+    match (method, route) {
+        (&Method::GET, "/api/v1/provisions") => Some(runtimes(Verb::List)),
+        (&Method::POST, "/api/v1/provisions") => Some(runtimes(Verb::Create)),
+        (&Method::PATCH, "/api/v1/provisions/{id}")
+        | (&Method::POST, "/api/v1/provisions/{id}/hibernate" | "/api/v1/provisions/{id}/wake")
+        | (&Method::POST, "/api/v1/operations/{id}/cancel") => Some(runtimes(Verb::Update)),
+        (&Method::DELETE, "/api/v1/provisions/{id}") => Some(runtimes(Verb::Delete)),
+        (_, "/api/v1/provisions/{id}/kubeconfig") => Some(Action::on(Subresource::Kubeconfig)),
+        (_, "/api/v1/provisions/{id}/logs" | "/api/v1/operations/{id}/logs") => Some(Action::on(Subresource::Logs)),
+        (_, super::rest::OPENAPI_PATH) => None,
+        (_, route) if route.starts_with("/api/v1/") => Some(runtimes(Verb::Get)),
+        _ => None,
+    }
+}
+
+/// The authenticated user as TokenReview described it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct User {
+    pub name: String,
+    pub groups: Vec<String>,
+}
+
+/// Asks Kubernetes with the service's own client.
+pub struct Authorizer {
+    api: Api<SubjectAccessReview>,
+    cache: Mutex<HashMap<(User, Action), (Instant, bool)>>,
+}
+
+impl Authorizer {
+    pub fn new(client: kube::Client) -> Self {
+        Authorizer { api: Api::all(client), cache: Mutex::default() }
+    }
+
+    /// Whether RBAC allows `user` the `action`. Errors are the Kubernetes API failing; they are not cached.
+    pub async fn allows(&self, user: &User, action: Action) -> Result<bool, kube::Error> {
+        let key = (user.clone(), action);
+        if let Some(allowed) = self.cached(&key) {
+            return Ok(allowed);
+        }
+        let review = SubjectAccessReview {
+            spec: SubjectAccessReviewSpec {
+                user: Some(user.name.clone()),
+                groups: Some(user.groups.clone()),
+                resource_attributes: Some(ResourceAttributes {
+                    group: Some(API_GROUP.to_owned()),
+                    resource: Some(RESOURCE.to_owned()),
+                    subresource: action.subresource.map(|subresource| subresource.as_str().to_owned()),
+                    verb: Some(action.verb.as_str().to_owned()),
+                    ..ResourceAttributes::default()
+                }),
+                ..SubjectAccessReviewSpec::default()
+            },
+            ..SubjectAccessReview::default()
+        };
+        let answer = self.api.create(&PostParams::default(), &review).await?;
+        let allowed = answer.status.is_some_and(|status| status.allowed && status.denied != Some(true));
+        self.remember(key, allowed);
+        Ok(allowed)
+    }
+
+    fn cached(&self, key: &(User, Action)) -> Option<bool> {
+        let cache = self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        cache.get(key).filter(|(asked, _)| asked.elapsed() < CACHE_TTL).map(|(_, allowed)| *allowed)
+    }
+
+    fn remember(&self, key: (User, Action), allowed: bool) {
+        let mut cache = self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if cache.len() >= CACHE_CAPACITY {
+            cache.retain(|_, (asked, _)| asked.elapsed() < CACHE_TTL);
+        }
+        if cache.len() < CACHE_CAPACITY {
+            cache.insert(key, (Instant::now(), allowed));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rest_routes_map_to_their_rbac_actions() {
+        use axum::http::Method;
+        let cases = [
+            (Method::GET, "/api/v1/provisions", Some(Action::on_runtimes(Verb::List))),
+            (Method::POST, "/api/v1/provisions", Some(Action::on_runtimes(Verb::Create))),
+            (Method::GET, "/api/v1/provisions/{id}", Some(Action::on_runtimes(Verb::Get))),
+            (Method::PATCH, "/api/v1/provisions/{id}", Some(Action::on_runtimes(Verb::Update))),
+            (Method::DELETE, "/api/v1/provisions/{id}", Some(Action::on_runtimes(Verb::Delete))),
+            (Method::POST, "/api/v1/operations/{id}/cancel", Some(Action::on_runtimes(Verb::Update))),
+            (Method::GET, "/api/v1/operations/{id}", Some(Action::on_runtimes(Verb::Get))),
+            (Method::GET, "/api/v1/provisions/{id}/kubeconfig", Some(Action::on(Subresource::Kubeconfig))),
+            (Method::GET, "/api/v1/operations/{id}/logs", Some(Action::on(Subresource::Logs))),
+            (Method::GET, super::super::rest::OPENAPI_PATH, None),
+        ];
+        for (method, route, expected) in cases {
+            assert_eq!(rest_action(&method, route), expected, "{method} {route}");
+        }
+    }
+
+    #[test]
+    fn actions_are_described_as_rbac_names_them() {
+        assert_eq!(Action::on_runtimes(Verb::Delete).describe(), "delete runtimes.provisioner.kubeopera.io");
+        assert_eq!(Action::on(Subresource::Kubeconfig).describe(), "get runtimes/kubeconfig.provisioner.kubeopera.io");
+    }
+}
