@@ -94,8 +94,9 @@ pub fn rest_action(method: &axum::http::Method, route: &str) -> Option<Action> {
         (&Method::DELETE, "/api/v1/provisions/{id}") => Some(runtimes(Verb::Delete)),
         (_, "/api/v1/provisions/{id}/kubeconfig") => Some(Action::on(Subresource::Kubeconfig)),
         (_, "/api/v1/provisions/{id}/logs" | "/api/v1/operations/{id}/logs") => Some(Action::on(Subresource::Logs)),
-        (_, super::rest::OPENAPI_PATH) => None,
-        (_, route) if route.starts_with("/api/v1/") => Some(runtimes(Verb::Get)),
+        (_, route) if route.starts_with("/api/v1/provisions") || route.starts_with("/api/v1/operations") => {
+            Some(runtimes(Verb::Get))
+        }
         _ => None,
     }
 }
@@ -178,7 +179,7 @@ mod tests {
             (Method::GET, "/api/v1/operations/{id}", Some(Action::on_runtimes(Verb::Get))),
             (Method::GET, "/api/v1/provisions/{id}/kubeconfig", Some(Action::on(Subresource::Kubeconfig))),
             (Method::GET, "/api/v1/operations/{id}/logs", Some(Action::on(Subresource::Logs))),
-            (Method::GET, super::super::rest::OPENAPI_PATH, None),
+            (Method::GET, "/api/v1/openapi.json", None),
         ];
         for (method, route, expected) in cases {
             assert_eq!(rest_action(&method, route), expected, "{method} {route}");
