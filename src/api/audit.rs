@@ -1,4 +1,4 @@
-//! The audit trail: one entry per accepted change, naming who asked for it. In production each entry is a JSON
+//! The audit trail: one entry per accepted change and per read of a secret or a log, naming who asked for it. In production each entry is a JSON
 //! log line at target `audit`; the trail is a handle of the application (not a log subscriber) so that a test
 //! can keep the entries of its own app while other tests log from other threads.
 
@@ -29,6 +29,10 @@ impl ApiKind {
 pub enum AuditEvent {
     OperationAccepted,
     CancelRequested,
+    /// A runtime's kubeconfig was served.
+    KubeconfigRead,
+    /// A run's logs were served (or a follow started).
+    LogsRead,
 }
 
 impl AuditEvent {
@@ -37,6 +41,8 @@ impl AuditEvent {
         match self {
             AuditEvent::OperationAccepted => "operation accepted",
             AuditEvent::CancelRequested => "operation cancel requested",
+            AuditEvent::KubeconfigRead => "kubeconfig read",
+            AuditEvent::LogsRead => "logs read",
         }
     }
 }
@@ -47,9 +53,10 @@ pub struct AuditEntry {
     pub user: String,
     pub api: ApiKind,
     pub event: AuditEvent,
-    pub operation_type: OperationType,
-    pub runtime_id: Uuid,
-    pub operation_id: Uuid,
+    /// What the entry is about; a read names what its request named (a runtime, an operation, or both).
+    pub operation_type: Option<OperationType>,
+    pub runtime_id: Option<Uuid>,
+    pub operation_id: Option<Uuid>,
 }
 
 impl AuditEntry {
@@ -58,10 +65,21 @@ impl AuditEntry {
             user: user.to_owned(),
             api,
             event,
-            operation_type: operation.operation_type,
-            runtime_id: operation.runtime_id,
-            operation_id: operation.id,
+            operation_type: Some(operation.operation_type),
+            runtime_id: Some(operation.runtime_id),
+            operation_id: Some(operation.id),
         }
+    }
+
+    /// A read of what a runtime or an operation holds.
+    pub fn read(
+        user: &str,
+        api: ApiKind,
+        event: AuditEvent,
+        runtime_id: Option<Uuid>,
+        operation_id: Option<Uuid>,
+    ) -> Self {
+        AuditEntry { user: user.to_owned(), api, event, operation_type: None, runtime_id, operation_id }
     }
 }
 
@@ -79,9 +97,9 @@ impl AuditSink for LogSink {
             target: "audit",
             user = %entry.user,
             api = entry.api.as_str(),
-            operation_type = ?entry.operation_type,
-            runtime_id = %entry.runtime_id,
-            operation_id = %entry.operation_id,
+            operation_type = entry.operation_type.map(OperationType::as_str),
+            runtime_id = entry.runtime_id.map(|id| id.to_string()),
+            operation_id = entry.operation_id.map(|id| id.to_string()),
             "{}",
             entry.event.as_str()
         );

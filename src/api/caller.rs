@@ -54,6 +54,19 @@ impl Identity {
         self.audit.record(&AuditEntry::new(&self.username, api, AuditEvent::CancelRequested, operation));
     }
 
+    /// The audit entry of a read of a kubeconfig or of logs, naming what the request named.
+    pub fn audit_read(&self, api: ApiKind, event: AuditEvent, runtime_id: &str, operation_id: Option<&str>) {
+        let runtime_id = uuid::Uuid::parse_str(runtime_id).ok();
+        let operation_id = operation_id.and_then(|id| uuid::Uuid::parse_str(id).ok());
+        self.audit.record(&AuditEntry::read(&self.username, api, event, runtime_id, operation_id));
+    }
+
+    /// The audit entry of a read of an operation's logs.
+    pub fn audit_operation_logs(&self, api: ApiKind, operation_id: &str) {
+        let operation_id = uuid::Uuid::parse_str(operation_id).ok();
+        self.audit.record(&AuditEntry::read(&self.username, api, AuditEvent::LogsRead, None, operation_id));
+    }
+
     /// Refused (403) unless this caller may do `action`.
     pub async fn authorize(&self, action: Action) -> Result<(), ApiError> {
         let Grants::Rbac { authorizer, user } = &self.grants else { return Ok(()) };

@@ -12,7 +12,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 
-use super::audit::ApiKind;
+use super::audit::{ApiKind, AuditEvent};
 use super::authorization::{Action, Subresource, Verb};
 use super::caller::Identity;
 use crate::domain::run_log::LogBudget;
@@ -231,7 +231,9 @@ impl OperationStatus {
             }
         };
         let logs = service(context).operation_logs(&self.id, tail_lines.map(i64::from), budget).await;
-        logs.map_err(graphql_error)
+        let logs = logs.map_err(graphql_error)?;
+        context.data::<Identity>()?.audit_operation_logs(ApiKind::Graphql, &self.id);
+        Ok(logs)
     }
 }
 
@@ -307,7 +309,11 @@ impl RuntimeConfig {
     async fn kubeconfig(&self, context: &Context<'_>) -> GraphQLResult<Option<String>> {
         authorize(context, Action::on(Subresource::Kubeconfig)).await?;
         match service(context).kubeconfig(&self.runtime_id).await {
-            Ok(kubeconfig) => Ok(Some(kubeconfig)),
+            Ok(kubeconfig) => {
+                let identity = context.data::<Identity>()?;
+                identity.audit_read(ApiKind::Graphql, AuditEvent::KubeconfigRead, &self.runtime_id, None);
+                Ok(Some(kubeconfig))
+            }
             Err(service::Error::Conflict { conflict: Conflict::NotReady, .. }) => Ok(None),
             Err(error) => Err(graphql_error(error)),
         }

@@ -15,7 +15,7 @@ use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
 use utoipa::{Modify, OpenApi, ToSchema};
 
 use super::AppState;
-use super::audit::ApiKind;
+use super::audit::{ApiKind, AuditEvent};
 use super::browser_guard;
 use super::caller::Identity;
 use super::error::{ApiError, ErrorBody};
@@ -384,6 +384,7 @@ pub async fn get_provision(
 )]
 pub async fn get_logs(
     State(state): State<AppState>,
+    Extension(identity): Extension<Identity>,
     id: Result<Path<String>, PathRejection>,
     query: Result<Query<LogsQuery>, QueryRejection>,
 ) -> ApiResult<Response> {
@@ -391,6 +392,7 @@ pub async fn get_logs(
     let query = logs_query(query)?;
     let budget = state.service.log_budget();
     let logs = state.service.logs(&id, query.operation_id.as_deref(), query.tail_lines, &budget).await?;
+    identity.audit_read(ApiKind::Rest, AuditEvent::LogsRead, &id, query.operation_id.as_deref());
     Ok(logs_text(&logs))
 }
 
@@ -434,6 +436,7 @@ pub async fn get_operation_logs(
         }
         let slot = state.service.open_stream(&identity.username)?;
         let lines = state.service.follow_operation_log(&id).await?;
+        identity.audit_operation_logs(ApiKind::Rest, &id);
         // An error after the answer started can only end the stream; the log shows why. The stream holds its slot.
         let body = lines.map(move |line| {
             let _held = &slot;
@@ -445,6 +448,7 @@ pub async fn get_operation_logs(
         return Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], Body::from_stream(body)).into_response());
     }
     let logs = state.service.operation_logs(&id, query.tail_lines, &state.service.log_budget()).await?;
+    identity.audit_operation_logs(ApiKind::Rest, &id);
     Ok(logs_text(&logs))
 }
 
@@ -633,10 +637,12 @@ pub struct LogsQuery {
 )]
 pub async fn get_kubeconfig(
     State(state): State<AppState>,
+    Extension(identity): Extension<Identity>,
     id: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
     let kubeconfig = state.service.kubeconfig(&id).await?;
+    identity.audit_read(ApiKind::Rest, AuditEvent::KubeconfigRead, &id, None);
     Ok(([(header::CONTENT_TYPE, "application/yaml")], kubeconfig).into_response())
 }
 

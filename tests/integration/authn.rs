@@ -107,7 +107,7 @@ async fn an_allowed_service_account_gets_in_and_its_changes_are_audited() {
 
     let audit = setup.app.audit.entries();
     assert_eq!(audit.len(), 3, "{audit:?}");
-    assert_eq!(audit[2].operation_id.to_string(), first.json()["operationId"], "{audit:?}");
+    assert_eq!(audit[2].operation_id.unwrap().to_string(), first.json()["operationId"], "{audit:?}");
     for (entry, api, runtime_id, operation_id) in [
         (&audit[0], ApiKind::Rest, &accepted["id"], &accepted["operationId"]),
         (&audit[1], ApiKind::Graphql, &operation["runtimeID"], &operation["id"]),
@@ -115,8 +115,8 @@ async fn an_allowed_service_account_gets_in_and_its_changes_are_audited() {
         assert_eq!(entry.user, user, "{entry:?}");
         assert_eq!(entry.api, api, "{entry:?}");
         assert_eq!(entry.event, AuditEvent::OperationAccepted, "{entry:?}");
-        assert_eq!(entry.runtime_id.to_string(), *runtime_id, "{entry:?}");
-        assert_eq!(entry.operation_id.to_string(), *operation_id, "{entry:?}");
+        assert_eq!(entry.runtime_id.unwrap().to_string(), *runtime_id, "{entry:?}");
+        assert_eq!(entry.operation_id.unwrap().to_string(), *operation_id, "{entry:?}");
     }
 }
 

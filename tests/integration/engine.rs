@@ -8,6 +8,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+use provisioner::api::audit::{ApiKind, AuditEvent};
 use provisioner::domain::{Cloud, ProviderVersion};
 use serde_json::{Value, json};
 use test_support::auth_service::{AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY};
@@ -94,6 +95,15 @@ async fn provisioning_succeeds_and_serves_the_kubeconfig(backend: Backend) {
     assert_eq!(response["data"]["runtimeStatus"]["runtimeConfiguration"]["kubeconfig"], KUBECONFIG, "{response}");
     assert!(engine.secret(&format!("{job_name}-credentials")).await.is_none(), "credentials removed after the run");
     assert_eq!(engine.jobs_of_operation(&operation_id).await.len(), 1);
+    // Both reads of the kubeconfig are in the audit trail, naming the runtime.
+    let reads: Vec<_> =
+        engine.app.audit.entries().into_iter().filter(|entry| entry.event == AuditEvent::KubeconfigRead).collect();
+    let apis: Vec<_> = reads.iter().map(|entry| entry.api).collect();
+    assert_eq!(apis, [ApiKind::Rest, ApiKind::Graphql], "{reads:?}");
+    assert!(
+        reads.iter().all(|entry| entry.runtime_id.map(|id| id.to_string()) == Some(runtime_id.clone())),
+        "{reads:?}"
+    );
 
     let metrics = engine.app.metrics().await;
     assert!(
@@ -238,6 +248,14 @@ async fn a_runs_logs_are_kept_redacted_and_capped_after_its_pod_is_gone(backend:
     let response = engine.app.graphql(query, json!({ "id": operation_id })).await;
     let logs = &response["data"]["runtimeOperationStatus"]["logs"];
     assert_eq!(logs[1]["container"], "terraform-runner", "{response}");
+    // Every read of the logs is in the audit trail, naming what the request named.
+    let reads: Vec<_> =
+        engine.app.audit.entries().into_iter().filter(|entry| entry.event == AuditEvent::LogsRead).collect();
+    let operation = Some(uuid::Uuid::parse_str(&operation_id).unwrap());
+    assert!(reads.iter().any(|entry| entry.api == ApiKind::Rest && entry.operation_id == operation), "{reads:?}");
+    assert!(reads.iter().any(|entry| entry.api == ApiKind::Graphql && entry.operation_id == operation), "{reads:?}");
+    let runtime = Some(uuid::Uuid::parse_str(&runtime_id).unwrap());
+    assert!(reads.iter().any(|entry| entry.runtime_id == runtime), "{reads:?}");
     assert_eq!(logs[1]["log"], "Error: creating VPC: UnauthorizedOperation for key [REDACTED]\n", "{response}");
 
     // An operation of another runtime is not this runtime's; an unknown one is not found.
