@@ -9,6 +9,7 @@ pub mod api;
 pub mod credentials;
 pub mod domain;
 pub mod executor;
+pub mod listener_tls;
 pub mod render;
 pub mod service;
 pub mod settings;

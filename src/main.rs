@@ -25,7 +25,9 @@ async fn main() -> ExitCode {
         tracing::info!(
             database = %settings.database.describe(),
             metrics = %settings.server.metrics_address,
-            "GraphQL playground at http://{address}{}", settings.server.playground_endpoint
+            "GraphQL playground at {}://{address}{}",
+            if settings.server.tls.is_some() { "https" } else { "http" },
+            settings.server.playground_endpoint
         );
         startup::serve(app, listeners, shutdown_signal()).await
     }

@@ -16,6 +16,7 @@ use serde::{Deserialize, Deserializer};
 use crate::credentials::AuthSettings;
 use crate::domain::policy::{KubernetesVersion, ValidationPolicy};
 use crate::executor::{ModulesSettings, RunnerResources};
+use crate::listener_tls::TlsFiles;
 use crate::service::StreamLimits;
 use crate::telemetry::LogFormat;
 
@@ -104,6 +105,10 @@ struct Variables {
     app_playground_assets_dir: PathBuf,
     #[serde(deserialize_with = "parsed")]
     app_metrics_address: SocketAddr,
+    app_tls_cert_file: Option<PathBuf>,
+    app_tls_key_file: Option<PathBuf>,
+    #[serde(deserialize_with = "duration")]
+    app_tls_reload_interval: Duration,
     app_log_level: String,
     #[serde(deserialize_with = "log_format")]
     app_log_format: LogFormat,
@@ -198,6 +203,9 @@ impl Default for Variables {
             // Where the image has them (Dockerfile); `make run` and the tests point at tools/build-playground.sh's.
             app_playground_assets_dir: PathBuf::from("/usr/local/share/kubeopera/playground"),
             app_metrics_address: SocketAddr::from(([127, 0, 0, 1], 9000)),
+            app_tls_cert_file: None,
+            app_tls_key_file: None,
+            app_tls_reload_interval: Duration::from_secs(60),
             app_log_level: "info".to_owned(),
             app_log_format: LogFormat::Json,
             app_provisioning_timeout: Duration::from_secs(90 * 60),
@@ -388,6 +396,8 @@ pub struct ServerSettings {
     /// The playground's installed browser assets (GraphiQL, React, graphql-ws, Swagger UI).
     pub playground_assets_dir: PathBuf,
     pub metrics_address: SocketAddr,
+    /// TLS on the API listener (the metrics listener stays plain, for the cluster's own scraper).
+    pub tls: Option<TlsFiles>,
     pub max_request_body_bytes: usize,
     pub request_timeout: Duration,
     /// How long a WebSocket may stay open without its `connection_init` (closed with 4408 after it).
@@ -561,6 +571,14 @@ impl Variables {
                 playground_endpoint: endpoint("APP_PLAYGROUND_API_ENDPOINT", self.app_playground_api_endpoint)?,
                 playground_assets_dir: self.app_playground_assets_dir,
                 metrics_address: self.app_metrics_address,
+                tls: match (self.app_tls_cert_file, self.app_tls_key_file) {
+                    (None, None) => None,
+                    (Some(cert), Some(key)) => {
+                        Some(TlsFiles { cert, key, reload_interval: self.app_tls_reload_interval })
+                    }
+                    (Some(_), None) => return Err(invalid("APP_TLS_KEY_FILE", "is required with APP_TLS_CERT_FILE")),
+                    (None, Some(_)) => return Err(invalid("APP_TLS_CERT_FILE", "is required with APP_TLS_KEY_FILE")),
+                },
                 max_request_body_bytes: at_least("APP_MAX_REQUEST_BODY_BYTES", self.app_max_request_body_bytes, 1024)?,
                 request_timeout: self.app_request_timeout,
                 websocket_init_timeout: self.app_websocket_init_timeout,
@@ -661,6 +679,17 @@ mod tests {
 
     fn load(variables: &[(&str, &str)]) -> Result<Settings> {
         Settings::from_environment(variables.iter().map(|(key, value)| (key.to_string(), value.to_string())).collect())
+    }
+
+    #[test]
+    fn tls_needs_both_the_certificate_and_the_key() {
+        assert!(load(&[]).unwrap().server.tls.is_none());
+        let error = load(&[("APP_TLS_CERT_FILE", "/tls/tls.crt")]).unwrap_err().to_string();
+        assert!(error.starts_with("APP_TLS_KEY_FILE:"), "{error}");
+        let error = load(&[("APP_TLS_KEY_FILE", "/tls/tls.key")]).unwrap_err().to_string();
+        assert!(error.starts_with("APP_TLS_CERT_FILE:"), "{error}");
+        let both = load(&[("APP_TLS_CERT_FILE", "/tls/tls.crt"), ("APP_TLS_KEY_FILE", "/tls/tls.key")]).unwrap();
+        assert_eq!(both.server.tls.unwrap().reload_interval, Duration::from_secs(60));
     }
 
     #[test]

@@ -10,6 +10,8 @@ use std::time::Duration;
 use axum::Router;
 use secrecy::ExposeSecret;
 use tokio::net::TcpListener;
+
+use crate::listener_tls::{LoadError, TlsListener};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
@@ -43,6 +45,8 @@ pub enum Error {
     Render(#[from] render::Error),
     #[error("cannot listen on {address}: {source}")]
     Bind { address: SocketAddr, source: std::io::Error },
+    #[error("APP_TLS_CERT_FILE/APP_TLS_KEY_FILE: {0}")]
+    Tls(LoadError),
     #[error("server failed: {0}")]
     Serve(std::io::Error),
     /// A long-running task ended before shutdown; the process goes down with it.
@@ -370,8 +374,23 @@ fn create_sqlite_folder(database_url: &str) -> Result<()> {
 
 /// Both listeners, bound before serving so that callers learn the real ports (port 0 in tests).
 pub struct Listeners {
-    pub api: TcpListener,
+    pub api: ApiListener,
     pub metrics: TcpListener,
+}
+
+/// The API's listener: plain, or with TLS (`APP_TLS_CERT_FILE`).
+pub enum ApiListener {
+    Plain(TcpListener),
+    Tls(TlsListener),
+}
+
+impl ApiListener {
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        match self {
+            ApiListener::Plain(listener) => listener.local_addr(),
+            ApiListener::Tls(listener) => axum::serve::Listener::local_addr(listener),
+        }
+    }
 }
 
 impl Listeners {
@@ -379,34 +398,45 @@ impl Listeners {
         let bind = |address: SocketAddr| async move {
             TcpListener::bind(address).await.map_err(|source| Error::Bind { address, source })
         };
-        Ok(Listeners {
-            api: bind(settings.server.address).await?,
-            metrics: bind(settings.server.metrics_address).await?,
-        })
+        let api = bind(settings.server.address).await?;
+        let api = match &settings.server.tls {
+            None => ApiListener::Plain(api),
+            Some(files) => ApiListener::Tls(TlsListener::new(api, files.clone()).map_err(Error::Tls)?),
+        };
+        Ok(Listeners { api, metrics: bind(settings.server.metrics_address).await? })
     }
+}
+
+/// Serves `router` on `listener` until `stopped` turns true.
+fn serving<L>(listener: L, router: Router, stopped: watch::Receiver<bool>) -> Task
+where
+    L: axum::serve::Listener,
+    L::Addr: std::fmt::Debug,
+{
+    let told = stopped.clone();
+    let serving = axum::serve(listener, router).with_graceful_shutdown(async move {
+        let mut told = told;
+        let _ = told.wait_for(|stop| *stop).await;
+    });
+    Box::pin(async move {
+        serving.await.map_err(|error| error.to_string())?;
+        // A server that returns before it was told to stop has stopped serving.
+        if *stopped.borrow() { Ok(()) } else { Err("it stopped serving".to_owned()) }
+    })
 }
 
 /// Serves the API and the metrics and runs the background work, all supervised together, until `shutdown`
 /// completes or one of them ends; then drains in-flight requests and lets the worker release its operations.
 pub async fn serve(app: App, listeners: Listeners, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
     let (stop, stopped) = watch::channel(false);
-    let wait_for_stop = |stopped: watch::Receiver<bool>| async move {
-        let mut stopped = stopped;
-        let _ = stopped.wait_for(|stop| *stop).await;
-    };
-    let server = |listener: TcpListener, router: Router| -> Task {
-        let serving = axum::serve(listener, router).with_graceful_shutdown(wait_for_stop(stopped.clone()));
-        let stopped = stopped.clone();
-        Box::pin(async move {
-            serving.await.map_err(|error| error.to_string())?;
-            // A server that returns before it was told to stop has stopped serving.
-            if *stopped.borrow() { Ok(()) } else { Err("it stopped serving".to_owned()) }
-        })
-    };
     let worker_health = app.background.worker_health.clone();
+    let api = match listeners.api {
+        ApiListener::Plain(listener) => serving(listener, app.router, stopped.clone()),
+        ApiListener::Tls(listener) => serving(listener, app.router, stopped.clone()),
+    };
     let mut tasks = vec![
-        (TaskName::ApiServer, server(listeners.api, app.router)),
-        (TaskName::MetricsServer, server(listeners.metrics, app.metrics_router)),
+        (TaskName::ApiServer, api),
+        (TaskName::MetricsServer, serving(listeners.metrics, app.metrics_router, stopped.clone())),
     ];
     tasks.extend(app.background.tasks(stopped.clone()));
     supervise(tasks, stop, shutdown, &worker_health).await

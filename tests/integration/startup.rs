@@ -111,3 +111,65 @@ async fn the_database_is_reached_over_verified_tls() {
     let plain = connect("disable", None).await;
     assert!(plain.is_err(), "the TLS-only server accepted a plain connection");
 }
+
+/// With `APP_TLS_CERT_FILE` and `APP_TLS_KEY_FILE` the API answers over TLS only, with that certificate; a
+/// renewed pair written over the files is served without a restart.
+#[tokio::test]
+async fn the_api_serves_tls_and_picks_up_a_renewed_certificate() {
+    provisioner::install_crypto_provider();
+    let folder = tempfile::tempdir().unwrap();
+    let (cert, key) = (folder.path().join("tls.crt"), folder.path().join("tls.key"));
+    let first = test_support::pki::server_certificates();
+    std::fs::write(&cert, &first.cert).unwrap();
+    std::fs::write(&key, &first.key).unwrap();
+    let api_port = free_port();
+    let mut child = Command::new(service_binary())
+        .current_dir(folder.path())
+        .env("APP_ADDRESS", format!("127.0.0.1:{api_port}"))
+        .env("APP_METRICS_ADDRESS", format!("127.0.0.1:{}", free_port()))
+        .env("APP_AUTH_OAUTH_PATH", concat!(env!("CARGO_MANIFEST_DIR"), "/dev/auth-oauth.yaml"))
+        .env("APP_TLS_CERT_FILE", &cert)
+        .env("APP_TLS_KEY_FILE", &key)
+        .env("APP_TLS_RELOAD_INTERVAL", "200ms")
+        .env_remove("DATABASE_URL")
+        .env_remove("KUBECONFIG")
+        .env_remove("APP_DATABASE_HOST")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the binary");
+    let trusting = |ca: &str| {
+        let root = reqwest::Certificate::from_pem(ca.as_bytes()).unwrap();
+        reqwest::Client::builder().add_root_certificate(root).timeout(Duration::from_secs(5)).build().unwrap()
+    };
+    let livez = format!("https://localhost:{api_port}/livez");
+    let answered = |client: reqwest::Client, deadline: Duration| {
+        let livez = livez.clone();
+        async move {
+            let deadline = Instant::now() + deadline;
+            loop {
+                match client.get(&livez).send().await {
+                    Ok(answer) => return Ok(answer.status()),
+                    Err(error) if Instant::now() > deadline => return Err(error),
+                    Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+                }
+            }
+        }
+    };
+    let served = answered(trusting(&first.ca), Duration::from_secs(20)).await;
+    assert_eq!(served.expect("an answer over TLS"), reqwest::StatusCode::OK);
+    assert!(
+        http_get(api_port, "/livez").map_or(true, |answer| !answer.starts_with("HTTP/1.1 200")),
+        "plain HTTP served"
+    );
+
+    let renewed = test_support::pki::server_certificates();
+    std::fs::write(&key, &renewed.key).unwrap();
+    std::fs::write(&cert, &renewed.cert).unwrap();
+    let served = answered(trusting(&renewed.ca), Duration::from_secs(10)).await;
+    let old = trusting(&first.ca).get(&livez).send().await;
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(served.expect("the renewed certificate is served"), reqwest::StatusCode::OK);
+    assert!(old.is_err(), "the old certificate is still served");
+}

@@ -10,6 +10,7 @@ pub mod engine;
 pub mod fault_proxy;
 pub mod gcp;
 pub mod moto;
+pub mod pki;
 pub mod server_process;
 pub mod subscriber;
 pub mod terraform;

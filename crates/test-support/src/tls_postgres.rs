@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+use crate::pki::server_certificates;
 
 pub struct TlsPostgres {
     child: Child,
@@ -21,13 +21,13 @@ impl TlsPostgres {
         let bin = newest_postgres_bin();
         let folder = tempfile::tempdir().expect("temporary folder");
         let data = folder.path().join("data");
-        let (ca_pem, server_pem, server_key) = certificates();
-        std::fs::write(folder.path().join("ca.crt"), &ca_pem).unwrap();
-        std::fs::write(folder.path().join("other-ca.crt"), certificates().0).unwrap();
+        let certificates = server_certificates();
+        std::fs::write(folder.path().join("ca.crt"), &certificates.ca).unwrap();
+        std::fs::write(folder.path().join("other-ca.crt"), server_certificates().ca).unwrap();
         let server_crt = folder.path().join("server.crt");
         let server_key_path = folder.path().join("server.key");
-        std::fs::write(&server_crt, server_pem).unwrap();
-        std::fs::write(&server_key_path, server_key).unwrap();
+        std::fs::write(&server_crt, &certificates.cert).unwrap();
+        std::fs::write(&server_key_path, &certificates.key).unwrap();
         std::fs::set_permissions(&server_key_path, std::fs::Permissions::from_mode(0o600)).unwrap();
         // PostgreSQL refuses to run as root: the folder (ours) becomes the postgres user's.
         let (uid, gid) = postgres_user();
@@ -94,19 +94,6 @@ impl Drop for TlsPostgres {
         unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
         let _ = self.child.wait();
     }
-}
-
-/// A CA certificate, and a server certificate and key for `localhost` and 127.0.0.1 signed by it (PEM).
-fn certificates() -> (String, String, String) {
-    let ca_key = KeyPair::generate().expect("CA key");
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA parameters");
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_cert = ca_params.self_signed(&ca_key).expect("CA certificate");
-    let ca = Issuer::new(ca_params, ca_key);
-    let key = KeyPair::generate().expect("server key");
-    let params = CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()]).expect("parameters");
-    let cert = params.signed_by(&key, &ca).expect("server certificate");
-    (ca_cert.pem(), cert.pem(), key.serialize_pem())
 }
 
 fn newest_postgres_bin() -> PathBuf {
