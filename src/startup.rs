@@ -185,6 +185,7 @@ impl App {
                 max_depth: settings.server.graphql_max_depth,
                 max_complexity: settings.server.graphql_max_complexity,
                 introspection: settings.server.graphql_introspection,
+                operation_timeout: settings.server.request_timeout,
             },
         };
         let worker_health = if worker.is_some() { worker_health } else { WorkerHealth::disabled() };

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use async_graphql::connection::{Connection, Edge, EmptyFields};
-use async_graphql::extensions::{Extension, ExtensionContext, ExtensionFactory, NextParseQuery};
+use async_graphql::extensions::{Extension, ExtensionContext, ExtensionFactory, NextExecute, NextParseQuery};
 use async_graphql::parser::types::{ExecutableDocument, Selection, SelectionSet};
 use async_graphql::{Context, ErrorExtensions, Object, Schema, ServerError, ServerResult, SimpleObject, Variables};
 use async_graphql_axum::GraphQLResponse;
@@ -33,18 +33,54 @@ pub struct Limits {
     pub max_depth: usize,
     pub max_complexity: usize,
     pub introspection: bool,
+    /// How long a query or mutation may run (`APP_REQUEST_TIMEOUT`), also over a WebSocket, where no HTTP
+    /// request timeout applies.
+    pub operation_timeout: std::time::Duration,
 }
 
 pub fn schema(service: Service, limits: Limits) -> ProvisionerSchema {
     let builder = Schema::build(Query, Mutation, Subscription)
         .data(service)
         .limit_depth(limits.max_depth)
-        .limit_complexity(limits.max_complexity);
+        .limit_complexity(limits.max_complexity)
+        .extension(OperationTimeout(limits.operation_timeout));
     if limits.introspection {
         builder.finish()
     } else {
         // Disabled alone would answer `__schema: null`; the extension says why instead.
         builder.disable_introspection().extension(RefuseIntrospection).finish()
+    }
+}
+
+/// Ends a query or mutation that runs longer than the limit with an error (a subscription is not one run).
+struct OperationTimeout(std::time::Duration);
+
+impl ExtensionFactory for OperationTimeout {
+    fn create(&self) -> Arc<dyn Extension> {
+        Arc::new(OperationTimeout(self.0))
+    }
+}
+
+#[async_graphql::async_trait::async_trait]
+impl Extension for OperationTimeout {
+    async fn execute(
+        &self,
+        context: &ExtensionContext<'_>,
+        operation_name: Option<&str>,
+        next: NextExecute<'_>,
+    ) -> async_graphql::Response {
+        match tokio::time::timeout(self.0, next.run(context, operation_name)).await {
+            Ok(response) => response,
+            Err(_) => {
+                let limit = humantime::format_duration(self.0);
+                let mut error = ServerError::new(format!("the request took longer than {limit}"), None);
+                let mut extensions = async_graphql::ErrorExtensionValues::default();
+                extensions.set("code", "TIMEOUT");
+                extensions.set("error_reason", "timeout");
+                error.extensions = Some(extensions);
+                async_graphql::Response::from_errors(vec![error])
+            }
+        }
     }
 }
 

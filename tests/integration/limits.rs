@@ -7,7 +7,7 @@ use axum::body::{Body, Bytes};
 use axum::http::{Request, StatusCode};
 use serde_json::{Value, json};
 use test_support::subscriber::Subscriber;
-use test_support::{Answer, Backend, TestApp, call, provision_body, spawn_app_with};
+use test_support::{Answer, Backend, TestApp, call, provision_body, provision_input, spawn_app_with};
 use tokio::sync::mpsc;
 
 async fn app_with(extra: &[(&str, &str)]) -> TestApp {
@@ -352,4 +352,22 @@ async fn open_websockets_are_capped_per_caller() {
         assert!(tokio::time::Instant::now() < deadline, "a closed socket never freed its place: {answer}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// Queries and mutations sent over a WebSocket are held to `APP_REQUEST_TIMEOUT` too, as over HTTP.
+#[tokio::test]
+async fn an_operation_over_a_websocket_is_held_to_the_request_timeout() {
+    let app = app_with(&[("APP_REQUEST_TIMEOUT", "500ms")]).await;
+    app.auth.set_delay(Duration::from_secs(3));
+    let mut socket = Subscriber::connect(&app).await;
+    socket.send(json!({ "type": "connection_init", "payload": {} })).await;
+    assert_eq!(socket.next().await["type"], "connection_ack");
+    let mutation = "mutation($config: ProvisionRuntimeInput!) { provisionRuntime(config: $config) { id } }";
+    let payload = json!({ "query": mutation, "variables": { "config": provision_input("socket-slow") } });
+    let started = std::time::Instant::now();
+    socket.send(json!({ "id": "1", "type": "subscribe", "payload": payload })).await;
+    let answer = socket.next().await;
+    assert!(started.elapsed() < Duration::from_secs(2), "answered after {:?}", started.elapsed());
+    assert_eq!(answer["payload"]["errors"][0]["extensions"]["code"], "TIMEOUT", "{answer}");
+    assert!(answer["payload"]["errors"][0]["message"].as_str().unwrap().contains("500ms"), "{answer}");
 }

@@ -27,6 +27,8 @@ struct Shared {
     credentials: Mutex<HashMap<String, Value>>,
     unavailable: AtomicBool,
     credential_requests: AtomicUsize,
+    /// How long a credential request waits before it is answered.
+    delay: Mutex<std::time::Duration>,
 }
 
 pub struct FakeAuthService {
@@ -87,6 +89,11 @@ impl FakeAuthService {
         self.shared.unavailable.store(unavailable, Ordering::SeqCst);
     }
 
+    /// Credential requests are answered only after `delay` (a slow auth-service).
+    pub fn set_delay(&self, delay: std::time::Duration) {
+        *self.shared.delay.lock().unwrap() = delay;
+    }
+
     pub fn credential_requests(&self) -> usize {
         self.shared.credential_requests.load(Ordering::SeqCst)
     }
@@ -106,6 +113,8 @@ async fn token(State(shared): State<Arc<Shared>>, body: String) -> Response {
 
 async fn credential(State(shared): State<Arc<Shared>>, UrlPath(id): UrlPath<String>, headers: HeaderMap) -> Response {
     shared.credential_requests.fetch_add(1, Ordering::SeqCst);
+    let delay = *shared.delay.lock().unwrap();
+    tokio::time::sleep(delay).await;
     if shared.unavailable.load(Ordering::SeqCst) {
         return StatusCode::SERVICE_UNAVAILABLE.into_response();
     }
