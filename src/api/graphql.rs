@@ -38,12 +38,14 @@ pub struct Limits {
     pub operation_timeout: std::time::Duration,
 }
 
-pub fn schema(service: Service, limits: Limits) -> ProvisionerSchema {
+/// `in_flight`: the permits of `APP_MAX_CONCURRENT_REQUESTS`, which HTTP requests take in the router and
+/// operations over a WebSocket here.
+pub fn schema(service: Service, limits: Limits, in_flight: Arc<tokio::sync::Semaphore>) -> ProvisionerSchema {
     let builder = Schema::build(Query, Mutation, Subscription)
         .data(service)
         .limit_depth(limits.max_depth)
         .limit_complexity(limits.max_complexity)
-        .extension(OperationTimeout(limits.operation_timeout));
+        .extension(OperationLimits { timeout: limits.operation_timeout, in_flight });
     if limits.introspection {
         builder.finish()
     } else {
@@ -52,36 +54,58 @@ pub fn schema(service: Service, limits: Limits) -> ProvisionerSchema {
     }
 }
 
-/// Ends a query or mutation that runs longer than the limit with an error (a subscription is not one run).
-struct OperationTimeout(std::time::Duration);
+/// Marks a request that came over HTTP: the router already holds it to the request limits.
+struct ViaHttp;
 
-impl ExtensionFactory for OperationTimeout {
+/// Holds a query or mutation to the request limits: it ends with an error when it runs longer than the timeout,
+/// and one sent over a WebSocket takes a permit of the concurrency limit as an HTTP request does (a subscription
+/// is not one run).
+struct OperationLimits {
+    timeout: std::time::Duration,
+    in_flight: Arc<tokio::sync::Semaphore>,
+}
+
+impl ExtensionFactory for OperationLimits {
     fn create(&self) -> Arc<dyn Extension> {
-        Arc::new(OperationTimeout(self.0))
+        Arc::new(OperationLimits { timeout: self.timeout, in_flight: self.in_flight.clone() })
     }
 }
 
 #[async_graphql::async_trait::async_trait]
-impl Extension for OperationTimeout {
+impl Extension for OperationLimits {
     async fn execute(
         &self,
         context: &ExtensionContext<'_>,
         operation_name: Option<&str>,
         next: NextExecute<'_>,
     ) -> async_graphql::Response {
-        match tokio::time::timeout(self.0, next.run(context, operation_name)).await {
+        let _permit = match context.data_opt::<ViaHttp>() {
+            Some(_) => None,
+            None => match self.in_flight.clone().try_acquire_owned() {
+                Ok(permit) => Some(permit),
+                Err(_) => {
+                    return refused("OVERLOADED", "overloaded", "too many requests at once: retry shortly".into());
+                }
+            },
+        };
+        match tokio::time::timeout(self.timeout, next.run(context, operation_name)).await {
             Ok(response) => response,
             Err(_) => {
-                let limit = humantime::format_duration(self.0);
-                let mut error = ServerError::new(format!("the request took longer than {limit}"), None);
-                let mut extensions = async_graphql::ErrorExtensionValues::default();
-                extensions.set("code", "TIMEOUT");
-                extensions.set("error_reason", "timeout");
-                error.extensions = Some(extensions);
-                async_graphql::Response::from_errors(vec![error])
+                let limit = humantime::format_duration(self.timeout);
+                refused("TIMEOUT", "timeout", format!("the request took longer than {limit}"))
             }
         }
     }
+}
+
+/// A response with one error, and nothing run.
+fn refused(code: &str, reason: &str, message: String) -> async_graphql::Response {
+    let mut error = ServerError::new(message, None);
+    let mut extensions = async_graphql::ErrorExtensionValues::default();
+    extensions.set("code", code);
+    extensions.set("error_reason", reason);
+    error.extensions = Some(extensions);
+    async_graphql::Response::from_errors(vec![error])
 }
 
 /// Refuses documents that ask for `__schema` or `__type` before they run (`__typename` stays allowed).
@@ -133,7 +157,7 @@ pub async fn execute(
     identity: Identity,
     budget: LogBudget,
 ) -> Response {
-    let response = schema.execute(request.data(identity).data(budget)).await;
+    let response = schema.execute(request.data(identity).data(budget).data(ViaHttp)).await;
     let refused = response.data == async_graphql::Value::Null
         && !response.errors.is_empty()
         && response.errors.iter().all(|error| error.path.is_empty());

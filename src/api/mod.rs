@@ -11,6 +11,7 @@ pub mod playground;
 pub mod rest;
 pub mod websocket;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_graphql_axum::GraphQLRequest;
@@ -94,7 +95,9 @@ pub fn router(
     worker_health: WorkerHealth,
     playground: PlaygroundAssets,
 ) -> Router {
-    let schema = graphql::schema(service.clone(), settings.graphql);
+    // One set of permits for HTTP requests and operations over WebSockets.
+    let in_flight = Arc::new(tokio::sync::Semaphore::new(settings.max_concurrent_requests));
+    let schema = graphql::schema(service.clone(), settings.graphql, in_flight.clone());
     let state = AppState { service, worker_health };
     let playground_endpoint = settings.playground_endpoint.clone();
     // GET on the GraphQL endpoint: WebSocket subscriptions, and the playground when it is served there too.
@@ -186,7 +189,7 @@ pub fn router(
                 // Beyond the limit, answer 503 at once rather than queueing.
                 .load_shed()
                 // Global: one semaphore shared by every route the layer is applied to.
-                .layer(GlobalConcurrencyLimitLayer::new(settings.max_concurrent_requests))
+                .layer(GlobalConcurrencyLimitLayer::with_semaphore(in_flight))
                 .timeout(timeout),
         )
         .merge(health)

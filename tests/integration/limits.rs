@@ -371,3 +371,33 @@ async fn an_operation_over_a_websocket_is_held_to_the_request_timeout() {
     assert_eq!(answer["payload"]["errors"][0]["extensions"]["code"], "TIMEOUT", "{answer}");
     assert!(answer["payload"]["errors"][0]["message"].as_str().unwrap().contains("500ms"), "{answer}");
 }
+
+/// Operations over a WebSocket take a permit of `APP_MAX_CONCURRENT_REQUESTS` as HTTP requests do: with every
+/// permit held, one is refused at once, and served once a permit is free.
+#[tokio::test]
+async fn an_operation_over_a_websocket_takes_a_request_slot() {
+    let app = app_with(&[("APP_MAX_CONCURRENT_REQUESTS", "1")]).await;
+    let mut socket = Subscriber::connect(&app).await;
+    socket.send(json!({ "type": "connection_init", "payload": {} })).await;
+    assert_eq!(socket.next().await["type"], "connection_ack");
+    let (started, mut running) = mpsc::unbounded_channel();
+    let router = app.app.router.clone();
+    let held = tokio::spawn(async move { call(&router, post("/api/v1/provisions", stalled_body(started))).await });
+    running.recv().await.unwrap();
+    let query = json!({ "query": "{ runtimes { edges { cursor } } }" });
+    socket.send(json!({ "id": "1", "type": "subscribe", "payload": query })).await;
+    let refused = socket.next().await;
+    assert_eq!(refused["payload"]["errors"][0]["extensions"]["code"], "OVERLOADED", "{refused}");
+
+    held.abort();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    for attempt in 2.. {
+        socket.send(json!({ "id": attempt.to_string(), "type": "subscribe", "payload": query })).await;
+        let answer = socket.next().await;
+        if answer["payload"]["data"]["runtimes"].is_object() {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the permit never came back: {answer}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
