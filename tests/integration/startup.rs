@@ -42,19 +42,7 @@ fn a_missing_oauth_client_file_stops_the_process_naming_it() {
 fn serves_health_on_the_embedded_sqlite_default() {
     let folder = tempfile::tempdir().unwrap();
     let api_port = free_port();
-    let metrics_port = free_port();
-    let mut child = Command::new(service_binary())
-        .current_dir(folder.path())
-        .env("APP_ADDRESS", format!("127.0.0.1:{api_port}"))
-        .env("APP_METRICS_ADDRESS", format!("127.0.0.1:{metrics_port}"))
-        .env("APP_AUTH_OAUTH_PATH", concat!(env!("CARGO_MANIFEST_DIR"), "/dev/auth-oauth.yaml"))
-        .env_remove("DATABASE_URL")
-        .env_remove("KUBECONFIG")
-        .env_remove("APP_DATABASE_HOST")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the binary");
+    let mut child = sqlite_default(folder.path(), api_port).spawn().expect("start the binary");
     let deadline = Instant::now() + Duration::from_secs(20);
     let healthy = loop {
         if let Ok(body) = http_get(api_port, "/healthz") {
@@ -67,6 +55,22 @@ fn serves_health_on_the_embedded_sqlite_default() {
     let _ = child.wait();
     assert!(healthy.starts_with("HTTP/1.1 200"), "{healthy}");
     assert!(folder.path().join("data/provisioner.db").exists(), "the SQLite file is created on first run");
+}
+
+/// The binary in `folder` on the embedded SQLite default, serving the API on `api_port`, quiet.
+fn sqlite_default(folder: &std::path::Path, api_port: u16) -> Command {
+    let mut command = Command::new(service_binary());
+    command
+        .current_dir(folder)
+        .env("APP_ADDRESS", format!("127.0.0.1:{api_port}"))
+        .env("APP_METRICS_ADDRESS", format!("127.0.0.1:{}", free_port()))
+        .env("APP_AUTH_OAUTH_PATH", concat!(env!("CARGO_MANIFEST_DIR"), "/dev/auth-oauth.yaml"))
+        .env_remove("DATABASE_URL")
+        .env_remove("KUBECONFIG")
+        .env_remove("APP_DATABASE_HOST")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    command
 }
 
 /// A minimal HTTP/1.1 GET, enough to probe a local server without another client crate.
@@ -123,19 +127,10 @@ async fn the_api_serves_tls_and_picks_up_a_renewed_certificate() {
     std::fs::write(&cert, &first.cert).unwrap();
     std::fs::write(&key, &first.key).unwrap();
     let api_port = free_port();
-    let mut child = Command::new(service_binary())
-        .current_dir(folder.path())
-        .env("APP_ADDRESS", format!("127.0.0.1:{api_port}"))
-        .env("APP_METRICS_ADDRESS", format!("127.0.0.1:{}", free_port()))
-        .env("APP_AUTH_OAUTH_PATH", concat!(env!("CARGO_MANIFEST_DIR"), "/dev/auth-oauth.yaml"))
+    let mut child = sqlite_default(folder.path(), api_port)
         .env("APP_TLS_CERT_FILE", &cert)
         .env("APP_TLS_KEY_FILE", &key)
         .env("APP_TLS_RELOAD_INTERVAL", "200ms")
-        .env_remove("DATABASE_URL")
-        .env_remove("KUBECONFIG")
-        .env_remove("APP_DATABASE_HOST")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
         .spawn()
         .expect("start the binary");
     let trusting = |ca: &str| {
