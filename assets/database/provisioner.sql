@@ -56,3 +56,7 @@ ALTER TABLE "runtime" ADD COLUMN "state_bucket" varchar(63) NULL;
 CREATE TABLE "caller_idempotency_key" ( "caller" varchar(512) NOT NULL, "key" varchar(255) NOT NULL, "request_fingerprint" varchar(64) NOT NULL, "runtime_id" uuid NOT NULL, "operation_id" uuid NOT NULL, "created_at" timestamp with time zone NOT NULL, PRIMARY KEY ("caller", "key") );
 
 CREATE INDEX "caller_idempotency_key_created_at_idx" ON "caller_idempotency_key" ("created_at");
+
+ALTER TABLE "runtime" ADD COLUMN "tenant" varchar(64) NULL;
+
+CREATE INDEX "runtime_by_tenant" ON "runtime" ("tenant", "id");

@@ -15,12 +15,17 @@ use super::audit::{ApiKind, AuditEntry, AuditEvent, AuditTrail};
 use super::authorization::{Action, Authorizer, User};
 use super::error::ApiError;
 use crate::domain::Operation;
+use crate::domain::tenant::Tenant;
+use crate::service::Invalid;
+use crate::service::Service;
 use crate::token_review::{Review, TokenReviewer};
 
 /// The authenticated caller, with what it may do and the trail its changes are written to.
 #[derive(Clone)]
 pub struct Identity {
     pub username: String,
+    /// The tenant the request named (the `Tenant` header, or the `Tenant` of a `connection_init` payload).
+    pub tenant: Option<Tenant>,
     grants: Grants,
     audit: AuditTrail,
 }
@@ -41,6 +46,11 @@ enum Grants {
 }
 
 impl Identity {
+    /// `service` as this caller sees it: only its tenant's runtimes when the request named one.
+    pub fn service(&self, service: &Service) -> Service {
+        service.for_tenant(self.tenant.clone())
+    }
+
     /// Who every caller is when `APP_AUTH_ENABLED=false` (Kubernetes' name for unauthenticated users).
     const ANONYMOUS: &str = "system:anonymous";
 
@@ -135,13 +145,26 @@ pub async fn authenticate(State(authentication): State<Authentication>, mut requ
     }
 }
 
+/// Kyma's header naming the tenant a request acts for.
+const TENANT_HEADER: &str = "Tenant";
+
+/// The tenant a request names in its `Tenant` header; a malformed one is refused, naming the header.
+fn tenant_header(headers: &HeaderMap) -> Result<Option<Tenant>, ApiError> {
+    let Some(value) = headers.get(TENANT_HEADER) else { return Ok(None) };
+    let refused = |message: String| ApiError::Service(Invalid::new(TENANT_HEADER, message).into());
+    let value = value.to_str().map_err(|_| refused("must be plain ASCII".to_owned()))?;
+    Tenant::parse(value).map(Some).map_err(refused)
+}
+
 impl Authentication {
     fn identity(&self, username: String, grants: Grants) -> Identity {
-        Identity { username, grants, audit: self.audit.clone() }
+        Identity { username, tenant: None, grants, audit: self.audit.clone() }
     }
 
     async fn identify(&self, headers: &HeaderMap) -> Result<Identity, ApiError> {
-        self.identify_token(bearer_token(headers)).await
+        let mut identity = self.identify_token(bearer_token(headers)).await?;
+        identity.tenant = tenant_header(headers)?;
+        Ok(identity)
     }
 
     /// The caller of a GraphQL subscription, from the `Authorization` of its `connection_init` payload (a
@@ -149,12 +172,18 @@ impl Authentication {
     /// The refusal is its message, which the client gets as the connection's error.
     pub async fn identify_connection(&self, payload: &serde_json::Value) -> Result<Identity, String> {
         let authorization = ["Authorization", "authorization"].iter().find_map(|key| payload.get(*key)?.as_str());
-        self.identify_token(authorization.and_then(bearer_value)).await.map_err(|error| match error {
-            ApiError::Unauthenticated(message) | ApiError::Forbidden(message) | ApiError::Unavailable(message) => {
-                message
-            }
-            _ => "authentication failed".to_owned(),
-        })
+        let mut identity =
+            self.identify_token(authorization.and_then(bearer_value)).await.map_err(|error| match error {
+                ApiError::Unauthenticated(message) | ApiError::Forbidden(message) | ApiError::Unavailable(message) => {
+                    message
+                }
+                _ => "authentication failed".to_owned(),
+            })?;
+        let tenant = [TENANT_HEADER, "tenant"].iter().find_map(|key| payload.get(*key)?.as_str());
+        identity.tenant = tenant
+            .map(|tenant| Tenant::parse(tenant).map_err(|message| format!("invalid {TENANT_HEADER}: {message}")))
+            .transpose()?;
+        Ok(identity)
     }
 
     async fn identify_token(&self, token: Option<&str>) -> Result<Identity, ApiError> {

@@ -222,8 +222,13 @@ async fn authorize(context: &Context<'_>, action: Action) -> GraphQLResult<()> {
     })
 }
 
-fn service<'a>(context: &Context<'a>) -> &'a Service {
-    context.data_unchecked::<Service>()
+/// The service as the request's caller sees it: only its tenant's runtimes when it named one.
+fn service(context: &Context<'_>) -> Service {
+    let service = context.data_unchecked::<Service>();
+    match context.data_opt::<Identity>() {
+        Some(identity) => identity.service(service),
+        None => service.clone(),
+    }
 }
 
 /// The status of one operation, as Kyma's `OperationStatus`, with its record: when it ran, who asked for it,
@@ -617,7 +622,7 @@ impl Subscription {
             authorize(context, Action::on(Subresource::Logs)).await?;
         }
         use futures::StreamExt as _;
-        let service = service(context).clone();
+        let service = service(context);
         let caller = context.data::<Identity>()?;
         // Held until the subscription ends.
         let slot = service.open_stream(&caller.username).map_err(graphql_error)?;

@@ -1,12 +1,12 @@
 //! REST adapter with the cluster-provisioner's paths. Handlers only translate HTTP to service calls and back;
 //! [`ApiError`] is the one place where errors get their HTTP status and JSON body.
 
+use axum::Json;
 use axum::body::Body;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
 use chrono::{DateTime, Utc};
 use futures::StreamExt as _;
 use serde::Serialize;
@@ -23,7 +23,7 @@ use crate::domain::run_log::ContainerLog;
 use crate::domain::{
     LastError, Operation, OperationState, OperationType, PlanSummary, ProvisionRequest, StageEntry, UpgradeClusterInput,
 };
-use crate::service::{self, ExecutorHealth, RuntimeStatus};
+use crate::service::{self, ExecutorHealth, RuntimeStatus, Service};
 
 /// The seed's words for an operation's state, one to one with [`OperationState`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
@@ -241,6 +241,24 @@ pub struct Health {
 type ApiResult<T> = Result<T, ApiError>;
 
 /// 202 with the operation.
+/// The caller of a REST request and the service as it sees it: only its tenant's runtimes when it named one.
+pub struct Caller {
+    identity: Identity,
+    service: Service,
+}
+
+impl axum::extract::FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &AppState) -> ApiResult<Caller> {
+        // Put there by the authentication middleware, in front of every route that takes a caller.
+        let identity = parts.extensions.get::<Identity>().cloned().ok_or_else(|| {
+            ApiError::Unauthenticated("send a ServiceAccount token as Authorization: Bearer <token>".to_owned())
+        })?;
+        Ok(Caller { service: identity.service(&state.service), identity })
+    }
+}
+
 fn accepted(operation: &Operation) -> Response {
     (StatusCode::ACCEPTED, Json(Accepted::from(operation))).into_response()
 }
@@ -320,8 +338,7 @@ fn path_id(id: Result<Path<String>, PathRejection>) -> ApiResult<String> {
     )
 )]
 pub async fn create_provision(
-    State(state): State<AppState>,
-    Extension(identity): Extension<Identity>,
+    Caller { identity, service }: Caller,
     query: Result<Query<DryRunQuery>, QueryRejection>,
     headers: HeaderMap,
     body: Body,
@@ -337,7 +354,7 @@ pub async fn create_provision(
         })?),
         None => None,
     };
-    let accepted = state.service.provision_runtime(request, idempotency_key, dry_run, &identity.username).await?;
+    let accepted = service.provision_runtime(request, idempotency_key, dry_run, &identity.username).await?;
     // A replayed request changed nothing: its audit line is the first request's.
     if !accepted.replayed {
         identity.audit(ApiKind::Rest, &accepted.operation);
@@ -358,12 +375,12 @@ pub async fn create_provision(
     )
 )]
 pub async fn get_provision(
-    State(state): State<AppState>,
+    Caller { service, .. }: Caller,
     id: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Json<ProvisionStatusResponse>> {
     let id = path_id(id)?;
-    let status = state.service.runtime_status(&id).await?;
-    let hibernation = state.service.hibernation_status(&status).await?;
+    let status = service.runtime_status(&id).await?;
+    let hibernation = service.hibernation_status(&status).await?;
     Ok(Json(ProvisionStatusResponse::new(status, hibernation)))
 }
 
@@ -383,15 +400,14 @@ pub async fn get_provision(
     )
 )]
 pub async fn get_logs(
-    State(state): State<AppState>,
-    Extension(identity): Extension<Identity>,
+    Caller { identity, service }: Caller,
     id: Result<Path<String>, PathRejection>,
     query: Result<Query<LogsQuery>, QueryRejection>,
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
     let query = logs_query(query)?;
-    let budget = state.service.log_budget();
-    let logs = state.service.logs(&id, query.operation_id.as_deref(), query.tail_lines, &budget).await?;
+    let budget = service.log_budget();
+    let logs = service.logs(&id, query.operation_id.as_deref(), query.tail_lines, &budget).await?;
     identity.audit_read(ApiKind::Rest, AuditEvent::LogsRead, &id, query.operation_id.as_deref());
     Ok(logs_text(&logs))
 }
@@ -414,8 +430,7 @@ pub async fn get_logs(
     )
 )]
 pub async fn get_operation_logs(
-    State(state): State<AppState>,
-    Extension(identity): Extension<Identity>,
+    Caller { identity, service }: Caller,
     id: Result<Path<String>, PathRejection>,
     query: Result<Query<LogsQuery>, QueryRejection>,
 ) -> ApiResult<Response> {
@@ -434,8 +449,8 @@ pub async fn get_operation_logs(
                 message: "a followed log starts at its beginning: leave out tailLines".into(),
             });
         }
-        let slot = state.service.open_stream(&identity.username)?;
-        let lines = state.service.follow_operation_log(&id).await?;
+        let slot = service.open_stream(&identity.username)?;
+        let lines = service.follow_operation_log(&id).await?;
         identity.audit_operation_logs(ApiKind::Rest, &id);
         // An error after the answer started can only end the stream; the log shows why. The stream holds its slot.
         let body = lines.map(move |line| {
@@ -447,7 +462,7 @@ pub async fn get_operation_logs(
         });
         return Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], Body::from_stream(body)).into_response());
     }
-    let logs = state.service.operation_logs(&id, query.tail_lines, &state.service.log_budget()).await?;
+    let logs = service.operation_logs(&id, query.tail_lines, &service.log_budget()).await?;
     identity.audit_operation_logs(ApiKind::Rest, &id);
     Ok(logs_text(&logs))
 }
@@ -524,19 +539,19 @@ fn operation_state(status: &str) -> ApiResult<OperationState> {
     )
 )]
 pub async fn list_provisions(
-    State(state): State<AppState>,
+    Caller { service, .. }: Caller,
     list: Result<Query<ProvisionListQuery>, QueryRejection>,
 ) -> ApiResult<Json<ProvisionList>> {
     let list = query(list)?;
     let status = list.status.as_deref().map(operation_state).transpose()?;
-    let page = state.service.runtimes(status, list.label.as_deref(), list.after.as_deref(), list.first).await?;
+    let page = service.runtimes(status, list.label.as_deref(), list.after.as_deref(), list.first).await?;
     let next_cursor =
         page.has_next_page.then(|| page.runtimes.last().map(|(runtime, _)| runtime.id.to_string())).flatten();
     let mut runtimes = Vec::with_capacity(page.runtimes.len());
     for (runtime, last_operation) in page.runtimes {
         let Some(last_operation) = last_operation else { continue };
         let status = RuntimeStatus { runtime, last_operation };
-        let hibernation = state.service.hibernation_status(&status).await?;
+        let hibernation = service.hibernation_status(&status).await?;
         runtimes.push(ProvisionStatusResponse::new(status, hibernation));
     }
     Ok(Json(ProvisionList { runtimes, next_cursor }))
@@ -557,18 +572,18 @@ pub async fn list_provisions(
     )
 )]
 pub async fn list_operations(
-    State(state): State<AppState>,
+    Caller { service, .. }: Caller,
     id: Result<Path<String>, PathRejection>,
     page: Result<Query<PageQuery>, QueryRejection>,
 ) -> ApiResult<Json<OperationList>> {
     let id = path_id(id)?;
     let page = query(page)?;
-    let page = state.service.runtime_operations(&id, page.after.as_deref(), page.first).await?;
+    let page = service.runtime_operations(&id, page.after.as_deref(), page.first).await?;
     let next_cursor =
         page.has_next_page.then(|| page.operations.last().map(|operation| operation.id.to_string())).flatten();
     let mut operations = Vec::with_capacity(page.operations.len());
     for operation in page.operations {
-        let stages = state.service.operation_stages(operation.id).await?;
+        let stages = service.operation_stages(operation.id).await?;
         operations.push(OperationRecord::new(operation, stages));
     }
     Ok(Json(OperationList { operations, next_cursor }))
@@ -585,12 +600,12 @@ pub async fn list_operations(
     )
 )]
 pub async fn get_operation(
-    State(state): State<AppState>,
+    Caller { service, .. }: Caller,
     id: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Json<OperationRecord>> {
     let id = path_id(id)?;
-    let operation = state.service.operation_status(&id).await?;
-    let stages = state.service.operation_stages(operation.id).await?;
+    let operation = service.operation_status(&id).await?;
+    let stages = service.operation_stages(operation.id).await?;
     Ok(Json(OperationRecord::new(operation, stages)))
 }
 
@@ -606,12 +621,11 @@ pub async fn get_operation(
     )
 )]
 pub async fn cancel_operation(
-    State(state): State<AppState>,
-    Extension(identity): Extension<Identity>,
+    Caller { identity, service }: Caller,
     id: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
-    let operation = state.service.cancel_operation(&id, &identity.username).await?;
+    let operation = service.cancel_operation(&id, &identity.username).await?;
     identity.audit_cancel(ApiKind::Rest, &operation);
     Ok(accepted(&operation))
 }
@@ -636,12 +650,11 @@ pub struct LogsQuery {
     )
 )]
 pub async fn get_kubeconfig(
-    State(state): State<AppState>,
-    Extension(identity): Extension<Identity>,
+    Caller { identity, service }: Caller,
     id: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
-    let kubeconfig = state.service.kubeconfig(&id).await?;
+    let kubeconfig = service.kubeconfig(&id).await?;
     identity.audit_read(ApiKind::Rest, AuditEvent::KubeconfigRead, &id, None);
     Ok(([(header::CONTENT_TYPE, "application/yaml")], kubeconfig).into_response())
 }
@@ -665,8 +678,7 @@ pub async fn get_kubeconfig(
     )
 )]
 pub async fn patch_provision(
-    State(state): State<AppState>,
-    Extension(identity): Extension<Identity>,
+    Caller { identity, service }: Caller,
     id: Result<Path<String>, PathRejection>,
     query: Result<Query<DryRunQuery>, QueryRejection>,
     headers: HeaderMap,
@@ -676,7 +688,7 @@ pub async fn patch_provision(
     let dry_run = dry_run(query)?;
     let body: serde_json::Value = json_body(&headers, body).await?;
     let upgrade = service::upgrade_from_json(&body).map_err(service::Error::from)?;
-    let operation = state.service.upgrade_cluster(&id, upgrade, dry_run, &identity.username).await?;
+    let operation = service.upgrade_cluster(&id, upgrade, dry_run, &identity.username).await?;
     Ok(queued(&identity, &operation))
 }
 
@@ -692,12 +704,11 @@ pub async fn patch_provision(
     )
 )]
 pub async fn hibernate_provision(
-    State(state): State<AppState>,
-    Extension(identity): Extension<Identity>,
+    Caller { identity, service }: Caller,
     id: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
-    let operation = state.service.hibernate_runtime(&id, &identity.username).await?;
+    let operation = service.hibernate_runtime(&id, &identity.username).await?;
     Ok(queued(&identity, &operation))
 }
 
@@ -713,12 +724,11 @@ pub async fn hibernate_provision(
     )
 )]
 pub async fn wake_provision(
-    State(state): State<AppState>,
-    Extension(identity): Extension<Identity>,
+    Caller { identity, service }: Caller,
     id: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
-    let operation = state.service.wake_up_runtime(&id, &identity.username).await?;
+    let operation = service.wake_up_runtime(&id, &identity.username).await?;
     Ok(queued(&identity, &operation))
 }
 
@@ -734,12 +744,11 @@ pub async fn wake_provision(
     )
 )]
 pub async fn delete_provision(
-    State(state): State<AppState>,
-    Extension(identity): Extension<Identity>,
+    Caller { identity, service }: Caller,
     id: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
-    let operation = state.service.deprovision_runtime(&id, &identity.username).await?;
+    let operation = service.deprovision_runtime(&id, &identity.username).await?;
     Ok(queued(&identity, &operation))
 }
 

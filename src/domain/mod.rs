@@ -51,6 +51,7 @@ pub mod policy;
 pub mod run;
 pub mod run_log;
 pub mod state_bucket;
+pub mod tenant;
 
 use run::Stage;
 
@@ -346,6 +347,8 @@ pub struct Runtime {
     pub hibernated: bool,
     /// Where its Terraform state lives, named once when it was created (see [`state_bucket`]).
     pub state_bucket: String,
+    /// The tenant it was created for, if the request named one.
+    pub tenant: Option<tenant::Tenant>,
 }
 
 impl Runtime {
@@ -370,6 +373,7 @@ impl Runtime {
             preview: dry_run,
             hibernated: false,
             state_bucket,
+            tenant: None,
         };
         (runtime, operation)
     }

@@ -2,6 +2,7 @@
 //! validation, conflicts and errors are the same whichever door a request comes through.
 
 mod live_logs;
+mod log_followers;
 mod streams;
 pub mod validation;
 mod watch;
@@ -18,6 +19,7 @@ use crate::credentials::{self as auth, AuthClient};
 pub use crate::domain::policy::{KubernetesVersion, ValidationPolicy};
 use crate::domain::run::{JobState, RunNames, Stage};
 use crate::domain::run_log::{self, ContainerLog, KeptLog, LogBudget};
+use crate::domain::tenant::Tenant;
 use crate::domain::{
     ClusterConfig, Component, LastError, Operation, OperationPage, OperationState, OperationType, ProviderVersion,
     ProvisionRequest, Runtime, RuntimePage, StageEntry, UpgradeClusterInput,
@@ -177,6 +179,7 @@ pub struct Service {
     /// Wakes this process's worker when an operation is queued.
     queued: Arc<Notify>,
     watches: watch::Watches,
+    log_followers: log_followers::LogFollowers,
     /// How long an `Idempotency-Key` replays its first answer (`APP_IDEMPOTENCY_KEY_TTL`).
     idempotency_ttl: chrono::TimeDelta,
     /// How many bytes of logs one request may read (`APP_MAX_LOG_BYTES_PER_REQUEST`).
@@ -184,6 +187,8 @@ pub struct Service {
     streams: streams::Streams,
     /// Open WebSockets, counted apart from the streams they carry, to the same limits.
     sockets: streams::Streams,
+    /// The tenant this service acts for (see [`Service::for_tenant`]); `None` sees every runtime.
+    tenant: Option<Tenant>,
 }
 
 /// The service's own settings.
@@ -215,11 +220,25 @@ impl Service {
             executor,
             queued,
             watches: watch::Watches::default(),
+            log_followers: log_followers::LogFollowers::default(),
             idempotency_ttl,
             log_bytes_per_request: settings.log_bytes_per_request,
             streams: streams::Streams::new(settings.stream_limits),
             sockets: streams::Streams::new(settings.stream_limits),
+            tenant: None,
         }
+    }
+
+    /// This service for a request that names `tenant`: it creates runtimes of that tenant and finds no other
+    /// runtime and no operation of one (as not found, so that nothing tells another tenant's ids apart from
+    /// unknown ones). Without a tenant, every runtime.
+    pub fn for_tenant(&self, tenant: Option<Tenant>) -> Service {
+        Service { tenant, ..self.clone() }
+    }
+
+    /// Whether `runtime` is one this service may see.
+    fn sees(&self, runtime: &Runtime) -> bool {
+        self.tenant.as_ref().is_none_or(|tenant| runtime.tenant.as_ref() == Some(tenant))
     }
 
     /// A place for one long-lived stream of `caller` (a followed log, a subscription), held until the slot is
@@ -250,7 +269,7 @@ impl Service {
         requested_by: &str,
     ) -> Result<ProvisionAccepted> {
         self.policy.validate(&request)?;
-        let fingerprint = request_fingerprint(&request, dry_run);
+        let fingerprint = request_fingerprint(&request, dry_run, self.tenant.as_ref());
         let not_before =
             store::now().checked_sub_signed(self.idempotency_ttl).unwrap_or(chrono::DateTime::<chrono::Utc>::MIN_UTC);
         if let Some(key) = idempotency_key {
@@ -264,7 +283,8 @@ impl Service {
         // Fail fast: nothing is recorded for a credential that does not exist or does not fit the topology.
         self.check_credential(&request.cluster_config).await?;
 
-        let (runtime, mut operation) = Runtime::requested(request, dry_run, store::now());
+        let (mut runtime, mut operation) = Runtime::requested(request, dry_run, store::now());
+        runtime.tenant = self.tenant.clone();
         operation.requested_by = Some(requested_by.to_owned());
         let runtime_id = runtime.id;
         let record = idempotency_key.map(|key| IdempotencyRecord {
@@ -541,6 +561,9 @@ impl Service {
     #[instrument(skip_all, fields(operation_id = %operation_id))]
     pub async fn cancel_operation(&self, operation_id: &str, requested_by: &str) -> Result<Operation> {
         let id = validation::parse_id("id", operation_id)?;
+        if self.tenant.is_some() {
+            self.operation_status(operation_id).await?;
+        }
         match self.store.cancel_operation(id, requested_by).await? {
             Cancel::Ended | Cancel::Requested => self.operation_status(operation_id).await,
             Cancel::AlreadyEnded(state) => Err(Error::Conflict {
@@ -555,11 +578,12 @@ impl Service {
 
     pub async fn operation_status(&self, operation_id: &str) -> Result<Operation> {
         let id = validation::parse_id("id", operation_id)?;
-        let operation = self
-            .store
-            .find_operation(id)
-            .await?
-            .ok_or_else(|| Error::NotFound { what: "operation", id: id.to_string() })?;
+        let not_found = || Error::NotFound { what: "operation", id: id.to_string() };
+        let operation = self.store.find_operation(id).await?.ok_or_else(not_found)?;
+        if self.tenant.is_some() {
+            let runtime = self.store.find_runtime(operation.runtime_id).await?;
+            runtime.filter(|runtime| self.sees(runtime)).ok_or_else(not_found)?;
+        }
         Ok(self.with_live_job_state(operation))
     }
 
@@ -588,7 +612,7 @@ impl Service {
     pub async fn runtime_status(&self, runtime_id: &str) -> Result<RuntimeStatus> {
         let id = validation::parse_id("id", runtime_id)?;
         let not_found = || Error::NotFound { what: "runtime", id: id.to_string() };
-        let runtime = self.store.find_runtime(id).await?.ok_or_else(not_found)?;
+        let runtime = self.store.find_runtime(id).await?.filter(|runtime| self.sees(runtime)).ok_or_else(not_found)?;
         let operation_id = runtime.last_operation_id.ok_or_else(not_found)?;
         let last_operation = self.store.find_operation(operation_id).await?.ok_or_else(not_found)?;
         Ok(RuntimeStatus { runtime, last_operation: self.with_live_job_state(last_operation) })
@@ -673,7 +697,7 @@ impl Service {
     }
 
     /// The runner's log of an operation as it prints it, until its container ends (see
-    /// `Executor::follow_runner_log`); once the run ended, its kept log at once.
+    /// `Executor::follow_runner_log`), read once for all who follow it; once the run ended, its kept log at once.
     pub async fn follow_operation_log(
         &self,
         operation_id: &str,
@@ -687,9 +711,12 @@ impl Service {
         if let Some(refusal) = before_its_job(&operation) {
             return Err(refusal);
         }
-        let redactor = self.run_redactor(&operation).await?;
-        let lines = self.executor()?.follow_runner_log(operation.id, operation.state.is_active());
-        Ok(live_logs::redact_stream(lines.map(|line| line.map_err(executor_error)).boxed(), redactor))
+        let start = async || {
+            let redactor = self.run_redactor(&operation).await?;
+            let lines = self.executor()?.follow_runner_log(operation.id, operation.state.is_active());
+            Ok(live_logs::redact_stream(lines.map(|line| line.map_err(executor_error)).boxed(), redactor))
+        };
+        self.log_followers.follow(operation.id, start).await
     }
 
     async fn logs_of(
@@ -793,7 +820,7 @@ impl Service {
         let label = label.map(|filter| validation::parse_label_filter("label", filter)).transpose()?;
         let after = after.map(|cursor| validation::parse_id("after", cursor)).transpose()?;
         let label = label.as_ref().map(|(key, value)| (key.as_str(), value.as_str()));
-        Ok(self.store.list_runtimes(state, label, after, first).await?)
+        Ok(self.store.list_runtimes(self.tenant.as_ref(), state, label, after, first).await?)
     }
 
     /// One page of a runtime's operations, newest first; `after` is the cursor (id) of the last operation of the
@@ -807,7 +834,7 @@ impl Service {
         let first = page_size(first)?;
         let id = validation::parse_id("id", runtime_id)?;
         let after = after.map(|cursor| validation::parse_id("after", cursor)).transpose()?;
-        if self.store.find_runtime(id).await?.is_none() {
+        if !self.store.find_runtime(id).await?.is_some_and(|runtime| self.sees(&runtime)) {
             return Err(Error::NotFound { what: "runtime", id: id.to_string() });
         }
         let mut page = self.store.list_operations(id, after, first).await?;
@@ -912,9 +939,14 @@ fn check_idempotency_key(key: &str) -> Result<(), Invalid> {
 
 /// A digest of the validated request, to tell a retry from a different request under the same key (a dry run
 /// and a real provisioning of the same request are different requests).
-fn request_fingerprint(request: &ProvisionRequest, dry_run: bool) -> String {
-    // A real request's digest is what it was before dry runs existed, so recorded keys keep matching.
-    let canonical = if dry_run { serde_json::to_vec(&(request, dry_run)) } else { serde_json::to_vec(request) };
+fn request_fingerprint(request: &ProvisionRequest, dry_run: bool, tenant: Option<&Tenant>) -> String {
+    // A request's digest without a dry run or a tenant is what it was before those existed, so recorded keys keep
+    // matching; the same key sent for another tenant is another request.
+    let canonical = match (dry_run, tenant) {
+        (false, None) => serde_json::to_vec(request),
+        (true, None) => serde_json::to_vec(&(request, dry_run)),
+        (_, Some(tenant)) => serde_json::to_vec(&(request, dry_run, tenant.as_str())),
+    };
     let canonical = canonical.unwrap_or_default();
     Sha256::digest(canonical).iter().map(|byte| format!("{byte:02x}")).collect()
 }

@@ -19,6 +19,7 @@ use uuid::Uuid;
 use crate::domain::run::Stage;
 use crate::domain::run_log::{KeptLog, LogBudget};
 use crate::domain::state_bucket;
+use crate::domain::tenant::Tenant;
 use crate::domain::{
     ClusterConfig, Component, FailureReason, Labels, LastError, Operation, OperationPage, OperationState,
     OperationType, PlanSummary, ProviderVersion, Runtime, RuntimePage, StageEntry,
@@ -319,6 +320,7 @@ impl Store {
     /// Runtimes after the cursor in id order, optionally only those whose last operation is in `state`.
     pub async fn list_runtimes(
         &self,
+        tenant: Option<&Tenant>,
         state: Option<OperationState>,
         label: Option<(&str, &str)>,
         after: Option<Uuid>,
@@ -329,6 +331,9 @@ impl Store {
             .join(JoinType::LeftJoin, last_operation_relation())
             .order_by_asc(runtime::Column::Id)
             .limit(limit + 1);
+        if let Some(tenant) = tenant {
+            query = query.filter(runtime::Column::Tenant.eq(tenant.as_str()));
+        }
         if let Some(state) = state {
             query = query.filter(operation::Column::State.eq(state.as_str()));
         }
@@ -436,6 +441,17 @@ impl Sql {
         self
     }
 
+    /// `values` as a comma-separated list of parameters (inside an `IN (...)`).
+    fn params<V: Into<sea_orm::Value>>(&mut self, values: impl IntoIterator<Item = V>) -> &mut Self {
+        for (index, value) in values.into_iter().enumerate() {
+            if index > 0 {
+                self.push(", ");
+            }
+            self.param(value);
+        }
+        self
+    }
+
     /// The database's clock: a claim that waited for a connection still gets its whole lease.
     fn now(&mut self) -> &mut Self {
         match self.backend {
@@ -515,14 +531,16 @@ impl Store {
             .push(" AND lease_expires_at < ")
             .now()
             .push("))");
+        // Only what this release can run: during a rolling update a newer replica may queue an operation of a type
+        // (or leave one at a stage) that an older one does not know; the older one leaves it to the newer ones.
+        sql.push(" AND operation_type IN (");
+        sql.params(OperationType::ALL.iter().map(|operation_type| operation_type.as_str()));
+        sql.push(") AND stage IN (");
+        sql.params(Stage::ALL.iter().map(|stage| stage.as_str()));
+        sql.push(")");
         if !exclude.is_empty() {
             sql.push(" AND id NOT IN (");
-            for (index, id) in exclude.iter().enumerate() {
-                if index > 0 {
-                    sql.push(", ");
-                }
-                sql.param(*id);
-            }
+            sql.params(exclude.iter().copied());
             sql.push(")");
         }
         sql.push(" ORDER BY created_at, id LIMIT 1");
@@ -859,6 +877,7 @@ fn runtime_to_model(runtime: &Runtime) -> Result<runtime::Model> {
         preview: runtime.preview,
         hibernated: runtime.hibernated,
         state_bucket: Some(runtime.state_bucket.clone()),
+        tenant: runtime.tenant.as_ref().map(|tenant| tenant.as_str().to_owned()),
     })
 }
 
@@ -871,6 +890,11 @@ fn runtime_from_model(model: runtime::Model) -> Result<Runtime> {
     let state_bucket = model
         .state_bucket
         .unwrap_or_else(|| state_bucket::legacy_state_bucket_name(&cluster_config.environment, &model.name));
+    let tenant = model
+        .tenant
+        .map(|tenant| Tenant::parse(&tenant))
+        .transpose()
+        .map_err(|error| Error::Corrupt(format!("runtime {} tenant: {error}", model.id)))?;
     Ok(Runtime {
         id: model.id,
         name: model.name,
@@ -881,6 +905,7 @@ fn runtime_from_model(model: runtime::Model) -> Result<Runtime> {
         updated_at: model.updated_at,
         deleted_at: model.deleted_at,
         state_bucket,
+        tenant,
         preview: model.preview,
         hibernated: model.hibernated,
         cluster_config,

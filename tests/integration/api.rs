@@ -464,7 +464,82 @@ async fn injected_credential_values_are_refused_and_record_nothing(backend: Back
     assert_eq!(app.app.service.runtimes(None, None, None, Some(100)).await.unwrap().runtimes.len(), 0);
 }
 
+/// A request that names a tenant (Kyma's `Tenant` header) creates runtimes of that tenant and sees no other:
+/// another tenant's runtime and operations are not found on every path of both APIs, and nothing of them
+/// changes; a request without the header sees every runtime.
+async fn a_tenant_sees_and_changes_only_its_own_runtimes(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let provision = async |name: &str, tenant: &[(&str, &str)]| {
+        let accepted = app.request("POST", "/api/v1/provisions", Some(&provision_body(name)), tenant).await;
+        assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
+        let accepted = accepted.json();
+        (accepted["id"].as_str().unwrap().to_owned(), accepted["operationId"].as_str().unwrap().to_owned())
+    };
+    let (a, tenant_b) = ([("Tenant", "tenant-a")], [("Tenant", "tenant-b")]);
+    let (runtime_a, _) = provision("tenant-a-runtime", &a).await;
+    let (runtime_b, operation_b) = provision("tenant-b-runtime", &tenant_b).await;
+    let (runtime_c, _) = provision("no-tenant-runtime", &[]).await;
+
+    let as_a = async |method: &str, path: String| app.request(method, &path, None, &a).await;
+    assert_eq!(as_a("GET", format!("/api/v1/provisions/{runtime_a}")).await.status, StatusCode::OK);
+    for (method, path) in [
+        ("GET", format!("/api/v1/provisions/{runtime_b}")),
+        ("GET", format!("/api/v1/provisions/{runtime_c}")),
+        ("GET", format!("/api/v1/provisions/{runtime_b}/operations")),
+        ("GET", format!("/api/v1/provisions/{runtime_b}/kubeconfig")),
+        ("GET", format!("/api/v1/provisions/{runtime_b}/logs")),
+        ("GET", format!("/api/v1/operations/{operation_b}")),
+        ("GET", format!("/api/v1/operations/{operation_b}/logs")),
+        ("POST", format!("/api/v1/operations/{operation_b}/cancel")),
+        ("POST", format!("/api/v1/provisions/{runtime_b}/hibernate")),
+        ("DELETE", format!("/api/v1/provisions/{runtime_b}")),
+    ] {
+        let answer = as_a(method, path.clone()).await;
+        assert_eq!(
+            (answer.status, answer.json()["error"]["code"].clone()),
+            (StatusCode::NOT_FOUND, json!("not_found")),
+            "{method} {path}: {}",
+            answer.text
+        );
+    }
+    let listed = |answer: Value| -> Vec<String> {
+        answer["runtimes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|runtime| runtime["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(listed(as_a("GET", "/api/v1/provisions".to_owned()).await.json()), std::slice::from_ref(&runtime_a));
+
+    let graphql = async |query: &str, variables: Value| {
+        let body = json!({ "query": query, "variables": variables });
+        app.request("POST", "/graphql", Some(&body), &a).await.json()
+    };
+    let status = graphql(
+        "query($id: String!) { runtimeStatus(id: $id) { lastOperationStatus { id } } }",
+        json!({ "id": runtime_b }),
+    )
+    .await;
+    assert_eq!(status["errors"][0]["extensions"]["code"], "NOT_FOUND", "{status}");
+    let cancel =
+        graphql("mutation($id: String!) { cancelOperation(id: $id) { id } }", json!({ "id": operation_b })).await;
+    assert_eq!(cancel["errors"][0]["extensions"]["code"], "NOT_FOUND", "{cancel}");
+    let runtimes = graphql("{ runtimes { edges { node { id } } } }", json!({})).await;
+    assert_eq!(runtimes["data"]["runtimes"]["edges"], json!([{ "node": { "id": runtime_a } }]), "{runtimes}");
+
+    // Nothing of tenant-b's changed, and it sees its own.
+    let b_status = app.request("GET", &format!("/api/v1/operations/{operation_b}"), None, &tenant_b).await.json();
+    assert_eq!(b_status["status"], "queued", "{b_status}");
+    let everyone = listed(app.get("/api/v1/provisions").await.json());
+    assert_eq!(everyone, [runtime_a, runtime_b, runtime_c], "a request without a tenant sees every runtime");
+
+    let refused = app.request("GET", "/api/v1/provisions", None, &[("Tenant", "a/../b")]).await;
+    assert_eq!((refused.status, refused.json()["error"]["field"].clone()), (StatusCode::BAD_REQUEST, json!("Tenant")));
+}
+
 on_both_databases!(
+    a_tenant_sees_and_changes_only_its_own_runtimes,
     injected_credential_values_are_refused_and_record_nothing,
     missing_credentials_fail_fast_and_record_nothing,
     rest_provisioning_is_queued_and_both_apis_agree,

@@ -393,6 +393,53 @@ async fn a_subscription_follows_a_running_operation_with_its_runners_lines() {
     process.stop().await;
 }
 
+/// Everyone who follows one run reads it through one follower: three followed logs and a subscription with
+/// logs cost the API server one log stream, and one who joins late gets the lines printed before.
+#[tokio::test]
+async fn the_followers_of_a_run_share_one_log_stream() {
+    let (engine, process) = Engine::start(Backend::Sqlite, &[]).await;
+    let (runtime_id, operation_id) = engine.provision(&provision_body("engine-shared-follow")).await;
+    engine.wait_for_stage(&operation_id, "WaitForJob", WAIT).await;
+    let pod = engine.runner_starts(&format!("provision-{runtime_id}")).await;
+    let (control_plane, namespace) = (engine.control_plane, engine.namespace.as_str());
+    let path = format!("/api/v1/operations/{operation_id}/logs?follow=true");
+    let mut first = engine.app.stream(&path).await.into_body();
+    control_plane.write_log(namespace, &pod, "terraform-runner", "Initializing the backend...\n");
+    assert_eq!(next_chunk(&mut first).await.as_deref(), Some("Initializing the backend...\n"));
+
+    let query = "subscription($id: String!) { operationEvents(id: $id, logs: true) { logLine } }";
+    let mut subscriber = Subscriber::subscribed(&engine.app, json!({}), query, json!({ "id": operation_id })).await;
+    let mut late = Vec::new();
+    for _ in 0..2 {
+        let mut body = engine.app.stream(&path).await.into_body();
+        assert_eq!(next_chunk(&mut body).await.as_deref(), Some("Initializing the backend...\n"), "a late joiner");
+        late.push(body);
+    }
+    assert_eq!(next_log_line(&mut subscriber).await, "Initializing the backend...");
+
+    control_plane.write_log(namespace, &pod, "terraform-runner", "Plan: 3 to add, 0 to change, 0 to destroy.\n");
+    for body in late.iter_mut().chain([&mut first]) {
+        assert_eq!(next_chunk(body).await.as_deref(), Some("Plan: 3 to add, 0 to change, 0 to destroy.\n"));
+    }
+    assert_eq!(next_log_line(&mut subscriber).await, "Plan: 3 to add, 0 to change, 0 to destroy.");
+    assert_eq!(
+        control_plane.log_follows(namespace, &pod, "terraform-runner"),
+        1,
+        "four followers of one run, one log stream from the API server"
+    );
+    process.stop().await;
+}
+
+/// The next log line a subscriber of `operationEvents` gets, passing over status events.
+async fn next_log_line(subscriber: &mut Subscriber) -> String {
+    loop {
+        let event = subscriber.next().await["payload"]["data"]["operationEvents"].clone();
+        if let Some(line) = event["logLine"].as_str() {
+            return line.to_owned();
+        }
+    }
+}
+
 async fn kept_logs_go_after_their_retention(backend: Backend) {
     let (engine, process) = Engine::start(backend, &[("APP_RUN_LOG_RETENTION", "2s")]).await;
     let (runtime_id, operation_id) = engine.provision(&provision_body("engine-retention")).await;
@@ -951,13 +998,13 @@ async fn a_timed_out_run_ends_only_after_its_pods_are_gone() {
     process.stop().await;
 }
 
-/// A worker that fails (here: it claims an operation this version cannot read) takes its process down: /healthz
+/// A worker that fails (here: it claims an operation whose stored record is corrupt) takes its process down: /healthz
 /// answers 503 with the worker stopped, then the process exits non-zero, its log naming the worker and why.
 #[tokio::test]
 async fn a_failing_worker_takes_the_process_down() {
     let (engine, api) = Engine::start_api_only(Backend::Sqlite, &[("APP_WORKER_POLL_INTERVAL", "100ms")]).await;
     let (_, operation_id) = engine.provision(&provision_body("unreadable")).await;
-    engine.app.database.set_operation_columns(&operation_id, [("operation_type", "Bogus".into())]).await;
+    engine.app.database.set_operation_columns(&operation_id, [("plan_summary", "not a plan summary".into())]).await;
 
     let mut service = engine.start_service_process(&[]).await;
     let health_url = format!("http://127.0.0.1:{}/healthz", service.port());
@@ -981,7 +1028,7 @@ async fn a_failing_worker_takes_the_process_down() {
     assert!(reported_stopped, "/healthz never said the worker stopped");
     let log = service.log();
     assert!(log.contains("the worker stopped: cannot read a claimed operation"), "{}", service.log_tail(20));
-    assert!(log.contains("unknown operation type"), "{}", service.log_tail(20));
+    assert!(log.contains("unknown plan summary"), "{}", service.log_tail(20));
     api.stop().await;
 }
 

@@ -22,5 +22,6 @@ mod pipeline;
 mod playground;
 mod providers;
 mod render;
+mod rolling_update;
 mod runner;
 mod startup;

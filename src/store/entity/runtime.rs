@@ -21,6 +21,7 @@ pub struct Model {
     pub preview: bool,
     pub hibernated: bool,
     pub state_bucket: Option<String>,
+    pub tenant: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -42,6 +42,8 @@ pub(crate) struct ContainerLogs {
     changed: Notify,
     /// Counts [`ControlPlane::break_log_streams`]: a follower ends when it changes.
     breaks: std::sync::atomic::AtomicUsize,
+    /// How many follow requests each container's log was asked, by (namespace, pod, container).
+    follows: Mutex<HashMap<Key, usize>>,
 }
 
 #[derive(Default, Clone)]
@@ -113,6 +115,7 @@ async fn container_log(
     if !query.follow || log.ended {
         return log.text[start..].to_owned().into_response();
     }
+    *logs.follows.lock().expect("log store lock").entry(key.clone()).or_default() += 1;
     // Follow: what is there, then each addition, until the container's log ends (or the connection "breaks").
     let breaks = logs.breaks.load(std::sync::atomic::Ordering::SeqCst);
     let stream = futures::stream::unfold((logs, key, start), move |(logs, key, sent)| async move {
@@ -225,6 +228,12 @@ impl ControlPlane {
     pub fn break_log_streams(&self) {
         self.logs.breaks.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.logs.changed.notify_waiters();
+    }
+
+    /// How many times the log of `container` was followed (the API server asked for it with `follow=true`).
+    pub fn log_follows(&self, namespace: &str, pod: &str, container: &str) -> usize {
+        let follows = self.logs.follows.lock().expect("log store lock");
+        follows.get(&key(namespace, pod, container)).copied().unwrap_or(0)
     }
 
     /// Ends the log of `container`: a reader following it gets the end of its stream.
