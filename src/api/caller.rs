@@ -16,8 +16,7 @@ use super::authorization::{Action, Authorizer, User};
 use super::error::ApiError;
 use crate::domain::Operation;
 use crate::domain::tenant::Tenant;
-use crate::service::Invalid;
-use crate::service::Service;
+use crate::service::{Invalid, Service};
 use crate::token_review::{Review, TokenReviewer};
 
 /// The authenticated caller, with what it may do and the trail its changes are written to.

@@ -240,7 +240,6 @@ pub struct Health {
 
 type ApiResult<T> = Result<T, ApiError>;
 
-/// 202 with the operation.
 /// The caller of a REST request and the service as it sees it: only its tenant's runtimes when it named one.
 pub struct Caller {
     identity: Identity,
@@ -259,6 +258,7 @@ impl axum::extract::FromRequestParts<AppState> for Caller {
     }
 }
 
+/// 202 with the operation.
 fn accepted(operation: &Operation) -> Response {
     (StatusCode::ACCEPTED, Json(Accepted::from(operation))).into_response()
 }
