@@ -19,6 +19,8 @@ ARG DEBIAN_RELEASE=trixie
 
 # --- the two Rust binaries --------------------------------------------------------------------------------------
 FROM rust:${RUST_VERSION}-slim-${DEBIAN_RELEASE} AS rust-build
+# The context has no .git: `--build-arg PROVISIONER_COMMIT=$(git rev-parse HEAD)` names the commit (build.rs).
+ARG PROVISIONER_COMMIT=unknown
 WORKDIR /src
 COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry \

@@ -6,6 +6,7 @@
 #![deny(rust_2018_idioms)]
 
 pub mod api;
+pub mod build_info;
 pub mod credentials;
 pub mod domain;
 pub mod executor;

@@ -2,12 +2,30 @@
 #![forbid(unsafe_code)]
 use std::process::ExitCode;
 
-use provisioner::settings::Settings;
+use provisioner::settings::{self, Settings};
 use provisioner::startup::{self, App, Listeners};
-use provisioner::{install_crypto_provider, telemetry};
+use provisioner::{build_info, install_crypto_provider, telemetry};
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    match arguments.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        [] => {}
+        ["--version" | "-V"] => {
+            println!("provisioner {} (commit {})", build_info::VERSION, build_info::COMMIT);
+            return ExitCode::SUCCESS;
+        }
+        ["--help" | "-h"] => {
+            print!("{}", settings::help());
+            return ExitCode::SUCCESS;
+        }
+        _ => {
+            eprintln!(
+                "provisioner: unexpected arguments {arguments:?}; it is configured by environment variables, see --help"
+            );
+            return ExitCode::from(2);
+        }
+    }
     let settings = match Settings::load() {
         Ok(settings) => settings,
         Err(error) => {

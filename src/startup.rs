@@ -19,19 +19,19 @@ use crate::api::audit::AuditTrail;
 use crate::api::authorization::Authorizer;
 use crate::api::caller::{Access, Authentication, Mode};
 use crate::api::playground::PlaygroundAssets;
-use crate::api::{self, HttpSettings, graphql};
+use crate::api::{self, HttpSettings, ProcessHealth, graphql};
 use crate::credentials::{self as auth, AuthClient};
 use crate::executor::{Executor, JobSettings};
 use crate::render::{self, Renderer};
 use crate::service::{Service, ServiceSettings};
 use crate::settings::{AuthnSettings, AuthzMode, Settings};
 use crate::store::{self, Store};
-use crate::telemetry::{Metrics, WorkerHealth};
+use crate::telemetry::{Draining, Metrics, WorkerHealth};
 use crate::token_review::TokenReviewer;
 use crate::worker::{Retention, Worker, WorkerSettings};
 
-/// How long in-flight work may take to wind down after a shutdown signal.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+/// How long in-flight work may take to wind down after a shutdown signal (and its delay).
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -65,6 +65,12 @@ pub struct App {
     pub router: Router,
     pub metrics_router: Router,
     pub background: Background,
+    /// Turned on by the shutdown signal; `/readyz` answers 503 from then on.
+    pub draining: Draining,
+    /// How long the process keeps serving, not ready, after the shutdown signal ([`ServerSettings::shutdown_delay`]).
+    ///
+    /// [`ServerSettings::shutdown_delay`]: crate::settings::ServerSettings::shutdown_delay
+    pub shutdown_delay: Duration,
 }
 
 /// What runs beside the servers: the watch that keeps the Job cache in sync, and the worker.
@@ -189,18 +195,21 @@ impl App {
             },
         };
         let worker_health = if worker.is_some() { worker_health } else { WorkerHealth::disabled() };
+        let draining = Draining::default();
         Ok(App {
             router: api::router(
                 service.clone(),
                 &http,
                 metrics.clone(),
                 authentication,
-                worker_health.clone(),
+                ProcessHealth { worker: worker_health.clone(), draining: draining.clone() },
                 PlaygroundAssets::load(&settings.server.playground_assets_dir),
             ),
             metrics_router: api::metrics_router(service.clone(), metrics),
             service,
             background: Background { job_cache, worker, retention, worker_health },
+            draining,
+            shutdown_delay: settings.server.shutdown_delay,
         })
     }
 }
@@ -428,7 +437,17 @@ where
 
 /// Serves the API and the metrics and runs the background work, all supervised together, until `shutdown`
 /// completes or one of them ends; then drains in-flight requests and lets the worker release its operations.
+/// Between the shutdown signal and the stop, `/readyz` answers 503 for [`App::shutdown_delay`].
 pub async fn serve(app: App, listeners: Listeners, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
+    let (draining, delay) = (app.draining.clone(), app.shutdown_delay);
+    let shutdown = async move {
+        shutdown.await;
+        draining.start();
+        if !delay.is_zero() {
+            tracing::info!(delay = ?delay, "not ready any more; serving until the delay ends");
+            tokio::time::sleep(delay).await;
+        }
+    };
     let (stop, stopped) = watch::channel(false);
     let worker_health = app.background.worker_health.clone();
     let api = match listeners.api {

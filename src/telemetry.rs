@@ -55,6 +55,13 @@ struct ResultLabels {
     result: String,
 }
 
+/// The build's constants ([`crate::build_info`]), never anything a caller sends.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BuildLabels {
+    version: &'static str,
+    commit: &'static str,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StageLabels {
     stage: &'static str,
@@ -113,6 +120,15 @@ impl Metrics {
         registry.register("operation_step_duration_seconds", "Duration of each run step", step_duration.clone());
         let token_reviews = Family::<ResultLabels, Counter>::default();
         registry.register("token_reviews", "TokenReviews sent (cache misses), by result", token_reviews.clone());
+        let build_info = Family::<BuildLabels, Gauge>::default();
+        build_info
+            .get_or_create(&BuildLabels { version: crate::build_info::VERSION, commit: crate::build_info::COMMIT })
+            .set(1);
+        registry.register(
+            "build_info",
+            "The running build: always 1, labelled with its version and commit",
+            build_info,
+        );
         Metrics {
             inner: Arc::new(Inner {
                 registry,
@@ -180,6 +196,20 @@ impl Metrics {
         prometheus_client::encoding::text::encode(&mut text, &self.inner.registry)
             .expect("writing to a String cannot fail");
         text
+    }
+}
+
+/// Whether the process is shutting down, for `/readyz`: set once on the shutdown signal, before anything stops.
+#[derive(Clone, Default)]
+pub struct Draining(Arc<std::sync::atomic::AtomicBool>);
+
+impl Draining {
+    pub fn start(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn is_draining(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 

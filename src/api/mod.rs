@@ -8,6 +8,7 @@ pub mod caller;
 pub mod error;
 pub mod graphql;
 pub mod playground;
+pub mod probes;
 pub mod rest;
 pub mod websocket;
 
@@ -29,7 +30,7 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, RequestId
 use tower_http::trace::TraceLayer;
 
 use crate::service::Service;
-use crate::telemetry::{Metrics, WorkerHealth};
+use crate::telemetry::{Draining, Metrics, WorkerHealth};
 use caller::{Authentication, Identity};
 use error::ApiError;
 use playground::PlaygroundAssets;
@@ -84,7 +85,14 @@ pub struct HttpSettings {
 #[derive(Clone)]
 pub struct AppState {
     pub service: Service,
-    pub worker_health: WorkerHealth,
+    pub process: ProcessHealth,
+}
+
+/// What the probes report on besides the service: the worker's loop, and whether shutdown has begun.
+#[derive(Clone)]
+pub struct ProcessHealth {
+    pub worker: WorkerHealth,
+    pub draining: Draining,
 }
 
 pub fn router(
@@ -92,13 +100,13 @@ pub fn router(
     settings: &HttpSettings,
     metrics: Metrics,
     authentication: Authentication,
-    worker_health: WorkerHealth,
+    process: ProcessHealth,
     playground: PlaygroundAssets,
 ) -> Router {
     // One set of permits for HTTP requests and operations over WebSockets.
     let in_flight = Arc::new(tokio::sync::Semaphore::new(settings.max_concurrent_requests));
     let schema = graphql::schema(service.clone(), settings.graphql, in_flight.clone());
-    let state = AppState { service, worker_health };
+    let state = AppState { service, process };
     let playground_endpoint = settings.playground_endpoint.clone();
     // GET on the GraphQL endpoint: WebSocket subscriptions, and the playground when it is served there too.
     let subscriptions = {
@@ -173,9 +181,10 @@ pub fn router(
     }
     // Probes answer outside the request limits: a flood of requests must not make a healthy pod look dead.
     let health = Router::new()
-        .route("/healthz", get(rest::healthz))
-        .route("/readyz", get(rest::readyz))
-        .route("/livez", get(rest::livez))
+        .route("/healthz", get(probes::healthz))
+        .route("/readyz", get(probes::readyz))
+        .route("/livez", get(probes::livez))
+        .route("/version", get(probes::version))
         .with_state(state.clone());
     public
         .route("/", get(move || async move { Redirect::temporary(&playground_endpoint) }))

@@ -4,7 +4,7 @@
 use axum::Json;
 use axum::body::Body;
 use axum::extract::rejection::{PathRejection, QueryRejection};
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
@@ -23,7 +23,7 @@ use crate::domain::run_log::ContainerLog;
 use crate::domain::{
     LastError, Operation, OperationState, OperationType, PlanSummary, ProvisionRequest, StageEntry, UpgradeClusterInput,
 };
-use crate::service::{self, ExecutorHealth, RuntimeStatus, Service};
+use crate::service::{self, RuntimeStatus, Service};
 
 /// The seed's words for an operation's state, one to one with [`OperationState`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
@@ -222,20 +222,6 @@ pub struct ProvisionList {
     runtimes: Vec<ProvisionStatusResponse>,
     /// Pass as `after` for the next page; null on the last page.
     next_cursor: Option<String>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Health {
-    /// `ok`, or `unavailable` when the database cannot be reached or the worker is gone (then the answer is 503).
-    status: String,
-    /// `ok`, or `unavailable` when a ping does not succeed within 1 s.
-    database: String,
-    /// `ok`, `syncing` (the Job cache has not listed yet) or `unavailable` (the API server does not answer within
-    /// 1 s, or no cluster is configured: operations wait in the queue). It does not make the answer 503: the API
-    /// still serves, and restarting would not help.
-    kubernetes: String,
-    /// `ok`, `disabled` (this process runs no worker), or `stalled` / `stopped` (then the answer is 503).
-    worker: String,
 }
 
 type ApiResult<T> = Result<T, ApiError>;
@@ -752,74 +738,6 @@ pub async fn delete_provision(
     Ok(queued(&identity, &operation))
 }
 
-/// Liveness: the process serves HTTP. It checks no dependency, so an outage elsewhere never restarts the pod.
-#[utoipa::path(
-    get,
-    path = "/livez",
-    security(()),
-    responses((status = 200, description = "The process is serving", body = Liveness))
-)]
-pub async fn livez() -> Json<Liveness> {
-    Json(Liveness { status: "ok".to_owned() })
-}
-
-/// What `/livez` answers.
-#[derive(Serialize, ToSchema)]
-pub struct Liveness {
-    status: String,
-}
-
-/// Readiness: the same dependencies as `/healthz`.
-#[utoipa::path(
-    get,
-    path = "/readyz",
-    security(()),
-    responses(
-        (status = 200, description = "Ready", body = Health),
-        (status = 503, description = "The database is unreachable or the worker is gone", body = Health),
-    )
-)]
-pub async fn readyz(state: State<AppState>) -> Response {
-    healthz(state).await
-}
-
-#[utoipa::path(
-    get,
-    path = "/healthz",
-    security(()),
-    responses(
-        (status = 200, description = "Healthy", body = Health),
-        (status = 503, description = "The database is unreachable or the worker is gone", body = Health),
-    )
-)]
-pub async fn healthz(State(state): State<AppState>) -> Response {
-    // Each dependency has its own budget, checked at the same time, so the answer comes within about a second.
-    let (kubernetes, database) = tokio::join!(state.service.executor_health(), state.service.database_health());
-    let kubernetes = match kubernetes {
-        ExecutorHealth::Ready => "ok",
-        ExecutorHealth::Syncing => "syncing",
-        ExecutorHealth::Unreachable | ExecutorHealth::NotConfigured => "unavailable",
-    }
-    .to_owned();
-    let worker = state.worker_health.status();
-    let database = match database {
-        Ok(()) => "ok",
-        Err(error) => {
-            tracing::warn!(%error, "health check failed");
-            "unavailable"
-        }
-    };
-    let healthy = database == "ok" && worker.is_healthy();
-    let health = Health {
-        status: if healthy { "ok" } else { "unavailable" }.into(),
-        database: database.into(),
-        kubernetes,
-        worker: worker.as_str().into(),
-    };
-    let status = if healthy { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-    (status, Json(health)).into_response()
-}
-
 #[derive(OpenApi)]
 #[openapi(
     info(title = "cluster-provisioner", description = "Provisions and deprovisions Kubernetes clusters."),
@@ -837,9 +755,10 @@ pub async fn healthz(State(state): State<AppState>) -> Response {
         list_operations,
         get_operation,
         cancel_operation,
-        healthz,
-        livez,
-        readyz
+        super::probes::healthz,
+        super::probes::livez,
+        super::probes::readyz,
+        super::probes::version
     ),
     modifiers(&BearerToken),
     security(("bearer" = []))

@@ -263,6 +263,16 @@ async fn the_deployment_is_hardened_probed_and_limited() {
         assert_eq!(get.path.as_deref(), Some(path), "{which}");
         assert_eq!(serde_json::to_value(&get.port).unwrap(), "http", "{which}");
     }
+    // Kubernetes waits for the preStop sleep, then sends SIGTERM; the process stays unready for its shutdown delay and
+    // then drains for at most SHUTDOWN_GRACE. All of it must fit in the grace period, or runs are killed mid-release.
+    let pre_stop = container.lifecycle.clone().and_then(|lifecycle| lifecycle.pre_stop).expect("a preStop hook");
+    let pre_stop_seconds = pre_stop.sleep.expect("a sleep action (the image has no shell)").seconds;
+    let config = Api::<ConfigMap>::namespaced(admin.clone(), CORE).get("cluster-provisioner").await.unwrap();
+    let shutdown_delay = config.data.unwrap().get("APP_SHUTDOWN_DELAY").map(|delay| humantime::parse_duration(delay));
+    let shutdown_delay = shutdown_delay.expect("APP_SHUTDOWN_DELAY is set").unwrap().as_secs() as i64;
+    let needed = pre_stop_seconds + shutdown_delay + provisioner::startup::SHUTDOWN_GRACE.as_secs() as i64;
+    let grace = pod.termination_grace_period_seconds.expect("terminationGracePeriodSeconds");
+    assert!(grace > needed, "terminationGracePeriodSeconds {grace} is not above the {needed} s a stop may take");
     let resources = container.resources.clone().unwrap();
     let (requests, limits) = (resources.requests.unwrap(), resources.limits.unwrap());
     for name in ["cpu", "memory"] {
@@ -302,11 +312,11 @@ async fn the_config_map_configures_the_service_through_its_documented_variables(
     apply_all(&admin).await;
     let config = Api::<ConfigMap>::namespaced(admin.clone(), CORE).get("cluster-provisioner").await.unwrap();
     let data = config.data.unwrap();
-    let settings_source = include_str!("../../src/settings.rs");
+    let help = provisioner::settings::help();
     for key in data.keys() {
         assert!(
-            settings_source.contains(&format!("\n    {}: ", key.to_lowercase())),
-            "ConfigMap key {key} is not a variable of src/settings.rs"
+            help.lines().any(|line| line.split_whitespace().next() == Some(key.as_str())),
+            "ConfigMap key {key} is not a variable of `provisioner --help`"
         );
         assert!(!key.contains("PASSWORD") && key != "DATABASE_URL", "{key}: secrets belong in a Secret");
     }

@@ -43,14 +43,7 @@ fn serves_health_on_the_embedded_sqlite_default() {
     let folder = tempfile::tempdir().unwrap();
     let api_port = free_port();
     let mut child = sqlite_default(folder.path(), api_port).spawn().expect("start the binary");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let healthy = loop {
-        if let Ok(body) = http_get(api_port, "/healthz") {
-            break body;
-        }
-        assert!(Instant::now() < deadline, "no /healthz answer within 20 s");
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let healthy = wait_for_answer(api_port, "/healthz");
     let _ = child.kill();
     let _ = child.wait();
     assert!(healthy.starts_with("HTTP/1.1 200"), "{healthy}");
@@ -167,4 +160,92 @@ async fn the_api_serves_tls_and_picks_up_a_renewed_certificate() {
     let _ = child.wait();
     assert_eq!(served.expect("the renewed certificate is served"), reqwest::StatusCode::OK);
     assert!(old.is_err(), "the old certificate is still served");
+}
+
+/// `--version`, `GET /version` and the metric `provisioner_build_info` name the same build: the package version
+/// and the commit of this checkout.
+#[test]
+fn every_surface_names_the_same_build() {
+    let output = Command::new(service_binary()).arg("--version").output().expect("run the binary");
+    assert!(output.status.success());
+    let head = Command::new("git").args(["rev-parse", "HEAD"]).current_dir(env!("CARGO_MANIFEST_DIR")).output();
+    let commit = match head {
+        Ok(head) if head.status.success() => String::from_utf8(head.stdout).unwrap().trim().to_owned(),
+        _ => "unknown".to_owned(),
+    };
+    let version = env!("CARGO_PKG_VERSION");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), format!("provisioner {version} (commit {commit})\n"));
+
+    let folder = tempfile::tempdir().unwrap();
+    let (api_port, metrics_port) = (free_port(), free_port());
+    let mut command = sqlite_default(folder.path(), api_port);
+    let mut child = command.env("APP_METRICS_ADDRESS", format!("127.0.0.1:{metrics_port}")).spawn().unwrap();
+    let answer = wait_for_answer(api_port, "/version");
+    let metrics = http_get(metrics_port, "/metrics").unwrap_or_default();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(answer.ends_with(&format!(r#"{{"version":"{version}","commit":"{commit}"}}"#)), "{answer}");
+    let series = format!(r#"provisioner_build_info{{version="{version}",commit="{commit}"}} 1"#);
+    assert!(metrics.contains(&series), "{series} missing:\n{metrics}");
+}
+
+#[test]
+fn help_lists_the_variables_with_their_defaults_and_a_stray_argument_is_refused() {
+    let help = Command::new(service_binary()).arg("--help").output().expect("run the binary");
+    assert!(help.status.success());
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.lines().any(|line| line.split_whitespace().eq(["APP_ADDRESS", "127.0.0.1:3000"])), "{help}");
+    assert!(help.lines().any(|line| line.split_whitespace().eq(["APP_SHUTDOWN_DELAY", "0s"])), "{help}");
+    let stray = Command::new(service_binary()).arg("serve").output().expect("run the binary");
+    assert_eq!(stray.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&stray.stderr).contains("see --help"));
+}
+
+/// On SIGTERM the process first stops being ready (`/readyz` 503 `draining`) while it still serves everything
+/// else for `APP_SHUTDOWN_DELAY`, then stops cleanly.
+#[test]
+fn on_sigterm_readiness_turns_false_before_the_process_stops() {
+    let folder = tempfile::tempdir().unwrap();
+    let api_port = free_port();
+    let mut command = sqlite_default(folder.path(), api_port);
+    let mut child = command.env("APP_SHUTDOWN_DELAY", "3s").spawn().expect("start the binary");
+    let ready = wait_for_answer(api_port, "/readyz");
+    assert!(ready.starts_with("HTTP/1.1 200"), "{ready}");
+
+    let signalled = Instant::now();
+    let kill = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("run kill");
+    assert!(kill.success());
+    let draining = loop {
+        let answer = http_get(api_port, "/readyz").expect("still serving while draining");
+        if answer.starts_with("HTTP/1.1 503") {
+            break answer;
+        }
+        assert!(signalled.elapsed() < Duration::from_secs(2), "still ready after SIGTERM: {answer}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(draining.contains(r#""status":"draining""#), "{draining}");
+    let live = http_get(api_port, "/livez").expect("live while draining");
+    assert!(live.starts_with("HTTP/1.1 200"), "{live}");
+
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(signalled.elapsed() < Duration::from_secs(20), "still running 20 s after SIGTERM");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(status.success(), "{status}");
+    assert!(signalled.elapsed() >= Duration::from_secs(3), "stopped before the delay: {:?}", signalled.elapsed());
+}
+
+/// The first answer of the server on `port` to GET `path`, within 20 s of its start.
+fn wait_for_answer(port: u16, path: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(answer) = http_get(port, path) {
+            return answer;
+        }
+        assert!(Instant::now() < deadline, "no {path} answer within 20 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }

@@ -12,6 +12,15 @@ pub enum LogFormat {
     Text,
 }
 
+impl std::fmt::Display for LogFormat {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self {
+            LogFormat::Json => "json",
+            LogFormat::Text => "text",
+        })
+    }
+}
+
 /// What every log line passes through before it is written (the runner's redaction of credential values).
 pub type LineFilter = Arc<dyn Fn(&str) -> String + Send + Sync>;
 

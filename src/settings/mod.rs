@@ -11,7 +11,7 @@ use std::time::Duration;
 use reqwest::Url;
 use runner_contract::modules::ModulesSource;
 use secrecy::{ExposeSecret, SecretString};
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::credentials::AuthSettings;
 use crate::domain::policy::{KubernetesVersion, ValidationPolicy};
@@ -19,6 +19,9 @@ use crate::executor::{ModulesSettings, RunnerResources};
 use crate::listener_tls::TlsFiles;
 use crate::service::StreamLimits;
 use crate::telemetry::LogFormat;
+
+mod help;
+pub use help::help;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -50,8 +53,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub const DEFAULT_SQLITE_PATH: &str = "./data/provisioner.db";
 
 /// Every variable the service reads, with its type and default: the one place that spells the environment's
-/// names (lower-cased, as the `config` crate delivers them). A blank value counts as unset.
-#[derive(Deserialize)]
+/// names (lower-cased, as the `config` crate delivers them). A blank value counts as unset. Serialized only for
+/// `provisioner --help` ([`help`]), secrets masked.
+#[derive(Deserialize, Serialize)]
 #[serde(default)]
 struct Variables {
     database_url: Option<String>,
@@ -60,12 +64,13 @@ struct Variables {
     app_database_port: u16,
     app_database_name: String,
     app_database_user: String,
+    #[serde(serialize_with = "help::secret")]
     app_database_password: SecretString,
     app_database_ssl_mode: String,
     app_database_ssl_root_cert: Option<String>,
     #[serde(deserialize_with = "parsed")]
     app_database_max_connections: u32,
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "help::duration")]
     app_database_acquire_timeout: Duration,
     app_sqlite_path: String,
     job_namespace: String,
@@ -89,13 +94,13 @@ struct Variables {
     app_worker_concurrency: usize,
     #[serde(deserialize_with = "parsed")]
     app_worker_max_runs: usize,
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "help::duration")]
     app_worker_lease: Duration,
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "help::duration")]
     app_worker_poll_interval: Duration,
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "help::duration")]
     app_auth_timeout: Duration,
-    #[serde(deserialize_with = "parsed")]
+    #[serde(deserialize_with = "parsed", serialize_with = "help::display")]
     auth_service_base_url: Url,
     app_auth_oauth_path: PathBuf,
     #[serde(deserialize_with = "parsed")]
@@ -107,24 +112,24 @@ struct Variables {
     app_metrics_address: SocketAddr,
     app_tls_cert_file: Option<PathBuf>,
     app_tls_key_file: Option<PathBuf>,
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "help::duration")]
     app_tls_reload_interval: Duration,
     app_log_level: String,
-    #[serde(deserialize_with = "log_format")]
+    #[serde(deserialize_with = "log_format", serialize_with = "help::display")]
     app_log_format: LogFormat,
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "help::duration")]
     app_provisioning_timeout: Duration,
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "help::duration")]
     app_deprovisioning_timeout: Duration,
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "help::duration")]
     app_upgrade_timeout: Duration,
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "help::duration")]
     app_hibernation_timeout: Duration,
     #[serde(deserialize_with = "parsed")]
     app_run_log_max_bytes: usize,
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "help::duration")]
     app_run_log_retention: Duration,
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "help::duration")]
     app_idempotency_key_ttl: Duration,
     #[serde(deserialize_with = "parsed")]
     app_max_log_bytes_per_request: usize,
@@ -134,20 +139,22 @@ struct Variables {
     app_max_streams: usize,
     #[serde(deserialize_with = "parsed")]
     app_enqueue_in_progress_operations: bool,
-    #[serde(deserialize_with = "parsed")]
+    #[serde(deserialize_with = "parsed", serialize_with = "help::display")]
     app_kubernetes_version_min: KubernetesVersion,
-    #[serde(deserialize_with = "parsed")]
+    #[serde(deserialize_with = "parsed", serialize_with = "help::display")]
     app_kubernetes_version_max: KubernetesVersion,
     #[serde(deserialize_with = "parsed")]
     app_max_request_body_bytes: usize,
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "help::duration")]
     app_request_timeout: Duration,
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "help::duration")]
     app_websocket_init_timeout: Duration,
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "help::duration")]
     app_websocket_reauthentication_interval: Duration,
     #[serde(deserialize_with = "parsed")]
     app_max_concurrent_requests: usize,
+    #[serde(deserialize_with = "delay", serialize_with = "help::duration")]
+    app_shutdown_delay: Duration,
     #[serde(deserialize_with = "parsed")]
     app_graphql_max_depth: usize,
     #[serde(deserialize_with = "parsed")]
@@ -159,7 +166,7 @@ struct Variables {
     #[serde(deserialize_with = "text")]
     app_auth_audience: String,
     app_auth_allowed_users: String,
-    #[serde(deserialize_with = "parsed")]
+    #[serde(deserialize_with = "parsed", serialize_with = "help::display")]
     app_authz_mode: AuthzMode,
 }
 
@@ -227,6 +234,8 @@ impl Default for Variables {
             app_websocket_init_timeout: Duration::from_secs(10),
             app_websocket_reauthentication_interval: Duration::from_secs(60),
             app_max_concurrent_requests: 256,
+            // The Deployment's preStop sleep already waits for the endpoints to drain; `make run` stops at once.
+            app_shutdown_delay: Duration::ZERO,
             app_graphql_max_depth: 10,
             // Pages weigh their size (api::graphql::page_weight): a full page of 100 runtimes with their status
             // fits, 35 aliases of such pages with every operation's logs do not.
@@ -282,6 +291,13 @@ fn parsed<'de, D: Deserializer<'de>, T: FromStr + Expected>(deserializer: D) -> 
 
 fn duration<'de, D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Duration, D::Error> {
     process_support::parse_positive_duration(&text(deserializer)?).map_err(serde::de::Error::custom)
+}
+
+/// A wait that may be zero, such as `0s` or `5s`.
+fn delay<'de, D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Duration, D::Error> {
+    let value = text(deserializer)?;
+    humantime::parse_duration(&value)
+        .map_err(|_| serde::de::Error::custom(format!("invalid value {value:?}: expected a duration such as 5s")))
 }
 
 /// A Kubernetes quantity such as `250m`, `2`, `512Mi` or `1.5Gi`.
@@ -376,13 +392,28 @@ pub enum AuthzMode {
     Rbac,
 }
 
+impl AuthzMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthzMode::AllowList => "allow-list",
+            AuthzMode::Rbac => "rbac",
+        }
+    }
+}
+
+impl std::fmt::Display for AuthzMode {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(self.as_str())
+    }
+}
+
 impl std::str::FromStr for AuthzMode {
     type Err = ();
 
     fn from_str(value: &str) -> std::result::Result<Self, Self::Err> {
         match value {
-            "allow-list" => Ok(AuthzMode::AllowList),
-            "rbac" => Ok(AuthzMode::Rbac),
+            value if value == AuthzMode::AllowList.as_str() => Ok(AuthzMode::AllowList),
+            value if value == AuthzMode::Rbac.as_str() => Ok(AuthzMode::Rbac),
             _ => Err(()),
         }
     }
@@ -405,6 +436,9 @@ pub struct ServerSettings {
     /// How often an open WebSocket's token is reviewed again.
     pub websocket_reauthentication_interval: Duration,
     pub max_concurrent_requests: usize,
+    /// After a shutdown signal, how long `/readyz` answers 503 while everything else keeps serving, so that load
+    /// balancers that do not watch endpoints stop sending requests before the listener closes.
+    pub shutdown_delay: Duration,
     pub graphql_max_depth: usize,
     pub graphql_max_complexity: usize,
     pub graphql_introspection: bool,
@@ -584,6 +618,7 @@ impl Variables {
                 websocket_init_timeout: self.app_websocket_init_timeout,
                 websocket_reauthentication_interval: self.app_websocket_reauthentication_interval,
                 max_concurrent_requests: at_least("APP_MAX_CONCURRENT_REQUESTS", self.app_max_concurrent_requests, 1)?,
+                shutdown_delay: self.app_shutdown_delay,
                 graphql_max_depth: at_least("APP_GRAPHQL_MAX_DEPTH", self.app_graphql_max_depth, 1)?,
                 graphql_max_complexity: at_least("APP_GRAPHQL_MAX_COMPLEXITY", self.app_graphql_max_complexity, 1)?,
                 graphql_introspection: self.app_graphql_introspection,
@@ -830,6 +865,7 @@ mod tests {
             ("APP_GRAPHQL_MAX_DEPTH", "0"),
             ("APP_GRAPHQL_MAX_COMPLEXITY", "-1"),
             ("APP_GRAPHQL_INTROSPECTION", "on"),
+            ("APP_SHUTDOWN_DELAY", "later"),
         ];
         for (variable, value) in cases {
             let error = load(&[(variable, value)]).expect_err(variable);
