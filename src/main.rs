@@ -9,8 +9,10 @@ use provisioner::{build_info, install_crypto_provider, telemetry};
 #[tokio::main]
 async fn main() -> ExitCode {
     let arguments: Vec<String> = std::env::args().skip(1).collect();
+    let mut migrate_only = false;
     match arguments.iter().map(String::as_str).collect::<Vec<_>>()[..] {
         [] => {}
+        ["migrate"] => migrate_only = true,
         ["--version" | "-V"] => {
             println!("provisioner {} (commit {})", build_info::VERSION, build_info::COMMIT);
             return ExitCode::SUCCESS;
@@ -36,6 +38,18 @@ async fn main() -> ExitCode {
     install_crypto_provider();
     telemetry::init_tracing(&settings.log.level, settings.log.format);
 
+    if migrate_only {
+        return match startup::migrate(&settings).await {
+            Ok(()) => {
+                tracing::info!(database = %settings.database.describe(), "the database has this release's schema");
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("provisioner migrate: {error}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let result = async {
         let app = App::build(&settings).await?;
         let listeners = Listeners::bind(&settings).await?;

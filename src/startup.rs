@@ -24,8 +24,8 @@ use crate::credentials::{self as auth, AuthClient};
 use crate::executor::{Executor, JobSettings};
 use crate::render::{self, Renderer};
 use crate::service::{Service, ServiceSettings};
-use crate::settings::{AuthnSettings, AuthzMode, Settings};
-use crate::store::{self, Store};
+use crate::settings::{AuthnSettings, AuthzMode, DatabaseSettings, Settings};
+use crate::store::{self, Migrations, Store};
 use crate::telemetry::{Draining, Metrics, WorkerHealth};
 use crate::token_review::TokenReviewer;
 use crate::worker::{Retention, Worker, WorkerSettings};
@@ -110,11 +110,7 @@ impl App {
     /// Builds the app with the given Kubernetes client (tests pass one with a chosen identity) and audit trail
     /// (tests keep its entries).
     pub async fn build_with(settings: &Settings, kube_client: Option<kube::Client>, audit: AuditTrail) -> Result<Self> {
-        let database_url = settings.database.url.expose_secret();
-        create_sqlite_folder(database_url)?;
-        let store = Store::connect(database_url, settings.database.max_connections, settings.database.acquire_timeout)
-            .await
-            .map_err(|source| Error::Database { target: settings.database.describe(), source })?;
+        let store = connect(&settings.database, settings.database.migrations).await?;
         let auth = AuthClient::new(&settings.auth, settings.auth.timeout)?;
         let metrics = Metrics::new();
         let wake = Arc::new(Notify::new());
@@ -369,6 +365,21 @@ impl Background {
         };
         supervise(self.tasks(stopped), stop, shutdown, &worker_health).await
     }
+}
+
+/// Opens the configured database, applying this release's missing migrations or checking for them.
+async fn connect(settings: &DatabaseSettings, migrations: Migrations) -> Result<Store> {
+    let url = settings.url.expose_secret();
+    create_sqlite_folder(url)?;
+    Store::connect_with(url, settings.max_connections, settings.acquire_timeout, migrations)
+        .await
+        .map_err(|source| Error::Database { target: settings.describe(), source })
+}
+
+/// `provisioner migrate`: applies this release's missing migrations and returns; replicas started with
+/// `APP_DATABASE_MIGRATE=false` then find them there.
+pub async fn migrate(settings: &Settings) -> Result<()> {
+    connect(&settings.database, Migrations::Apply).await.map(drop)
 }
 
 /// The embedded default is a file under `./data`; create its folder on first run.

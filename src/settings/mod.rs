@@ -18,6 +18,7 @@ use crate::domain::policy::{KubernetesVersion, ValidationPolicy};
 use crate::executor::{ModulesSettings, RunnerResources};
 use crate::listener_tls::TlsFiles;
 use crate::service::StreamLimits;
+use crate::store::Migrations;
 use crate::telemetry::LogFormat;
 
 mod help;
@@ -73,6 +74,8 @@ struct Variables {
     #[serde(deserialize_with = "duration", serialize_with = "help::duration")]
     app_database_acquire_timeout: Duration,
     app_sqlite_path: String,
+    #[serde(deserialize_with = "parsed")]
+    app_database_migrate: bool,
     job_namespace: String,
     terraform_runner_image: String,
     #[serde(deserialize_with = "quantity")]
@@ -184,6 +187,7 @@ impl Default for Variables {
             app_database_max_connections: 10,
             app_database_acquire_timeout: Duration::from_secs(3),
             app_sqlite_path: DEFAULT_SQLITE_PATH.to_owned(),
+            app_database_migrate: true,
             job_namespace: "kubeopera-provisioning".to_owned(),
             terraform_runner_image: "kubeopera/cluster-provisioner:0.1.0".to_owned(),
             // OpenTofu with the AWS provider peaks at about 1 GiB while planning a vanilla cluster.
@@ -340,6 +344,8 @@ pub struct DatabaseSettings {
     pub max_connections: u32,
     /// How long a request or a worker step waits for a connection before the database counts as unavailable.
     pub acquire_timeout: Duration,
+    /// Whether start-up applies this release's missing migrations, or only checks that `provisioner migrate` did.
+    pub migrations: Migrations,
 }
 
 impl DatabaseSettings {
@@ -670,6 +676,7 @@ impl Variables {
             url: SecretString::from(url),
             max_connections: at_least("APP_DATABASE_MAX_CONNECTIONS", self.app_database_max_connections, 1)?,
             acquire_timeout: self.app_database_acquire_timeout,
+            migrations: if self.app_database_migrate { Migrations::Apply } else { Migrations::Check },
         })
     }
 

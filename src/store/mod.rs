@@ -4,9 +4,9 @@
 //! names among live runtimes are partial unique indexes, so two concurrent requests cannot both win.
 
 mod entity;
+mod schema;
 
 use chrono::{DateTime, Utc};
-use migrations::{Migrator, MigratorTrait};
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
 use sea_orm::{
@@ -41,9 +41,14 @@ pub enum Error {
     RuntimeNotFound(Uuid),
     #[error("stored data is not readable: {0}")]
     Corrupt(String),
+    /// The database's schema does not fit this release ([`schema`]).
+    #[error("database schema: {0}")]
+    Schema(String),
     #[error("database error: {0}")]
     Database(#[from] DbErr),
 }
+
+pub use schema::Migrations;
 
 impl Error {
     /// Whether the database could not be reached (no connection within the acquire timeout, a dropped connection),
@@ -111,6 +116,16 @@ impl Store {
     /// (durable across process crashes in WAL mode; a power loss may lose the last transactions, never corrupt
     /// the file), a busy timeout, and foreign keys on.
     pub async fn connect(url: &str, max_connections: u32, acquire_timeout: std::time::Duration) -> Result<Self> {
+        Self::connect_with(url, max_connections, acquire_timeout, Migrations::Apply).await
+    }
+
+    /// [`Store::connect`], applying this release's missing migrations or only checking for them ([`Migrations`]).
+    pub async fn connect_with(
+        url: &str,
+        max_connections: u32,
+        acquire_timeout: std::time::Duration,
+        migrations: Migrations,
+    ) -> Result<Self> {
         let options = |max_connections: u32| {
             let mut options = ConnectOptions::new(url.to_owned());
             // Without a short acquire timeout a database outage makes every request hang for the library's 30 s.
@@ -130,12 +145,12 @@ impl Store {
         };
         if url.starts_with("sqlite:") {
             let db = Database::connect(options(1)).await?;
-            Migrator::up(&db, None).await?;
+            schema::prepare(&db, migrations).await?;
             let reads = Database::connect(options(max_connections)).await?;
             return Ok(Store { db, reads });
         }
         let db = Database::connect(options(max_connections)).await?;
-        Migrator::up(&db, None).await?;
+        schema::prepare(&db, migrations).await?;
         Ok(Store { reads: db.clone(), db })
     }
 

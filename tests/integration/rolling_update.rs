@@ -1,9 +1,11 @@
 //! Old and new replicas side by side on one database, as during a rolling update of the provisioner itself: a
 //! replica claims only operations it can run, and leaves what a newer release queued to the newer replicas.
 
-use provisioner::store::Store;
+use std::time::Duration;
+
+use provisioner::store::{Migrations, Store};
 use sea_orm::ConnectionTrait as _;
-use test_support::{Backend, on_both_databases, provision_body, spawn_app};
+use test_support::{Backend, TestDatabase, on_both_databases, provision_body, spawn_app};
 
 /// An operation of a type this release does not know (queued by a newer replica), and one left at a stage it
 /// does not know, are never claimed, so the replica neither fails its claims nor stops; the operation it knows,
@@ -33,4 +35,45 @@ async fn a_replica_leaves_operations_it_does_not_know_to_newer_ones(backend: Bac
     assert_eq!(rows[..2], [("Pending".to_owned(), 0), ("Pending".to_owned(), 0)], "left as they were: {rows:?}");
 }
 
-on_both_databases!(a_replica_leaves_operations_it_does_not_know_to_newer_ones);
+/// A replica of release N-1 restarts (or a rollback starts it) on a database release N migrated: it starts and
+/// serves, since migrations are additive across one release; and one that still lacks its own migrations is
+/// refused when it must not apply them itself.
+async fn a_replica_starts_on_a_database_a_newer_release_migrated(backend: Backend) {
+    let database = TestDatabase::create(backend).await;
+    let timeout = Duration::from_secs(5);
+    let check_only = Store::connect_with(&database.url, 2, timeout, Migrations::Check).await;
+    let refusal = check_only.err().expect("a database without this release's migrations is refused").to_string();
+    assert!(refusal.contains("run `provisioner migrate` first"), "{refusal}");
+    Store::connect(&database.url, 2, timeout).await.expect("this release migrates a new database");
+
+    let db = sea_orm::Database::connect(&database.url).await.unwrap();
+    let newer = "INSERT INTO seaql_migrations (version, applied_at) VALUES ('m20991231_000001_newer_release', 0)";
+    db.execute_unprepared(newer).await.unwrap();
+    for migrations in [Migrations::Apply, Migrations::Check] {
+        let store = Store::connect_with(&database.url, 2, timeout, migrations).await;
+        store.unwrap_or_else(|error| panic!("{migrations:?}: an older replica starts on the newer schema: {error}"));
+    }
+}
+
+/// Replicas starting together on a new PostgreSQL database apply the migrations once, one after the other, and
+/// all start.
+#[tokio::test]
+async fn replicas_starting_together_migrate_once() {
+    let database = TestDatabase::create(Backend::Postgres).await;
+    let starts = (0..4).map(|_| Store::connect(&database.url, 2, Duration::from_secs(30)));
+    for started in futures::future::join_all(starts).await {
+        started.expect("every replica starts");
+    }
+    let db = sea_orm::Database::connect(&database.url).await.unwrap();
+    let statement = "SELECT count(*) AS applied, count(DISTINCT version) AS distinct_versions FROM seaql_migrations";
+    let row = db.query_one_raw(sea_orm::Statement::from_string(db.get_database_backend(), statement)).await;
+    let row = row.unwrap().unwrap();
+    let (applied, distinct): (i64, i64) =
+        (row.try_get("", "applied").unwrap(), row.try_get("", "distinct_versions").unwrap());
+    assert_eq!(applied, distinct);
+}
+
+on_both_databases!(
+    a_replica_leaves_operations_it_does_not_know_to_newer_ones,
+    a_replica_starts_on_a_database_a_newer_release_migrated
+);

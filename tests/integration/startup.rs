@@ -249,3 +249,27 @@ fn wait_for_answer(port: u16, path: &str) -> String {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// With `APP_DATABASE_MIGRATE=false` (the chart's replicas) the service refuses a database without its migrations
+/// and names the command that applies them; `provisioner migrate` applies them and exits; then the service starts.
+#[test]
+fn provisioner_migrate_prepares_the_database_replicas_only_check() {
+    let folder = tempfile::tempdir().unwrap();
+    let api_port = free_port();
+    let output = sqlite_default(folder.path(), api_port)
+        .env("APP_DATABASE_MIGRATE", "false")
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run the binary");
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("run `provisioner migrate` first"), "{stderr}");
+
+    let migrate = sqlite_default(folder.path(), api_port).arg("migrate").status().expect("run provisioner migrate");
+    assert!(migrate.success());
+    let mut child = sqlite_default(folder.path(), api_port).env("APP_DATABASE_MIGRATE", "false").spawn().unwrap();
+    let ready = wait_for_answer(api_port, "/readyz");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(ready.starts_with("HTTP/1.1 200"), "{ready}");
+}
