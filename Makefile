@@ -3,7 +3,7 @@
 TEST_DATABASE_URL ?= postgres://postgres:postgres@127.0.0.1:5432/postgres
 export TEST_DATABASE_URL
 
-.PHONY: run test-really-local test schemathesis fuzz bench postgres control-plane tofu terraform-providers fake-gcs test-tools playground browser-test-tools dev-cluster gqlgen generate migrate fmt lint
+.PHONY: run test-really-local test schemathesis fuzz bench postgres control-plane helm tofu terraform-providers fake-gcs test-tools playground browser-test-tools dev-cluster gqlgen generate migrate fmt lint
 
 ## Starts the server on the embedded SQLite default (./data/provisioner.db) with a development auth-service;
 ## playground at http://127.0.0.1:3000/graphql
@@ -19,7 +19,7 @@ run:
 
 ## Installs and starts what the tests need (PostgreSQL, the test control plane, tofu, the Terraform providers,
 ## fake-gcs-server, moto and the AWS CLI, the playground's assets, Chromium and playwright-core), then runs every test.
-test-really-local: postgres control-plane tofu terraform-providers fake-gcs test-tools playground browser-test-tools
+test-really-local: postgres control-plane helm tofu terraform-providers fake-gcs test-tools playground browser-test-tools
 	$(MAKE) --no-print-directory test
 	$(MAKE) --no-print-directory schemathesis
 
@@ -45,6 +45,7 @@ test:
 ## The variables that point the tests at what `make test-really-local` built.
 TEST_ENV = TEST_TERRAFORM_RUNNER_BIN="$${CARGO_TARGET_DIR:-$(CURDIR)/target}/debug/terraform-runner" \
 	TEST_CONTROL_PLANE_BIN_DIR="$${TEST_CONTROL_PLANE_BIN_DIR:-$$(tools/build-control-plane.sh | tail -n1)}" \
+	TEST_HELM_BIN="$${TEST_HELM_BIN:-$$(tools/build-helm.sh | tail -n1)/helm}" \
 	TEST_TOFU_BIN="$${TEST_TOFU_BIN:-$$(tools/build-tofu.sh | tail -n1)/tofu}" \
 	TEST_TERRAFORM_PROVIDERS="$${TEST_TERRAFORM_PROVIDERS:-$$(tools/build-terraform-providers.sh | tail -n1)}" \
 	TEST_FAKE_GCS_BIN="$${TEST_FAKE_GCS_BIN:-$$(tools/build-fake-gcs.sh | tail -n1)/fake-gcs-server}" \
@@ -79,6 +80,10 @@ postgres:
 ## Builds etcd, kube-apiserver and kube-controller-manager from the Go module proxy into ~/.cache (once).
 control-plane:
 	tools/build-control-plane.sh
+
+## Builds the helm CLI from the Go module proxy into ~/.cache (once): the chart's tests and `make generate` use it.
+helm:
+	tools/build-helm.sh
 
 ## Builds OpenTofu's CLI (tofu) from the Go module proxy into ~/.cache (once); the runner and module tests use it.
 tofu:
@@ -116,10 +121,12 @@ dev-cluster: control-plane
 gqlgen:
 	./gqlgen.sh
 
-## Writes every generated file: schema.graphql, assets/openapi.json, assets/database/provisioner.sql.
+## Writes every generated file: schema.graphql, assets/openapi.json, assets/database/provisioner.sql, and
+## resources/cluster-provisioner.yaml (the chart rendered for `kubectl apply -k resources/`).
 generate: gqlgen
 	cargo run --quiet --bin generate -- openapi > assets/openapi.json
 	cargo run --quiet --bin generate -- sql > assets/database/provisioner.sql
+	tools/render-chart.sh "$$(tools/build-helm.sh | tail -n1)/helm" > resources/cluster-provisioner.yaml
 
 ## Applies the migrations to DATABASE_URL (the server also does this at start-up).
 migrate:

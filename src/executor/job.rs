@@ -221,7 +221,7 @@ pub fn build(
                         run_as_user: Some(65532),
                         fs_group: Some(65532),
                         // With the container settings above, this meets the "restricted" Pod Security level
-                        // that resources/namespaces.yaml enforces for the Jobs' namespace.
+                        // that the chart enforces for the Jobs' namespace (charts/cluster-provisioner).
                         seccomp_profile: Some(SeccompProfile {
                             type_: "RuntimeDefault".to_owned(),
                             ..SeccompProfile::default()

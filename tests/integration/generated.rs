@@ -22,6 +22,15 @@ fn postgres_schema_is_current() {
     assert_current("assets/database/provisioner.sql", &migrations::postgres_schema_sql());
 }
 
+/// `kubectl apply -k resources/` installs what the chart installs (tools/render-chart.sh).
+#[test]
+fn the_rendered_manifest_is_the_chart() {
+    let helm = std::env::var("TEST_HELM_BIN").expect("TEST_HELM_BIN is set by `make test` (tools/build-helm.sh)");
+    let output = std::process::Command::new("tools/render-chart.sh").arg(helm).output().expect("run render-chart.sh");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_current("resources/cluster-provisioner.yaml", &String::from_utf8(output.stdout).unwrap());
+}
+
 #[test]
 fn graphql_enums_are_spelled_for_kyma_clients() {
     let sdl = provisioner::api::graphql::schema_sdl();

@@ -388,15 +388,18 @@ fn borrowed(pairs: &[(String, String)]) -> Vec<(&str, &str)> {
     pairs.iter().map(|(key, value)| (key.as_str(), value.as_str())).collect()
 }
 
-/// Labels `namespace` with the Pod Security labels of the production Jobs' namespace (resources/namespaces.yaml),
-/// so that the real admission plugin judges every Job pod the tests start.
+/// Labels `namespace` with the Pod Security labels of the production Jobs' namespace (the chart's, rendered into
+/// resources/cluster-provisioner.yaml), so that the real admission plugin judges every Job pod the tests start.
 pub async fn apply_production_pod_security(admin: &Client, namespace: &str) {
-    let manifest = std::fs::read_to_string("resources/namespaces.yaml").expect("read the namespaces");
-    let documents = yaml_rust2::YamlLoader::load_from_str(&manifest).expect("namespaces.yaml is YAML");
+    let manifest = std::fs::read_to_string("resources/cluster-provisioner.yaml").expect("read the manifest");
+    let documents = yaml_rust2::YamlLoader::load_from_str(&manifest).expect("cluster-provisioner.yaml is YAML");
     let jobs_namespace = documents
         .iter()
-        .find(|document| document["metadata"]["name"].as_str() == Some("kubeopera-provisioning"))
-        .expect("namespaces.yaml has kubeopera-provisioning");
+        .find(|document| {
+            document["kind"].as_str() == Some("Namespace")
+                && document["metadata"]["name"].as_str() == Some("kubeopera-provisioning")
+        })
+        .expect("cluster-provisioner.yaml has the namespace kubeopera-provisioning");
     let labels: BTreeMap<String, String> = jobs_namespace["metadata"]["labels"]
         .as_hash()
         .expect("the namespace has labels")

@@ -1,0 +1,148 @@
+//! The Helm chart (charts/cluster-provisioner) installed, upgraded and uninstalled by the real helm on a control
+//! plane of its own (the manifests tests own kubeopera-core on the shared one): one image value feeds the
+//! Deployment, the migration Job and TERRAFORM_RUNNER_IMAGE, and uninstalling leaves the shared namespace and
+//! everything of others in it. Needs TEST_HELM_BIN (`make helm`). The pods do not run here (no node): the
+//! end-to-end test runs them.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::rbac::v1::ClusterRole;
+use kube::api::{ObjectMeta, PostParams};
+use kube::{Api, Client};
+use test_control_plane::ControlPlane;
+
+const CHART: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/charts/cluster-provisioner");
+const CORE: &str = "kubeopera-core";
+const PROVISIONING: &str = "kubeopera-provisioning";
+
+fn helm(kubeconfig: &Path, arguments: &[&str]) -> String {
+    let helm = std::env::var("TEST_HELM_BIN").expect("TEST_HELM_BIN is set by `make test` (tools/build-helm.sh)");
+    let folder = kubeconfig.parent().unwrap();
+    let output = Command::new(helm)
+        .args(arguments)
+        .env("KUBECONFIG", kubeconfig)
+        // Helm's own caches and configuration, never the user's.
+        .env("HELM_CACHE_HOME", folder.join("cache"))
+        .env("HELM_CONFIG_HOME", folder.join("config"))
+        .env("HELM_DATA_HOME", folder.join("data"))
+        .output()
+        .expect("run helm");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "helm {arguments:?}: {stdout}{}", String::from_utf8_lossy(&output.stderr));
+    stdout
+}
+
+async fn create<K>(api: &Api<K>, object: K)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
+{
+    api.create(&PostParams::default(), &object).await.expect("create");
+}
+
+fn named(name: &str) -> ObjectMeta {
+    ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() }
+}
+
+/// The objects another service keeps in the shared namespace, and the operator's two Secrets.
+async fn prepare_shared_namespace(admin: &Client) {
+    create(&Api::<Namespace>::all(admin.clone()), Namespace { metadata: named(CORE), ..Namespace::default() }).await;
+    let config_maps = Api::<ConfigMap>::namespaced(admin.clone(), CORE);
+    create(&config_maps, ConfigMap { metadata: named("host-cluster-controller"), ..ConfigMap::default() }).await;
+    let secrets = Api::<Secret>::namespaced(admin.clone(), CORE);
+    for (name, key, value) in [
+        ("cluster-provisioner-database", "url", "postgres://provisioner:placeholder@postgres:5432/provisioner"),
+        ("cluster-provisioner-oauth", "auth-oauth.yaml", "clientID: placeholder\n"),
+    ] {
+        let data = BTreeMap::from([(key.to_owned(), value.to_owned())]);
+        create(&secrets, Secret { metadata: named(name), string_data: Some(data), ..Secret::default() }).await;
+    }
+}
+
+async fn images(admin: &Client) -> (String, String) {
+    let deployment = Api::<Deployment>::namespaced(admin.clone(), CORE).get("cluster-provisioner").await.unwrap();
+    let pod = deployment.spec.unwrap().template.spec.unwrap();
+    let config = Api::<ConfigMap>::namespaced(admin.clone(), CORE).get("cluster-provisioner").await.unwrap();
+    (pod.containers[0].image.clone().unwrap(), config.data.unwrap()["TERRAFORM_RUNNER_IMAGE"].clone())
+}
+
+#[tokio::test]
+async fn the_chart_installs_upgrades_and_uninstalls_without_touching_the_shared_namespace() {
+    let control_plane = ControlPlane::start().await.expect("a control plane of its own");
+    let admin = control_plane.admin_client().unwrap();
+    let folder = tempfile::tempdir().unwrap();
+    let kubeconfig = folder.path().join("kubeconfig");
+    control_plane.write_kubeconfig(&kubeconfig).unwrap();
+    prepare_shared_namespace(&admin).await;
+
+    // The migration hook needs a node to run; the end-to-end test runs it. Its shape is checked on the render.
+    let install =
+        ["install", "cluster-provisioner", CHART, "--namespace", CORE, "--no-hooks", "--set", "image.tag=1.2.3"];
+    helm(&kubeconfig, &install);
+    assert_eq!(
+        images(&admin).await,
+        ("kubeopera/cluster-provisioner:1.2.3".to_owned(), "kubeopera/cluster-provisioner:1.2.3".to_owned())
+    );
+    let budget = Api::<PodDisruptionBudget>::namespaced(admin.clone(), CORE).get("cluster-provisioner").await.unwrap();
+    assert_eq!(serde_json::to_value(budget.spec.unwrap().max_unavailable).unwrap(), 1);
+    let provisioning = Api::<Namespace>::all(admin.clone()).get(PROVISIONING).await.unwrap();
+    let labels = provisioning.metadata.labels.unwrap();
+    assert_eq!(labels["pod-security.kubernetes.io/enforce"], "restricted");
+
+    let upgrade =
+        ["upgrade", "cluster-provisioner", CHART, "--namespace", CORE, "--no-hooks", "--set", "image.tag=1.3.0"];
+    helm(&kubeconfig, &upgrade);
+    assert_eq!(
+        images(&admin).await,
+        ("kubeopera/cluster-provisioner:1.3.0".to_owned(), "kubeopera/cluster-provisioner:1.3.0".to_owned()),
+        "one image value feeds both"
+    );
+
+    helm(&kubeconfig, &["uninstall", "cluster-provisioner", "--namespace", CORE, "--wait", "--timeout", "60s"]);
+    let gone = Api::<Deployment>::namespaced(admin.clone(), CORE).get_opt("cluster-provisioner").await.unwrap();
+    assert!(gone.is_none(), "the Deployment is uninstalled");
+    let role = Api::<ClusterRole>::all(admin.clone()).get_opt("cluster-provisioner-token-review").await.unwrap();
+    assert!(role.is_none(), "cluster-scoped objects are uninstalled");
+    let core = Api::<Namespace>::all(admin.clone()).get(CORE).await.unwrap();
+    assert!(core.metadata.deletion_timestamp.is_none(), "the shared namespace stays");
+    let others = Api::<ConfigMap>::namespaced(admin.clone(), CORE);
+    assert!(others.get_opt("host-cluster-controller").await.unwrap().is_some(), "another service's object stays");
+    let secrets = Api::<Secret>::namespaced(admin.clone(), CORE);
+    assert!(secrets.get_opt("cluster-provisioner-database").await.unwrap().is_some(), "the operator's Secret stays");
+    let provisioning = Api::<Namespace>::all(admin.clone()).get_opt(PROVISIONING).await.unwrap();
+    assert!(
+        provisioning.is_none_or(|namespace| namespace.metadata.deletion_timestamp.is_some()),
+        "the Jobs' namespace belongs to the release and goes with it"
+    );
+}
+
+/// What the install test leaves out: the migration hook runs `provisioner migrate` with the same image before the
+/// replicas, which then only check the schema; the ServiceMonitor is there when asked for.
+#[test]
+fn the_migration_hook_and_the_service_monitor_render_as_configured() {
+    let folder = tempfile::tempdir().unwrap();
+    let kubeconfig = folder.path().join("kubeconfig");
+    let render = |extra: &[&str]| {
+        let mut arguments = vec!["template", "cluster-provisioner", CHART, "--namespace", CORE];
+        arguments.extend_from_slice(extra);
+        helm(&kubeconfig, &arguments)
+    };
+    let default = render(&["--set", "image.tag=2.0.0"]);
+    let hook = default.split("\n---\n").find(|document| document.contains("kind: Job")).expect("a migration Job");
+    for expected in [
+        "helm.sh/hook: pre-install,pre-upgrade",
+        "command: [provisioner, migrate]",
+        "image: kubeopera/cluster-provisioner:2.0.0",
+    ] {
+        assert!(hook.contains(expected), "{expected} missing in\n{hook}");
+    }
+    assert!(default.contains("APP_DATABASE_MIGRATE: \"false\""), "the replicas only check");
+    assert!(!default.contains("kind: ServiceMonitor"));
+    let monitored = render(&["--set", "serviceMonitor.enabled=true", "--set", "migrationJob=false"]);
+    assert!(monitored.contains("kind: ServiceMonitor"));
+    assert!(monitored.contains("APP_DATABASE_MIGRATE: \"true\"") && !monitored.contains("kind: Job"));
+}
