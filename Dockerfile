@@ -6,7 +6,20 @@
 #   CMD ["provisioner"], so `docker run IMAGE terraform-runner --action apply` runs the runner as well.
 # Both run as the non-root user 65532 with a read-only root filesystem; only mounted volumes are writable.
 #
-#   docker build -t kubeopera/cluster-provisioner:0.1.0 .
+# ONE definition, two ways to feed it (the runtime stage and its layers are the same either way):
+#
+#   Anywhere (Docker/BuildKit, podman, buildah): everything is built from source and the signed repositories:
+#     docker build -t kubeopera/cluster-provisioner:0.1.0 .
+#   Here (`make image`, tools/build-image.sh, buildah without a Docker engine or registry):
+#     --build-arg BASE_IMAGE=localhost/kubeopera-base:trixie   a root filesystem made by mmdebstrap from Debian's
+#                                                              packages (ca-certificates, git, awscli, user 65532; no shell)
+#     --build-arg ARTIFACTS=artifacts-prebuilt --build-context prebuilt=DIR
+#                                                              DIR holds the same tree as the artifacts-built stage
+#   Without gke-gcloud-auth-plugin (it comes only from Google's apt repository): --build-arg ARTIFACTS=artifacts-built.
+#
+# buildah 1.28 (Debian 12) resolves `FROM ${ARG}` to a stage only when the argument is given with --build-arg
+# (its default is looked up as an image: containers/buildah#6719, #3939), so scripts pass BASE_IMAGE and ARTIFACTS
+# explicitly. BuildKit and newer buildah honour the defaults below.
 #
 # Every tool is verified: Rust crates by Cargo.lock (--locked), OpenTofu and its Go modules by the hashes in
 # tools/opentofu/go.sum, the Terraform providers by the registry's signed checksums (`tofu providers mirror`),
@@ -16,6 +29,11 @@
 ARG RUST_VERSION=1.95
 ARG GO_VERSION=1.26
 ARG DEBIAN_RELEASE=trixie
+# A stage name (runtime-base-apt) or an image that already has ca-certificates, git, awscli (v2), the user and group
+# 65532 and /workspace owned by it (tools/build-image.sh makes one with mmdebstrap).
+ARG BASE_IMAGE=runtime-base-apt
+# artifacts-built-gke (default), artifacts-built (no gke-gcloud-auth-plugin), or artifacts-prebuilt.
+ARG ARTIFACTS=artifacts-built-gke
 
 # --- the two Rust binaries --------------------------------------------------------------------------------------
 FROM rust:${RUST_VERSION}-slim-${DEBIAN_RELEASE} AS rust-build
@@ -94,10 +112,29 @@ RUN apt-get update \
  && install -D -m 0755 "$(readlink -f "$(command -v gke-gcloud-auth-plugin)")" /out/gke-gcloud-auth-plugin \
  && /out/gke-gcloud-auth-plugin --version
 
-# --- runtime ------------------------------------------------------------------------------------------------------
-FROM debian:${DEBIAN_RELEASE}-slim
+# --- The artifacts, as one tree: the runtime stage copies it in layers that change from rarely to often -------------
+#   terraform/{providers/,locks/,tofurc}  tools/{tofu,gke-gcloud-auth-plugin}  playground/  app/{provisioner,terraform-runner}
+FROM scratch AS artifacts-built
+COPY --from=providers /out/providers /terraform/providers
+COPY --from=providers /out/locks /terraform/locks
+COPY --from=providers /out/tofurc /terraform/tofurc
+COPY --from=tofu-build /out/tofu /tools/tofu
+COPY --from=playground /out/playground /playground
+COPY --from=rust-build /out/provisioner /out/terraform-runner /app/
+
+FROM artifacts-built AS artifacts-built-gke
+COPY --from=gke-auth /out/gke-gcloud-auth-plugin /tools/gke-gcloud-auth-plugin
+
+# The same tree, built elsewhere (tools/build-image.sh: cargo --release, tools/build-tofu.sh, ...).
+FROM scratch AS artifacts-prebuilt
+COPY --from=prebuilt / /
+
+FROM ${ARTIFACTS} AS artifacts
+
+# --- runtime base from Debian's slim image and apt (the default) ------------------------------------------------
 # git: the Job's init container clones the modules. awscli: Debian packages AWS CLI v2, whose `aws eks get-token`
 # is the exec plugin of EKS kubeconfigs (checked below). ca-certificates: TLS to the clouds and the API server.
+FROM debian:${DEBIAN_RELEASE}-slim AS runtime-base-apt
 RUN apt-get update \
  && apt-get install -y --no-install-recommends ca-certificates git awscli \
  && rm -rf /var/lib/apt/lists/* \
@@ -105,13 +142,13 @@ RUN apt-get update \
  && groupadd --gid 65532 nonroot \
  && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /workspace --shell /usr/sbin/nologin nonroot \
  && install -d -o 65532 -g 65532 -m 0755 /workspace
-COPY --from=tofu-build /out/tofu /usr/local/bin/tofu
-COPY --from=providers /out/providers /usr/local/share/kubeopera/terraform/providers
-COPY --from=providers /out/locks /usr/local/share/kubeopera/terraform/locks
-COPY --from=providers /out/tofurc /usr/local/share/kubeopera/terraform/tofurc
-COPY --from=gke-auth /out/gke-gcloud-auth-plugin /usr/local/bin/gke-gcloud-auth-plugin
-COPY --from=playground /out/playground /usr/local/share/kubeopera/playground
-COPY --from=rust-build /out/provisioner /out/terraform-runner /usr/local/bin/
+
+# --- runtime: no RUN here, so a base without a shell works --------------------------------------------------------
+FROM ${BASE_IMAGE}
+COPY --from=artifacts /terraform/ /usr/local/share/kubeopera/terraform/
+COPY --from=artifacts /tools/ /usr/local/bin/
+COPY --from=artifacts /playground/ /usr/local/share/kubeopera/playground/
+COPY --from=artifacts /app/ /usr/local/bin/
 # The Job mounts an emptyDir at /workspace (the only writable place there); the Deployment sets HOME=/tmp.
 # TF_CLI_CONFIG_FILE: providers from the image's mirror only (no `direct` installation, so no registry).
 ENV HOME=/workspace \

@@ -3,7 +3,7 @@
 TEST_DATABASE_URL ?= postgres://postgres:postgres@127.0.0.1:5432/postgres
 export TEST_DATABASE_URL
 
-.PHONY: run test-really-local test schemathesis fuzz bench postgres control-plane helm tofu terraform-providers fake-gcs test-tools playground browser-test-tools dev-cluster gqlgen generate migrate fmt lint
+.PHONY: run test-really-local test schemathesis fuzz bench postgres control-plane helm image tofu terraform-providers fake-gcs test-tools playground browser-test-tools dev-cluster gqlgen generate migrate fmt lint
 
 ## Starts the server on the embedded SQLite default (./data/provisioner.db) with a development auth-service;
 ## playground at http://127.0.0.1:3000/graphql
@@ -112,6 +112,12 @@ fake-gcs:
 ## Installs moto's server and the AWS CLI v1 (pinned, into a venv under ~/.cache) and shellcheck when missing.
 test-tools:
 	tools/test-tools.sh
+
+## Builds the image from the Dockerfile here, without a Docker engine or a registry (tools/build-image.sh: a
+## shell-less Debian base made by mmdebstrap, release binaries, tofu and the providers from their caches, buildah)
+## and writes it as an OCI archive under ~/.cache; the last line printed is its path.
+image: tofu terraform-providers playground
+	tools/build-image.sh
 
 ## Runs the same control plane in the foreground for local development and writes a kubeconfig.
 dev-cluster: control-plane

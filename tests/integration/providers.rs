@@ -617,7 +617,10 @@ fn the_image_and_the_test_build_carry_the_pinned_versions() {
     let dockerfile = std::fs::read_to_string(repository.join("Dockerfile")).unwrap();
     assert!(dockerfile.contains(&format!("ARG AWS_PROVIDER_VERSION={AWS_VERSION}\n")), "Dockerfile: aws");
     assert!(dockerfile.contains(&format!("ARG GOOGLE_PROVIDER_VERSION={GOOGLE_VERSION}\n")), "Dockerfile: google");
-    assert!(dockerfile.contains(&format!("/out/locks {IMAGE_LOCK_DIR}\n")), "Dockerfile: the lock files' folder");
+    // The artifacts' tree holds the locks under terraform/, which the runtime stage copies to the image's folder.
+    let (terraform_dir, locks) = IMAGE_LOCK_DIR.rsplit_once('/').unwrap();
+    assert!(dockerfile.contains(&format!("/out/locks /terraform/{locks}\n")), "Dockerfile: the lock files' folder");
+    assert!(dockerfile.contains(&format!("COPY --from=artifacts /terraform/ {terraform_dir}/\n")), "Dockerfile: copied");
     let script = std::fs::read_to_string(repository.join("tools/build-terraform-providers.sh")).unwrap();
     let pins = format!("readonly AWS_VERSION={AWS_VERSION} GOOGLE_VERSION={GOOGLE_VERSION}\n");
     assert!(script.contains(&pins), "tools/build-terraform-providers.sh labels its builds {pins}");
