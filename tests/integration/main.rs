@@ -22,6 +22,7 @@ mod moto_smoke;
 mod pipeline;
 mod playground;
 mod providers;
+mod real_node;
 mod render;
 mod rolling_update;
 mod runner;

@@ -1,10 +1,11 @@
 //! A real Kubernetes control plane for integration tests and local development: etcd,
-//! kube-apiserver and kube-controller-manager (Job, garbage-collector, namespace, service-account
-//! and TTL-after-finished controllers), built from the Go module proxy by
+//! kube-apiserver and kube-controller-manager (Job, garbage-collector, namespace, service-account,
+//! TTL-after-finished and root-CA publisher controllers), built from the Go module proxy by
 //! `tools/build-control-plane.sh`. There is no scheduler and no kubelet: Pods stay Pending until a
 //! test finishes them with [`ControlPlane::terminate_pod`], as Kubernetes' own Job integration
 //! tests do. A test that needs a pod's logs binds it to the one node, whose kubelet endpoint serves
-//! the logs the test writes (see `node`).
+//! the logs the test writes (see `node`). A test that needs containers to really run starts a
+//! [`RealNode`] on a control plane of its own: kubelet, containerd and runc (needs root).
 //!
 //! Tests share one instance per test binary through [`shared`]; each test takes its own namespace
 //! from [`ControlPlane::new_namespace`]. The binaries come from the folder named by
@@ -21,6 +22,7 @@ mod manifest;
 mod node;
 mod pki;
 mod process;
+mod real_node;
 
 use std::fs::OpenOptions;
 use std::io::Write as _;
@@ -43,6 +45,7 @@ use node::ContainerLogs;
 pub use node::NODE_NAME;
 use pki::Pki;
 use process::Processes;
+pub use real_node::{BUSYBOX_IMAGE, NODE_BIN_DIR_ENV, RealNode};
 
 pub type Error = Box<dyn std::error::Error + Send + Sync>;
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -53,8 +56,11 @@ pub const BIN_DIR_ENV: &str = "TEST_CONTROL_PLANE_BIN_DIR";
 const START_TIMEOUT: Duration = Duration::from_secs(120);
 const WAIT_TIMEOUT: Duration = Duration::from_secs(60);
 const POLL_INTERVAL: Duration = Duration::from_millis(200);
+/// The root-CA publisher writes every namespace's `kube-root-ca.crt`, which the service-account token volume of
+/// every pod mounts: without it a real kubelet leaves pods in ContainerCreating.
 const CONTROLLERS: &str = "job-controller,garbage-collector-controller,namespace-controller,\
-                           serviceaccount-controller,ttl-after-finished-controller";
+                           serviceaccount-controller,ttl-after-finished-controller,\
+                           root-ca-certificate-publisher-controller";
 
 /// The control plane shared by all tests of this test binary, started on first use.
 ///
@@ -337,23 +343,31 @@ impl ControlPlane {
     }
 
     /// Polls `ready` until it returns `Some`, failing with the logs if a server exits or on timeout.
-    async fn wait_until<T>(
-        &self,
-        what: &str,
-        timeout: Duration,
-        mut ready: impl AsyncFnMut() -> Option<T>,
-    ) -> Result<T> {
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            if let Some(value) = ready().await {
-                return Ok(value);
-            }
-            self.processes.check_running()?;
-            if tokio::time::Instant::now() > deadline {
-                return Err(format!("timed out after {timeout:?} waiting for {what}\n{}", self.log_tail()).into());
-            }
-            tokio::time::sleep(POLL_INTERVAL).await;
+    async fn wait_until<T>(&self, what: &str, timeout: Duration, ready: impl AsyncFnMut() -> Option<T>) -> Result<T> {
+        poll_until(what, timeout, &[&self.processes], ready).await
+    }
+}
+
+/// Polls `ready` until it returns `Some`, failing with the logs if a server of `processes` exits or on timeout.
+async fn poll_until<T>(
+    what: &str,
+    timeout: Duration,
+    processes: &[&Processes],
+    mut ready: impl AsyncFnMut() -> Option<T>,
+) -> Result<T> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let log_tail = || processes.iter().map(|processes| processes.log_tail()).collect::<String>();
+    loop {
+        if let Some(value) = ready().await {
+            return Ok(value);
         }
+        for servers in processes {
+            servers.check_running()?;
+        }
+        if tokio::time::Instant::now() > deadline {
+            return Err(format!("timed out after {timeout:?} waiting for {what}\n{}", log_tail()).into());
+        }
+        tokio::time::sleep(POLL_INTERVAL).await;
     }
 }
 

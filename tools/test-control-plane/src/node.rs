@@ -195,12 +195,17 @@ impl ControlPlane {
     /// serves its logs from the node, and deleting it waits for the kubelet (the test) to finish it with
     /// [`ControlPlane::terminate_pod`] and [`ControlPlane::remove_pod`], as on a real node.
     pub async fn bind_pod(&self, namespace: &str, pod: &str) -> Result<()> {
+        self.bind_pod_to_node(namespace, pod, NODE_NAME).await
+    }
+
+    /// Binds the pod `namespace/pod` to the Node `node` through the Binding subresource, as kube-scheduler does.
+    pub(crate) async fn bind_pod_to_node(&self, namespace: &str, pod: &str, node: &str) -> Result<()> {
         let pods = Api::<Pod>::namespaced(self.admin_client()?, namespace);
         let binding = Binding {
             metadata: ObjectMeta { name: Some(pod.into()), ..ObjectMeta::default() },
             target: ObjectReference {
                 kind: Some("Node".into()),
-                name: Some(NODE_NAME.into()),
+                name: Some(node.into()),
                 ..ObjectReference::default()
             },
         };

@@ -4,8 +4,10 @@
 //! neither can stop the servers of the shared instance. Instead a janitor shell reads the server
 //! pids from a pipe that only this process holds; the pipe reaches end-of-file when this process
 //! exits in any way (even SIGKILL) or drops the [`Processes`], and the janitor then kills the
-//! servers and removes the working folder.
+//! servers and removes the working folder. A real node brings a janitor of its own
+//! ([`Processes::with_janitor`]), since its servers leave containers, mounts and host state behind.
 
+use std::ffi::OsStr;
 use std::fmt::Write as _;
 use std::fs::{self, File};
 use std::io::Write as _;
@@ -19,7 +21,7 @@ use crate::Result;
 
 /// SIGKILL is enough: every server's state lives in the folder removed right after.
 /// `rm` is retried once in case a dying server was still creating a file.
-const JANITOR: &str = r#"pids=$(cat)
+const JANITOR: &str = r#"pids=$(cut -d' ' -f1)
 [ -z "$pids" ] || kill -KILL $pids 2>/dev/null
 rm -rf "$1" 2>/dev/null || { sleep 1; rm -rf "$1"; }"#;
 
@@ -40,16 +42,19 @@ pub(crate) struct Processes {
 impl Processes {
     /// Creates a fresh working folder, removed again by the janitor.
     pub fn new() -> Result<Self> {
-        static COUNT: AtomicUsize = AtomicUsize::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "test-control-plane-{}-{}",
-            std::process::id(),
-            COUNT.fetch_add(1, Ordering::Relaxed)
-        ));
+        let dir = std::env::temp_dir().join(format!("test-control-plane-{}", unique_suffix()));
+        Self::with_janitor(dir, JANITOR, &[])
+    }
+
+    /// Creates the fresh working folder `dir` and a janitor shell running `script` with `dir` and `args` as
+    /// its arguments. At end-of-file on its stdin the script has read one `<pid> <name>` line per server, in
+    /// the order they were started; it must stop them and remove `dir`.
+    pub fn with_janitor(dir: PathBuf, script: &'static str, args: &[&OsStr]) -> Result<Self> {
         fs::create_dir(&dir)?;
         let janitor = Command::new("sh")
-            .args(["-c", JANITOR, "janitor"])
+            .args(["-c", script, "janitor"])
             .arg(&dir)
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -71,10 +76,22 @@ impl Processes {
 
     /// Starts `program` with its output in `<dir>/<name>.log`.
     pub fn spawn(&mut self, name: &'static str, program: &Path, args: &[String]) -> Result<()> {
+        self.spawn_with_env(name, program, args, &[])
+    }
+
+    /// [`Processes::spawn`] with `env` added to this process's environment.
+    pub fn spawn_with_env(
+        &mut self,
+        name: &'static str,
+        program: &Path,
+        args: &[String],
+        env: &[(&str, &OsStr)],
+    ) -> Result<()> {
         let log = self.dir.join(format!("{name}.log"));
         let out = File::create(&log)?;
         let child = Command::new(program)
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(out.try_clone()?)
             .stderr(out)
@@ -85,7 +102,7 @@ impl Processes {
         let pid = child.id();
         self.servers.get_mut().expect("no panic while locked").push(Server { name, child, log });
         let janitor = self.janitor.stdin.as_mut().expect("janitor stdin is open");
-        writeln!(janitor, "{pid}")?;
+        writeln!(janitor, "{pid} {name}")?;
         Ok(())
     }
 
@@ -122,11 +139,18 @@ impl Processes {
     }
 }
 
+/// `<pid>-<n>`: unique among the folders of all processes on this machine.
+pub(crate) fn unique_suffix() -> String {
+    static COUNT: AtomicUsize = AtomicUsize::new(0);
+    format!("{}-{}", std::process::id(), COUNT.fetch_add(1, Ordering::Relaxed))
+}
+
 impl Drop for Processes {
     fn drop(&mut self) {
-        // End-of-file tells the janitor to kill the servers; reap them, then wait for the folder's removal.
+        // End-of-file tells the janitor to stop the servers; reap them, last started first (a janitor stopping
+        // them one by one waits for each to be gone), then wait for the folder's removal.
         drop(self.janitor.stdin.take());
-        for server in self.servers.get_mut().expect("no panic while locked") {
+        for server in self.servers.get_mut().expect("no panic while locked").iter_mut().rev() {
             let _ = server.child.wait();
         }
         let _ = self.janitor.wait();
