@@ -3,7 +3,7 @@
 TEST_DATABASE_URL ?= postgres://postgres:postgres@127.0.0.1:5432/postgres
 export TEST_DATABASE_URL
 
-.PHONY: run test-really-local test schemathesis fuzz bench postgres control-plane helm image tofu terraform-providers fake-gcs test-tools playground browser-test-tools dev-cluster gqlgen generate migrate fmt lint
+.PHONY: run test-really-local test schemathesis fuzz bench postgres control-plane node helm image tofu terraform-providers fake-gcs test-tools playground browser-test-tools dev-cluster gqlgen generate migrate fmt lint
 
 ## Starts the server on the embedded SQLite default (./data/provisioner.db) with a development auth-service;
 ## playground at http://127.0.0.1:3000/graphql
@@ -17,9 +17,10 @@ run:
 	APP_PLAYGROUND_ASSETS_DIR=$${APP_PLAYGROUND_ASSETS_DIR:-$$(tools/build-playground.sh | tail -n1)} \
 	cargo run --bin provisioner
 
-## Installs and starts what the tests need (PostgreSQL, the test control plane, tofu, the Terraform providers,
-## fake-gcs-server, moto and the AWS CLI, the playground's assets, Chromium and playwright-core), then runs every test.
-test-really-local: postgres control-plane helm tofu terraform-providers fake-gcs test-tools playground browser-test-tools
+## Installs and starts what the tests need (PostgreSQL, the test control plane and a real node, helm, tofu, the
+## Terraform providers, fake-gcs-server, moto and the AWS CLI, the playground's assets, Chromium and playwright-core),
+## then runs every test.
+test-really-local: postgres control-plane node helm tofu terraform-providers fake-gcs test-tools playground browser-test-tools
 	$(MAKE) --no-print-directory test
 	$(MAKE) --no-print-directory schemathesis
 
@@ -45,6 +46,7 @@ test:
 ## The variables that point the tests at what `make test-really-local` built.
 TEST_ENV = TEST_TERRAFORM_RUNNER_BIN="$${CARGO_TARGET_DIR:-$(CURDIR)/target}/debug/terraform-runner" \
 	TEST_CONTROL_PLANE_BIN_DIR="$${TEST_CONTROL_PLANE_BIN_DIR:-$$(tools/build-control-plane.sh | tail -n1)}" \
+	TEST_NODE_BIN_DIR="$${TEST_NODE_BIN_DIR:-$$(tools/build-node.sh | tail -n1)}" \
 	TEST_HELM_BIN="$${TEST_HELM_BIN:-$$(tools/build-helm.sh | tail -n1)/helm}" \
 	TEST_TOFU_BIN="$${TEST_TOFU_BIN:-$$(tools/build-tofu.sh | tail -n1)/tofu}" \
 	TEST_TERRAFORM_PROVIDERS="$${TEST_TERRAFORM_PROVIDERS:-$$(tools/build-terraform-providers.sh | tail -n1)}" \
@@ -80,6 +82,11 @@ postgres:
 ## Builds etcd, kube-apiserver and kube-controller-manager from the Go module proxy into ~/.cache (once).
 control-plane:
 	tools/build-control-plane.sh
+
+## Builds the real node (kubelet, containerd, the CNI loopback plugin, pause and busybox images) from the Go module
+## proxy into ~/.cache (once); runc comes from Debian's packages. The real-node and end-to-end tests use it.
+node:
+	tools/build-node.sh
 
 ## Builds the helm CLI from the Go module proxy into ~/.cache (once): the chart's tests and `make generate` use it.
 helm:

@@ -40,6 +40,8 @@ buildah_() {
     --registries-conf "$cache/conf/registries.conf" "$@"
 }
 policy=(--signature-policy "$cache/conf/policy.json")
+# buildah 1.28 leaves each stage's working container mounted after a build.
+trap 'buildah_ rm --all >/dev/null 2>&1 || true' EXIT
 
 # --- the base: keyed by the suite and the scripts that make it --------------------------------------------------
 key=$(cat "$repository"/tools/image/*.sh | sha256sum | cut -c1-12)

@@ -14,6 +14,7 @@ use crate::service::ExecutorHealth;
 /// Liveness: the process serves HTTP. It checks no dependency, so an outage elsewhere never restarts the pod.
 #[utoipa::path(
     get,
+    tag = "health",
     path = "/livez",
     security(()),
     responses((status = 200, description = "The process is serving", body = Liveness))
@@ -32,6 +33,7 @@ pub struct Liveness {
 /// with status `draining` while the process still serves, so that nothing new is sent to it.
 #[utoipa::path(
     get,
+    tag = "health",
     path = "/readyz",
     security(()),
     responses(
@@ -49,6 +51,7 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
 
 #[utoipa::path(
     get,
+    tag = "health",
     path = "/healthz",
     security(()),
     responses(
@@ -110,6 +113,7 @@ async fn health(state: &AppState) -> Health {
 /// The build that answers: its version and the commit it was built from.
 #[utoipa::path(
     get,
+    tag = "health",
     path = "/version",
     security(()),
     responses((status = 200, description = "The running build", body = Version))

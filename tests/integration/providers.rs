@@ -620,7 +620,10 @@ fn the_image_and_the_test_build_carry_the_pinned_versions() {
     // The artifacts' tree holds the locks under terraform/, which the runtime stage copies to the image's folder.
     let (terraform_dir, locks) = IMAGE_LOCK_DIR.rsplit_once('/').unwrap();
     assert!(dockerfile.contains(&format!("/out/locks /terraform/{locks}\n")), "Dockerfile: the lock files' folder");
-    assert!(dockerfile.contains(&format!("COPY --from=artifacts /terraform/ {terraform_dir}/\n")), "Dockerfile: copied");
+    assert!(
+        dockerfile.contains(&format!("COPY --from=artifacts /terraform/ {terraform_dir}/\n")),
+        "Dockerfile: copied"
+    );
     let script = std::fs::read_to_string(repository.join("tools/build-terraform-providers.sh")).unwrap();
     let pins = format!("readonly AWS_VERSION={AWS_VERSION} GOOGLE_VERSION={GOOGLE_VERSION}\n");
     assert!(script.contains(&pins), "tools/build-terraform-providers.sh labels its builds {pins}");

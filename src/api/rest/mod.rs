@@ -1,0 +1,133 @@
+//! REST adapter with the cluster-provisioner's paths. Handlers only translate HTTP to service calls and back;
+//! [`ApiError`] is the one place where errors get their HTTP status and JSON body.
+
+mod logs;
+mod openapi;
+mod operations;
+mod provisions;
+mod views;
+
+pub use logs::{get_logs, get_operation_logs};
+pub use openapi::{ApiDoc, OPENAPI_PATH, openapi, openapi_json};
+pub use operations::{cancel_operation, get_operation, list_operations};
+pub use provisions::{
+    create_provision, delete_provision, get_kubeconfig, get_provision, hibernate_provision, list_provisions,
+    patch_provision, wake_provision,
+};
+pub use views::{
+    Accepted, Hibernation, OperationKind, OperationList, OperationRecord, ProvisionList, ProvisionStatus,
+    ProvisionStatusResponse, StageRecord,
+};
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+use super::AppState;
+use super::audit::ApiKind;
+use super::browser_guard;
+use super::caller::Identity;
+use super::error::ApiError;
+use crate::domain::Operation;
+use crate::service::Service;
+
+type ApiResult<T> = Result<T, ApiError>;
+
+/// The caller of a REST request and the service as it sees it: only its tenant's runtimes when it named one.
+pub struct Caller {
+    identity: Identity,
+    service: Service,
+}
+
+impl axum::extract::FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &AppState) -> ApiResult<Caller> {
+        // Put there by the authentication middleware, in front of every route that takes a caller.
+        let identity = parts.extensions.get::<Identity>().cloned().ok_or_else(|| {
+            ApiError::Unauthenticated("send a ServiceAccount token as Authorization: Bearer <token>".to_owned())
+        })?;
+        Ok(Caller { service: identity.service(&state.service), identity })
+    }
+}
+
+/// 202 with the operation.
+fn accepted(operation: &Operation) -> Response {
+    (StatusCode::ACCEPTED, Json(Accepted::from(operation))).into_response()
+}
+
+/// 202 with an operation just queued for `identity`, after its audit line.
+fn queued(identity: &Identity, operation: &Operation) -> Response {
+    identity.audit(ApiKind::Rest, operation);
+    accepted(operation)
+}
+
+/// Reads a JSON body within the size limit, refusing other content types with 415.
+async fn json_body<T: serde::de::DeserializeOwned>(headers: &HeaderMap, body: Body) -> ApiResult<T> {
+    if !browser_guard::is_json(headers) {
+        return Err(ApiError::UnsupportedMediaType);
+    }
+    // The body limit layer (`limit_body` in api/mod.rs) has already read the whole body within the limit.
+    let bytes = axum::body::to_bytes(body, usize::MAX)
+        .await
+        .map_err(|error| ApiError::MalformedBody { field: None, message: format!("unreadable body: {error}") })?;
+    let deserializer = &mut serde_json::Deserializer::from_slice(&bytes);
+    serde_path_to_error::deserialize(deserializer).map_err(|error| {
+        let path = error.path().to_string();
+        ApiError::MalformedBody {
+            field: (path != ".").then_some(path),
+            message: format!("invalid request body: {}", error.inner()),
+        }
+    })
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DryRunQuery {
+    #[serde(default)]
+    dry_run: bool,
+}
+
+/// `?dryRun=true`; axum's rejection would answer text/plain.
+fn dry_run(query: Result<Query<DryRunQuery>, QueryRejection>) -> ApiResult<bool> {
+    query.map(|Query(query)| query.dry_run).map_err(|rejection| ApiError::MalformedBody {
+        field: Some("dryRun".into()),
+        message: format!("invalid query: {}", rejection.body_text()),
+    })
+}
+
+/// The `{id}` path segment; axum's own rejection (a segment that is not UTF-8 once percent-decoded) would answer
+/// text/plain, every other error here is JSON.
+fn path_id(id: Result<Path<String>, PathRejection>) -> ApiResult<String> {
+    id.map(|Path(id)| id).map_err(|rejection| ApiError::MalformedBody {
+        field: Some("id".into()),
+        message: format!("invalid id: {}", rejection.body_text()),
+    })
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PageQuery {
+    first: Option<i32>,
+    after: Option<String>,
+}
+
+/// A query string; axum's rejection would answer text/plain and name no parameter.
+fn query<T>(query: Result<Query<T>, QueryRejection>) -> ApiResult<T> {
+    query.map(|Query(query)| query).map_err(|rejection| ApiError::MalformedBody {
+        field: None,
+        message: format!("invalid query: {}", rejection.body_text()),
+    })
+}
+
+/// Requests no route matches get the same JSON errors as everything else.
+pub async fn no_route(uri: axum::http::Uri) -> ApiError {
+    ApiError::NoRoute(uri.path().to_owned())
+}
+
+pub async fn method_not_allowed(method: axum::http::Method) -> ApiError {
+    ApiError::MethodNotAllowed(method.to_string())
+}

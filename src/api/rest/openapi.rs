@@ -1,0 +1,80 @@
+//! The OpenAPI document of the REST API, served and kept in `assets/openapi.json`.
+
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+use utoipa::{Modify, OpenApi};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "cluster-provisioner", description = "Provisions and deprovisions Kubernetes clusters."),
+    paths(
+        super::provisions::list_provisions,
+        super::provisions::create_provision,
+        super::provisions::get_provision,
+        super::provisions::patch_provision,
+        super::provisions::hibernate_provision,
+        super::provisions::wake_provision,
+        super::logs::get_logs,
+        super::logs::get_operation_logs,
+        super::provisions::get_kubeconfig,
+        super::provisions::delete_provision,
+        super::operations::list_operations,
+        super::operations::get_operation,
+        super::operations::cancel_operation,
+        crate::api::probes::healthz,
+        crate::api::probes::livez,
+        crate::api::probes::readyz,
+        crate::api::probes::version
+    ),
+    modifiers(&BearerToken),
+    security(("bearer" = []))
+)]
+pub struct ApiDoc;
+
+struct BearerToken;
+
+impl Modify for BearerToken {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let scheme = HttpBuilder::new()
+            .scheme(HttpAuthScheme::Bearer)
+            .description(Some(
+                "A Kubernetes ServiceAccount token for the audience APP_AUTH_AUDIENCE, of a user in \
+                 APP_AUTH_ALLOWED_USERS: 401 `unauthenticated` without a valid one, 403 `forbidden` for another user",
+            ))
+            .build();
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme("bearer", SecurityScheme::Http(scheme));
+
+        // Every operation that keeps the document's bearer requirement (all but those that opt out with an
+        // empty one) can answer 401 and 403; listed here once rather than on every path.
+        let refusals =
+            [("401", "No valid bearer token (`unauthenticated`)"), ("403", "Not an allowed caller (`forbidden`)")];
+        for item in openapi.paths.paths.values_mut() {
+            let operations = [&mut item.get, &mut item.post, &mut item.put, &mut item.patch, &mut item.delete];
+            for operation in operations.into_iter().flatten() {
+                if operation.security.as_ref().is_some_and(|requirements| !requirements.is_empty()) {
+                    continue;
+                }
+                for (status, description) in refusals {
+                    let body = ContentBuilder::new().schema(Some(Ref::from_schema_name("ErrorBody"))).build();
+                    let response = ResponseBuilder::new().description(description).content("application/json", body);
+                    operation.responses.responses.entry(status.to_owned()).or_insert(response.build().into());
+                }
+            }
+        }
+    }
+}
+
+/// Where the OpenAPI document is served.
+pub const OPENAPI_PATH: &str = "/api/v1/openapi.json";
+
+/// The OpenAPI document served at [`OPENAPI_PATH`] and kept in `assets/openapi.json`.
+pub fn openapi_json() -> String {
+    ApiDoc::openapi().to_pretty_json().expect("the OpenAPI document serializes")
+}
+
+pub async fn openapi() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], openapi_json()).into_response()
+}

@@ -1,0 +1,86 @@
+//! `/api/v1/operations` and a runtime's operations: read, list and cancel.
+
+use axum::Json;
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query};
+use axum::response::Response;
+
+use super::{Accepted, ApiResult, Caller, OperationList, OperationRecord, PageQuery, accepted, path_id, query};
+use crate::api::audit::ApiKind;
+use crate::api::error::ErrorBody;
+
+#[utoipa::path(
+    get,
+    tag = "operations",
+    path = "/api/v1/provisions/{id}/operations",
+    params(
+        ("id" = uuid::Uuid, Path, description = "Runtime id"),
+        ("first" = Option<i32>, Query, minimum = 1, maximum = 100, description = "Page size (20 when left out)"),
+        ("after" = Option<String>, Query, description = "`nextCursor` of the previous page"),
+    ),
+    responses(
+        (status = 200, description = "Every operation of the runtime, newest first", body = OperationList),
+        (status = 400, description = "The id is not a UUID, or an invalid page size or cursor", body = ErrorBody),
+        (status = 404, description = "Unknown runtime", body = ErrorBody),
+    )
+)]
+pub async fn list_operations(
+    Caller { service, .. }: Caller,
+    id: Result<Path<String>, PathRejection>,
+    page: Result<Query<PageQuery>, QueryRejection>,
+) -> ApiResult<Json<OperationList>> {
+    let id = path_id(id)?;
+    let page = query(page)?;
+    let page = service.runtime_operations(&id, page.after.as_deref(), page.first).await?;
+    let next_cursor =
+        page.has_next_page.then(|| page.operations.last().map(|operation| operation.id.to_string())).flatten();
+    let mut operations = Vec::with_capacity(page.operations.len());
+    for operation in page.operations {
+        let stages = service.operation_stages(operation.id).await?;
+        operations.push(OperationRecord::new(operation, stages));
+    }
+    Ok(Json(OperationList { operations, next_cursor }))
+}
+
+#[utoipa::path(
+    get,
+    tag = "operations",
+    path = "/api/v1/operations/{operationId}",
+    params(("operationId" = uuid::Uuid, Path, description = "Operation id")),
+    responses(
+        (status = 200, description = "The operation with its record and stages", body = OperationRecord),
+        (status = 400, description = "The id is not a UUID", body = ErrorBody),
+        (status = 404, description = "Unknown operation", body = ErrorBody),
+    )
+)]
+pub async fn get_operation(
+    Caller { service, .. }: Caller,
+    id: Result<Path<String>, PathRejection>,
+) -> ApiResult<Json<OperationRecord>> {
+    let id = path_id(id)?;
+    let operation = service.operation_status(&id).await?;
+    let stages = service.operation_stages(operation.id).await?;
+    Ok(Json(OperationRecord::new(operation, stages)))
+}
+
+#[utoipa::path(
+    post,
+    tag = "operations",
+    path = "/api/v1/operations/{operationId}/cancel",
+    params(("operationId" = uuid::Uuid, Path, description = "Operation id")),
+    responses(
+        (status = 202, description = "Cancelled: a queued operation has ended (`failed`, reason `cancelled`); a running one is being stopped and ends the same way", body = Accepted),
+        (status = 400, description = "The id is not a UUID", body = ErrorBody),
+        (status = 404, description = "Unknown operation", body = ErrorBody),
+        (status = 409, description = "The operation has already ended (`already_ended`)", body = ErrorBody),
+    )
+)]
+pub async fn cancel_operation(
+    Caller { identity, service }: Caller,
+    id: Result<Path<String>, PathRejection>,
+) -> ApiResult<Response> {
+    let id = path_id(id)?;
+    let operation = service.cancel_operation(&id, &identity.username).await?;
+    identity.audit_cancel(ApiKind::Rest, &operation);
+    Ok(accepted(&operation))
+}

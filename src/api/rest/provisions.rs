@@ -1,0 +1,268 @@
+//! `/api/v1/provisions`: create, read, list, change, hibernate, wake and delete runtimes, and their kubeconfigs.
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use super::{
+    Accepted, ApiResult, Caller, DryRunQuery, ProvisionList, ProvisionStatusResponse, dry_run, json_body, path_id,
+    query, queued,
+};
+use crate::api::audit::{ApiKind, AuditEvent};
+use crate::api::error::ErrorBody;
+use crate::domain::{OperationState, ProvisionRequest, UpgradeClusterInput};
+use crate::service::{self, RuntimeStatus};
+
+#[utoipa::path(
+    post,
+    tag = "provisions",
+    path = "/api/v1/provisions",
+    request_body(content = ProvisionRequest, example = json!({
+        "runtimeInput": {"name": "demo", "description": "first cluster", "labels": {"team": "platform"}},
+        "clusterConfig": {
+            "topology": "eks", "credentialId": "dev-aws", "region": "eu-central-1", "kubernetesVersion": "1.34",
+            "environment": "dev",
+            "workerPool": {"machineType": "t3.large", "minSize": 1, "maxSize": 3, "diskSizeGb": 50},
+            "aws": {"zones": ["eu-central-1a", "eu-central-1b"]}
+        }
+    })),
+    params(
+        ("Idempotency-Key" = Option<String>, Header, description = "Retries with the same key get the first answer"),
+        ("dryRun" = Option<bool>, Query, description = "Only validate, render and plan: the runtime is recorded as a preview (its name stays free) and nothing is built"),
+    ),
+    responses(
+        (status = 202, description = "Provisioning queued", body = Accepted),
+        (status = 400, description = "Invalid input; `field` names the first invalid field, `errors` every one", body = ErrorBody),
+        (status = 409, description = "The name is taken", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
+        (status = 422, description = "Idempotency-Key reused for a different request", body = ErrorBody),
+    )
+)]
+pub async fn create_provision(
+    Caller { identity, service }: Caller,
+    query: Result<Query<DryRunQuery>, QueryRejection>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    let dry_run = dry_run(query)?;
+    let request: ProvisionRequest = json_body(&headers, body).await?;
+    let idempotency_key = match headers.get("idempotency-key") {
+        Some(value) => Some(value.to_str().map_err(|_| {
+            service::Error::from(service::Invalid {
+                field: "Idempotency-Key".into(),
+                message: "must be visible ASCII".into(),
+            })
+        })?),
+        None => None,
+    };
+    let accepted = service.provision_runtime(request, idempotency_key, dry_run, &identity.username).await?;
+    // A replayed request changed nothing: its audit line is the first request's.
+    if !accepted.replayed {
+        identity.audit(ApiKind::Rest, &accepted.operation);
+    }
+    let location = format!("/api/v1/provisions/{}", accepted.operation.runtime_id);
+    Ok((StatusCode::ACCEPTED, [(header::LOCATION, location)], Json(Accepted::from(&accepted.operation)))
+        .into_response())
+}
+
+#[utoipa::path(
+    get,
+    tag = "provisions",
+    path = "/api/v1/provisions/{id}",
+    params(("id" = uuid::Uuid, Path, description = "Runtime id")),
+    responses(
+        (status = 200, description = "Status of the runtime's last operation", body = ProvisionStatusResponse),
+        (status = 400, description = "The id is not a UUID", body = ErrorBody),
+        (status = 404, description = "Unknown runtime", body = ErrorBody),
+    )
+)]
+pub async fn get_provision(
+    Caller { service, .. }: Caller,
+    id: Result<Path<String>, PathRejection>,
+) -> ApiResult<Json<ProvisionStatusResponse>> {
+    let id = path_id(id)?;
+    let status = service.runtime_status(&id).await?;
+    let hibernation = service.hibernation_status(&status).await?;
+    Ok(Json(ProvisionStatusResponse::new(status, hibernation)))
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProvisionListQuery {
+    /// `queued`, `running`, `succeeded` or `failed`: the state of the runtime's last operation.
+    status: Option<String>,
+    label: Option<String>,
+    first: Option<i32>,
+    after: Option<String>,
+}
+
+fn operation_state(status: &str) -> ApiResult<OperationState> {
+    let state = match status {
+        "queued" => OperationState::Pending,
+        "running" => OperationState::InProgress,
+        "succeeded" => OperationState::Succeeded,
+        "failed" => OperationState::Failed,
+        other => {
+            let message = format!("{other:?} is not queued, running, succeeded or failed");
+            return Err(service::Error::from(service::Invalid { field: "status".into(), message }).into());
+        }
+    };
+    Ok(state)
+}
+
+#[utoipa::path(
+    get,
+    tag = "provisions",
+    path = "/api/v1/provisions",
+    params(
+        ("status" = Option<String>, Query, description = "Only runtimes whose last operation is `queued`, `running`, `succeeded` or `failed`"),
+        ("label" = Option<String>, Query, description = "Only runtimes with this label, as `key=value`"),
+        ("first" = Option<i32>, Query, minimum = 1, maximum = 100, description = "Page size (20 when left out)"),
+        ("after" = Option<String>, Query, description = "`nextCursor` of the previous page"),
+    ),
+    responses(
+        (status = 200, description = "Runtimes in creation order, with their last operation", body = ProvisionList),
+        (status = 400, description = "An invalid filter, page size or cursor", body = ErrorBody),
+    )
+)]
+pub async fn list_provisions(
+    Caller { service, .. }: Caller,
+    list: Result<Query<ProvisionListQuery>, QueryRejection>,
+) -> ApiResult<Json<ProvisionList>> {
+    let list = query(list)?;
+    let status = list.status.as_deref().map(operation_state).transpose()?;
+    let page = service.runtimes(status, list.label.as_deref(), list.after.as_deref(), list.first).await?;
+    let next_cursor =
+        page.has_next_page.then(|| page.runtimes.last().map(|(runtime, _)| runtime.id.to_string())).flatten();
+    let mut runtimes = Vec::with_capacity(page.runtimes.len());
+    for (runtime, last_operation) in page.runtimes {
+        let Some(last_operation) = last_operation else { continue };
+        let status = RuntimeStatus { runtime, last_operation };
+        let hibernation = service.hibernation_status(&status).await?;
+        runtimes.push(ProvisionStatusResponse::new(status, hibernation));
+    }
+    Ok(Json(ProvisionList { runtimes, next_cursor }))
+}
+
+#[utoipa::path(
+    get,
+    tag = "provisions",
+    path = "/api/v1/provisions/{id}/kubeconfig",
+    params(("id" = uuid::Uuid, Path, description = "Runtime id")),
+    responses(
+        (status = 200, description = "The kubeconfig", body = String, content_type = "application/yaml"),
+        (status = 400, description = "The id is not a UUID", body = ErrorBody),
+        (status = 404, description = "Unknown runtime", body = ErrorBody),
+        (status = 409, description = "The provisioning has not succeeded", body = ErrorBody),
+    )
+)]
+pub async fn get_kubeconfig(
+    Caller { identity, service }: Caller,
+    id: Result<Path<String>, PathRejection>,
+) -> ApiResult<Response> {
+    let id = path_id(id)?;
+    let kubeconfig = service.kubeconfig(&id).await?;
+    identity.audit_read(ApiKind::Rest, AuditEvent::KubeconfigRead, &id, None);
+    Ok(([(header::CONTENT_TYPE, "application/yaml")], kubeconfig).into_response())
+}
+
+#[utoipa::path(
+    patch,
+    tag = "provisions",
+    path = "/api/v1/provisions/{id}",
+    request_body(content = UpgradeClusterInput, content_type = "application/json", description = "The changeable part of `clusterConfig` (JSON merge semantics: what is left out stays)", example = json!({
+        "kubernetesVersion": "1.35", "workerPool": {"maxSize": 5}
+    })),
+    params(
+        ("id" = uuid::Uuid, Path, description = "Runtime id"),
+        ("dryRun" = Option<bool>, Query, description = "Only plan the change: the operation ends with its plan summary and nothing is applied"),
+    ),
+    responses(
+        (status = 202, description = "Upgrade queued", body = Accepted),
+        (status = 400, description = "Invalid input, a field that cannot change (`errors` lists every one), or `nothing_to_change`", body = ErrorBody),
+        (status = 404, description = "Unknown runtime", body = ErrorBody),
+        (status = 409, description = "An operation is active, the runtime is hibernated, not provisioned, deprovisioned or a preview", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
+    )
+)]
+pub async fn patch_provision(
+    Caller { identity, service }: Caller,
+    id: Result<Path<String>, PathRejection>,
+    query: Result<Query<DryRunQuery>, QueryRejection>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    let id = path_id(id)?;
+    let dry_run = dry_run(query)?;
+    let body: serde_json::Value = json_body(&headers, body).await?;
+    let upgrade = service::upgrade_from_json(&body).map_err(service::Error::from)?;
+    let operation = service.upgrade_cluster(&id, upgrade, dry_run, &identity.username).await?;
+    Ok(queued(&identity, &operation))
+}
+
+#[utoipa::path(
+    post,
+    tag = "provisions",
+    path = "/api/v1/provisions/{id}/hibernate",
+    params(("id" = uuid::Uuid, Path, description = "Runtime id")),
+    responses(
+        (status = 202, description = "Hibernation queued: every worker pool goes to zero, a vanilla control plane stops", body = Accepted),
+        (status = 400, description = "The id is not a UUID", body = ErrorBody),
+        (status = 404, description = "Unknown runtime", body = ErrorBody),
+        (status = 409, description = "An operation is active, the runtime is already hibernated, not provisioned, deprovisioned or a preview", body = ErrorBody),
+    )
+)]
+pub async fn hibernate_provision(
+    Caller { identity, service }: Caller,
+    id: Result<Path<String>, PathRejection>,
+) -> ApiResult<Response> {
+    let id = path_id(id)?;
+    let operation = service.hibernate_runtime(&id, &identity.username).await?;
+    Ok(queued(&identity, &operation))
+}
+
+#[utoipa::path(
+    post,
+    tag = "provisions",
+    path = "/api/v1/provisions/{id}/wake",
+    params(("id" = uuid::Uuid, Path, description = "Runtime id")),
+    responses(
+        (status = 202, description = "Wake-up queued: the configured sizes come back (and a vanilla control plane, whose API server the run waits for)", body = Accepted),
+        (status = 400, description = "The id is not a UUID", body = ErrorBody),
+        (status = 404, description = "Unknown runtime", body = ErrorBody),
+        (status = 409, description = "An operation is active, or the runtime is not hibernated, deprovisioned or a preview", body = ErrorBody),
+    )
+)]
+pub async fn wake_provision(
+    Caller { identity, service }: Caller,
+    id: Result<Path<String>, PathRejection>,
+) -> ApiResult<Response> {
+    let id = path_id(id)?;
+    let operation = service.wake_up_runtime(&id, &identity.username).await?;
+    Ok(queued(&identity, &operation))
+}
+
+#[utoipa::path(
+    delete,
+    tag = "provisions",
+    path = "/api/v1/provisions/{id}",
+    params(("id" = uuid::Uuid, Path, description = "Runtime id")),
+    responses(
+        (status = 202, description = "Deprovisioning queued", body = Accepted),
+        (status = 400, description = "The id is not a UUID", body = ErrorBody),
+        (status = 404, description = "Unknown runtime", body = ErrorBody),
+        (status = 409, description = "An operation is active or the runtime is already deprovisioned", body = ErrorBody),
+    )
+)]
+pub async fn delete_provision(
+    Caller { identity, service }: Caller,
+    id: Result<Path<String>, PathRejection>,
+) -> ApiResult<Response> {
+    let id = path_id(id)?;
+    let operation = service.deprovision_runtime(&id, &identity.username).await?;
+    Ok(queued(&identity, &operation))
+}
