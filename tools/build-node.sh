@@ -60,5 +60,7 @@ if [[ ! -x /usr/sbin/runc ]]; then
   apt-get install -y runc >&2
 fi
 # The image archives are made last, by the same build: a folder with every binary has them too.
-cached_go_build node "k8s node/containerd node/cni-plugins node/pause" \
-  "kubelet containerd containerd-shim-runc-v2 ctr cni/loopback" build
+# The pause program and the image script are part of what is built, so part of the key.
+CACHE_KEY_FILES="node/pause/pause.go node/make-oci-image.py" \
+  cached_go_build node "k8s node/containerd node/cni-plugins node/pause" \
+    "kubelet containerd containerd-shim-runc-v2 ctr cni/loopback" build

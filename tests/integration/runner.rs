@@ -1093,6 +1093,71 @@ async fn fetch_modules_refuses_a_moved_tag() {
     assert!(message.starts_with("MODULES_REPO_URL:") && !message.contains("token@"), "{message}");
 }
 
+/// A modules repository behind HTTPS with a private CA and basic credentials: the init container clones it with
+/// the CA (`ca.crt`) and the credentials of the mounted Secret; without the CA the clone is refused as untrusted,
+/// without the credentials the server refuses it, and neither ever reaches Terraform. (Multi-threaded: the runner
+/// runs as a blocking child process while this runtime serves the repository.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fetch_modules_trusts_the_repositorys_private_ca_and_sends_its_credentials() {
+    let folder = tempfile::tempdir().unwrap();
+    let work = folder.path().join("work");
+    let git = |args: &[&str]| {
+        let output = std::process::Command::new("git")
+            .args(["-c", "user.name=test", "-c", "user.email=test@example.invalid"])
+            .args(args)
+            .output()
+            .expect("git runs");
+        assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    };
+    let work_dir = work.to_str().unwrap();
+    git(&["init", "--quiet", work_dir]);
+    std::fs::write(work.join("main.tf"), "# pinned\n").unwrap();
+    git(&["-C", work_dir, "add", "."]);
+    git(&["-C", work_dir, "commit", "--quiet", "-m", "pinned"]);
+    git(&["-C", work_dir, "tag", "v1"]);
+    let pinned = git(&["-C", work_dir, "rev-parse", "HEAD"]);
+    let bare = folder.path().join("modules.git");
+    git(&["clone", "--quiet", "--bare", work_dir, bare.to_str().unwrap()]);
+    let server = test_support::git_server::GitServer::start(&bare, Some(("reader", "s3cret-token"))).await;
+
+    let fetch = |secret: &[(&str, &str)], target: &str| {
+        let credentials = folder.path().join(format!("{target}.credentials"));
+        std::fs::create_dir(&credentials).unwrap();
+        for (file, text) in secret {
+            std::fs::write(credentials.join(file), text).unwrap();
+        }
+        let termination = folder.path().join(format!("{target}.termination"));
+        let output = std::process::Command::new(test_support::terraform_runner_bin())
+            .arg("fetch-modules")
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap())
+            .env("MODULES_REPO_URL", server.url())
+            .env("MODULES_REPO_REF", "v1")
+            .env("MODULES_REPO_COMMIT", &pinned)
+            .env("MODULES_REPO_CREDENTIALS_DIR", &credentials)
+            .env("MODULES_DIR", folder.path().join(target))
+            .env("RUNNER_TERMINATION_LOG", &termination)
+            .output()
+            .unwrap();
+        (output.status.code(), std::fs::read_to_string(termination).unwrap_or_default())
+    };
+    let (username, password, ca) = (("username", "reader"), ("password", "s3cret-token"), ("ca.crt", server.ca_pem()));
+    let ((fetched, message), target) = (fetch(&[username, password, ca], "all"), folder.path().join("all"));
+    assert_eq!(fetched, Some(0), "{message}");
+    assert_eq!(std::fs::read_to_string(target.join("main.tf")).unwrap(), "# pinned\n");
+
+    let (untrusted, message) = fetch(&[username, password], "no-ca");
+    assert_eq!(untrusted, Some(1));
+    assert!(message.contains("certificate"), "{message}");
+    let (refused, message) = fetch(&[ca], "no-credentials");
+    assert_eq!(refused, Some(1));
+    assert!(!message.contains("s3cret-token"), "{message}");
+    for target in ["no-ca", "no-credentials"] {
+        assert!(!folder.path().join(target).join("main.tf").exists(), "{target}: nothing is left for Terraform");
+    }
+}
+
 /// A state bucket belongs to one runtime: a provisioning dry run that reuses a live runtime's name (and so its
 /// bucket's name) plans from empty state without reading, locking or recording itself in the live bucket, and a
 /// run of another runtime on that bucket is refused before it locks anything.

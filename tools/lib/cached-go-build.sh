@@ -2,7 +2,7 @@
 # Sourced by the tools/build-*.sh scripts: builds Go binaries from the module proxy into a cache folder keyed by
 # the wrapper modules' go.mod/go.sum and the Go version, once per machine.
 #
-#   cached_go_build NAME "WRAPPER DIRS" "BINARIES" BUILD_FUNCTION
+#   [CACHE_KEY_FILES="FILES"] cached_go_build NAME "WRAPPER DIRS" "BINARIES" BUILD_FUNCTION
 #
 # BUILD_FUNCTION is called with a temporary folder to build BINARIES into; the folder becomes
 # ~/.cache/kubeopera-provisioner/NAME/<key> only once every binary is there, so an interrupted build leaves no
@@ -22,8 +22,9 @@ cached_go_build() {
   local name=$1 wrappers=$2 binaries=$3 build=$4
   local tools key root dir wrapper binary
   tools=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-  key=$(cd "$tools" && { for wrapper in $wrappers; do cat "$wrapper/go.mod" "$wrapper/go.sum"; done; go version; } \
-    | sha256sum | cut -c1-16)
+  # CACHE_KEY_FILES: further files (relative to tools/) whose content the build depends on.
+  key=$(cd "$tools" && { for wrapper in $wrappers; do cat "$wrapper/go.mod" "$wrapper/go.sum"; done;
+    for file in ${CACHE_KEY_FILES:-}; do cat "$file"; done; go version; } | sha256sum | cut -c1-16)
   root="${XDG_CACHE_HOME:-$HOME/.cache}/kubeopera-provisioner/$name"
   dir="$root/$key"
 

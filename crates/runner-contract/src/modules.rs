@@ -12,6 +12,8 @@ pub mod var {
     pub const DIR: &str = "MODULES_DIR";
     /// Test installations only: lets `file://` URLs and local paths through.
     pub const ALLOW_LOCAL: &str = "MODULES_REPO_ALLOW_LOCAL";
+    /// Where the credentials are; the Job leaves it unset ([`super::mount::CREDENTIALS_DIR`]), tests set it.
+    pub const CREDENTIALS_DIR: &str = "MODULES_REPO_CREDENTIALS_DIR";
 }
 
 /// Where the init container finds the repository's credentials, when the installation has a Secret for them.
@@ -20,6 +22,9 @@ pub mod mount {
     pub const CREDENTIALS_DIR: &str = "/var/run/secrets/provisioner/modules-repo";
     pub const USERNAME_FILE: &str = "username";
     pub const PASSWORD_FILE: &str = "password";
+    /// PEM certificates of the authorities the repository's HTTPS certificate chains to, for a git server with a
+    /// private CA; the system's authorities are not trusted for it then.
+    pub const CA_FILE: &str = "ca.crt";
 }
 
 /// A pinned modules repository.

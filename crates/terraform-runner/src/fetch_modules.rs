@@ -38,7 +38,9 @@ impl Fetch {
         let allow_local = get(var::ALLOW_LOCAL) == "true";
         let source = ModulesSource::new(&get(var::URL), &get(var::REF), &get(var::COMMIT), allow_local)?;
         let target = std::env::var_os(var::DIR).map_or_else(|| PathBuf::from(MODULES_DIR), PathBuf::from);
-        Ok(Fetch { source, target, credentials_dir: PathBuf::from(mount::CREDENTIALS_DIR) })
+        let credentials_dir =
+            std::env::var_os(var::CREDENTIALS_DIR).map_or_else(|| PathBuf::from(mount::CREDENTIALS_DIR), PathBuf::from);
+        Ok(Fetch { source, target, credentials_dir })
     }
 
     /// Clones and checks; returns the commit.
@@ -46,8 +48,9 @@ impl Fetch {
         let source = &self.source;
         let target = self.target.to_string_lossy();
         let clone = ["clone", "--depth=1", "--single-branch", "--branch", &source.git_ref, "--", &source.url, &target];
-        git("clone", &clone, self.credentials().as_ref()).await?;
-        let actual = git("rev-parse", &["-C", &target, "rev-parse", "HEAD"], None).await?.trim().to_owned();
+        git("clone", &clone, &self.access()).await?;
+        let actual =
+            git("rev-parse", &["-C", &target, "rev-parse", "HEAD"], &Access::default()).await?.trim().to_owned();
         if actual != source.commit {
             // What Terraform would read is gone too, should anything run after a failed init.
             let _ = std::fs::remove_dir_all(&self.target);
@@ -59,6 +62,13 @@ impl Fetch {
         }
         tracing::info!(git_ref = source.git_ref, commit = actual, "fetched the pinned modules");
         Ok(actual)
+    }
+
+    /// What the mounted Secret gives the clone: basic credentials when it holds both files, a private CA when it
+    /// holds one.
+    fn access(&self) -> Access {
+        let ca_file = Some(self.credentials_dir.join(mount::CA_FILE)).filter(|file| file.is_file());
+        Access { header: self.credentials(), ca_file }
     }
 
     /// HTTPS basic credentials from the mounted Secret, when it holds both files.
@@ -80,11 +90,21 @@ fn read_trimmed(path: &Path) -> Option<SecretString> {
     (!text.is_empty()).then(|| SecretString::from(text))
 }
 
-/// Runs git without a terminal prompt; `header` goes to HTTP requests through git's environment configuration.
-async fn git(what: &str, args: &[&str], header: Option<&SecretString>) -> Result<String, FetchError> {
+/// How git reaches the repository: an `Authorization` header, and the authorities its certificate chains to.
+#[derive(Default)]
+struct Access {
+    header: Option<SecretString>,
+    ca_file: Option<PathBuf>,
+}
+
+/// Runs git without a terminal prompt; the header goes to HTTP requests through git's environment configuration.
+async fn git(what: &str, args: &[&str], access: &Access) -> Result<String, FetchError> {
     let mut command = tokio::process::Command::new("git");
     command.args(args).env("GIT_TERMINAL_PROMPT", "0").kill_on_drop(true);
-    if let Some(header) = header {
+    if let Some(ca_file) = &access.ca_file {
+        command.env("GIT_SSL_CAINFO", ca_file);
+    }
+    if let Some(header) = &access.header {
         command
             .env("GIT_CONFIG_COUNT", "1")
             .env("GIT_CONFIG_KEY_0", "http.extraHeader")

@@ -9,6 +9,7 @@ pub mod browser;
 pub mod engine;
 pub mod fault_proxy;
 pub mod gcp;
+pub mod git_server;
 pub mod moto;
 pub mod pki;
 pub mod server_process;
