@@ -1,0 +1,171 @@
+//! The domain's types to the database's rows and back; an unknown stored value is an error, never a default.
+
+use super::entity::{operation, runtime};
+use super::{Error, Result};
+use crate::domain::run::Stage;
+use crate::domain::state_bucket;
+use crate::domain::tenant::Tenant;
+use crate::domain::{
+    ClusterConfig, Component, FailureReason, Labels, LastError, Operation, OperationState, OperationType,
+    ProviderVersion, Runtime,
+};
+
+pub(super) fn runtime_to_model(runtime: &Runtime) -> Result<runtime::Model> {
+    let config = &runtime.cluster_config;
+    Ok(runtime::Model {
+        id: runtime.id,
+        name: runtime.name.clone(),
+        description: runtime.description.clone(),
+        labels: serde_json::to_value(&runtime.labels).map_err(|error| Error::Corrupt(error.to_string()))?,
+        topology: config.topology.as_str().to_owned(),
+        cloud: config.topology.cloud().as_str().to_owned(),
+        region: config.region.clone(),
+        environment: config.environment.clone(),
+        credential_id: config.credential_id.clone(),
+        cluster_config: serde_json::to_value(config).map_err(|error| Error::Corrupt(error.to_string()))?,
+        last_operation_id: runtime.last_operation_id,
+        created_at: runtime.created_at,
+        updated_at: runtime.updated_at,
+        deleted_at: runtime.deleted_at,
+        preview: runtime.preview,
+        hibernated: runtime.hibernated,
+        state_bucket: Some(runtime.state_bucket.clone()),
+        tenant: runtime.tenant.as_ref().map(|tenant| tenant.as_str().to_owned()),
+    })
+}
+
+pub(super) fn runtime_from_model(model: runtime::Model) -> Result<Runtime> {
+    let labels: Labels = serde_json::from_value(model.labels)
+        .map_err(|error| Error::Corrupt(format!("runtime {} labels: {error}", model.id)))?;
+    let cluster_config: ClusterConfig = serde_json::from_value(model.cluster_config)
+        .map_err(|error| Error::Corrupt(format!("runtime {} cluster config: {error}", model.id)))?;
+    // Runtimes recorded before they recorded their bucket keep the name they were given.
+    let state_bucket = model
+        .state_bucket
+        .unwrap_or_else(|| state_bucket::legacy_state_bucket_name(&cluster_config.environment, &model.name));
+    let tenant = model
+        .tenant
+        .map(|tenant| Tenant::parse(&tenant))
+        .transpose()
+        .map_err(|error| Error::Corrupt(format!("runtime {} tenant: {error}", model.id)))?;
+    Ok(Runtime {
+        id: model.id,
+        name: model.name,
+        description: model.description,
+        labels,
+        last_operation_id: model.last_operation_id,
+        created_at: model.created_at,
+        updated_at: model.updated_at,
+        deleted_at: model.deleted_at,
+        state_bucket,
+        tenant,
+        preview: model.preview,
+        hibernated: model.hibernated,
+        cluster_config,
+    })
+}
+
+pub(super) fn operation_to_model(operation: &Operation) -> Result<operation::Model> {
+    let last_error = operation.last_error.as_ref();
+    let target_config = operation
+        .target_config
+        .as_ref()
+        .map(serde_json::to_value)
+        .transpose()
+        .map_err(|error| Error::Corrupt(error.to_string()))?;
+    Ok(operation::Model {
+        id: operation.id,
+        runtime_id: operation.runtime_id,
+        operation_type: operation.operation_type.as_str().to_owned(),
+        state: operation.state.as_str().to_owned(),
+        stage: operation.stage.as_str().to_owned(),
+        message: operation.message.clone(),
+        last_error_message: last_error.map(|error| error.err_message.clone()),
+        last_error_reason: last_error.map(|error| error.reason.as_str().to_owned()),
+        last_error_component: last_error.map(|error| error.component.as_str().to_owned()),
+        attempts: operation.attempts,
+        claims: operation.claims,
+        terraform_provider: operation.terraform_provider.as_ref().map(ProviderVersion::to_string),
+        plan_summary: operation.plan_summary.as_ref().map(|summary| serde_json::json!(summary).to_string()),
+        target_config,
+        dry_run: operation.dry_run,
+        requested_by: operation.requested_by.clone(),
+        cancel_requested_by: operation.cancel_requested_by.clone(),
+        kubeconfig_sha256: None,
+        claim_token: None,
+        progress_since_claim: false,
+        owner: None,
+        lease_expires_at: None,
+        created_at: operation.created_at,
+        started_at: operation.started_at,
+        updated_at: operation.updated_at,
+        finished_at: operation.finished_at,
+    })
+}
+
+pub(super) fn operation_from_model(model: operation::Model) -> Result<Operation> {
+    let last_error = match (model.last_error_message, model.last_error_reason, model.last_error_component) {
+        (Some(err_message), Some(reason), Some(component)) => Some(LastError {
+            err_message,
+            reason: FailureReason::parse(&reason).ok_or_else(|| corrupt("failure reason", &reason))?,
+            component: Component::parse(&component).ok_or_else(|| corrupt("component", &component))?,
+        }),
+        (None, _, _) => None,
+        (Some(_), _, _) => {
+            return Err(Error::Corrupt(format!("operation {} has an error without reason or component", model.id)));
+        }
+    };
+    Ok(Operation {
+        id: model.id,
+        runtime_id: model.runtime_id,
+        operation_type: type_from_str(&model.operation_type)?,
+        state: state_from_str(&model.state)?,
+        stage: Stage::parse(&model.stage).ok_or_else(|| corrupt("stage", &model.stage))?,
+        message: model.message,
+        last_error,
+        attempts: model.attempts,
+        claims: model.claims,
+        terraform_provider: model.terraform_provider.as_deref().map(provider_from_str).transpose()?,
+        plan_summary: model
+            .plan_summary
+            .as_deref()
+            .map(|summary| serde_json::from_str(summary).map_err(|_| corrupt("plan summary", summary)))
+            .transpose()?,
+        target_config: model
+            .target_config
+            .map(|config| {
+                serde_json::from_value(config)
+                    .map_err(|error| Error::Corrupt(format!("operation {} target config: {error}", model.id)))
+            })
+            .transpose()?,
+        dry_run: model.dry_run,
+        requested_by: model.requested_by,
+        cancel_requested_by: model.cancel_requested_by,
+        created_at: model.created_at,
+        started_at: model.started_at,
+        updated_at: model.updated_at,
+        finished_at: model.finished_at,
+    })
+}
+
+pub(super) fn corrupt(what: &str, value: &str) -> Error {
+    Error::Corrupt(format!("unknown {what} {value:?}"))
+}
+
+/// `hashicorp/aws 6.47.0`, as `ProviderVersion`'s `Display` writes it.
+pub(super) fn provider_from_str(value: &str) -> Result<ProviderVersion> {
+    let (source, version) = value.split_once(' ').ok_or_else(|| corrupt("Terraform provider", value))?;
+    let provider = ProviderVersion { source: source.to_owned(), version: version.to_owned() };
+    if !provider.is_exact() {
+        return Err(corrupt("Terraform provider", value));
+    }
+    Ok(provider)
+}
+
+pub(super) fn type_from_str(value: &str) -> Result<OperationType> {
+    OperationType::parse(value).ok_or_else(|| corrupt("operation type", value))
+}
+
+pub(super) fn state_from_str(value: &str) -> Result<OperationState> {
+    OperationState::parse(value).ok_or_else(|| corrupt("operation state", value))
+}

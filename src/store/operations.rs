@@ -1,0 +1,202 @@
+//! Operations: recorded with the stage they start at, read, listed, counted and cancelled.
+
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, DatabaseTransaction, EntityTrait, IntoActiveModel, QueryFilter, QueryOrder,
+    QuerySelect, TransactionTrait, UpdateMany,
+};
+use uuid::Uuid;
+
+use super::convert::{corrupt, operation_from_model, operation_to_model, state_from_str, type_from_str};
+use super::entity::{operation, operation_stage, runtime};
+use super::{Error, Result, Store, now, page, unique_violation_as};
+use crate::domain::run::Stage;
+use crate::domain::{LastError, Operation, OperationPage, OperationState, OperationType, StageEntry};
+
+/// Operation counts by type and state, for the metrics endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperationCount {
+    pub operation_type: OperationType,
+    pub state: OperationState,
+    pub count: u64,
+}
+
+/// What a cancel request did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cancel {
+    /// The operation was queued: it ended at once.
+    Ended,
+    /// It runs: its worker stops it (or already is).
+    Requested,
+    /// It had already ended, in this state.
+    AlreadyEnded(OperationState),
+    NotFound,
+}
+
+impl Store {
+    /// Records a further operation on a live runtime and makes it the runtime's last operation.
+    pub async fn insert_operation(&self, operation: &Operation) -> Result<()> {
+        let txn = self.db.begin().await?;
+        insert_with_first_stage(&txn, operation).await?;
+        let updated = runtime::Entity::update_many()
+            .col_expr(runtime::Column::LastOperationId, Expr::value(operation.id))
+            .col_expr(runtime::Column::UpdatedAt, Expr::value(operation.created_at))
+            .filter(runtime::Column::Id.eq(operation.runtime_id))
+            .filter(runtime::Column::DeletedAt.is_null())
+            .exec(&txn)
+            .await?;
+        if updated.rows_affected != 1 {
+            return Err(Error::RuntimeNotFound(operation.runtime_id));
+        }
+        txn.commit().await?;
+        Ok(())
+    }
+
+    pub async fn find_operation(&self, id: Uuid) -> Result<Option<Operation>> {
+        operation::Entity::find_by_id(id).one(&self.reads).await?.map(operation_from_model).transpose()
+    }
+
+    /// One page of a runtime's operations, newest first (ids are UUIDv7); `before` is the last id of the
+    /// previous page.
+    pub async fn list_operations(&self, runtime_id: Uuid, before: Option<Uuid>, limit: u64) -> Result<OperationPage> {
+        let mut query = operation::Entity::find()
+            .filter(operation::Column::RuntimeId.eq(runtime_id))
+            .order_by_desc(operation::Column::Id)
+            .limit(limit + 1);
+        if let Some(before) = before {
+            query = query.filter(operation::Column::Id.lt(before));
+        }
+        let (rows, has_next_page) = page(query.all(&self.reads).await?, limit);
+        let operations = rows.into_iter().map(operation_from_model).collect::<Result<_>>()?;
+        Ok(OperationPage { operations, has_next_page })
+    }
+
+    /// When the operation entered each of its stages, in stage order.
+    pub async fn stages_of(&self, operation_id: Uuid) -> Result<Vec<StageEntry>> {
+        let rows = operation_stage::Entity::find()
+            .filter(operation_stage::Column::OperationId.eq(operation_id))
+            .all(&self.reads)
+            .await?;
+        let mut entries = rows
+            .into_iter()
+            .map(|row| {
+                let stage = Stage::parse(&row.stage).ok_or_else(|| corrupt("stage", &row.stage))?;
+                Ok(StageEntry { stage, entered_at: row.entered_at })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        entries.sort_by_key(|entry| entry.stage);
+        Ok(entries)
+    }
+
+    pub async fn operation_counts(&self) -> Result<Vec<OperationCount>> {
+        let rows: Vec<(String, String, i64)> = operation::Entity::find()
+            .select_only()
+            .column(operation::Column::OperationType)
+            .column(operation::Column::State)
+            .column_as(Expr::col(operation::Column::Id).count(), "count")
+            .group_by(operation::Column::OperationType)
+            .group_by(operation::Column::State)
+            .into_tuple()
+            .all(&self.reads)
+            .await?;
+        rows.into_iter()
+            .map(|(operation_type, state, count)| {
+                Ok(OperationCount {
+                    operation_type: type_from_str(&operation_type)?,
+                    state: state_from_str(&state)?,
+                    count: u64::try_from(count).unwrap_or(0),
+                })
+            })
+            .collect()
+    }
+
+    /// Cancels an operation for `caller`: a queued one fails at once (reason `cancelled`); for a running one the
+    /// request is recorded, and its worker stops the run.
+    pub async fn cancel_operation(&self, operation_id: Uuid, caller: &str) -> Result<Cancel> {
+        let now = now();
+        let error = LastError::cancelled_by(caller);
+        let txn = self.db.begin().await?;
+        let queued = set_last_error(operation::Entity::update_many(), Some(&error))
+            .col_expr(operation::Column::State, Expr::value(OperationState::Failed.as_str()))
+            .col_expr(operation::Column::Stage, Expr::value(Stage::Done.as_str()))
+            .col_expr(operation::Column::Message, Expr::value(error.err_message.clone()))
+            .col_expr(operation::Column::FinishedAt, Expr::value(now))
+            .col_expr(operation::Column::UpdatedAt, Expr::value(now))
+            .filter(operation::Column::Id.eq(operation_id))
+            .filter(operation::Column::State.eq(OperationState::Pending.as_str()))
+            .exec(&txn)
+            .await?;
+        if queued.rows_affected == 1 {
+            enter_stage(&txn, operation_id, Stage::Done, now).await?;
+            txn.commit().await?;
+            return Ok(Cancel::Ended);
+        }
+        let running = operation::Entity::update_many()
+            .col_expr(operation::Column::CancelRequestedBy, Expr::value(caller))
+            .col_expr(operation::Column::UpdatedAt, Expr::value(now))
+            .filter(operation::Column::Id.eq(operation_id))
+            .filter(operation::Column::State.eq(OperationState::InProgress.as_str()))
+            .filter(operation::Column::CancelRequestedBy.is_null())
+            .exec(&txn)
+            .await?;
+        txn.commit().await?;
+        if running.rows_affected == 1 {
+            return Ok(Cancel::Requested);
+        }
+        match self.find_operation(operation_id).await? {
+            None => Ok(Cancel::NotFound),
+            Some(operation) if operation.state.is_active() => Ok(Cancel::Requested),
+            Some(operation) => Ok(Cancel::AlreadyEnded(operation.state)),
+        }
+    }
+
+    /// Who asked to cancel the operation, once somebody did.
+    pub async fn cancel_requested_by(&self, operation_id: Uuid) -> Result<Option<String>> {
+        let requested: Option<Option<String>> = operation::Entity::find_by_id(operation_id)
+            .select_only()
+            .column(operation::Column::CancelRequestedBy)
+            .into_tuple()
+            .one(&self.db)
+            .await?;
+        Ok(requested.flatten())
+    }
+}
+
+/// Inserts an operation and the entry of its first stage, in the caller's transaction.
+pub(super) async fn insert_with_first_stage(txn: &DatabaseTransaction, operation: &Operation) -> Result<()> {
+    operation_to_model(operation)?
+        .into_active_model()
+        .insert(txn)
+        .await
+        .map_err(|error| unique_violation_as(error, Error::ActiveOperationExists))?;
+    enter_stage(txn, operation.id, operation.stage, operation.created_at).await
+}
+
+/// Sets the three columns of an operation's last error, or clears them with `None`.
+pub(super) fn set_last_error(
+    update: UpdateMany<operation::Entity>,
+    error: Option<&LastError>,
+) -> UpdateMany<operation::Entity> {
+    update
+        .col_expr(operation::Column::LastErrorMessage, Expr::value(error.map(|error| error.err_message.clone())))
+        .col_expr(operation::Column::LastErrorReason, Expr::value(error.map(|error| error.reason.as_str())))
+        .col_expr(operation::Column::LastErrorComponent, Expr::value(error.map(|error| error.component.as_str())))
+}
+
+/// Records that the operation entered `stage`, in the caller's transaction; a stage entered again (a resumed run)
+/// keeps its first time.
+pub(super) async fn enter_stage(
+    txn: &sea_orm::DatabaseTransaction,
+    operation_id: Uuid,
+    stage: Stage,
+    at: DateTime<Utc>,
+) -> Result<()> {
+    let entry = operation_stage::ActiveModel {
+        operation_id: sea_orm::Set(operation_id),
+        stage: sea_orm::Set(stage.as_str().to_owned()),
+        entered_at: sea_orm::Set(at),
+    };
+    operation_stage::Entity::insert(entry).on_conflict_do_nothing().exec(txn).await?;
+    Ok(())
+}

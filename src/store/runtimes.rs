@@ -1,0 +1,147 @@
+//! Runtimes: recorded with their first operation, read one at a time or by the page.
+
+use sea_orm::sea_query::Expr;
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, DbBackend, EntityTrait, IntoActiveModel, JoinType, PaginatorTrait, QueryFilter,
+    QueryOrder, QuerySelect, RelationDef, TransactionTrait,
+};
+use uuid::Uuid;
+
+use super::convert::{operation_from_model, provider_from_str, runtime_from_model, runtime_to_model};
+use super::entity::{caller_idempotency_key, operation, runtime};
+use super::operations::insert_with_first_stage;
+use super::{Error, IdempotencyRecord, Result, Store, page, unique_violation_as};
+use crate::domain::tenant::Tenant;
+use crate::domain::{Operation, OperationState, OperationType, ProviderVersion, Runtime, RuntimePage};
+
+impl Store {
+    /// Records a new runtime with its first operation (and the idempotency record, if any) atomically.
+    pub async fn insert_runtime(
+        &self,
+        runtime: &Runtime,
+        operation: &Operation,
+        idempotency: Option<&IdempotencyRecord>,
+    ) -> Result<()> {
+        let txn = self.db.begin().await?;
+        runtime_to_model(runtime)?
+            .into_active_model()
+            .insert(&txn)
+            .await
+            .map_err(|error| unique_violation_as(error, Error::NameTaken))?;
+        insert_with_first_stage(&txn, operation).await?;
+        if let Some(record) = idempotency {
+            caller_idempotency_key::Model {
+                caller: record.caller.clone(),
+                key: record.key.clone(),
+                request_fingerprint: record.request_fingerprint.clone(),
+                runtime_id: record.runtime_id,
+                operation_id: record.operation_id,
+                created_at: operation.created_at,
+            }
+            .into_active_model()
+            .insert(&txn)
+            .await
+            .map_err(|error| unique_violation_as(error, Error::IdempotencyKeyTaken))?;
+        }
+        txn.commit().await?;
+        Ok(())
+    }
+
+    pub async fn find_runtime(&self, id: Uuid) -> Result<Option<Runtime>> {
+        runtime::Entity::find_by_id(id).one(&self.reads).await?.map(runtime_from_model).transpose()
+    }
+
+    /// Runtimes after the cursor in id order, optionally only those whose last operation is in `state`.
+    pub async fn list_runtimes(
+        &self,
+        tenant: Option<&Tenant>,
+        state: Option<OperationState>,
+        label: Option<(&str, &str)>,
+        after: Option<Uuid>,
+        limit: u64,
+    ) -> Result<RuntimePage> {
+        let mut query = runtime::Entity::find()
+            .select_also(operation::Entity)
+            .join(JoinType::LeftJoin, last_operation_relation())
+            .order_by_asc(runtime::Column::Id)
+            .limit(limit + 1);
+        if let Some(tenant) = tenant {
+            query = query.filter(runtime::Column::Tenant.eq(tenant.as_str()));
+        }
+        if let Some(state) = state {
+            query = query.filter(operation::Column::State.eq(state.as_str()));
+        }
+        if let Some(after) = after {
+            query = query.filter(runtime::Column::Id.gt(after));
+        }
+        if let Some((key, value)) = label {
+            // Label keys are validated (no quote can end the JSON path); both are bound as values.
+            let condition = match self.db.get_database_backend() {
+                DbBackend::Postgres => {
+                    Expr::cust_with_values(r#""runtime"."labels" ->> $1 = $2"#, [key.to_owned(), value.to_owned()])
+                }
+                _ => Expr::cust_with_values(
+                    r#"json_extract("runtime"."labels", '$."' || ? || '"') = ?"#,
+                    [key.to_owned(), value.to_owned()],
+                ),
+            };
+            query = query.filter(condition);
+        }
+        let (rows, has_next_page) = page(query.all(&self.reads).await?, limit);
+        let runtimes = rows
+            .into_iter()
+            .map(|(runtime, operation)| {
+                Ok((runtime_from_model(runtime)?, operation.map(operation_from_model).transpose()?))
+            })
+            .collect::<Result<_>>()?;
+        Ok(RuntimePage { runtimes, has_next_page })
+    }
+
+    /// Whether a provisioning of the runtime (not a dry run) succeeded: its cluster exists.
+    pub async fn was_provisioned(&self, runtime_id: Uuid) -> Result<bool> {
+        let succeeded = operation::Entity::find()
+            .filter(operation::Column::RuntimeId.eq(runtime_id))
+            .filter(operation::Column::OperationType.eq(OperationType::Provision.as_str()))
+            .filter(operation::Column::State.eq(OperationState::Succeeded.as_str()))
+            .filter(operation::Column::DryRun.eq(false))
+            .count(&self.reads)
+            .await?;
+        Ok(succeeded > 0)
+    }
+
+    /// The provider version of the runtime's latest operation that recorded one: what its state was last written
+    /// with, so what the next run on it must install.
+    pub async fn last_terraform_provider(&self, runtime_id: Uuid) -> Result<Option<ProviderVersion>> {
+        let latest = operation::Entity::find()
+            .select_only()
+            .column(operation::Column::TerraformProvider)
+            .filter(operation::Column::RuntimeId.eq(runtime_id))
+            .filter(operation::Column::TerraformProvider.is_not_null())
+            .order_by_desc(operation::Column::CreatedAt)
+            .into_tuple::<String>()
+            .one(&self.reads)
+            .await?;
+        latest.as_deref().map(provider_from_str).transpose()
+    }
+
+    /// The digest of the kubeconfig the runtime's latest checked apply published: the only content of its outputs
+    /// Secret that may be served.
+    pub async fn checked_kubeconfig_digest(&self, runtime_id: Uuid) -> Result<Option<String>> {
+        Ok(operation::Entity::find()
+            .select_only()
+            .column(operation::Column::KubeconfigSha256)
+            .filter(operation::Column::RuntimeId.eq(runtime_id))
+            .filter(operation::Column::KubeconfigSha256.is_not_null())
+            .order_by_desc(operation::Column::CreatedAt)
+            .into_tuple::<String>()
+            .one(&self.reads)
+            .await?)
+    }
+}
+
+fn last_operation_relation() -> RelationDef {
+    runtime::Entity::belongs_to(operation::Entity)
+        .from(runtime::Column::LastOperationId)
+        .to(operation::Column::Id)
+        .into()
+}
