@@ -19,7 +19,7 @@ run:
 
 ## Installs and starts what the tests need (PostgreSQL, the test control plane and a real node, helm, tofu, the
 ## Terraform providers, fake-gcs-server, moto and the AWS CLI, the playground's assets, Chromium and playwright-core),
-## then runs every test.
+## then builds the image from the tests' binaries and runs every test.
 test-really-local: postgres control-plane node helm tofu terraform-providers fake-gcs test-tools playground browser-test-tools
 	$(MAKE) --no-print-directory test
 	$(MAKE) --no-print-directory schemathesis
@@ -33,7 +33,10 @@ test:
 	@# The runner and pipeline tests (package provisioner) run the binary of another package, which Cargo does not
 	@# build for them.
 	cargo build --locked -p terraform-runner
-	$(TEST_ENV) cargo test --workspace --locked
+	$(TEST_ENV) cargo test --workspace --locked --no-run
+	@# The end-to-end test's image holds the binaries just built (tools/build-image.sh; `make image` builds release).
+	archive=$${TEST_IMAGE_ARCHIVE:-$$(COMPRESS=false RUST_BIN_DIR="$${CARGO_TARGET_DIR:-$(CURDIR)/target}/debug" tools/build-image.sh | tail -n1)} && \
+		$(TEST_ENV) TEST_IMAGE_ARCHIVE="$$archive" cargo test --workspace --locked
 	@# Flaky tests are found before they land: the fast tests that share the integration binary's process (no
 	@# control-plane restarts) run twice more, with eight threads; their counts are not added to the total.
 	@for round in 1 2; do \

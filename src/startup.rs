@@ -21,7 +21,7 @@ use crate::api::caller::{Access, Authentication, Mode};
 use crate::api::playground::PlaygroundAssets;
 use crate::api::{self, HttpSettings, ProcessHealth, graphql};
 use crate::credentials::{self as auth, AuthClient};
-use crate::executor::{Executor, JobSettings};
+use crate::executor::Executor;
 use crate::render::{self, Renderer};
 use crate::service::{Service, ServiceSettings};
 use crate::settings::{AuthnSettings, AuthzMode, DatabaseSettings, Settings};
@@ -119,13 +119,7 @@ impl App {
         let kubernetes = &settings.kubernetes;
         let (executor, job_cache) = match kube_client {
             Some(client) => {
-                let job_settings = JobSettings {
-                    namespace: kubernetes.job_namespace.clone(),
-                    runner_image: kubernetes.terraform_runner_image.clone(),
-                    runner_service_account: kubernetes.runner_service_account.clone(),
-                    runner_resources: kubernetes.runner_resources.clone(),
-                };
-                let (executor, sync) = Executor::new(client, job_settings);
+                let (executor, sync) = Executor::new(client, kubernetes.jobs.clone());
                 let sync = async move {
                     sync.await;
                     Err("the Job watch ended".to_owned())

@@ -8,7 +8,8 @@
 #              `prebuilt` (the Dockerfile's artifacts-prebuilt stage)
 #   builder    buildah from Debian's packages; its storage, configuration and temporary files stay in the cache
 # Environment: IMAGE (default kubeopera/cluster-provisioner:<package version>), SUITE (trixie), RUST_BIN_DIR,
-# GKE_AUTH_PLUGIN (a gke-gcloud-auth-plugin binary to include; none can be fetched here), CONTAINERD_ADDRESS.
+# GKE_AUTH_PLUGIN (a gke-gcloud-auth-plugin binary to include; none can be fetched here), CONTAINERD_ADDRESS,
+# COMPRESS (false writes the layers uncompressed).
 # Progress goes to stderr; the last line of stdout is the OCI archive.
 set -euo pipefail
 repository=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -81,7 +82,10 @@ printf 'provider_installation {\n  filesystem_mirror {\n    path = "%s"\n  }\n}\
 cp -l "$tofu_dir/tofu" "$tree/tools/tofu"
 if [[ -n ${GKE_AUTH_PLUGIN:-} ]]; then cp "$GKE_AUTH_PLUGIN" "$tree/tools/gke-gcloud-auth-plugin"; fi
 cp -al "$playground" "$tree/playground"
-cp "$RUST_BIN_DIR/provisioner" "$RUST_BIN_DIR/terraform-runner" "$tree/app/"
+# Without debug information: the tests' debug binaries would otherwise carry hundreds of megabytes of it.
+for binary in provisioner terraform-runner; do
+  strip --strip-debug -o "$tree/app/$binary" "$RUST_BIN_DIR/$binary"
+done
 chmod -R a+rX,go-w "$tree"
 
 # --- the one Dockerfile ------------------------------------------------------------------------------------------
@@ -99,10 +103,13 @@ esac
 archive="$cache/$(echo "$IMAGE" | tr '/:' '__').oci.tar"
 step "writing $archive"
 rm -f "$archive"
-buildah_ push "${policy[@]}" "$IMAGE" "oci-archive:$archive:$reference" >&2
+compression=()
+# Uncompressed for the tests: compressing about 1.5 GB takes minutes, and the archive goes no further than this disk.
+if [[ ${COMPRESS:-true} == false ]]; then compression=(--disable-compression); fi
+buildah_ push "${policy[@]}" "${compression[@]}" "$IMAGE" "oci-archive:$archive:$reference" >&2
 if [[ -n ${CONTAINERD_ADDRESS:-} && -S ${CONTAINERD_ADDRESS} ]]; then
   step "loading it into containerd at $CONTAINERD_ADDRESS"
   ctr --address "$CONTAINERD_ADDRESS" -n k8s.io images import "$archive" >&2
 fi
-step "done: $(du -h "$archive" | cut -f1) compressed"
+step "done: $(du -h "$archive" | cut -f1)"
 echo "$archive"

@@ -75,4 +75,21 @@ host "registry.terraform.io" {
 }
 TOFURC
 mv "$mirror/tofurc.tmp" "$mirror/tofurc"
+
+# The lock file of each pin, named as the runner looks it up (ProviderVersion::lock_file_name), with the hashes of
+# these builds (not the releases'): the tests install them, and the image built here carries them.
+if [[ ! -d "$mirror/test-locks" ]]; then
+  tofu="$("$(dirname "${BASH_SOURCE[0]}")/build-tofu.sh" | tail -n1)/tofu"
+  rm -rf "$mirror/test-locks.tmp" && mkdir -p "$mirror/test-locks.tmp"
+  for pin in "aws:$AWS_VERSION" "google:$GOOGLE_VERSION"; do
+    name=${pin%%:*} version=${pin#*:}
+    scratch=$(mktemp -d)
+    printf 'terraform {\n  required_providers {\n    %s = {\n      source  = "hashicorp/%s"\n      version = "%s"\n    }\n  }\n}\n' \
+      "$name" "$name" "$version" >"$scratch/main.tf"
+    (cd "$scratch" && TF_CLI_CONFIG_FILE="$mirror/tofurc" "$tofu" init -input=false -no-color -backend=false >&2)
+    cp "$scratch/.terraform.lock.hcl" "$mirror/test-locks.tmp/hashicorp-$name-$version.terraform.lock.hcl"
+    rm -rf "$scratch"
+  done
+  mv -T "$mirror/test-locks.tmp" "$mirror/test-locks"
+fi
 echo "$mirror/tofurc"

@@ -7,10 +7,10 @@ use k8s_openapi::api::batch::v1::{
     Job, JobSpec, PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement, PodFailurePolicyRule,
 };
 use k8s_openapi::api::core::v1::{
-    Capabilities, ConfigMapProjection, ConfigMapVolumeSource, Container, DownwardAPIProjection, DownwardAPIVolumeFile,
-    EmptyDirVolumeSource, EnvVar, EnvVarSource, KeyToPath, ObjectFieldSelector, PodSecurityContext, PodSpec,
-    PodTemplateSpec, ProjectedVolumeSource, ResourceRequirements, SeccompProfile, SecretVolumeSource, SecurityContext,
-    ServiceAccountTokenProjection, Volume, VolumeMount, VolumeProjection,
+    Capabilities, ConfigMapEnvSource, ConfigMapProjection, ConfigMapVolumeSource, Container, DownwardAPIProjection,
+    DownwardAPIVolumeFile, EmptyDirVolumeSource, EnvFromSource, EnvVar, EnvVarSource, KeyToPath, ObjectFieldSelector,
+    PodSecurityContext, PodSpec, PodTemplateSpec, ProjectedVolumeSource, ResourceRequirements, SeccompProfile,
+    SecretVolumeSource, SecurityContext, ServiceAccountTokenProjection, Volume, VolumeMount, VolumeProjection,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -39,6 +39,12 @@ pub struct JobSettings {
     pub runner_image: String,
     pub runner_service_account: String,
     pub runner_resources: RunnerResources,
+    /// `APP_RUNNER_HOST_NETWORK`: the pods share the node's network, for a cluster without a pod network (one
+    /// local node); the Jobs' namespace must then allow it (Pod Security "privileged").
+    pub host_network: bool,
+    /// `APP_RUNNER_ENV_CONFIGMAP`: a ConfigMap in the Jobs' namespace whose entries both containers get as
+    /// environment (proxies, a cloud's endpoint); optional, and never above the Job's own variables.
+    pub env_config_map: Option<String>,
 }
 
 /// Requests and limits of the runner container, as Kubernetes quantities (`APP_RUNNER_*`).
@@ -130,6 +136,7 @@ pub fn build(
         image: Some(settings.runner_image.clone()),
         command: Some(vec![RUNNER_BINARY.to_owned(), "fetch-modules".to_owned()]),
         env: Some(modules_variables(repo)),
+        env_from: operator_environment(settings),
         volume_mounts: Some(init_mounts),
         resources: Some(requirements(INIT_RESOURCES.0, INIT_RESOURCES.1)),
         security_context: Some(restricted.clone()),
@@ -144,6 +151,7 @@ pub fn build(
         command: Some(vec![RUNNER_BINARY.to_owned()]),
         args: Some(vec!["--action".to_owned(), action.as_str().to_owned()]),
         env: Some(env),
+        env_from: operator_environment(settings),
         resources: Some(settings.runner_resources.requirements()),
         volume_mounts: Some(vec![
             volume_mount(API_ACCESS_VOLUME, API_ACCESS_PATH, true),
@@ -210,6 +218,9 @@ pub fn build(
                 metadata: Some(ObjectMeta { labels: Some(labels.clone()), ..ObjectMeta::default() }),
                 spec: Some(PodSpec {
                     restart_policy: Some("Never".to_owned()),
+                    host_network: settings.host_network.then_some(true),
+                    // With the node's network, cluster DNS stays the resolver.
+                    dns_policy: settings.host_network.then(|| "ClusterFirstWithHostNet".to_owned()),
                     // A stopped runner interrupts Terraform, which finishes the calls in flight, writes its state
                     // and releases the lock; that takes longer than the default 30 s.
                     termination_grace_period_seconds: Some(RUNNER_GRACE_PERIOD.as_secs() as i64),
@@ -238,6 +249,15 @@ pub fn build(
         }),
         ..Job::default()
     }
+}
+
+/// The operator's ConfigMap of extra variables, if any; a missing one does not stop the Job.
+fn operator_environment(settings: &JobSettings) -> Option<Vec<EnvFromSource>> {
+    let name = settings.env_config_map.clone()?;
+    Some(vec![EnvFromSource {
+        config_map_ref: Some(ConfigMapEnvSource { name, optional: Some(true) }),
+        ..EnvFromSource::default()
+    }])
 }
 
 /// Where clients look for the in-cluster token, CA and namespace.
@@ -360,6 +380,8 @@ mod tests {
                 cpu_limit: "2".into(),
                 memory_limit: "2Gi".into(),
             },
+            host_network: false,
+            env_config_map: None,
         }
     }
 
@@ -500,6 +522,33 @@ mod tests {
             assert!(mounted(path), "{} is not on a volume", path.display());
         }
         assert_eq!(pod.termination_grace_period_seconds, Some(RUNNER_GRACE_PERIOD.as_secs() as i64));
+    }
+
+    /// The node's network and the operator's variables only when configured; the Job's own variables are `env`,
+    /// which Kubernetes puts above anything from `envFrom`.
+    #[test]
+    fn host_network_and_the_operators_variables_are_opt_in() {
+        let names = RunNames::new(OperationType::Provision, Uuid::now_v7());
+        let pod = |settings: &JobSettings| {
+            let job = build(settings, &modules(), RunAction::Apply, &names, &BTreeMap::new(), Duration::from_secs(60));
+            job.spec.unwrap().template.spec.unwrap()
+        };
+        let plain = pod(&settings());
+        assert_eq!((plain.host_network, plain.dns_policy.as_deref()), (None, None));
+        assert!(plain.containers[0].env_from.is_none() && plain.init_containers.unwrap()[0].env_from.is_none());
+
+        let local = pod(&JobSettings { host_network: true, env_config_map: Some("runner-env".into()), ..settings() });
+        assert_eq!((local.host_network, local.dns_policy.as_deref()), (Some(true), Some("ClusterFirstWithHostNet")));
+        for container in [&local.containers[0], &local.init_containers.as_ref().unwrap()[0]] {
+            let sources = container.env_from.as_ref().expect("the operator's variables");
+            let config_map = sources[0].config_map_ref.as_ref().unwrap();
+            assert_eq!(
+                (config_map.name.as_str(), config_map.optional),
+                ("runner-env", Some(true)),
+                "{}",
+                container.name
+            );
+        }
     }
 
     #[test]

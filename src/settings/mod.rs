@@ -15,7 +15,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::credentials::AuthSettings;
 use crate::domain::policy::{KubernetesVersion, ValidationPolicy};
-use crate::executor::{ModulesSettings, RunnerResources};
+use crate::executor::{JobSettings, ModulesSettings, RunnerResources};
 use crate::listener_tls::TlsFiles;
 use crate::service::StreamLimits;
 use crate::store::Migrations;
@@ -93,6 +93,9 @@ struct Variables {
     #[serde(deserialize_with = "parsed")]
     modules_repo_allow_local: bool,
     app_runner_service_account: String,
+    #[serde(deserialize_with = "parsed")]
+    app_runner_host_network: bool,
+    app_runner_env_configmap: Option<String>,
     #[serde(deserialize_with = "parsed")]
     app_worker_concurrency: usize,
     #[serde(deserialize_with = "parsed")]
@@ -201,6 +204,8 @@ impl Default for Variables {
             modules_repo_credentials_secret: None,
             modules_repo_allow_local: false,
             app_runner_service_account: "terraform-runner".to_owned(),
+            app_runner_host_network: false,
+            app_runner_env_configmap: None,
             app_worker_concurrency: 16,
             app_worker_max_runs: 1000,
             app_worker_lease: Duration::from_secs(30),
@@ -370,11 +375,8 @@ impl DatabaseSettings {
 
 #[derive(Debug, Clone)]
 pub struct KubernetesSettings {
-    pub job_namespace: String,
-    pub terraform_runner_image: String,
-    /// Requests and limits of the Jobs' terraform-runner container.
-    pub runner_resources: RunnerResources,
-    pub runner_service_account: String,
+    /// What every run's Job is made of.
+    pub jobs: JobSettings,
     /// The pinned modules repository; without `MODULES_REPO_URL` the worker does not start.
     pub modules: Option<ModulesSettings>,
 }
@@ -525,6 +527,15 @@ fn within<T: PartialOrd + std::fmt::Display>(
     Err(invalid(variable, format!("must be between {} and {}", range.start(), range.end())))
 }
 
+/// A Kubernetes object name (a DNS-1123 subdomain), checked here so that a typo fails at start-up, not every Job.
+fn is_object_name(name: &str) -> bool {
+    let allowed = |character: char| character.is_ascii_lowercase() || character.is_ascii_digit();
+    name.len() <= 253
+        && name.starts_with(allowed)
+        && name.ends_with(allowed)
+        && name.chars().all(|character| allowed(character) || character == '-' || character == '.')
+}
+
 fn endpoint(variable: &str, value: String) -> Result<String> {
     if !value.starts_with('/') || value.contains(char::is_whitespace) || value.contains(['{', '}', '*']) {
         return Err(invalid(variable, format!("invalid path {value:?}: expected an absolute path such as /graphql")));
@@ -546,10 +557,35 @@ impl Variables {
         Ok(Some(ModulesSettings { source, credentials_secret, allow_local }))
     }
 
+    /// What every run's Job is made of.
+    fn jobs(&self) -> Result<JobSettings> {
+        let env_config_map = self.app_runner_env_configmap.clone().filter(|name| !name.is_empty());
+        if let Some(name) = &env_config_map
+            && !is_object_name(name)
+        {
+            let message = format!("invalid ConfigMap name {name:?}: expected lowercase letters, digits, '-' and '.'");
+            return Err(invalid("APP_RUNNER_ENV_CONFIGMAP", message));
+        }
+        Ok(JobSettings {
+            namespace: self.job_namespace.clone(),
+            runner_image: self.terraform_runner_image.clone(),
+            runner_service_account: self.app_runner_service_account.clone(),
+            runner_resources: RunnerResources {
+                cpu_request: self.app_runner_cpu_request.clone(),
+                memory_request: self.app_runner_memory_request.clone(),
+                cpu_limit: self.app_runner_cpu_limit.clone(),
+                memory_limit: self.app_runner_memory_limit.clone(),
+            },
+            host_network: self.app_runner_host_network,
+            env_config_map,
+        })
+    }
+
     /// The checks one variable's type cannot make, then the settings each part of the service takes.
     fn validate(self) -> Result<Settings> {
         let database = self.database()?;
         let modules = self.modules()?;
+        let jobs = self.jobs()?;
         if tracing_subscriber::EnvFilter::try_new(&self.app_log_level).is_err() {
             let message = format!("invalid filter {:?}: expected for example info or debug", self.app_log_level);
             return Err(invalid("APP_LOG_LEVEL", message));
@@ -582,18 +618,7 @@ impl Variables {
         }
         Ok(Settings {
             database,
-            kubernetes: KubernetesSettings {
-                job_namespace: self.job_namespace,
-                terraform_runner_image: self.terraform_runner_image,
-                runner_resources: RunnerResources {
-                    cpu_request: self.app_runner_cpu_request,
-                    memory_request: self.app_runner_memory_request,
-                    cpu_limit: self.app_runner_cpu_limit,
-                    memory_limit: self.app_runner_memory_limit,
-                },
-                runner_service_account: self.app_runner_service_account,
-                modules,
-            },
+            kubernetes: KubernetesSettings { jobs, modules },
             auth: AuthSettings {
                 service_base_url: self.auth_service_base_url,
                 oauth_client_file: self.app_auth_oauth_path,
@@ -740,7 +765,7 @@ mod tests {
         assert_eq!(settings.server.address.to_string(), "127.0.0.1:3000");
         assert_eq!(settings.server.metrics_address.to_string(), "127.0.0.1:9000");
         assert_eq!(settings.server.api_endpoint, "/graphql");
-        assert_eq!(settings.kubernetes.job_namespace, "kubeopera-provisioning");
+        assert_eq!(settings.kubernetes.jobs.namespace, "kubeopera-provisioning");
         assert_eq!(settings.auth.service_base_url.as_str(), "http://authapi:8081/");
         assert_eq!(settings.database.url.expose_secret(), "sqlite://./data/provisioner.db?mode=rwc");
         assert_eq!(settings.log.format, LogFormat::Json);
@@ -755,6 +780,21 @@ mod tests {
         assert_eq!(settings.server.graphql_max_depth, 10);
         assert_eq!(settings.server.graphql_max_complexity, 5000);
         assert!(!settings.server.graphql_introspection);
+    }
+
+    /// Jobs share the node's network only when asked, and their extra environment comes from a ConfigMap whose
+    /// name is checked at start-up.
+    #[test]
+    fn the_runners_network_and_environment_are_opt_in() {
+        let defaults = load(&[]).unwrap().kubernetes.jobs;
+        assert_eq!((defaults.host_network, defaults.env_config_map), (false, None));
+        let set = [("APP_RUNNER_HOST_NETWORK", "true"), ("APP_RUNNER_ENV_CONFIGMAP", "runner-env")];
+        let jobs = load(&set).unwrap().kubernetes.jobs;
+        assert_eq!((jobs.host_network, jobs.env_config_map.as_deref()), (true, Some("runner-env")));
+        for bad in ["Runner-Env", "runner_env", "-runner", "runner-"] {
+            let error = load(&[("APP_RUNNER_ENV_CONFIGMAP", bad)]).unwrap_err().to_string();
+            assert!(error.starts_with("APP_RUNNER_ENV_CONFIGMAP:"), "{bad}: {error}");
+        }
     }
 
     /// A modules repository is only used pinned to a commit, from https or ssh, with no credentials in its URL.
@@ -819,7 +859,7 @@ mod tests {
         assert_eq!(settings.log.format, LogFormat::Text);
         assert_eq!(settings.operations.provisioning_timeout, Duration::from_secs(7200));
         assert!(!settings.operations.enqueue_in_progress);
-        assert_eq!(settings.kubernetes.job_namespace, "jobs");
+        assert_eq!(settings.kubernetes.jobs.namespace, "jobs");
         assert_eq!(settings.validation.max_kubernetes_version.to_string(), "1.36");
     }
 
@@ -902,7 +942,7 @@ mod tests {
         let settings = load(&[("APP_CONFIG_FILE", path.to_str().unwrap()), ("JOB_NAMESPACE", "from-env")]).unwrap();
         assert_eq!(settings.server.address.to_string(), "127.0.0.1:4000");
         assert_eq!(settings.log.format, LogFormat::Text);
-        assert_eq!(settings.kubernetes.job_namespace, "from-env");
+        assert_eq!(settings.kubernetes.jobs.namespace, "from-env");
         assert_eq!(settings.operations.worker_concurrency, 4, "a number in the file");
 
         let error = load(&[("APP_CONFIG_FILE", "/nonexistent/provisioner.yaml")]).unwrap_err();

@@ -5,8 +5,6 @@
 //! end-to-end test runs them.
 
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::process::Command;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
@@ -15,27 +13,10 @@ use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::api::{ObjectMeta, PostParams};
 use kube::{Api, Client};
 use test_control_plane::ControlPlane;
+use test_support::helm::{CHART, helm};
 
-const CHART: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/charts/cluster-provisioner");
 const CORE: &str = "kubeopera-core";
 const PROVISIONING: &str = "kubeopera-provisioning";
-
-fn helm(kubeconfig: &Path, arguments: &[&str]) -> String {
-    let helm = std::env::var("TEST_HELM_BIN").expect("TEST_HELM_BIN is set by `make test` (tools/build-helm.sh)");
-    let folder = kubeconfig.parent().unwrap();
-    let output = Command::new(helm)
-        .args(arguments)
-        .env("KUBECONFIG", kubeconfig)
-        // Helm's own caches and configuration, never the user's.
-        .env("HELM_CACHE_HOME", folder.join("cache"))
-        .env("HELM_CONFIG_HOME", folder.join("config"))
-        .env("HELM_DATA_HOME", folder.join("data"))
-        .output()
-        .expect("run helm");
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(output.status.success(), "helm {arguments:?}: {stdout}{}", String::from_utf8_lossy(&output.stderr));
-    stdout
-}
 
 async fn create<K>(api: &Api<K>, object: K)
 where
@@ -145,4 +126,43 @@ fn the_migration_hook_and_the_service_monitor_render_as_configured() {
     let monitored = render(&["--set", "serviceMonitor.enabled=true", "--set", "migrationJob=false"]);
     assert!(monitored.contains("kind: ServiceMonitor"));
     assert!(monitored.contains("APP_DATABASE_MIGRATE: \"true\"") && !monitored.contains("kind: Job"));
+}
+
+/// For a cluster without a pod network (one local node): the service, its migrations and the Jobs on the node's
+/// network, a Deployment that frees the ports before it starts the next pod, a Jobs' namespace that allows it, and
+/// the runner's variables in the ConfigMap the service names. Nothing of it by default.
+#[test]
+fn host_networking_and_the_runners_variables_are_opt_in() {
+    let folder = tempfile::tempdir().unwrap();
+    let kubeconfig = folder.path().join("kubeconfig");
+    let render = |extra: &[&str]| {
+        let mut arguments = vec!["template", "cluster-provisioner", CHART, "--namespace", CORE];
+        arguments.extend_from_slice(extra);
+        helm(&kubeconfig, &arguments)
+    };
+    let document = |rendered: &str, kind: &str, name: &str| {
+        let found = rendered.split("\n---\n").find(|document| {
+            document.contains(&format!("kind: {kind}\n")) && document.contains(&format!("  name: {name}\n"))
+        });
+        found.unwrap_or_else(|| panic!("no {kind} {name} in\n{rendered}")).to_owned()
+    };
+    let default = render(&[]);
+    for absent in ["hostNetwork: true", "APP_RUNNER_HOST_NETWORK", "APP_RUNNER_ENV_CONFIGMAP", "terraform-runner-env"] {
+        assert!(!default.contains(absent), "{absent} in\n{default}");
+    }
+    assert!(document(&default, "Namespace", PROVISIONING).contains("enforce: restricted"));
+
+    let local = render(&["--set", "hostNetwork=true", "--set", "runnerEnv.HTTPS_PROXY=http://proxy:3128"]);
+    for (kind, name) in [("Deployment", "cluster-provisioner"), ("Job", "cluster-provisioner-migrate")] {
+        let rendered = document(&local, kind, name);
+        assert!(rendered.contains("hostNetwork: true") && rendered.contains("ClusterFirstWithHostNet"), "{rendered}");
+    }
+    assert!(document(&local, "Deployment", "cluster-provisioner").contains("maxSurge: 0"));
+    assert!(document(&local, "Namespace", PROVISIONING).contains("enforce: privileged"));
+    let config = document(&local, "ConfigMap", "cluster-provisioner");
+    assert!(config.contains("APP_RUNNER_HOST_NETWORK: \"true\""), "{config}");
+    assert!(config.contains("APP_RUNNER_ENV_CONFIGMAP: \"terraform-runner-env\""), "{config}");
+    let runner_env = document(&local, "ConfigMap", "terraform-runner-env");
+    assert!(runner_env.contains(&format!("namespace: {PROVISIONING}")), "{runner_env}");
+    assert!(runner_env.contains("HTTPS_PROXY: \"http://proxy:3128\""), "{runner_env}");
 }

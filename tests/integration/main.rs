@@ -10,6 +10,7 @@ mod cancel;
 mod chart;
 mod day_two;
 mod docs;
+mod end_to_end;
 mod engine;
 mod fuzz_api;
 mod gcp_smoke;

@@ -330,9 +330,9 @@ async fn the_config_map_configures_the_service_through_its_documented_variables(
     let mut environment: HashMap<String, String> = data.clone().into_iter().collect();
     environment.insert("DATABASE_URL".into(), "postgres://user:placeholder@postgres.example:5432/provisioner".into());
     let settings = Settings::from_environment(environment).expect("the manifest's configuration is valid");
-    assert_eq!(settings.kubernetes.job_namespace, PROVISIONING);
-    assert_eq!(settings.kubernetes.runner_service_account, "terraform-runner");
-    assert_eq!(settings.kubernetes.terraform_runner_image, container.image.clone().unwrap(), "one image for both");
+    assert_eq!(settings.kubernetes.jobs.namespace, PROVISIONING);
+    assert_eq!(settings.kubernetes.jobs.runner_service_account, "terraform-runner");
+    assert_eq!(settings.kubernetes.jobs.runner_image, container.image.clone().unwrap(), "one image for both");
     assert!(settings.kubernetes.modules.is_some());
     assert!(settings.authn.enabled);
     assert_eq!(settings.authn.allowed_users, ["system:serviceaccount:kubeopera-core:host-cluster-controller"]);
@@ -388,7 +388,7 @@ async fn the_provisioning_namespace_bounds_its_pods_and_their_egress() {
     let refused = pods.create(&dry_run, &pod(greedy)).await.expect_err("above the LimitRange's maximum");
     assert!(refused.to_string().contains("maximum"), "{refused}");
 
-    let defaults = Settings::from_environment(HashMap::new()).unwrap().kubernetes.runner_resources;
+    let defaults = Settings::from_environment(HashMap::new()).unwrap().kubernetes.jobs.runner_resources;
     assert_eq!((defaults.cpu_limit.as_str(), defaults.memory_limit.as_str()), ("2", "2Gi"), "within the maximum");
 
     let quota = Api::<DynamicObject>::namespaced_with(

@@ -1100,25 +1100,10 @@ async fn fetch_modules_refuses_a_moved_tag() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fetch_modules_trusts_the_repositorys_private_ca_and_sends_its_credentials() {
     let folder = tempfile::tempdir().unwrap();
-    let work = folder.path().join("work");
-    let git = |args: &[&str]| {
-        let output = std::process::Command::new("git")
-            .args(["-c", "user.name=test", "-c", "user.email=test@example.invalid"])
-            .args(args)
-            .output()
-            .expect("git runs");
-        assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-        String::from_utf8_lossy(&output.stdout).trim().to_owned()
-    };
-    let work_dir = work.to_str().unwrap();
-    git(&["init", "--quiet", work_dir]);
-    std::fs::write(work.join("main.tf"), "# pinned\n").unwrap();
-    git(&["-C", work_dir, "add", "."]);
-    git(&["-C", work_dir, "commit", "--quiet", "-m", "pinned"]);
-    git(&["-C", work_dir, "tag", "v1"]);
-    let pinned = git(&["-C", work_dir, "rev-parse", "HEAD"]);
-    let bare = folder.path().join("modules.git");
-    git(&["clone", "--quiet", "--bare", work_dir, bare.to_str().unwrap()]);
+    let files = folder.path().join("files");
+    std::fs::create_dir(&files).unwrap();
+    std::fs::write(files.join("main.tf"), "# pinned\n").unwrap();
+    let (bare, pinned) = test_support::git_server::bare_repository(&files, "v1", folder.path());
     let server = test_support::git_server::GitServer::start(&bare, Some(("reader", "s3cret-token"))).await;
 
     let fetch = |secret: &[(&str, &str)], target: &str| {

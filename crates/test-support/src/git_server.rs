@@ -70,6 +70,28 @@ impl Drop for GitServer {
     }
 }
 
+/// A bare repository `<folder>/modules.git` holding the files of `files` in one commit tagged `tag`; returns it
+/// and the commit's id, which pins it.
+pub fn bare_repository(files: &Path, tag: &str, folder: &Path) -> (PathBuf, String) {
+    let bare = folder.join("modules.git");
+    let git = |args: &[&str]| {
+        let output = std::process::Command::new("git")
+            .args(["-c", "user.name=test", "-c", "user.email=test@example.invalid", "-c", "init.defaultBranch=main"])
+            .args(args)
+            .output()
+            .expect("git runs");
+        assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    };
+    git(&["init", "--quiet", "--bare", bare.to_str().unwrap()]);
+    let (git_dir, work_tree) = (format!("--git-dir={}", bare.display()), format!("--work-tree={}", files.display()));
+    git(&[&git_dir, &work_tree, "add", "--all"]);
+    git(&[&git_dir, &work_tree, "commit", "--quiet", "-m", "pinned"]);
+    git(&[&git_dir, "tag", tag]);
+    let commit = git(&[&git_dir, "rev-parse", "HEAD"]);
+    (bare, commit)
+}
+
 /// One request through `git http-backend` (CGI): the request's method, path, query and body in, its headers and
 /// body out.
 async fn http_backend(

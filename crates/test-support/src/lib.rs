@@ -10,6 +10,8 @@ pub mod engine;
 pub mod fault_proxy;
 pub mod gcp;
 pub mod git_server;
+pub mod helm;
+pub mod kubelet_stand_in;
 pub mod moto;
 pub mod pki;
 pub mod server_process;

@@ -1,6 +1,6 @@
 //! A real Kubernetes control plane for integration tests and local development: etcd,
-//! kube-apiserver and kube-controller-manager (Job, garbage-collector, namespace, service-account,
-//! TTL-after-finished and root-CA publisher controllers), built from the Go module proxy by
+//! kube-apiserver and kube-controller-manager (Job, Deployment, ReplicaSet, garbage-collector, namespace,
+//! service-account, TTL-after-finished and root-CA publisher controllers), built from the Go module proxy by
 //! `tools/build-control-plane.sh`. There is no scheduler and no kubelet: Pods stay Pending until a
 //! test finishes them with [`ControlPlane::terminate_pod`], as Kubernetes' own Job integration
 //! tests do. A test that needs a pod's logs binds it to the one node, whose kubelet endpoint serves
@@ -45,7 +45,7 @@ use node::ContainerLogs;
 pub use node::NODE_NAME;
 use pki::Pki;
 use process::Processes;
-pub use real_node::{BUSYBOX_IMAGE, NODE_BIN_DIR_ENV, RealNode};
+pub use real_node::{BUSYBOX_IMAGE, NODE_BIN_DIR_ENV, RealNode, Scheduler};
 
 pub type Error = Box<dyn std::error::Error + Send + Sync>;
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -57,10 +57,11 @@ const START_TIMEOUT: Duration = Duration::from_secs(120);
 const WAIT_TIMEOUT: Duration = Duration::from_secs(60);
 const POLL_INTERVAL: Duration = Duration::from_millis(200);
 /// The root-CA publisher writes every namespace's `kube-root-ca.crt`, which the service-account token volume of
-/// every pod mounts: without it a real kubelet leaves pods in ContainerCreating.
+/// every pod mounts: without it a real kubelet leaves pods in ContainerCreating. The Deployment and ReplicaSet
+/// controllers run the chart's Deployment on a real node.
 const CONTROLLERS: &str = "job-controller,garbage-collector-controller,namespace-controller,\
                            serviceaccount-controller,ttl-after-finished-controller,\
-                           root-ca-certificate-publisher-controller";
+                           root-ca-certificate-publisher-controller,deployment-controller,replicaset-controller";
 
 /// The control plane shared by all tests of this test binary, started on first use.
 ///

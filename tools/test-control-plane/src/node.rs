@@ -200,18 +200,7 @@ impl ControlPlane {
 
     /// Binds the pod `namespace/pod` to the Node `node` through the Binding subresource, as kube-scheduler does.
     pub(crate) async fn bind_pod_to_node(&self, namespace: &str, pod: &str, node: &str) -> Result<()> {
-        let pods = Api::<Pod>::namespaced(self.admin_client()?, namespace);
-        let binding = Binding {
-            metadata: ObjectMeta { name: Some(pod.into()), ..ObjectMeta::default() },
-            target: ObjectReference {
-                kind: Some("Node".into()),
-                name: Some(node.into()),
-                ..ObjectReference::default()
-            },
-        };
-        let _status: serde_json::Value =
-            pods.create_subresource("binding", pod, &PostParams::default(), &binding).await?;
-        Ok(())
+        bind(&self.admin_client()?, namespace, pod, node).await
     }
 
     /// The kubelet's last word on a pod being deleted: its containers have stopped, so it goes at once.
@@ -249,4 +238,15 @@ impl ControlPlane {
 
 fn key(namespace: &str, pod: &str, container: &str) -> Key {
     (namespace.to_owned(), pod.to_owned(), container.to_owned())
+}
+
+/// Binds `namespace/pod` to `node` through the Binding subresource, as kube-scheduler does.
+pub(crate) async fn bind(client: &kube::Client, namespace: &str, pod: &str, node: &str) -> Result<()> {
+    let pods = Api::<Pod>::namespaced(client.clone(), namespace);
+    let binding = Binding {
+        metadata: ObjectMeta { name: Some(pod.into()), ..ObjectMeta::default() },
+        target: ObjectReference { kind: Some("Node".into()), name: Some(node.into()), ..ObjectReference::default() },
+    };
+    let _status: serde_json::Value = pods.create_subresource("binding", pod, &PostParams::default(), &binding).await?;
+    Ok(())
 }

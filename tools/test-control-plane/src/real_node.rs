@@ -10,6 +10,7 @@
 
 mod configs;
 mod host;
+mod scheduler;
 
 use std::ffi::OsStr;
 use std::fs;
@@ -20,6 +21,7 @@ use k8s_openapi::api::core::v1::{Node, NodeAddress, NodeStatus};
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 
+pub use self::scheduler::Scheduler;
 use crate::process::{Processes, unique_suffix};
 use crate::{ControlPlane, Result, START_TIMEOUT, free_port, poll_until};
 
@@ -96,6 +98,12 @@ impl<'a> RealNode<'a> {
     /// Binds the pod `namespace/pod` to this node through the Binding subresource, as kube-scheduler would.
     pub async fn bind_pod(&self, namespace: &str, pod: &str) -> Result<()> {
         self.control_plane.bind_pod_to_node(namespace, pod, &self.name).await
+    }
+
+    /// Binds every pod without a node to this one, as kube-scheduler would, until the returned guard is dropped:
+    /// for pods that controllers create (a Deployment's, a Job's).
+    pub fn schedule_pods(&self) -> Result<Scheduler> {
+        Ok(scheduler::start(self.control_plane.admin_client()?, self.name.clone()))
     }
 
     /// The last lines of the kubelet's and containerd's logs.

@@ -1,0 +1,351 @@
+//! The provisioner as its users run it. The image `make image` built (TEST_IMAGE_ARCHIVE) is installed with the
+//! chart by the real helm on a control plane of its own with the real node (kubelet, containerd, runc): the chart's
+//! hook Job runs the migrations, the service runs in its container as its ServiceAccount with the chart's RBAC
+//! (in-cluster configuration), and every Job's pod runs in containers of the same image: the init container clones
+//! the modules from a git server over HTTPS (a private CA and credentials, pinned to a commit), the runner applies
+//! with OpenTofu and the real AWS provider on moto. Through the REST API as host-cluster-controller (a
+//! ServiceAccount token): an EKS cluster is provisioned while the Deployment restarts, its kubeconfig read, the
+//! cluster upgraded, hibernated, woken and deprovisioned, and nothing of it is left in moto.
+//!
+//! The node has no pod network, so the chart's `hostNetwork` puts the service and the Jobs on the node's (the
+//! machine's loopback); with no kube-proxy either, `KUBERNETES_SERVICE_HOST/PORT` name the API server itself, as
+//! on any cluster whose pods reach it directly. Needs root, PostgreSQL and the TEST_* variables of `make test`.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Event, Namespace, Pod, Secret, ServiceAccount};
+use kube::api::{ListParams, LogParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use provisioner::domain::state_bucket::state_bucket_name;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use test_control_plane::{ControlPlane, RealNode, free_port};
+use test_support::auth_service::FakeAuthService;
+use test_support::git_server::{GitServer, bare_repository};
+use test_support::helm::{CHART, helm};
+use test_support::moto::MotoServer;
+use test_support::{Backend, TestDatabase, eks_body};
+
+const CORE: &str = "kubeopera-core";
+const PROVISIONING: &str = "kubeopera-provisioning";
+/// The caller the chart lets in by default.
+const CALLER: &str = "host-cluster-controller";
+const MODULES_SECRET: &str = "modules-repo";
+const MODULES_USER: (&str, &str) = ("reader", "s3cret-token");
+/// One run: a Job's containers start, clone, init and apply or destroy on moto.
+const RUN_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The archive of the image under test, as `make image` wrote it (`tools/build-image.sh`).
+fn image_archive() -> PathBuf {
+    let archive = std::env::var_os("TEST_IMAGE_ARCHIVE").map(PathBuf::from).expect(
+        "TEST_IMAGE_ARCHIVE is not set: `make test` builds the image (tools/build-image.sh with the tests' \
+         binaries) and names its OCI archive",
+    );
+    assert!(archive.is_file(), "TEST_IMAGE_ARCHIVE={} does not exist", archive.display());
+    archive
+}
+
+/// What the install takes from outside the cluster.
+struct Surroundings {
+    database: TestDatabase,
+    auth: FakeAuthService,
+    moto: MotoServer,
+    git: GitServer,
+    commit: String,
+    _folder: tempfile::TempDir,
+}
+
+impl Surroundings {
+    async fn start() -> Self {
+        let folder = tempfile::tempdir().unwrap();
+        let modules = Path::new(env!("CARGO_MANIFEST_DIR")).join("resources/terraform/modules");
+        let (bare, commit) = bare_repository(&modules, "v1", folder.path());
+        let git = GitServer::start(&bare, Some(MODULES_USER)).await;
+        let auth = FakeAuthService::start(folder.path()).await;
+        let (database, moto) = (TestDatabase::create(Backend::Postgres).await, MotoServer::start().await);
+        Surroundings { database, auth, moto, git, commit, _folder: folder }
+    }
+}
+
+/// The chart's values: the built image (its default name and tag), one replica on the node's network.
+fn values(control_plane: &ControlPlane, around: &Surroundings, port: u16) -> Value {
+    let api_server_port = control_plane.server_url().rsplit(':').next().unwrap().to_owned();
+    let api_server = json!({"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": api_server_port});
+    let mut config = json!({
+        "APP_ADDRESS": format!("127.0.0.1:{port}"),
+        "APP_METRICS_ADDRESS": format!("127.0.0.1:{}", free_port()),
+    });
+    let mut runner_env = json!({
+        "AWS_ENDPOINT_URL": around.moto.endpoint(),
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "RUNNER_KUBECONFIG_POLL_INTERVAL": "1s",
+    });
+    for variables in [&mut config, &mut runner_env] {
+        variables.as_object_mut().unwrap().extend(api_server.as_object().unwrap().clone());
+    }
+    json!({
+        "image": {"pullPolicy": "Never"},
+        "replicaCount": 1,
+        "hostNetwork": true,
+        "ports": {"http": port, "metrics": free_port()},
+        "authService": {"baseUrl": around.auth.base_url},
+        "modules": {"url": around.git.url(), "ref": "v1", "commit": around.commit, "credentialsSecret": MODULES_SECRET},
+        "config": config,
+        "runnerEnv": runner_env,
+    })
+}
+
+fn named(name: &str) -> ObjectMeta {
+    ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() }
+}
+
+async fn create_secret(admin: &Client, namespace: &str, name: &str, data: &[(&str, &str)]) {
+    let data = data.iter().map(|(key, value)| (key.to_string(), value.to_string())).collect();
+    let secret = Secret { metadata: named(name), string_data: Some(data), ..Secret::default() };
+    Api::<Secret>::namespaced(admin.clone(), namespace).create(&PostParams::default(), &secret).await.unwrap();
+}
+
+/// The shared namespace, the operator's two Secrets and the caller's ServiceAccount, as they exist before the
+/// provisioner is installed.
+async fn prepare_core(admin: &Client, around: &Surroundings) {
+    let namespace = Namespace { metadata: named(CORE), ..Namespace::default() };
+    Api::<Namespace>::all(admin.clone()).create(&PostParams::default(), &namespace).await.unwrap();
+    create_secret(admin, CORE, "cluster-provisioner-database", &[("url", &around.database.url)]).await;
+    let client_file = std::fs::read_to_string(&around.auth.client_file).unwrap();
+    create_secret(admin, CORE, "cluster-provisioner-oauth", &[("auth-oauth.yaml", &client_file)]).await;
+    let caller = ServiceAccount { metadata: named(CALLER), ..ServiceAccount::default() };
+    Api::<ServiceAccount>::namespaced(admin.clone(), CORE).create(&PostParams::default(), &caller).await.unwrap();
+}
+
+/// host-cluster-controller's side: REST calls with its ServiceAccount token.
+struct Caller {
+    http: reqwest::Client,
+    base_url: String,
+    token: String,
+}
+
+impl Caller {
+    /// Waits until the service is ready: `helm install --wait` counts one replica with `maxUnavailable: 1` as
+    /// available before its pod is.
+    async fn wait_until_ready(&self, diagnose: impl AsyncFn() -> String) {
+        let deadline = Instant::now() + RUN_TIMEOUT;
+        loop {
+            let ready = self.http.get(format!("{}/readyz", self.base_url)).send().await;
+            if ready.is_ok_and(|response| response.status() == StatusCode::OK) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "the service never became ready\n{}", diagnose().await);
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
+    async fn send(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> (StatusCode, String) {
+        let mut request = self.http.request(method, format!("{}{path}", self.base_url)).bearer_auth(&self.token);
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let response = request.send().await.expect("the service answers");
+        (response.status(), response.text().await.unwrap())
+    }
+
+    /// Sends a request that starts an operation; returns the accepted answer.
+    async fn start(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> Value {
+        let (status, text) = self.send(method, path, body).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{path}: {text}");
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// Polls the runtime until its last operation, `operation`, ended; returns its status.
+    async fn wait_until_done(&self, runtime_id: &str, operation: &str, diagnose: impl AsyncFn() -> String) -> Value {
+        let deadline = Instant::now() + RUN_TIMEOUT;
+        loop {
+            let (_, text) = self.send(reqwest::Method::GET, &format!("/api/v1/provisions/{runtime_id}"), None).await;
+            let status: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+            let ended = ["succeeded", "failed"].iter().any(|ended| status["status"] == *ended);
+            if status["operation"] == operation && ended {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{operation} did not end in {RUN_TIMEOUT:?}: {status}\n{}",
+                diagnose().await
+            );
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+}
+
+/// The pods of both namespaces with their phases, the service's log and the node's: what a failed run needs.
+async fn diagnosis(admin: &Client, node: &RealNode<'_>) -> String {
+    let mut report = String::new();
+    for namespace in [CORE, PROVISIONING] {
+        let events = Api::<Event>::namespaced(admin.clone(), namespace);
+        for event in events.list(&ListParams::default()).await.map(|list| list.items).unwrap_or_default() {
+            let object = event.involved_object;
+            let (kind, name) = (object.kind.unwrap_or_default(), object.name.unwrap_or_default());
+            let (reason, message) = (event.reason.unwrap_or_default(), event.message.unwrap_or_default());
+            report.push_str(&format!("event {namespace}/{kind}/{name}: {reason}: {message}\n"));
+        }
+        let pods = Api::<Pod>::namespaced(admin.clone(), namespace);
+        for pod in pods.list(&ListParams::default()).await.map(|list| list.items).unwrap_or_default() {
+            let name = pod.metadata.name.unwrap_or_default();
+            let phase = pod.status.and_then(|status| status.phase).unwrap_or_default();
+            report.push_str(&format!("== pod {namespace}/{name}: {phase}\n"));
+            let spec = pod.spec.unwrap_or_default();
+            let containers = spec.init_containers.unwrap_or_default().into_iter().chain(spec.containers);
+            for container in containers {
+                let tail =
+                    LogParams { container: Some(container.name.clone()), tail_lines: Some(40), ..LogParams::default() };
+                let log = pods.logs(&name, &tail).await.unwrap_or_else(|error| error.to_string());
+                report.push_str(&format!("-- {}:\n{log}\n", container.name));
+            }
+        }
+    }
+    report + &node.log_tail()
+}
+
+/// The pods of the Job `job`, which the real node ran.
+async fn job_pods(admin: &Client, job: &str) -> Vec<Pod> {
+    let pods = Api::<Pod>::namespaced(admin.clone(), PROVISIONING);
+    let of_the_job = ListParams::default().labels(&format!("batch.kubernetes.io/job-name={job}"));
+    pods.list(&of_the_job).await.unwrap().items
+}
+
+/// Waits until the runner container of the Job `job` runs: the init container cloned the modules.
+async fn wait_for_the_runner(admin: &Client, job: &str, diagnose: impl AsyncFn() -> String) {
+    let deadline = Instant::now() + RUN_TIMEOUT;
+    loop {
+        let running = job_pods(admin, job).await.into_iter().any(|pod| {
+            let statuses = pod.status.and_then(|status| status.container_statuses).unwrap_or_default();
+            statuses.iter().any(|status| status.state.as_ref().is_some_and(|state| state.running.is_some()))
+        });
+        if running {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the runner of {job} never ran\n{}", diagnose().await);
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// `kubectl rollout restart`, then waits until the new pod is ready and the old one gone.
+async fn restart_the_deployment(admin: &Client, diagnose: impl AsyncFn() -> String) {
+    let deployments = Api::<Deployment>::namespaced(admin.clone(), CORE);
+    let restarted = json!({"spec": {"template": {"metadata": {"annotations": {
+        "kubectl.kubernetes.io/restartedAt": format!("{:?}", std::time::SystemTime::now()),
+    }}}}});
+    let patched =
+        deployments.patch("cluster-provisioner", &PatchParams::default(), &Patch::Merge(&restarted)).await.unwrap();
+    let generation = patched.metadata.generation.unwrap();
+    let pods = Api::<Pod>::namespaced(admin.clone(), CORE);
+    let server = ListParams::default().labels("app.kubernetes.io/component=server");
+    let deadline = Instant::now() + RUN_TIMEOUT;
+    loop {
+        let deployment = deployments.get("cluster-provisioner").await.unwrap();
+        let status = deployment.status.unwrap_or_default();
+        let pod_count = pods.list(&server).await.unwrap().items.len();
+        let rolled = status.observed_generation >= Some(generation)
+            && status.updated_replicas == Some(1)
+            && status.ready_replicas == Some(1)
+            && pod_count == 1;
+        if rolled {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the restart did not finish: {status:?}\n{}", diagnose().await);
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_image_installed_by_the_chart_runs_an_eks_clusters_life_on_the_real_node() {
+    let test_started = Instant::now();
+    let control_plane = ControlPlane::start().await.expect("a control plane of its own");
+    let node = RealNode::start(&control_plane).await.expect("the real node");
+    let _scheduler = node.schedule_pods().unwrap();
+    node.import_image(&image_archive()).await.expect("the image loads into the node's containerd");
+    let admin = control_plane.admin_client().unwrap();
+    let around = Surroundings::start().await;
+    prepare_core(&admin, &around).await;
+    let diagnose = async || diagnosis(&admin, &node).await;
+
+    let folder = tempfile::tempdir().unwrap();
+    let kubeconfig = folder.path().join("kubeconfig");
+    control_plane.write_kubeconfig(&kubeconfig).unwrap();
+    let port = free_port();
+    let values_file = folder.path().join("values.json");
+    std::fs::write(&values_file, values(&control_plane, &around, port).to_string()).unwrap();
+    let installing = Instant::now();
+    let install = ["install", "cluster-provisioner", CHART, "--namespace", CORE, "--values"];
+    let install = [&install[..], &[values_file.to_str().unwrap(), "--wait", "--timeout", "5m"]].concat();
+    let installed = tokio::task::block_in_place(|| std::panic::catch_unwind(|| helm(&kubeconfig, &install)));
+    if installed.is_err() {
+        panic!("helm install failed\n{}", diagnose().await);
+    }
+    let (user, password) = MODULES_USER;
+    let modules_secret = [("username", user), ("password", password), ("ca.crt", around.git.ca_pem())];
+    create_secret(&admin, PROVISIONING, MODULES_SECRET, &modules_secret).await;
+    let token = control_plane.service_account_token(CORE, CALLER, &["cluster-provisioner"]).await.unwrap();
+    let caller = Caller { http: reqwest::Client::new(), base_url: format!("http://127.0.0.1:{port}"), token };
+    caller.wait_until_ready(&diagnose).await;
+    eprintln!("end-to-end: installed (migrations, then the service ready) in {:.1?}", installing.elapsed());
+
+    // Provisioning, with a rolling restart of the service while the runner applies: the next pod takes the
+    // operation over and follows the same Job.
+    let posted = Instant::now();
+    let accepted = caller.start(reqwest::Method::POST, "/api/v1/provisions", Some(&eks_body("e2e"))).await;
+    let runtime_id = accepted["id"].as_str().unwrap().to_owned();
+    let job = format!("provision-{runtime_id}");
+    wait_for_the_runner(&admin, &job, &diagnose).await;
+    eprintln!("end-to-end: POST -> the runner container running on the real node in {:.1?}", posted.elapsed());
+    restart_the_deployment(&admin, &diagnose).await;
+    let done = caller.wait_until_done(&runtime_id, "provision", &diagnose).await;
+    assert_eq!(done["status"], "succeeded", "{done}\n{}", diagnose().await);
+    eprintln!("end-to-end: provisioned in {:.1?} (with a restart of the service)", posted.elapsed());
+    let jobs = Api::<Job>::namespaced(admin.clone(), PROVISIONING).list(&ListParams::default()).await.unwrap();
+    assert_eq!(jobs.items.len(), 1, "one Job for the provisioning");
+    let pods = job_pods(&admin, &job).await;
+    assert_eq!(pods.len(), 1, "one pod ran terraform");
+    let pod = pods[0].metadata.name.clone().unwrap();
+    let runner_log = LogParams { container: Some("terraform-runner".into()), ..LogParams::default() };
+    let printed = Api::<Pod>::namespaced(admin.clone(), PROVISIONING).logs(&pod, &runner_log).await.unwrap();
+    assert!(printed.contains("Apply complete! Resources: 30 added"), "the real kubelet serves the log: {printed}");
+
+    let runtime = format!("/api/v1/provisions/{runtime_id}");
+    let (status, kubeconfig_text) = caller.send(reqwest::Method::GET, &format!("{runtime}/kubeconfig"), None).await;
+    assert_eq!(status, StatusCode::OK, "{kubeconfig_text}");
+    assert!(kubeconfig_text.contains("get-token") && kubeconfig_text.contains("e2e"), "{kubeconfig_text}");
+
+    let upgrade = json!({"kubernetesVersion": "1.35", "workerPool": {"maxSize": 5}});
+    let steps = [
+        (reqwest::Method::PATCH, runtime.clone(), Some(upgrade), "upgrade"),
+        (reqwest::Method::POST, format!("{runtime}/hibernate"), None, "hibernate"),
+        (reqwest::Method::POST, format!("{runtime}/wake"), None, "wake_up"),
+        (reqwest::Method::DELETE, runtime.clone(), None, "deprovision"),
+    ];
+    for (method, path, body, operation) in steps {
+        let started = Instant::now();
+        caller.start(method, &path, body.as_ref()).await;
+        let done = caller.wait_until_done(&runtime_id, operation, &diagnose).await;
+        assert_eq!(done["status"], "succeeded", "{operation}: {done}\n{}", diagnose().await);
+        eprintln!("end-to-end: {operation} in {:.1?}", started.elapsed());
+    }
+    let moto = &around.moto;
+    let clusters = moto.aws(&["eks", "list-clusters", "--region", "eu-central-1", "--output", "json"]);
+    assert_eq!(serde_json::from_str::<Value>(&clusters).unwrap()["clusters"], json!([]), "the cluster is gone");
+    let bucket = state_bucket_name("dev", "e2e", runtime_id.parse().unwrap());
+    let head = moto.aws_command().args(["s3api", "head-bucket", "--bucket", &bucket]).output().unwrap();
+    assert!(!head.status.success(), "the state bucket {bucket} is gone");
+
+    let uninstall = ["uninstall", "cluster-provisioner", "--namespace", CORE, "--wait", "--timeout", "2m"];
+    tokio::task::block_in_place(|| helm(&kubeconfig, &uninstall));
+    // The kubelet stops the service's pod after helm deleted its Deployment.
+    let server = ListParams::default().labels("app.kubernetes.io/component=server");
+    let deadline = Instant::now() + RUN_TIMEOUT;
+    while !Api::<Pod>::namespaced(admin.clone(), CORE).list(&server).await.unwrap().items.is_empty() {
+        assert!(Instant::now() < deadline, "the service's pod outlived the uninstall\n{}", diagnose().await);
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    eprintln!("end-to-end: the whole test took {:.1?}", test_started.elapsed());
+}
