@@ -101,17 +101,18 @@ async fn the_chart_installs_upgrades_and_uninstalls_without_touching_the_shared_
     );
 }
 
+/// The chart rendered by `helm template` with `extra` arguments (no cluster needed).
+fn render(extra: &[&str]) -> String {
+    let folder = tempfile::tempdir().unwrap();
+    let mut arguments = vec!["template", "cluster-provisioner", CHART, "--namespace", CORE];
+    arguments.extend_from_slice(extra);
+    helm(&folder.path().join("kubeconfig"), &arguments)
+}
+
 /// What the install test leaves out: the migration hook runs `provisioner migrate` with the same image before the
 /// replicas, which then only check the schema; the ServiceMonitor is there when asked for.
 #[test]
 fn the_migration_hook_and_the_service_monitor_render_as_configured() {
-    let folder = tempfile::tempdir().unwrap();
-    let kubeconfig = folder.path().join("kubeconfig");
-    let render = |extra: &[&str]| {
-        let mut arguments = vec!["template", "cluster-provisioner", CHART, "--namespace", CORE];
-        arguments.extend_from_slice(extra);
-        helm(&kubeconfig, &arguments)
-    };
     let default = render(&["--set", "image.tag=2.0.0"]);
     let hook = default.split("\n---\n").find(|document| document.contains("kind: Job")).expect("a migration Job");
     for expected in [
@@ -133,13 +134,6 @@ fn the_migration_hook_and_the_service_monitor_render_as_configured() {
 /// the runner's variables in the ConfigMap the service names. Nothing of it by default.
 #[test]
 fn host_networking_and_the_runners_variables_are_opt_in() {
-    let folder = tempfile::tempdir().unwrap();
-    let kubeconfig = folder.path().join("kubeconfig");
-    let render = |extra: &[&str]| {
-        let mut arguments = vec!["template", "cluster-provisioner", CHART, "--namespace", CORE];
-        arguments.extend_from_slice(extra);
-        helm(&kubeconfig, &arguments)
-    };
     let document = |rendered: &str, kind: &str, name: &str| {
         let found = rendered.split("\n---\n").find(|document| {
             document.contains(&format!("kind: {kind}\n")) && document.contains(&format!("  name: {name}\n"))
