@@ -35,7 +35,7 @@ test:
 	cargo build --locked -p terraform-runner
 	$(TEST_ENV) cargo test --workspace --locked --no-run
 	@# The end-to-end test's image holds the binaries just built (tools/build-image.sh; `make image` builds release).
-	archive=$${TEST_IMAGE_ARCHIVE:-$$(COMPRESS=false RUST_BIN_DIR="$${CARGO_TARGET_DIR:-$(CURDIR)/target}/debug" tools/build-image.sh | tail -n1)} && \
+	archive=$${TEST_IMAGE_ARCHIVE:-$$(RUST_BIN_DIR="$${CARGO_TARGET_DIR:-$(CURDIR)/target}/debug" tools/build-image.sh | tail -n1)} && \
 		$(TEST_ENV) TEST_IMAGE_ARCHIVE="$$archive" cargo test --workspace --locked
 	@# Flaky tests are found before they land: the fast tests that share the integration binary's process (no
 	@# control-plane restarts) run twice more, with eight threads; their counts are not added to the total.

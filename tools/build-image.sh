@@ -8,8 +8,7 @@
 #              `prebuilt` (the Dockerfile's artifacts-prebuilt stage)
 #   builder    buildah from Debian's packages; its storage, configuration and temporary files stay in the cache
 # Environment: IMAGE (default kubeopera/cluster-provisioner:<package version>), SUITE (trixie), RUST_BIN_DIR,
-# GKE_AUTH_PLUGIN (a gke-gcloud-auth-plugin binary to include; none can be fetched here), CONTAINERD_ADDRESS,
-# COMPRESS (false writes the layers uncompressed).
+# GKE_AUTH_PLUGIN (a gke-gcloud-auth-plugin binary to include; none can be fetched here), CONTAINERD_ADDRESS.
 # Progress goes to stderr; the last line of stdout is the OCI archive.
 set -euo pipefail
 repository=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -103,13 +102,10 @@ esac
 archive="$cache/$(echo "$IMAGE" | tr '/:' '__').oci.tar"
 step "writing $archive"
 rm -f "$archive"
-compression=()
-# Uncompressed for the tests: compressing about 1.5 GB takes minutes, and the archive goes no further than this disk.
-if [[ ${COMPRESS:-true} == false ]]; then compression=(--disable-compression); fi
-buildah_ push "${policy[@]}" "${compression[@]}" "$IMAGE" "oci-archive:$archive:$reference" >&2
+buildah_ push "${policy[@]}" "$IMAGE" "oci-archive:$archive:$reference" >&2
 if [[ -n ${CONTAINERD_ADDRESS:-} && -S ${CONTAINERD_ADDRESS} ]]; then
   step "loading it into containerd at $CONTAINERD_ADDRESS"
   ctr --address "$CONTAINERD_ADDRESS" -n k8s.io images import "$archive" >&2
 fi
-step "done: $(du -h "$archive" | cut -f1)"
+step "done: $(du -h "$archive" | cut -f1) compressed"
 echo "$archive"

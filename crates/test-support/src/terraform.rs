@@ -2,13 +2,12 @@
 //! hashicorp/aws and hashicorp/google built from the Go module proxy (tools/build-terraform-providers.sh), which
 //! the CLI configuration in `TEST_TERRAFORM_PROVIDERS` installs from their filesystem mirror only (no registry).
 //!
-//! Lock files for the pinned versions are made here, against the test builds, once per machine (beside that
-//! configuration). Their hashes differ from the releases' in the image's lock files (made at image build from the
+//! Lock files for the pinned versions are made by that script, against the test builds, once per machine (beside
+//! that configuration, in `test-locks`; the image built here carries them). Their hashes differ from the releases' in the image's lock files (made at image build from the
 //! mirrored release packages), so the two never mix: tests point `RUNNER_PROVIDER_LOCK_DIR` at these, and no
 //! test lock file is ever committed.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 use provisioner::domain::{Cloud, ProviderVersion};
@@ -47,11 +46,12 @@ pub fn test_providers() -> &'static TestProviders {
         assert!(cli_config.is_file(), "TEST_TERRAFORM_PROVIDERS={} does not exist", cli_config.display());
         let lock_dir = cli_config.with_file_name("test-locks");
         for cloud in [Cloud::Aws, Cloud::Gcp] {
-            let provider = ProviderVersion::pinned(cloud);
-            let lock_file = lock_dir.join(provider.lock_file_name());
-            if !lock_file.is_file() {
-                write_lock_file(&cli_config, &provider, &lock_file);
-            }
+            let lock_file = lock_dir.join(ProviderVersion::pinned(cloud).lock_file_name());
+            assert!(
+                lock_file.is_file(),
+                "{} is missing: run `make terraform-providers` (tools/build-terraform-providers.sh writes it)",
+                lock_file.display()
+            );
         }
         TestProviders { cli_config, lock_dir }
     })
@@ -74,28 +74,4 @@ pub fn required_providers(provider: &ProviderVersion) -> String {
         provider.source,
         provider.version
     )
-}
-
-/// `tofu init` of a configuration that requires only `provider` records its hash; written under a temporary name
-/// and renamed, so that test processes racing here never read half a file.
-fn write_lock_file(cli_config: &Path, provider: &ProviderVersion, lock_file: &Path) {
-    let scratch = tempfile::tempdir().expect("temporary folder");
-    std::fs::write(scratch.path().join("main.tf"), required_providers(provider)).unwrap();
-    let output = Command::new(tofu_bin())
-        .args(["init", "-input=false", "-no-color", "-backend=false"])
-        .current_dir(scratch.path())
-        .env("TF_CLI_CONFIG_FILE", cli_config)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run tofu init");
-    assert!(
-        output.status.success(),
-        "tofu init of {provider} from the test mirror failed:\n{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    std::fs::create_dir_all(lock_file.parent().unwrap()).unwrap();
-    let temporary = lock_file.with_extension(format!("{}.tmp", std::process::id()));
-    std::fs::copy(scratch.path().join(".terraform.lock.hcl"), &temporary).unwrap();
-    std::fs::rename(&temporary, lock_file).unwrap();
 }
