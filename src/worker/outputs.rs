@@ -4,7 +4,9 @@
 
 use runner_contract::report::kubeconfig_digest;
 
-use super::{Run, StepError, StepOutcome, Worker};
+use super::Worker;
+use super::step_error::{StepError, StepOutcome};
+use super::steps::Run;
 use crate::domain::{Component, FailureReason, LastError};
 
 impl Worker {

@@ -1,0 +1,252 @@
+//! The step loop of one run: deadline and cancel checks, the domain's record of each stage persisted under the
+//! lease, and each step retried while its failure is transient.
+
+use chrono::{DateTime, Utc};
+use tokio::sync::{Semaphore, watch};
+
+use super::step_error::{StepError, StepOutcome};
+use super::steps::{Run, step_limit, timeout_error};
+use super::{MAX_ATTEMPTS, RETRY_INITIAL, RETRY_MAX, STORE_TIMEOUT, Worker};
+use crate::backoff::Backoff;
+use crate::domain::run::{AfterStep, Record, RunNames, RunState, Stage};
+use crate::domain::{Component, FailureReason, LastError, OperationState, OperationType};
+use crate::store::{self, Claim, Progress};
+
+/// How recording progress ended.
+pub(super) enum Recorded {
+    Yes,
+    /// The claim is no longer current (or the heartbeat could not renew it in time): stop at once.
+    LeaseLost,
+    /// The store stayed unreachable: stop; the operation resumes from its last recorded stage later.
+    Unreachable,
+}
+
+impl Worker {
+    /// The step loop. Returns the end state and reason once the operation reached it; `None` when it stopped
+    /// earlier (lease lost, store unreachable), leaving the operation to be resumed.
+    pub(super) async fn drive(
+        &self,
+        claim: &Claim,
+        steps: &Semaphore,
+        mut lease_lost: watch::Receiver<bool>,
+        mut cancelled: watch::Receiver<Option<String>>,
+    ) -> Option<(OperationState, Option<FailureReason>)> {
+        let operation = &claim.operation;
+        let started = operation.started_at.unwrap_or(operation.created_at);
+        let deadline = started + self.timeout_of(operation.operation_type);
+        let names = RunNames::new(operation.operation_type, operation.runtime_id);
+        let mut state =
+            RunState::resume(operation.stage, operation.last_error.as_ref(), operation.attempts, MAX_ATTEMPTS);
+        if state.failure.as_ref().is_some_and(|failure| failure.reason == FailureReason::AttemptsExhausted) {
+            tracing::error!(
+                operation_id = %operation.id,
+                job = %names.job,
+                attempts = operation.attempts,
+                "attempts exhausted: the operation was started {MAX_ATTEMPTS} times without progress; stopping its Job and failing it"
+            );
+        }
+        let mut run = Run { claim, names, redact: Vec::new(), runtime: None };
+
+        loop {
+            let timeout = self.timeout_of(operation.operation_type);
+            end_early_when_due(&mut state, (deadline, timeout), operation.operation_type, cancelled.borrow().clone());
+            let stage = state.stage;
+            let message = stage.message(operation.operation_type, operation.run_action());
+            let (progress, finished) = progress_of(state.record(), stage, message);
+            match self.persist(claim, progress, &lease_lost).await {
+                Recorded::Yes => {}
+                Recorded::LeaseLost => {
+                    tracing::warn!("lease lost: another worker owns this operation now; stopping");
+                    return None;
+                }
+                Recorded::Unreachable => return None,
+            }
+            if let Some(finished) = finished {
+                log_end(state.failure.as_ref());
+                return Some((finished, state.failure.map(|failure| failure.reason)));
+            }
+
+            let step_started = std::time::Instant::now();
+            // Waiting for a Job only reads the Job cache, so it takes no step slot: a process can follow many
+            // long terraform runs while still starting new ones.
+            let _step = match stage {
+                Stage::WaitForJob => None,
+                _ => Some(steps.acquire().await.expect("the step semaphore is never closed")),
+            };
+            let failing = state.failure.is_some();
+            let outcome = tokio::select! {
+                outcome = self.attempt_until(deadline, stage, &mut run, failing) => outcome,
+                _ = lease_lost.wait_for(|lost| *lost) => {
+                    tracing::warn!(stage = stage.as_str(), "lease lost during a step; stopping");
+                    return None;
+                }
+                // A cancel ends the step at once (steps are idempotent; the clean-up stops the Job); clean-up
+                // steps themselves always finish.
+                _ = cancelled.wait_for(Option::is_some), if !failing => continue,
+            };
+            self.metrics.observe_step(stage, step_started.elapsed());
+            let result = match outcome {
+                Ok(StepOutcome::Next) => Ok(()),
+                // Only a permanent refusal ends a clean-up step early (transient failures are retried until they pass).
+                Ok(StepOutcome::Fail(error)) | Err(StepError { error, .. }) => Err(error),
+            };
+            let error = result.as_ref().err().cloned();
+            log_step_failure(state.after_step(result), error, stage, &run.names.job);
+        }
+    }
+
+    /// Records progress, retrying briefly while the lease holds.
+    pub(super) async fn persist(
+        &self,
+        claim: &Claim,
+        progress: Progress,
+        lease_lost: &watch::Receiver<bool>,
+    ) -> Recorded {
+        let mut backoff = Backoff::new(RETRY_INITIAL, RETRY_MAX);
+        for _ in 0..5 {
+            if *lease_lost.borrow() {
+                return Recorded::LeaseLost;
+            }
+            let record = self.store.record_progress(&claim.operation, claim.token, progress.clone());
+            match tokio::time::timeout(STORE_TIMEOUT, record).await {
+                Ok(Ok(true)) => return Recorded::Yes,
+                Ok(Ok(false)) => return Recorded::LeaseLost,
+                Ok(Err(error)) => tracing::warn!(%error, "could not record progress; retrying"),
+                Err(_) => tracing::warn!("recording progress timed out; retrying"),
+            }
+            tokio::time::sleep(backoff.next_delay()).await;
+        }
+        tracing::warn!("the database stayed unreachable; stopping this run, it resumes from its last recorded stage");
+        Recorded::Unreachable
+    }
+
+    /// Runs a step, retrying transient failures with exponential backoff and jitter: until the deadline for the
+    /// steps of a run, without end for cleanup (a run must not end while its Job may still be running). A retry
+    /// is shown in the operation's status (unless the run is already failing: then its failure stays shown).
+    pub(super) async fn attempt_until(
+        &self,
+        deadline: DateTime<Utc>,
+        stage: Stage,
+        run: &mut Run<'_>,
+        failing: bool,
+    ) -> Result<StepOutcome, StepError> {
+        let mut backoff = Backoff::new(RETRY_INITIAL, RETRY_MAX);
+        loop {
+            let result = match step_limit(stage, failing) {
+                Some(limit) => {
+                    tokio::time::timeout(limit, self.step(stage, run, deadline, failing)).await.unwrap_or_else(|_| {
+                        let message =
+                            format!("step {} took longer than {}", stage.as_str(), humantime::format_duration(limit));
+                        Err(StepError {
+                            transient: true,
+                            detail: message.clone(),
+                            error: LastError::new(FailureReason::StepTimeout, Component::Provisioner, message),
+                        })
+                    })
+                }
+                None => self.step(stage, run, deadline, failing).await,
+            };
+            match result {
+                Err(error) if error.transient => {
+                    let delay = backoff.next_delay();
+                    if store::now() + delay > deadline && stage < Stage::Cleanup {
+                        return Err(StepError { transient: false, ..error });
+                    }
+                    tracing::warn!(
+                        stage = stage.as_str(),
+                        component = %error.error.component,
+                        error = %error.detail,
+                        ?delay,
+                        "transient failure; retrying"
+                    );
+                    if !failing {
+                        self.show_retry(run.claim, stage, &error.error).await;
+                    }
+                    tokio::time::sleep(delay).await;
+                }
+                Err(error) => {
+                    tracing::warn!(stage = stage.as_str(), component = %error.error.component, error = %error.detail, "step failed");
+                    return Err(error);
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// A retry is shown in the operation's status; not being able to show it does not stop the retry.
+    pub(super) async fn show_retry(&self, claim: &Claim, stage: Stage, error: &LastError) {
+        let operation = &claim.operation;
+        let shown = LastError { err_message: format!("{}; retrying", error.err_message), ..error.clone() };
+        let message = stage.message(operation.operation_type, operation.run_action());
+        let progress =
+            Progress::Retrying { message: format!("{message}: retrying after a transient failure"), error: shown };
+        let record = self.store.record_progress(operation, claim.token, progress);
+        if let Ok(Err(error)) = tokio::time::timeout(STORE_TIMEOUT, record).await {
+            tracing::debug!(%error, "could not show the retry in the status");
+        }
+    }
+}
+
+/// Past the deadline the run ends as timed out; once a caller cancelled it, as cancelled (unless it already fails).
+fn end_early_when_due(
+    state: &mut RunState,
+    (deadline, timeout): (DateTime<Utc>, std::time::Duration),
+    operation_type: OperationType,
+    cancelled_by: Option<String>,
+) {
+    if store::now() > deadline {
+        state.end_early(timeout_error(operation_type, timeout));
+    }
+    if let Some(caller) = cancelled_by
+        && state.failure.is_none()
+    {
+        tracing::warn!(caller, stage = state.stage.as_str(), "cancelled; stopping its Job and cleaning up");
+        state.end_early(LastError::cancelled_by(&caller));
+    }
+}
+
+fn log_end(failure: Option<&LastError>) {
+    match failure {
+        None => tracing::info!("operation succeeded"),
+        Some(error) => tracing::warn!(
+            reason = %error.reason,
+            component = %error.component,
+            message = %error.err_message,
+            "operation failed"
+        ),
+    }
+}
+
+/// What the store is to record for the domain's `record` of the stage; and the end state, once there is one.
+pub(super) fn progress_of(record: Record<'_>, stage: Stage, message: &str) -> (Progress, Option<OperationState>) {
+    match record {
+        Record::Stage => (Progress::Stage { stage, message: message.to_owned() }, None),
+        Record::Failing(error) => {
+            let message = format!("{message} after a failure");
+            (Progress::Failing { stage, message, error: error.clone() }, None)
+        }
+        Record::Succeeded => {
+            let state = OperationState::Succeeded;
+            (Progress::Finished { state, stage, message: message.to_owned() }, Some(state))
+        }
+        Record::Failed(error) => {
+            let state = OperationState::Failed;
+            (Progress::Finished { state, stage, message: error.err_message.clone() }, Some(state))
+        }
+    }
+}
+
+pub(super) fn log_step_failure(after: AfterStep, error: Option<LastError>, stage: Stage, job: &str) {
+    match (after, error) {
+        (AfterStep::Failed, Some(error)) => tracing::warn!(
+            stage = stage.as_str(),
+            reason = %error.reason,
+            component = %error.component,
+            "run failed; stopping its Job and cleaning up"
+        ),
+        (AfterStep::CleanupFailed, Some(error)) => {
+            tracing::error!(stage = stage.as_str(), job, error = %error.err_message, "cleanup failed")
+        }
+        _ => {}
+    }
+}

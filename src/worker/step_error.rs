@@ -1,0 +1,63 @@
+//! How a step ends: the outcome the run goes on with, or an error that is retried or fails the run.
+
+use crate::credentials as auth;
+use crate::domain::{Component, FailureReason, LastError};
+use crate::{executor, store};
+
+/// A failed step: transient ones are retried until the operation's deadline, permanent ones fail the run.
+/// `error` is what the operation's status shows; `detail` (which may name internal addresses) goes to the log only.
+#[derive(Debug)]
+pub(super) struct StepError {
+    pub(super) transient: bool,
+    pub(super) error: LastError,
+    pub(super) detail: String,
+}
+
+impl StepError {
+    pub(super) fn permanent(reason: FailureReason, component: Component, message: impl Into<String>) -> Self {
+        let error = LastError::new(reason, component, message);
+        StepError { transient: false, detail: error.err_message.clone(), error }
+    }
+}
+
+impl From<executor::Error> for StepError {
+    fn from(error: executor::Error) -> Self {
+        StepError {
+            transient: error.is_transient(),
+            error: LastError::new(FailureReason::KubernetesError, Component::Kubernetes, error.public_message()),
+            detail: error.to_string(),
+        }
+    }
+}
+
+impl From<auth::Error> for StepError {
+    fn from(error: auth::Error) -> Self {
+        let reason = match &error {
+            auth::Error::NotFound { .. } => FailureReason::CredentialNotFound,
+            auth::Error::InvalidCredential { .. } => FailureReason::InvalidCredential,
+            _ => FailureReason::AuthServiceError,
+        };
+        StepError {
+            transient: error.is_transient(),
+            error: LastError::new(reason, Component::AuthService, error.public_message()),
+            detail: error.to_string(),
+        }
+    }
+}
+
+impl From<store::Error> for StepError {
+    fn from(error: store::Error) -> Self {
+        StepError {
+            transient: true,
+            error: LastError::new(FailureReason::DatabaseError, Component::Database, "the database is unavailable"),
+            detail: error.to_string(),
+        }
+    }
+}
+
+/// What a successful step says about the run.
+pub(super) enum StepOutcome {
+    Next,
+    /// The run failed (the Job failed, the outputs are missing): clean up, then end Failed.
+    Fail(LastError),
+}
