@@ -5,7 +5,6 @@
 mod drive;
 mod following;
 mod lease;
-mod outputs;
 mod retention;
 mod step_error;
 mod steps;

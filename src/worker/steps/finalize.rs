@@ -1,16 +1,28 @@
-//! The Finalize step of an apply: the outputs Secret is trusted only when it holds the kubeconfig this run's own
+//! Finalize: a plan has nothing to finalize, a destroy removes the outputs Secret, and after an apply the outputs
+//! Secret is trusted only when it holds the kubeconfig this run's own
 //! pod reported (see `runner_contract::report`); its digest is then recorded, and the service serves that
 //! content only.
 
 use runner_contract::report::kubeconfig_digest;
 
-use super::Worker;
-use super::step_error::{StepError, StepOutcome};
-use super::steps::Run;
-use crate::domain::{Component, FailureReason, LastError};
+use super::Run;
+use crate::domain::{Component, FailureReason, LastError, RunAction};
+use crate::worker::Worker;
+use crate::worker::step_error::{StepError, StepOutcome};
 
 impl Worker {
-    pub(super) async fn check_outputs(&self, run: &Run<'_>) -> Result<StepOutcome, StepError> {
+    pub(super) async fn finalize(&self, run: &Run<'_>) -> Result<StepOutcome, StepError> {
+        match run.claim.operation.run_action() {
+            RunAction::Plan => Ok(StepOutcome::Next),
+            RunAction::Apply => self.check_outputs(run).await,
+            RunAction::Destroy => {
+                self.executor.delete_secret(&run.names.outputs_secret).await?;
+                Ok(StepOutcome::Next)
+            }
+        }
+    }
+
+    async fn check_outputs(&self, run: &Run<'_>) -> Result<StepOutcome, StepError> {
         let operation = &run.claim.operation;
         let secret = &run.names.outputs_secret;
         let Some(kubeconfig) = self.executor.kubeconfig(&run.names).await? else {

@@ -1,0 +1,60 @@
+//! Cleanup: the run's logs kept, a failed run's Job stopped, and the credentials Secret deleted, whatever the
+//! result.
+
+use runner_contract::redact::Redactor;
+
+use super::Run;
+use crate::domain::run_log;
+use crate::executor::{JobStop, RUNNER_GRACE_PERIOD};
+use crate::worker::STOP_MARGIN;
+use crate::worker::Worker;
+use crate::worker::step_error::{StepError, StepOutcome};
+
+impl Worker {
+    /// The logs are kept before anything goes: the credential values to redact them with (the Secret is deleted
+    /// last), and the logs followed before a running Job is stopped, so that its last lines are in. A clean-up
+    /// that runs again after a restart keeps the first archive.
+    pub(super) async fn clean_up(&self, run: &mut Run<'_>, failing: bool) -> Result<StepOutcome, StepError> {
+        let operation = &run.claim.operation;
+        if run.redact.is_empty() {
+            run.redact = self.executor.credential_values(&run.names).await?;
+        }
+        let logs = match self.store.run_logs_archived(operation.id).await? {
+            true => None,
+            false => self.executor.open_final_logs(operation.id).await?,
+        };
+        if failing {
+            self.stop_the_job_of_a_failed_run(run).await?;
+        }
+        if let Some(logs) = logs {
+            let redactor = Redactor::new(run.redact.clone());
+            let logs = logs.read(RUNNER_GRACE_PERIOD + STOP_MARGIN).await;
+            let redacted = logs.into_iter().map(|log| (log.container, redactor.redact(&log.log))).collect();
+            let kept = run_log::within_budget(redacted, self.settings.run_log_max_bytes);
+            self.store.archive_run_logs(operation.id, &kept).await?;
+        }
+        self.executor.delete_secret(&run.names.credentials_secret).await?;
+        Ok(StepOutcome::Next)
+    }
+
+    /// A failed run may have left its Job running (a timeout, exhausted attempts): it is stopped, and its pods
+    /// waited for, before the credentials they mount go away and the run ends.
+    pub(super) async fn stop_the_job_of_a_failed_run(&self, run: &Run<'_>) -> Result<(), StepError> {
+        let operation_id = run.claim.operation.id;
+        let job = &run.names.job;
+        match self.executor.stop_job(&run.names, operation_id, RUNNER_GRACE_PERIOD + STOP_MARGIN).await? {
+            JobStop::NotRunning => {}
+            JobStop::Stopped => {
+                tracing::error!(%operation_id, %job, "stopped the Job of a failed run; its pods are gone")
+            }
+            JobStop::StillRunning { pods } => tracing::error!(
+                %operation_id,
+                %job,
+                ?pods,
+                "pods of a stopped Job were still running after their grace period; a new operation on this runtime \
+                 waits for them"
+            ),
+        }
+        Ok(())
+    }
+}
