@@ -8,6 +8,9 @@ export TEST_DATABASE_URL
 ## Starts the server on the embedded SQLite default (./data/provisioner.db) with a development auth-service;
 ## playground at http://127.0.0.1:3000/graphql
 run:
+	@# The service, the runner its image carries, and the supervisor of the local cluster and cloud (local-cloud).
+	cargo build --locked -p provisioner -p terraform-runner -p test-support \
+		--bin provisioner --bin terraform-runner --bin local-cloud
 	@tools/dev-auth-service.py --port 8081 & auth=$$!; trap 'kill $$auth 2>/dev/null' EXIT INT TERM; \
 	APP_LOG_FORMAT=$${APP_LOG_FORMAT:-text} \
 	AUTH_SERVICE_BASE_URL=$${AUTH_SERVICE_BASE_URL:-http://127.0.0.1:8081} \
@@ -15,7 +18,7 @@ run:
 	APP_AUTH_ENABLED=$${APP_AUTH_ENABLED:-false} \
 	APP_GRAPHQL_INTROSPECTION=$${APP_GRAPHQL_INTROSPECTION:-true} \
 	APP_PLAYGROUND_ASSETS_DIR=$${APP_PLAYGROUND_ASSETS_DIR:-$$(tools/build-playground.sh | tail -n1)} \
-	cargo run --bin provisioner
+	"$${CARGO_TARGET_DIR:-target}/debug/local-cloud"
 
 ## Installs and starts what the tests need (PostgreSQL, the test control plane and a real node, helm, tofu, the
 ## Terraform providers, fake-gcs-server, moto and the AWS CLI, the playground's assets, Chromium and playwright-core),

@@ -98,8 +98,7 @@ impl App {
                 tracing::warn!(
                     %error,
                     "no Kubernetes cluster configured: operations wait in the queue. \
-                     Point KUBECONFIG at a cluster, for example `make dev-cluster` then \
-                     `KUBECONFIG=data/dev-cluster/kubeconfig make run`"
+                     Point KUBECONFIG at a cluster (`make run` starts one on this machine)"
                 );
                 None
             }
@@ -192,7 +191,11 @@ impl App {
                 &http,
                 metrics.clone(),
                 authentication,
-                ProcessHealth { worker: worker_health.clone(), draining: draining.clone() },
+                ProcessHealth {
+                    worker: worker_health.clone(),
+                    draining: draining.clone(),
+                    setup_progress_file: settings.server.setup_progress_file.clone(),
+                },
                 PlaygroundAssets::load(&settings.server.playground_assets_dir),
             ),
             metrics_router: api::metrics_router(service.clone(), metrics),

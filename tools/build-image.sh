@@ -40,6 +40,12 @@ buildah_() {
     --registries-conf "$cache/conf/registries.conf" "$@"
 }
 policy=(--signature-policy "$cache/conf/policy.json")
+load_into_containerd() {
+  if [[ -n ${CONTAINERD_ADDRESS:-} && -S ${CONTAINERD_ADDRESS} ]]; then
+    step "loading it into containerd at $CONTAINERD_ADDRESS"
+    ctr --address "$CONTAINERD_ADDRESS" -n k8s.io images import "$archive" >&2
+  fi
+}
 # buildah 1.28 leaves each stage's working container mounted after a build.
 trap 'buildah_ rm --all >/dev/null 2>&1 || true' EXIT
 
@@ -70,6 +76,29 @@ fi
 tofu_dir=$("$repository/tools/build-tofu.sh" | tail -n1)
 providers=$(dirname "$("$repository/tools/build-terraform-providers.sh" | tail -n1)")
 playground=$("$repository/tools/build-playground.sh" | tail -n1)
+# The archive names the image as the CRI looks it up (kubeopera/x:t is docker.io/kubeopera/x:t there). It is kept
+# with the key of everything that goes into it: an unchanged image is not built again.
+case ${IMAGE%%/*} in
+  *.*|*:*|localhost) reference=$IMAGE ;;
+  *) reference=docker.io/$IMAGE ;;
+esac
+archive="$cache/$(echo "$IMAGE" | tr '/:' '__').oci.tar"
+inputs=$({
+  echo "$reference $base_ref ${GKE_AUTH_PLUGIN:-}"
+  sha256sum "$RUST_BIN_DIR/provisioner" "$RUST_BIN_DIR/terraform-runner" "$repository/Dockerfile" \
+    ${GKE_AUTH_PLUGIN:+"$GKE_AUTH_PLUGIN"} | cut -c1-64
+  # The tool caches are written once and never changed in place: names, sizes and times tell them apart. The
+  # playground's script copies its few megabytes again on every call, so they are keyed by their content.
+  find "$providers/mirror" "$providers/test-locks" "$tofu_dir/tofu" -type f -printf '%P %s %T@\n' | sort
+  (cd "$playground" && find . -type f -exec sha256sum {} + | sort)
+} | sha256sum | cut -c1-16)
+if [[ -s $archive && $(cat "$archive.inputs" 2>/dev/null) == "$inputs" ]]; then
+  step "unchanged since the last build ($inputs): $archive"
+  load_into_containerd
+  echo "$archive"
+  exit 0
+fi
+
 tree="$cache/prebuilt"
 rm -rf "$tree"
 mkdir -p "$tree/terraform" "$tree/tools" "$tree/app"
@@ -94,18 +123,10 @@ buildah_ build "${policy[@]}" --pull=never --layers=true \
   --build-arg BASE_IMAGE="$base_ref" --build-arg ARTIFACTS=artifacts-prebuilt --build-context prebuilt="$tree" \
   -f "$repository/Dockerfile" -t "$IMAGE" "$repository" >&2
 
-# The archive names the image as the CRI looks it up (kubeopera/x:t is docker.io/kubeopera/x:t there).
-case ${IMAGE%%/*} in
-  *.*|*:*|localhost) reference=$IMAGE ;;
-  *) reference=docker.io/$IMAGE ;;
-esac
-archive="$cache/$(echo "$IMAGE" | tr '/:' '__').oci.tar"
 step "writing $archive"
-rm -f "$archive"
+rm -f "$archive" "$archive.inputs"
 buildah_ push "${policy[@]}" "$IMAGE" "oci-archive:$archive:$reference" >&2
-if [[ -n ${CONTAINERD_ADDRESS:-} && -S ${CONTAINERD_ADDRESS} ]]; then
-  step "loading it into containerd at $CONTAINERD_ADDRESS"
-  ctr --address "$CONTAINERD_ADDRESS" -n k8s.io images import "$archive" >&2
-fi
+echo "$inputs" > "$archive.inputs"
+load_into_containerd
 step "done: $(du -h "$archive" | cut -f1) compressed"
 echo "$archive"

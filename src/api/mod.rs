@@ -10,6 +10,7 @@ pub mod graphql;
 pub mod playground;
 pub mod probes;
 pub mod rest;
+pub mod setup_progress;
 pub mod websocket;
 
 use std::sync::Arc;
@@ -88,11 +89,13 @@ pub struct AppState {
     pub process: ProcessHealth,
 }
 
-/// What the probes report on besides the service: the worker's loop, and whether shutdown has begun.
+/// What the probes report on besides the service: the worker's loop, whether shutdown has begun, and where
+/// `make run` reports its set-up.
 #[derive(Clone)]
 pub struct ProcessHealth {
     pub worker: WorkerHealth,
     pub draining: Draining,
+    pub setup_progress_file: Option<std::path::PathBuf>,
 }
 
 pub fn router(

@@ -8,6 +8,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::AppState;
+use super::setup_progress::{self, SetupProgress};
 use crate::build_info;
 use crate::service::ExecutorHealth;
 
@@ -76,6 +77,10 @@ pub struct Health {
     kubernetes: String,
     /// `ok`, `disabled` (this process runs no worker), or `stalled` / `stopped` (then the answer is 503).
     worker: String,
+    /// Only under `make run` while it builds and starts the local cluster and cloud (`APP_SETUP_PROGRESS_FILE`):
+    /// which step, how long it has taken and how long it is expected to take. It does not make the answer 503.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    setup: Option<SetupProgress>,
 }
 
 impl IntoResponse for Health {
@@ -87,7 +92,14 @@ impl IntoResponse for Health {
 
 async fn health(state: &AppState) -> Health {
     // Each dependency has its own budget, checked at the same time, so the answer comes within about a second.
-    let (kubernetes, database) = tokio::join!(state.service.executor_health(), state.service.database_health());
+    let setup = async {
+        match &state.process.setup_progress_file {
+            Some(file) => setup_progress::read(file).await,
+            None => None,
+        }
+    };
+    let (kubernetes, database, setup) =
+        tokio::join!(state.service.executor_health(), state.service.database_health(), setup);
     let kubernetes = match kubernetes {
         ExecutorHealth::Ready => "ok",
         ExecutorHealth::Syncing => "syncing",
@@ -107,6 +119,7 @@ async fn health(state: &AppState) -> Health {
         database: database.to_owned(),
         kubernetes: kubernetes.to_owned(),
         worker: worker.as_str().to_owned(),
+        setup,
     }
 }
 

@@ -788,7 +788,7 @@ impl Service {
     fn executor(&self) -> Result<&Executor> {
         self.executor.as_ref().ok_or_else(|| Error::Unavailable {
             component: "kubernetes",
-            message: "no Kubernetes cluster is configured (set KUBECONFIG, for example from `make dev-cluster`)"
+            message: "no Kubernetes cluster is configured (set KUBECONFIG; `make run` starts one on this machine)"
                 .to_owned(),
         })
     }

@@ -114,6 +114,7 @@ struct Variables {
     app_api_endpoint: String,
     app_playground_api_endpoint: String,
     app_playground_assets_dir: PathBuf,
+    app_setup_progress_file: Option<PathBuf>,
     #[serde(deserialize_with = "parsed")]
     app_metrics_address: SocketAddr,
     app_tls_cert_file: Option<PathBuf>,
@@ -218,6 +219,7 @@ impl Default for Variables {
             app_playground_api_endpoint: "/graphql".to_owned(),
             // Where the image has them (Dockerfile); `make run` and the tests point at tools/build-playground.sh's.
             app_playground_assets_dir: PathBuf::from("/usr/local/share/kubeopera/playground"),
+            app_setup_progress_file: None,
             app_metrics_address: SocketAddr::from(([127, 0, 0, 1], 9000)),
             app_tls_cert_file: None,
             app_tls_key_file: None,
@@ -434,6 +436,9 @@ pub struct ServerSettings {
     pub playground_endpoint: String,
     /// The playground's installed browser assets (GraphiQL, React, graphql-ws, Swagger UI).
     pub playground_assets_dir: PathBuf,
+    /// Where `make run` reports how far it got building and starting the local cluster and cloud, shown on
+    /// `/readyz` and `/healthz` while the file exists.
+    pub setup_progress_file: Option<PathBuf>,
     pub metrics_address: SocketAddr,
     /// TLS on the API listener (the metrics listener stays plain, for the cluster's own scraper).
     pub tls: Option<TlsFiles>,
@@ -635,6 +640,7 @@ impl Variables {
                 api_endpoint: endpoint("APP_API_ENDPOINT", self.app_api_endpoint)?,
                 playground_endpoint: endpoint("APP_PLAYGROUND_API_ENDPOINT", self.app_playground_api_endpoint)?,
                 playground_assets_dir: self.app_playground_assets_dir,
+                setup_progress_file: self.app_setup_progress_file,
                 metrics_address: self.app_metrics_address,
                 tls: match (self.app_tls_cert_file, self.app_tls_key_file) {
                     (None, None) => None,

@@ -50,6 +50,42 @@ fn serves_health_on_the_embedded_sqlite_default() {
     assert!(folder.path().join("data/provisioner.db").exists(), "the SQLite file is created on first run");
 }
 
+/// While `make run` builds its local cluster, the service it started shows the progress file on `/readyz`, and stays
+/// ready: the API is usable, operations wait in the queue.
+#[test]
+fn readiness_shows_the_setup_of_make_run_while_its_progress_file_exists() {
+    let folder = tempfile::tempdir().unwrap();
+    let progress = folder.path().join("setup.json");
+    let api_port = free_port();
+    let mut command = sqlite_default(folder.path(), api_port);
+    let mut child = command.env("APP_SETUP_PROGRESS_FILE", &progress).spawn().expect("start the binary");
+    let before = wait_for_answer(api_port, "/readyz");
+    let started_at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() - 75;
+    let report = serde_json::json!({
+        "step": "building OpenTofu", "stepNumber": 4, "steps": 7, "startedAt": started_at,
+        "estimatedSeconds": 3500, "failed": false,
+    });
+    std::fs::write(&progress, report.to_string()).unwrap();
+    let during = http_get(api_port, "/readyz").expect("ready");
+    std::fs::remove_file(&progress).unwrap();
+    let after = http_get(api_port, "/readyz").expect("ready");
+    let _ = child.kill();
+    let _ = child.wait();
+
+    assert!(before.starts_with("HTTP/1.1 200") && !before.contains("setup"), "{before}");
+    assert!(during.starts_with("HTTP/1.1 200"), "{during}");
+    let body: serde_json::Value = serde_json::from_str(during.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    let setup = &body["setup"];
+    assert_eq!(
+        (&setup["step"], &setup["stepNumber"], &setup["steps"]),
+        (&report["step"], &report["stepNumber"], &report["steps"])
+    );
+    assert_eq!(setup["estimatedSeconds"], 3500, "{body}");
+    let elapsed = setup["elapsedSeconds"].as_u64().unwrap();
+    assert!((75..90).contains(&elapsed), "{body}");
+    assert!(after.starts_with("HTTP/1.1 200") && !after.contains("setup"), "{after}");
+}
+
 /// The binary in `folder` on the embedded SQLite default, serving the API on `api_port`, quiet.
 fn sqlite_default(folder: &std::path::Path, api_port: u16) -> Command {
     let mut command = Command::new(service_binary());
