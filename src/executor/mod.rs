@@ -22,6 +22,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
+use crate::domain::run::RunNames;
+
 pub use job::{JobSettings, ModulesSettings, RUNNER_CONTAINER, RunnerResources};
 pub use jobs::JobStop;
 pub use logs::FinalLogs;
@@ -145,17 +147,23 @@ impl Executor {
     }
 }
 
-/// The labels of one run's objects.
-pub fn run_labels(runtime_id: Uuid, operation_id: Uuid) -> BTreeMap<String, String> {
-    BTreeMap::from([
-        (MANAGED_BY_LABEL.to_owned(), MANAGED_BY.to_owned()),
-        (RUNTIME_LABEL.to_owned(), runtime_id.to_string()),
-        (OPERATION_LABEL.to_owned(), operation_id.to_string()),
-    ])
+/// The run an object belongs to: its names, and the ids its objects' labels carry.
+#[derive(Debug, Clone, Copy)]
+pub struct RunRef<'a> {
+    pub names: &'a RunNames,
+    pub runtime_id: Uuid,
+    pub operation_id: Uuid,
 }
 
-fn operation_of(labels: &BTreeMap<String, String>) -> Uuid {
-    labels.get(OPERATION_LABEL).and_then(|id| Uuid::parse_str(id).ok()).unwrap_or_default()
+impl RunRef<'_> {
+    /// The labels of the run's objects.
+    fn labels(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            (MANAGED_BY_LABEL.to_owned(), MANAGED_BY.to_owned()),
+            (RUNTIME_LABEL.to_owned(), self.runtime_id.to_string()),
+            (OPERATION_LABEL.to_owned(), self.operation_id.to_string()),
+        ])
+    }
 }
 
 fn metadata(name: &str, labels: &BTreeMap<String, String>) -> ObjectMeta {
@@ -181,13 +189,13 @@ mod tests {
 
     #[test]
     fn objects_belong_to_the_operation_in_their_labels() {
-        let runtime_id = Uuid::now_v7();
-        let operation_id = Uuid::now_v7();
-        let meta = metadata("provision-x", &run_labels(runtime_id, operation_id));
-        assert!(belongs_to(&meta, operation_id));
+        let names = RunNames::new(crate::domain::OperationType::Provision, Uuid::now_v7());
+        let run = RunRef { names: &names, runtime_id: Uuid::now_v7(), operation_id: Uuid::now_v7() };
+        let meta = metadata("provision-x", &run.labels());
+        assert!(belongs_to(&meta, run.operation_id));
         assert!(!belongs_to(&meta, Uuid::now_v7()));
         assert!(managed_by_us(&meta));
         assert!(!managed_by_us(&ObjectMeta::default()));
-        assert_eq!(operation_of(&run_labels(runtime_id, operation_id)), operation_id);
+        assert_eq!(meta.labels.unwrap()[RUNTIME_LABEL], run.runtime_id.to_string());
     }
 }

@@ -15,7 +15,7 @@ use secrecy::{ExposeSecret, SecretString};
 use uuid::Uuid;
 
 use super::{DELETION_TIMEOUT, Error, Executor, ModulesSettings, Result, RunObject, belongs_to, job};
-use super::{managed_by_us, metadata, operation_of};
+use super::{RunRef, managed_by_us, metadata};
 use crate::domain::RunAction;
 use crate::domain::run::RunNames;
 
@@ -50,34 +50,24 @@ impl Executor {
         })
     }
 
-    pub async fn ensure_credentials(
-        &self,
-        names: &RunNames,
-        labels: &BTreeMap<String, String>,
-        files: &BTreeMap<String, SecretString>,
-    ) -> Result<()> {
+    pub async fn ensure_credentials(&self, run: RunRef<'_>, files: &BTreeMap<String, SecretString>) -> Result<()> {
         let data = files
             .iter()
             .map(|(name, value)| (name.clone(), ByteString(value.expose_secret().as_bytes().to_vec())))
             .collect();
         let secret = Secret {
-            metadata: metadata(&names.credentials_secret, labels),
+            metadata: metadata(&run.names.credentials_secret, &run.labels()),
             data: Some(data),
             type_: Some("Opaque".to_owned()),
             ..Secret::default()
         };
-        self.ensure(secret, operation_of(labels)).await.map(drop)
+        self.ensure(secret, run.operation_id).await.map(drop)
     }
 
-    pub async fn ensure_config(
-        &self,
-        names: &RunNames,
-        labels: &BTreeMap<String, String>,
-        files: BTreeMap<String, String>,
-    ) -> Result<()> {
-        let config_map =
-            ConfigMap { metadata: metadata(&names.config_map, labels), data: Some(files), ..ConfigMap::default() };
-        self.ensure(config_map, operation_of(labels)).await.map(drop)
+    pub async fn ensure_config(&self, run: RunRef<'_>, files: BTreeMap<String, String>) -> Result<()> {
+        let metadata = metadata(&run.names.config_map, &run.labels());
+        let config_map = ConfigMap { metadata, data: Some(files), ..ConfigMap::default() };
+        self.ensure(config_map, run.operation_id).await.map(drop)
     }
 
     /// Creates the run's Job (or reuses it) and hands its ConfigMap and credentials Secret to it as owner, so
@@ -86,12 +76,11 @@ impl Executor {
         &self,
         modules: &ModulesSettings,
         action: RunAction,
-        names: &RunNames,
-        labels: &BTreeMap<String, String>,
+        run: RunRef<'_>,
         active_deadline: Duration,
     ) -> Result<()> {
-        let job = job::build(&self.settings, modules, action, names, labels, active_deadline);
-        let job = self.ensure(job, operation_of(labels)).await?;
+        let job = job::build(&self.settings, modules, action, run.names, &run.labels(), active_deadline);
+        let job = self.ensure(job, run.operation_id).await?;
         let owner = OwnerReference {
             api_version: "batch/v1".to_owned(),
             kind: "Job".to_owned(),
@@ -100,8 +89,8 @@ impl Executor {
             controller: Some(true),
             block_owner_deletion: None,
         };
-        self.set_owner::<ConfigMap>(&names.config_map, &owner).await?;
-        self.set_owner::<Secret>(&names.credentials_secret, &owner).await
+        self.set_owner::<ConfigMap>(&run.names.config_map, &owner).await?;
+        self.set_owner::<Secret>(&run.names.credentials_secret, &owner).await
     }
 
     /// Creates `object`; when it already exists, reuses it if it belongs to this operation, and replaces it if

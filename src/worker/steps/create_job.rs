@@ -6,7 +6,6 @@ use chrono::{DateTime, Utc};
 
 use super::Run;
 use crate::domain::{Component, FailureReason, LastError};
-use crate::executor::run_labels;
 use crate::store;
 use crate::worker::JOB_DEADLINE_MARGIN;
 use crate::worker::Worker;
@@ -35,9 +34,8 @@ impl Worker {
         // The Job's own deadline is a backstop for a service that is gone: the worker's comes first and stops the
         // Job gracefully, with the operation's timeout in its message.
         let remaining = (deadline - store::now()).to_std().unwrap_or(Duration::from_secs(1));
-        let labels = run_labels(operation.runtime_id, operation.id);
         let action = operation.run_action();
-        self.executor.ensure_job(&self.modules, action, &run.names, &labels, remaining + JOB_DEADLINE_MARGIN).await?;
+        self.executor.ensure_job(&self.modules, action, run.reference(), remaining + JOB_DEADLINE_MARGIN).await?;
         Ok(StepOutcome::Next)
     }
 }

@@ -16,7 +16,7 @@ use super::step_error::{StepError, StepOutcome};
 use super::{STEP_TIMEOUT, STOP_MARGIN, Worker};
 use crate::domain::run::{RunNames, Stage};
 use crate::domain::{Component, FailureReason, LastError, OperationType, Runtime};
-use crate::executor::RUNNER_GRACE_PERIOD;
+use crate::executor::{RUNNER_GRACE_PERIOD, RunRef};
 use crate::store::{Claim, Store};
 
 impl Worker {
@@ -68,6 +68,12 @@ pub(super) struct Run<'a> {
 }
 
 impl Run<'_> {
+    /// The run as the executor labels and recognises its objects.
+    pub(super) fn reference(&self) -> RunRef<'_> {
+        let operation = &self.claim.operation;
+        RunRef { names: &self.names, runtime_id: operation.runtime_id, operation_id: operation.id }
+    }
+
     /// The runtime as this run works on it: with an upgrade's target configuration (the stored runtime keeps the
     /// configuration last applied until the upgrade succeeded).
     pub(super) async fn runtime(&mut self, store: &Store) -> Result<&Runtime, StepError> {

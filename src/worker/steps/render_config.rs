@@ -2,7 +2,6 @@
 
 use super::Run;
 use crate::domain::{Component, FailureReason, ProviderVersion};
-use crate::executor::run_labels;
 use crate::worker::Worker;
 use crate::worker::step_error::{StepError, StepOutcome};
 
@@ -18,8 +17,7 @@ impl Worker {
             self.renderer.render(runtime, operation.operation_type, operation.run_action(), &provider).map_err(
                 |error| StepError::permanent(FailureReason::RenderFailed, Component::Renderer, error.to_string()),
             )?;
-        let labels = run_labels(operation.runtime_id, operation.id);
-        self.executor.ensure_config(&run.names, &labels, rendered.files).await?;
+        self.executor.ensure_config(run.reference(), rendered.files).await?;
         Ok(StepOutcome::Next)
     }
 }

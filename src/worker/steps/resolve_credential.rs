@@ -2,7 +2,6 @@
 
 use super::Run;
 use crate::domain::{Component, FailureReason, LastError};
-use crate::executor::run_labels;
 use crate::worker::Worker;
 use crate::worker::step_error::{StepError, StepOutcome};
 
@@ -26,8 +25,7 @@ impl Worker {
             return Ok(StepOutcome::Fail(error));
         }
         run.redact = credential.secret_values();
-        let labels = run_labels(operation.runtime_id, operation.id);
-        self.executor.ensure_credentials(&run.names, &labels, &credential.secret_files()).await?;
+        self.executor.ensure_credentials(run.reference(), &credential.secret_files()).await?;
         Ok(StepOutcome::Next)
     }
 }
