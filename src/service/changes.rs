@@ -1,0 +1,211 @@
+//! The changes of a provisioned runtime: upgrade, hibernation, wake-up, deprovisioning and cancel, each queued
+//! as an operation once the runtime's state allows it.
+
+use tracing::instrument;
+
+use super::{
+    Conflict, Error, JOB_CACHE_SYNC, Result, RuntimeStatus, Service, executor_error, operation_in_progress, validation,
+};
+use crate::domain::{Operation, OperationType, ProviderVersion, Runtime, UpgradeClusterInput};
+use crate::store::{self, Cancel};
+
+impl Service {
+    /// Queues the teardown of a runtime. Refused while another operation on it is active.
+    #[instrument(skip_all, fields(runtime_id = %runtime_id))]
+    pub async fn deprovision_runtime(&self, runtime_id: &str, requested_by: &str) -> Result<Operation> {
+        let status = self.runtime_status(runtime_id).await?;
+        self.check_changeable(&status).await?;
+        // The provider that last wrote the cluster's state destroys it, whatever this release pins; a hibernated
+        // cluster is destroyed as it is.
+        self.queue_run(&status, OperationType::Deprovision, requested_by).await
+    }
+
+    /// Queues a change of a provisioned cluster: the configuration `upgrade` makes of the one last applied, checked
+    /// as a provisioning is plus the upgrade's own rules. The runtime shows the new configuration only once the
+    /// upgrade succeeded; a dry run only plans it.
+    #[instrument(skip_all, fields(runtime_id = %runtime_id, dry_run))]
+    pub async fn upgrade_cluster(
+        &self,
+        runtime_id: &str,
+        upgrade: UpgradeClusterInput,
+        dry_run: bool,
+        requested_by: &str,
+    ) -> Result<Operation> {
+        let status = self.runtime_status(runtime_id).await?;
+        let runtime = &status.runtime;
+        // Validation first: a bad request is answered the same whatever the runtime is doing.
+        let target = self
+            .policy
+            .validate_upgrade(&runtime.cluster_config, &upgrade)?
+            .ok_or_else(|| Error::NothingToChange { runtime_id: runtime.id.to_string() })?;
+        self.check_changeable(&status).await?;
+        if runtime.hibernated {
+            return Err(Error::Conflict {
+                conflict: Conflict::Hibernated,
+                message: format!("runtime {} is hibernated; wake it up before upgrading it", runtime.id),
+            });
+        }
+        self.check_provisioned(runtime, "upgrade").await?;
+        let provider = self.state_provider(&status.runtime).await?;
+        let operation = Operation {
+            target_config: Some(target),
+            dry_run,
+            requested_by: Some(requested_by.to_owned()),
+            ..Operation::queued(status.runtime.id, OperationType::Upgrade, provider, store::now())
+        };
+        self.queue(runtime_id, operation).await
+    }
+
+    /// Queues the hibernation of a provisioned cluster: every worker pool scaled to zero (a vanilla control plane
+    /// stopped too); the configuration keeps the sizes a wake-up restores.
+    #[instrument(skip_all, fields(runtime_id = %runtime_id))]
+    pub async fn hibernate_runtime(&self, runtime_id: &str, requested_by: &str) -> Result<Operation> {
+        let status = self.runtime_status(runtime_id).await?;
+        let runtime = &status.runtime;
+        self.check_changeable(&status).await?;
+        if runtime.hibernated {
+            return Err(Error::Conflict {
+                conflict: Conflict::Hibernated,
+                message: format!("runtime {} is already hibernated", runtime.id),
+            });
+        }
+        self.check_provisioned(runtime, "hibernate").await?;
+        self.queue_run(&status, OperationType::Hibernate, requested_by).await
+    }
+
+    /// Queues the wake-up of a hibernated cluster: back at its configured sizes (a vanilla control plane started,
+    /// and the run ends once its API server answers).
+    #[instrument(skip_all, fields(runtime_id = %runtime_id))]
+    pub async fn wake_up_runtime(&self, runtime_id: &str, requested_by: &str) -> Result<Operation> {
+        let status = self.runtime_status(runtime_id).await?;
+        self.check_changeable(&status).await?;
+        if !status.runtime.hibernated {
+            return Err(Error::Conflict {
+                conflict: Conflict::NotHibernated,
+                message: format!("runtime {} is not hibernated; there is nothing to wake up", status.runtime.id),
+            });
+        }
+        self.queue_run(&status, OperationType::WakeUp, requested_by).await
+    }
+
+    /// A change of a cluster needs a cluster: a provisioning of the runtime succeeded.
+    async fn check_provisioned(&self, runtime: &Runtime, what: &str) -> Result<()> {
+        if self.store.was_provisioned(runtime.id).await? {
+            return Ok(());
+        }
+        Err(Error::Conflict {
+            conflict: Conflict::NotReady,
+            message: format!("runtime {} has no cluster to {what}: its provisioning has not succeeded", runtime.id),
+        })
+    }
+
+    /// Queues a run of the runtime's own configuration with the provider that last wrote its state.
+    async fn queue_run(
+        &self,
+        status: &RuntimeStatus,
+        operation_type: OperationType,
+        requested_by: &str,
+    ) -> Result<Operation> {
+        let provider = self.state_provider(&status.runtime).await?;
+        let operation = Operation {
+            requested_by: Some(requested_by.to_owned()),
+            ..Operation::queued(status.runtime.id, operation_type, provider, store::now())
+        };
+        self.queue(&status.runtime.id.to_string(), operation).await
+    }
+
+    /// Whether a new operation may be queued on the runtime: live, not a preview, no active operation, and no
+    /// Job of an earlier operation still running (a run that ended without stopping it): a second Terraform on
+    /// the same state must not start beside it.
+    async fn check_changeable(&self, status: &RuntimeStatus) -> Result<()> {
+        let runtime = &status.runtime;
+        if runtime.deleted_at.is_some() {
+            return Err(Error::Conflict {
+                conflict: Conflict::AlreadyDeprovisioned,
+                message: format!("runtime {} is already deprovisioned", runtime.id),
+            });
+        }
+        if runtime.preview {
+            return Err(Error::Conflict {
+                conflict: Conflict::Preview,
+                message: format!(
+                    "runtime {} is the preview of a dry run and has no cluster; provision it without dryRun",
+                    runtime.id
+                ),
+            });
+        }
+        if status.last_operation.state.is_active() {
+            return Err(operation_in_progress(&status.last_operation));
+        }
+        let running = match &self.executor {
+            Some(executor) => {
+                executor.cached_active_job_of_runtime(runtime.id, JOB_CACHE_SYNC).await.map_err(executor_error)?
+            }
+            None => None,
+        };
+        if let Some(job) = running {
+            return Err(Error::Conflict {
+                conflict: Conflict::JobStillRunning,
+                message: format!(
+                    "Job {job} of an earlier operation on runtime {} is still running; try again once it has ended",
+                    runtime.id
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// The provider version the runtime's state was last written with (a cluster keeps the provider that built
+    /// it until a release moves it on deliberately).
+    async fn state_provider(&self, runtime: &Runtime) -> Result<ProviderVersion> {
+        Ok(match self.store.last_terraform_provider(runtime.id).await? {
+            Some(provider) => provider,
+            None => ProviderVersion::pinned(runtime.cluster_config.topology.cloud()),
+        })
+    }
+
+    async fn queue(&self, runtime_id: &str, operation: Operation) -> Result<Operation> {
+        match self.store.insert_operation(&operation).await {
+            Ok(()) => {
+                tracing::info!(
+                    operation_id = %operation.id,
+                    operation_type = operation.operation_type.as_str(),
+                    dry_run = operation.dry_run,
+                    "operation queued"
+                );
+                self.queued.notify_one();
+                Ok(operation)
+            }
+            // Another request queued an operation since we read the status: report that one.
+            Err(store::Error::ActiveOperationExists) => {
+                Err(operation_in_progress(&self.runtime_status(runtime_id).await?.last_operation))
+            }
+            Err(store::Error::RuntimeNotFound(id)) => Err(Error::Conflict {
+                conflict: Conflict::AlreadyDeprovisioned,
+                message: format!("runtime {id} is already deprovisioned"),
+            }),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Cancels an operation for `requested_by`: a queued one ends at once, `Failed` with reason `cancelled`; a
+    /// running one is stopped by the worker that runs it (its Job's pod gets its grace period, in which Terraform
+    /// stops at a safe point and releases the state lock), then it ends the same way. 409 once it has ended.
+    #[instrument(skip_all, fields(operation_id = %operation_id))]
+    pub async fn cancel_operation(&self, operation_id: &str, requested_by: &str) -> Result<Operation> {
+        let id = validation::parse_id("id", operation_id)?;
+        if self.tenant.is_some() {
+            self.operation_status(operation_id).await?;
+        }
+        match self.store.cancel_operation(id, requested_by).await? {
+            Cancel::Ended | Cancel::Requested => self.operation_status(operation_id).await,
+            Cancel::AlreadyEnded(state) => Err(Error::Conflict {
+                conflict: Conflict::AlreadyEnded,
+                message: format!(
+                    "operation {id} has already ended ({state}); only a queued or running one can be cancelled"
+                ),
+            }),
+            Cancel::NotFound => Err(Error::NotFound { what: "operation", id: id.to_string() }),
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! What a use case answers when it cannot do what was asked: one error type for both APIs.
+
+use super::streams;
+use super::validation::{Invalid, Rejected};
+use crate::domain::Operation;
+use crate::domain::run_log::LogBudget;
+use crate::executor::{self};
+use crate::store::{self};
+
+/// Why a request conflicts with the state of a runtime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Conflict {
+    /// Only one asynchronous operation per runtime at a time.
+    OperationInProgress,
+    NameTaken,
+    /// The provisioning has not succeeded (yet), so there is no kubeconfig.
+    NotReady,
+    AlreadyDeprovisioned,
+    /// No runner pod exists yet, so there are no logs.
+    NoRunnerPod,
+    /// A Job of an earlier operation on the runtime is still running: only one Terraform per runtime at a time.
+    JobStillRunning,
+    /// The runtime is the preview of a dry-run provisioning: there is no cluster to change.
+    Preview,
+    /// The runtime is hibernated: only a wake-up or a deprovisioning may change it.
+    Hibernated,
+    /// A wake-up of a runtime that is not hibernated.
+    NotHibernated,
+    /// A cancel of an operation that has already ended.
+    AlreadyEnded,
+    /// The outputs Secret does not hold the kubeconfig the runtime's last checked apply published.
+    UntrustedOutputs,
+}
+
+impl Conflict {
+    pub fn code(self) -> &'static str {
+        match self {
+            Conflict::OperationInProgress => "operation_in_progress",
+            Conflict::NameTaken => "name_taken",
+            Conflict::NotReady => "not_ready",
+            Conflict::AlreadyDeprovisioned => "already_deprovisioned",
+            Conflict::NoRunnerPod => "no_runner_pod",
+            Conflict::JobStillRunning => "job_still_running",
+            Conflict::Preview => "preview",
+            Conflict::Hibernated => "hibernated",
+            Conflict::NotHibernated => "not_hibernated",
+            Conflict::AlreadyEnded => "already_ended",
+            Conflict::UntrustedOutputs => "untrusted_outputs",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("invalid {}: {}", .0.first.field, .0.first.message)]
+    Invalid(Rejected),
+    /// An upgrade whose every field already has the requested value.
+    #[error("nothing to change: runtime {runtime_id} already has this configuration")]
+    NothingToChange { runtime_id: String },
+    #[error("{what} {id} not found")]
+    NotFound { what: &'static str, id: String },
+    #[error("{message}")]
+    Conflict { conflict: Conflict, message: String },
+    #[error("the Idempotency-Key was already used for a different request")]
+    IdempotencyKeyReused,
+    /// A request that reads more logs than one request may (`APP_MAX_LOG_BYTES_PER_REQUEST`).
+    #[error("{message}")]
+    OverBudget { message: String },
+    /// A new stream over the caps (`APP_MAX_STREAMS_PER_CALLER`, `APP_MAX_STREAMS`).
+    #[error("{message}")]
+    TooManyStreams { message: String },
+    /// A dependency did not answer; `message` says what the caller can do (never an internal address).
+    #[error("{component} is unavailable: {message}")]
+    Unavailable { component: &'static str, message: String },
+    #[error(transparent)]
+    Store(store::Error),
+}
+
+impl From<store::Error> for Error {
+    fn from(error: store::Error) -> Self {
+        if error.is_unavailable() {
+            // The detail (host, OS error) stays in the log, with the request's id from its span.
+            tracing::warn!(%error, "the database is unavailable");
+            return Error::Unavailable {
+                component: "database",
+                message: "it did not answer in time; nothing was changed, try again shortly".to_owned(),
+            };
+        }
+        Error::Store(error)
+    }
+}
+
+impl From<Invalid> for Error {
+    fn from(invalid: Invalid) -> Self {
+        Error::Invalid(invalid.into())
+    }
+}
+
+impl From<Rejected> for Error {
+    fn from(rejected: Rejected) -> Self {
+        Error::Invalid(rejected)
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+pub(super) fn executor_error(error: executor::Error) -> Error {
+    tracing::warn!(%error, "Kubernetes request failed");
+    Error::Unavailable { component: "kubernetes", message: format!("{}; try again shortly", error.public_message()) }
+}
+
+pub(super) fn operation_in_progress(operation: &Operation) -> Error {
+    Error::Conflict {
+        conflict: Conflict::OperationInProgress,
+        message: format!(
+            "runtime {} already has an active {:?} operation {} ({:?}); only one operation per runtime runs at a time",
+            operation.runtime_id, operation.operation_type, operation.id, operation.state
+        ),
+    }
+}
+
+pub(super) fn too_many(what: &str, caller: &str, full: streams::Full) -> Error {
+    let message = match full {
+        streams::Full::Caller(limit) => {
+            format!("{caller} already holds {limit} open {what} (APP_MAX_STREAMS_PER_CALLER); close one first")
+        }
+        streams::Full::Total(limit) => format!("the service holds {limit} open {what} (APP_MAX_STREAMS); retry later"),
+    };
+    Error::TooManyStreams { message }
+}
+
+pub(super) fn over_budget(budget: &LogBudget) -> Error {
+    Error::OverBudget {
+        message: format!(
+            "the logs asked for are longer than the {} bytes one request may read; ask for fewer (or a tail)",
+            budget.total()
+        ),
+    }
+}

@@ -1,0 +1,153 @@
+//! A run's logs: read from the pod while it lives, followed, or the kept archive after it ended.
+
+use runner_contract::redact::Redactor;
+
+use super::validation::Invalid;
+use super::{Conflict, Error, Result, Service, executor_error, live_logs, over_budget, validation};
+use crate::domain::Operation;
+use crate::domain::run::{RunNames, Stage};
+use crate::domain::run_log::{self, ContainerLog, KeptLog, LogBudget};
+use crate::executor::{self};
+use crate::store::{self};
+
+/// Before the Job is created there is no pod to ask for logs: the 409 that says so.
+fn before_its_job(operation: &Operation) -> Option<Error> {
+    (operation.stage < Stage::CreateJob).then(|| Error::Conflict {
+        conflict: Conflict::NoRunnerPod,
+        message: format!(
+            "no runner pod exists yet: operation {} is at stage {}",
+            operation.id,
+            operation.stage.as_str()
+        ),
+    })
+}
+
+impl Service {
+    /// A fresh budget for the logs one request reads.
+    pub fn log_budget(&self) -> LogBudget {
+        LogBudget::new(self.log_bytes_per_request)
+    }
+
+    /// The runner logs of a runtime's operation: its last one, or `operation_id`, which must be one of its own.
+    pub async fn logs(
+        &self,
+        runtime_id: &str,
+        operation_id: Option<&str>,
+        tail_lines: Option<i64>,
+        budget: &LogBudget,
+    ) -> Result<Vec<ContainerLog>> {
+        let status = self.runtime_status(runtime_id).await?;
+        let operation = match operation_id {
+            None => status.last_operation,
+            Some(operation_id) => {
+                let id = validation::parse_id("operationId", operation_id)?;
+                let operation = self.store.find_operation(id).await?;
+                operation
+                    .filter(|operation| operation.runtime_id == status.runtime.id)
+                    .ok_or_else(|| Error::NotFound { what: "operation of this runtime", id: id.to_string() })?
+            }
+        };
+        self.logs_of(&operation, tail_lines, budget).await
+    }
+
+    /// The runner logs of an operation (the last `tail_lines` of each container): kept in the database once its
+    /// run ended, read from its pod while it runs; 409 while it has no pod, and for a run that kept none.
+    pub async fn operation_logs(
+        &self,
+        operation_id: &str,
+        tail_lines: Option<i64>,
+        budget: &LogBudget,
+    ) -> Result<Vec<ContainerLog>> {
+        let operation = self.operation_status(operation_id).await?;
+        self.logs_of(&operation, tail_lines, budget).await
+    }
+
+    /// The runner's log of an operation as it prints it, until its container ends (see
+    /// `Executor::follow_runner_log`), read once for all who follow it; once the run ended, its kept log at once.
+    pub async fn follow_operation_log(
+        &self,
+        operation_id: &str,
+    ) -> Result<futures::stream::BoxStream<'static, Result<String>>> {
+        use futures::StreamExt as _;
+        let operation = self.operation_status(operation_id).await?;
+        if let Some(kept) = self.kept_logs(&operation, &self.log_budget()).await? {
+            let runner = kept.into_iter().find(|log| log.container == executor::RUNNER_CONTAINER);
+            return Ok(futures::stream::iter(runner.map(|log| Ok(log.text))).boxed());
+        }
+        if let Some(refusal) = before_its_job(&operation) {
+            return Err(refusal);
+        }
+        let start = async || {
+            let redactor = self.run_redactor(&operation).await?;
+            let lines = self.executor()?.follow_runner_log(operation.id, operation.state.is_active());
+            Ok(live_logs::redact_stream(lines.map(|line| line.map_err(executor_error)).boxed(), redactor))
+        };
+        self.log_followers.follow(operation.id, start).await
+    }
+
+    async fn logs_of(
+        &self,
+        operation: &Operation,
+        tail_lines: Option<i64>,
+        budget: &LogBudget,
+    ) -> Result<Vec<ContainerLog>> {
+        let lines = match tail_lines {
+            None => None,
+            Some(lines) => Some(
+                usize::try_from(lines)
+                    .ok()
+                    .filter(|lines| *lines >= 1)
+                    .ok_or_else(|| Invalid { field: "tailLines".into(), message: "must be at least 1".into() })?,
+            ),
+        };
+        if let Some(kept) = self.kept_logs(operation, budget).await? {
+            return Ok(kept
+                .into_iter()
+                .map(|log| ContainerLog {
+                    log: run_log::tail_lines(&log.text, lines).to_owned(),
+                    container: log.container,
+                })
+                .collect());
+        }
+        if let Some(refusal) = before_its_job(operation) {
+            return Err(refusal);
+        }
+        let no_pod = |why: String| Error::Conflict { conflict: Conflict::NoRunnerPod, message: why };
+        let redactor = self.run_redactor(operation).await?;
+        match self.executor()?.logs(operation.id, tail_lines).await {
+            Ok(logs) => {
+                let bytes = logs.iter().map(|log| log.log.len()).sum();
+                if !budget.spend(bytes) {
+                    return Err(over_budget(budget));
+                }
+                Ok(live_logs::redact_logs(logs, &redactor))
+            }
+            Err(executor::Error::NoPod(_)) if !operation.state.is_active() => Err(no_pod(format!(
+                "operation {} ended ({}) without a runner pod or kept logs",
+                operation.id, operation.state
+            ))),
+            Err(executor::Error::NoPod(_)) => Err(no_pod(format!(
+                "no runner pod exists for operation {} (stage {})",
+                operation.id,
+                operation.stage.as_str()
+            ))),
+            Err(error) => Err(executor_error(error)),
+        }
+    }
+
+    /// The kept logs of an operation, taken from `budget`.
+    async fn kept_logs(&self, operation: &Operation, budget: &LogBudget) -> Result<Option<Vec<KeptLog>>> {
+        match self.store.run_logs(operation.id, budget).await {
+            Ok(kept) => Ok(kept),
+            Err(store::Error::OverBudget { .. }) => Err(over_budget(budget)),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// The credential values of a running operation's run, to redact its live logs with.
+    async fn run_redactor(&self, operation: &Operation) -> Result<Redactor> {
+        let names = RunNames::new(operation.operation_type, operation.runtime_id);
+        let values = self.executor()?.credential_values(&names).await.map_err(executor_error)?;
+        Ok(Redactor::new(values))
+    }
+}

@@ -1,0 +1,154 @@
+//! Provisioning: a request validated, its credential checked in auth-service, and the runtime with its first
+//! operation recorded, replayed for a repeated `Idempotency-Key`.
+
+use sha2::{Digest, Sha256};
+use tracing::instrument;
+
+use super::validation::Invalid;
+use super::{Conflict, Error, Result, Service};
+use crate::credentials::{self as auth};
+use crate::domain::tenant::Tenant;
+use crate::domain::{ClusterConfig, Operation, ProvisionRequest, Runtime};
+use crate::store::{self, IdempotencyRecord};
+
+/// The answer to an accepted provisioning request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProvisionAccepted {
+    pub operation: Operation,
+    /// True when an `Idempotency-Key` matched an earlier request and nothing new was recorded.
+    pub replayed: bool,
+}
+
+fn check_idempotency_key(key: &str) -> Result<(), Invalid> {
+    let valid = !key.is_empty() && key.len() <= 255 && key.bytes().all(|byte| byte.is_ascii_graphic());
+    if !valid {
+        return Err(Invalid {
+            field: "Idempotency-Key".into(),
+            message: "must be 1 to 255 visible ASCII characters".into(),
+        });
+    }
+    Ok(())
+}
+
+/// A digest of the validated request, to tell a retry from a different request under the same key (a dry run
+/// and a real provisioning of the same request are different requests).
+fn request_fingerprint(request: &ProvisionRequest, dry_run: bool, tenant: Option<&Tenant>) -> String {
+    // A request's digest without a dry run or a tenant is what it was before those existed, so recorded keys keep
+    // matching; the same key sent for another tenant is another request.
+    let canonical = match (dry_run, tenant) {
+        (false, None) => serde_json::to_vec(request),
+        (true, None) => serde_json::to_vec(&(request, dry_run)),
+        (_, Some(tenant)) => serde_json::to_vec(&(request, dry_run, tenant.as_str())),
+    };
+    let canonical = canonical.unwrap_or_default();
+    Sha256::digest(canonical).iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+impl Service {
+    /// Validates and records a new runtime with a queued provisioning operation. With an idempotency key, a
+    /// repeated identical request returns the operation recorded the first time instead of a new one. A dry run
+    /// records a preview runtime (its name stays free) whose operation only plans.
+    #[instrument(skip_all, fields(runtime_name = %request.runtime_input.name))]
+    pub async fn provision_runtime(
+        &self,
+        request: ProvisionRequest,
+        idempotency_key: Option<&str>,
+        dry_run: bool,
+        requested_by: &str,
+    ) -> Result<ProvisionAccepted> {
+        self.policy.validate(&request)?;
+        let fingerprint = request_fingerprint(&request, dry_run, self.tenant.as_ref());
+        let not_before =
+            store::now().checked_sub_signed(self.idempotency_ttl).unwrap_or(chrono::DateTime::<chrono::Utc>::MIN_UTC);
+        if let Some(key) = idempotency_key {
+            check_idempotency_key(key)?;
+            if let Some(record) = self.store.find_idempotency_record(requested_by, key, not_before).await? {
+                return self.replay(record, &fingerprint).await;
+            }
+            self.store.forget_expired_idempotency_record(requested_by, key, not_before).await?;
+        }
+
+        // Fail fast: nothing is recorded for a credential that does not exist or does not fit the topology.
+        self.check_credential(&request.cluster_config).await?;
+
+        let (mut runtime, mut operation) = Runtime::requested(request, dry_run, store::now());
+        runtime.tenant = self.tenant.clone();
+        operation.requested_by = Some(requested_by.to_owned());
+        let runtime_id = runtime.id;
+        let record = idempotency_key.map(|key| IdempotencyRecord {
+            caller: requested_by.to_owned(),
+            key: key.to_owned(),
+            request_fingerprint: fingerprint.clone(),
+            runtime_id,
+            operation_id: operation.id,
+        });
+        match self.store.insert_runtime(&runtime, &operation, record.as_ref()).await {
+            Ok(()) => {
+                tracing::info!(runtime_id = %runtime_id, operation_id = %operation.id, dry_run, "provisioning queued");
+                self.queued.notify_one();
+                Ok(ProvisionAccepted { operation, replayed: false })
+            }
+            Err(store::Error::NameTaken) => Err(Error::Conflict {
+                conflict: Conflict::NameTaken,
+                message: format!("a runtime named {:?} already exists", runtime.name),
+            }),
+            // A concurrent request with the same key won the race: answer as it did.
+            Err(store::Error::IdempotencyKeyTaken) => {
+                let key = idempotency_key.unwrap_or_default();
+                let record = self.store.find_idempotency_record(requested_by, key, not_before).await?;
+                let record = record.ok_or(Error::IdempotencyKeyReused)?;
+                self.replay(record, &fingerprint).await
+            }
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    async fn check_credential(&self, config: &ClusterConfig) -> Result<()> {
+        let field = "clusterConfig.credentialId";
+        match self.auth.credential(&config.credential_id).await {
+            Ok(credential) => {
+                match config.topology.credential_mismatch(
+                    &config.credential_id,
+                    credential.kind().as_str(),
+                    credential.cloud(),
+                ) {
+                    None => Ok(()),
+                    Some(message) => Err(Invalid { field: field.into(), message }.into()),
+                }
+            }
+            Err(auth::Error::NotFound { id }) => Err(Invalid {
+                field: field.into(),
+                message: format!("credential {id:?} does not exist in auth-service"),
+            }
+            .into()),
+            Err(error @ auth::Error::InvalidCredential { .. }) => {
+                Err(Invalid { field: field.into(), message: error.to_string() }.into())
+            }
+            Err(error) => {
+                tracing::warn!(%error, "could not resolve the credential at request time");
+                let what = match &error {
+                    auth::Error::Unavailable { .. } => "no answer, or a server error".to_owned(),
+                    other => other.public_message(),
+                };
+                Err(Error::Unavailable {
+                    component: "auth-service",
+                    message: format!(
+                        "{what}; the credential could not be checked and nothing was recorded, try again shortly"
+                    ),
+                })
+            }
+        }
+    }
+
+    async fn replay(&self, record: IdempotencyRecord, fingerprint: &str) -> Result<ProvisionAccepted> {
+        if record.request_fingerprint != fingerprint {
+            return Err(Error::IdempotencyKeyReused);
+        }
+        let operation = self
+            .store
+            .find_operation(record.operation_id)
+            .await?
+            .ok_or_else(|| Error::NotFound { what: "operation", id: record.operation_id.to_string() })?;
+        Ok(ProvisionAccepted { operation, replayed: true })
+    }
+}

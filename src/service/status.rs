@@ -1,0 +1,190 @@
+//! Reads: runtimes and operations with their stages, the live Job state, pages, and the kubeconfig.
+
+use runner_contract::report::kubeconfig_digest;
+
+use super::validation::Invalid;
+use super::{Conflict, Error, Result, Service, executor_error, validation};
+use crate::domain::run::{JobState, RunNames, Stage};
+use crate::domain::{
+    Component, LastError, Operation, OperationPage, OperationState, OperationType, Runtime, RuntimePage, StageEntry,
+};
+use crate::store::{self};
+
+/// A runtime with its last operation (every runtime has one: it is created with its provisioning).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuntimeStatus {
+    pub runtime: Runtime,
+    pub last_operation: Operation,
+}
+
+/// Whether a runtime sleeps, and whether a hibernation would be accepted now (Kyma's `HibernationStatus`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HibernationStatus {
+    pub hibernated: bool,
+    pub hibernation_possible: bool,
+}
+
+/// Largest page of `runtimes`.
+pub const MAX_PAGE_SIZE: i32 = 100;
+/// `first` of a page when it is left out.
+pub const DEFAULT_PAGE_SIZE: i32 = 20;
+
+/// How long a request of a process that just started waits for the Job cache's first list.
+pub(super) const JOB_CACHE_SYNC: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How long an operation ran: from its first start to its end, or to now while it runs.
+pub fn duration_seconds(operation: &Operation) -> Option<f64> {
+    let started = operation.started_at?;
+    let ended = operation.finished_at.filter(|_| !operation.state.is_active()).unwrap_or_else(store::now);
+    Some((ended - started).num_milliseconds().max(0) as f64 / 1000.0)
+}
+
+/// `first` of a page: [`DEFAULT_PAGE_SIZE`] when left out, at most [`MAX_PAGE_SIZE`].
+fn page_size(first: Option<i32>) -> Result<u64> {
+    let first = first.unwrap_or(DEFAULT_PAGE_SIZE);
+    if !(1..=MAX_PAGE_SIZE).contains(&first) {
+        return Err(Invalid { field: "first".into(), message: format!("must be 1 to {MAX_PAGE_SIZE}") }.into());
+    }
+    Ok(first as u64)
+}
+
+impl Service {
+    pub async fn operation_status(&self, operation_id: &str) -> Result<Operation> {
+        let id = validation::parse_id("id", operation_id)?;
+        let not_found = || Error::NotFound { what: "operation", id: id.to_string() };
+        let operation = self.store.find_operation(id).await?.ok_or_else(not_found)?;
+        if self.tenant.is_some() {
+            let runtime = self.store.find_runtime(operation.runtime_id).await?;
+            runtime.filter(|runtime| self.sees(runtime)).ok_or_else(not_found)?;
+        }
+        Ok(self.with_live_job_state(operation))
+    }
+
+    /// An active operation as its Job shows it right now (from the watch-backed cache, no API request): a Job
+    /// that failed a second ago reads as failed before the worker has handled it.
+    fn with_live_job_state(&self, mut operation: Operation) -> Operation {
+        let Some(executor) = &self.executor else { return operation };
+        if !operation.state.is_active() {
+            return operation;
+        }
+        let names = RunNames::new(operation.operation_type, operation.runtime_id);
+        match executor.cached_job_state(&names, operation.id) {
+            JobState::Failed { reason, message } => {
+                operation.state = OperationState::Failed;
+                operation.message = message.clone();
+                operation.last_error = Some(LastError::new(reason, Component::TerraformRunner, message));
+            }
+            JobState::Succeeded if operation.stage == Stage::WaitForJob => {
+                operation.message = format!("Job {} completed; finishing the operation", names.job);
+            }
+            JobState::Succeeded | JobState::Running | JobState::Missing => {}
+        }
+        operation
+    }
+
+    pub async fn runtime_status(&self, runtime_id: &str) -> Result<RuntimeStatus> {
+        let id = validation::parse_id("id", runtime_id)?;
+        let not_found = || Error::NotFound { what: "runtime", id: id.to_string() };
+        let runtime = self.store.find_runtime(id).await?.filter(|runtime| self.sees(runtime)).ok_or_else(not_found)?;
+        let operation_id = runtime.last_operation_id.ok_or_else(not_found)?;
+        let last_operation = self.store.find_operation(operation_id).await?.ok_or_else(not_found)?;
+        Ok(RuntimeStatus { runtime, last_operation: self.with_live_job_state(last_operation) })
+    }
+
+    /// The kubeconfig of a live runtime whose provisioning succeeded (also while it is being upgraded); 409
+    /// before then and once it is deprovisioned.
+    pub async fn kubeconfig(&self, runtime_id: &str) -> Result<String> {
+        let status = self.runtime_status(runtime_id).await?;
+        let operation = &status.last_operation;
+        let live = status.runtime.deleted_at.is_none() && !status.runtime.preview;
+        let deprovisioning = operation.operation_type == OperationType::Deprovision && operation.state.is_active();
+        if !live || deprovisioning || !self.store.was_provisioned(status.runtime.id).await? {
+            return Err(Error::Conflict {
+                conflict: Conflict::NotReady,
+                message: format!(
+                    "no kubeconfig: runtime {} has no provisioned cluster (its last operation is {} {})",
+                    status.runtime.id, operation.operation_type, operation.state
+                ),
+            });
+        }
+        let names = RunNames::new(OperationType::Provision, status.runtime.id);
+        match self.executor()?.kubeconfig(&names).await {
+            Ok(Some(kubeconfig)) => self.checked(status.runtime.id, &names.outputs_secret, kubeconfig).await,
+            Ok(None) => Err(Error::Conflict {
+                conflict: Conflict::NotReady,
+                message: format!("Secret {} with the kubeconfig does not exist", names.outputs_secret),
+            }),
+            Err(error) => Err(executor_error(error)),
+        }
+    }
+
+    /// `kubeconfig` when it is exactly what the runtime's last checked apply published: any runner may write any
+    /// outputs Secret, so other content is refused, never served.
+    async fn checked(&self, runtime_id: uuid::Uuid, secret: &str, kubeconfig: String) -> Result<String> {
+        let checked = self.store.checked_kubeconfig_digest(runtime_id).await?;
+        if checked.as_deref() == Some(kubeconfig_digest(kubeconfig.as_bytes()).as_str()) {
+            return Ok(kubeconfig);
+        }
+        tracing::warn!(%runtime_id, secret, "an outputs Secret does not hold the kubeconfig its runtime's last apply published; it is not served");
+        Err(Error::Conflict {
+            conflict: Conflict::UntrustedOutputs,
+            message: format!(
+                "Secret {secret} does not hold the kubeconfig the runtime's last apply published; it is not served \
+                 (an update of the runtime publishes it again)"
+            ),
+        })
+    }
+
+    /// One page of runtimes in creation order, optionally only those whose last operation is in `state` and
+    /// those with the label `key=value`.
+    pub async fn runtimes(
+        &self,
+        state: Option<OperationState>,
+        label: Option<&str>,
+        after: Option<&str>,
+        first: Option<i32>,
+    ) -> Result<RuntimePage> {
+        let first = page_size(first)?;
+        let label = label.map(|filter| validation::parse_label_filter("label", filter)).transpose()?;
+        let after = after.map(|cursor| validation::parse_id("after", cursor)).transpose()?;
+        let label = label.as_ref().map(|(key, value)| (key.as_str(), value.as_str()));
+        Ok(self.store.list_runtimes(self.tenant.as_ref(), state, label, after, first).await?)
+    }
+
+    /// One page of a runtime's operations, newest first; `after` is the cursor (id) of the last operation of the
+    /// previous page.
+    pub async fn runtime_operations(
+        &self,
+        runtime_id: &str,
+        after: Option<&str>,
+        first: Option<i32>,
+    ) -> Result<OperationPage> {
+        let first = page_size(first)?;
+        let id = validation::parse_id("id", runtime_id)?;
+        let after = after.map(|cursor| validation::parse_id("after", cursor)).transpose()?;
+        if !self.store.find_runtime(id).await?.is_some_and(|runtime| self.sees(&runtime)) {
+            return Err(Error::NotFound { what: "runtime", id: id.to_string() });
+        }
+        let mut page = self.store.list_operations(id, after, first).await?;
+        page.operations = page.operations.into_iter().map(|operation| self.with_live_job_state(operation)).collect();
+        Ok(page)
+    }
+
+    /// When the operation entered each of its stages.
+    pub async fn operation_stages(&self, operation_id: uuid::Uuid) -> Result<Vec<StageEntry>> {
+        Ok(self.store.stages_of(operation_id).await?)
+    }
+
+    /// Whether the runtime sleeps, and whether [`Service::hibernate_runtime`] would accept it now.
+    pub async fn hibernation_status(&self, status: &RuntimeStatus) -> Result<HibernationStatus> {
+        let runtime = &status.runtime;
+        let operation = &status.last_operation;
+        let changeable = runtime.deleted_at.is_none() && !runtime.preview && !operation.state.is_active();
+        let hibernation_possible = changeable
+            && !runtime.hibernated
+            // A successful provisioning, upgrade or wake-up last: the cluster exists, no need to look further.
+            && ((operation.state == OperationState::Succeeded && !operation.dry_run && operation.operation_type != OperationType::Deprovision)
+                || self.store.was_provisioned(runtime.id).await?);
+        Ok(HibernationStatus { hibernated: runtime.hibernated, hibernation_possible })
+    }
+}
