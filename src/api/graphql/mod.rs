@@ -1,0 +1,140 @@
+//! GraphQL adapter in the style of the Kyma Runtime Provisioner. Resolvers only translate between GraphQL and
+//! the service; every service error becomes a GraphQL error with `extensions` in [`graphql_error`].
+
+use std::sync::Arc;
+
+use async_graphql::{Context, ErrorExtensions, Schema};
+use async_graphql_axum::GraphQLResponse;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+use super::authorization::Action;
+use super::caller::Identity;
+use crate::domain::run_log::LogBudget;
+
+use super::error::{ApiError, classify};
+use crate::service::{self, Service};
+
+mod limits;
+mod mutation;
+mod query;
+mod subscription;
+mod types;
+
+use limits::{OperationLimits, RefuseIntrospection, ViaHttp};
+pub use mutation::Mutation;
+pub use query::Query;
+pub use subscription::Subscription;
+use types::{OperationStatus, RuntimeNode, RuntimeStatus, operation_connection, page_weight};
+
+pub type ProvisionerSchema = Schema<Query, Mutation, Subscription>;
+
+/// What one GraphQL request may ask for.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_depth: usize,
+    pub max_complexity: usize,
+    pub introspection: bool,
+    /// How long a query or mutation may run (`APP_REQUEST_TIMEOUT`), also over a WebSocket, where no HTTP
+    /// request timeout applies.
+    pub operation_timeout: std::time::Duration,
+}
+
+/// `in_flight`: the permits of `APP_MAX_CONCURRENT_REQUESTS`, which HTTP requests take in the router and
+/// operations over a WebSocket here.
+pub fn schema(service: Service, limits: Limits, in_flight: Arc<tokio::sync::Semaphore>) -> ProvisionerSchema {
+    let builder = Schema::build(Query, Mutation, Subscription)
+        .data(service)
+        .limit_depth(limits.max_depth)
+        .limit_complexity(limits.max_complexity)
+        .extension(OperationLimits { timeout: limits.operation_timeout, in_flight });
+    if limits.introspection {
+        builder.finish()
+    } else {
+        // Disabled alone would answer `__schema: null`; the extension says why instead.
+        builder.disable_introspection().extension(RefuseIntrospection).finish()
+    }
+}
+
+/// Runs one request as `identity`. A request refused before anything ran (parse or validation errors, the
+/// depth and complexity limits among them: errors without a path) answers 400 instead of 200.
+/// Its fields share `budget` for the logs they read.
+pub async fn execute(
+    schema: &ProvisionerSchema,
+    request: async_graphql::Request,
+    identity: Identity,
+    budget: LogBudget,
+) -> Response {
+    let response = schema.execute(request.data(identity).data(budget).data(ViaHttp)).await;
+    let refused = response.data == async_graphql::Value::Null
+        && !response.errors.is_empty()
+        && response.errors.iter().all(|error| error.path.is_empty());
+    let status = if refused { StatusCode::BAD_REQUEST } else { StatusCode::OK };
+    (status, GraphQLResponse::from(response)).into_response()
+}
+
+/// The schema in SDL, as `gqlgen.sh` writes it to `schema.graphql`.
+pub fn schema_sdl() -> String {
+    Schema::build(Query, Mutation, Subscription).finish().sdl()
+}
+
+/// The one place where service errors get their GraphQL form: a message plus `extensions` with `code`
+/// (a GraphQL-style name), the Kyma-style `error_code`, `error_reason` and `error_component`, and `field`.
+pub fn graphql_error(error: service::Error) -> async_graphql::Error {
+    let classified = classify(error);
+    let code = match classified.status {
+        StatusCode::BAD_REQUEST | StatusCode::UNPROCESSABLE_ENTITY | StatusCode::PAYLOAD_TOO_LARGE => "BAD_REQUEST",
+        StatusCode::NOT_FOUND => "NOT_FOUND",
+        StatusCode::CONFLICT => "CONFLICT",
+        StatusCode::SERVICE_UNAVAILABLE => "UNAVAILABLE",
+        StatusCode::TOO_MANY_REQUESTS => "TOO_MANY_REQUESTS",
+        _ => "INTERNAL",
+    };
+    async_graphql::Error::new(classified.message).extend_with(|_, extensions| {
+        extensions.set("code", code);
+        extensions.set("error_code", classified.status.as_u16());
+        extensions.set("error_reason", classified.code);
+        extensions.set("error_component", classified.component);
+        if let Some(field) = &classified.field {
+            extensions.set("field", field.as_str());
+        }
+        if !classified.errors.is_empty() {
+            // Plain strings in a list of objects: serializing them cannot fail.
+            extensions.set("errors", async_graphql::to_value(&classified.errors).unwrap_or_default());
+        }
+    })
+}
+
+type GraphQLResult<T> = async_graphql::Result<T>;
+
+/// Refused unless the caller may do `action` (Kubernetes RBAC with `APP_AUTHZ_MODE=rbac`).
+async fn authorize(context: &Context<'_>, action: Action) -> GraphQLResult<()> {
+    let identity = context.data::<Identity>()?;
+    identity.authorize(action).await.map_err(|refusal| {
+        let (status, reason, message) = match refusal {
+            ApiError::Forbidden(message) => (StatusCode::FORBIDDEN, "forbidden", message),
+            ApiError::Unavailable(message) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable", message),
+            _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error".to_owned()),
+        };
+        async_graphql::Error::new(message).extend_with(|_, extensions| {
+            let code = match status {
+                StatusCode::FORBIDDEN => "FORBIDDEN",
+                StatusCode::SERVICE_UNAVAILABLE => "UNAVAILABLE",
+                _ => "INTERNAL",
+            };
+            extensions.set("code", code);
+            extensions.set("error_code", status.as_u16());
+            extensions.set("error_reason", reason);
+            extensions.set("error_component", "provisioner");
+        })
+    })
+}
+
+/// The service as the request's caller sees it: only its tenant's runtimes when it named one.
+fn service(context: &Context<'_>) -> Service {
+    let service = context.data_unchecked::<Service>();
+    match context.data_opt::<Identity>() {
+        Some(identity) => identity.service(service),
+        None => service.clone(),
+    }
+}

@@ -1,0 +1,91 @@
+//! The mutations: provisioning, the changes of a runtime, deprovisioning and cancel.
+
+use async_graphql::{Context, Object};
+
+use super::{GraphQLResult, OperationStatus, authorize, graphql_error, service};
+use crate::api::audit::ApiKind;
+use crate::api::authorization::{Action, Verb};
+use crate::api::caller::Identity;
+use crate::domain::{ProvisionRequest, UpgradeClusterInput};
+
+pub struct Mutation;
+
+#[Object]
+impl Mutation {
+    /// With `dryRun`, only validates, renders and plans: the runtime is recorded as a preview (its name stays
+    /// free) and nothing is built.
+    async fn provision_runtime(
+        &self,
+        context: &Context<'_>,
+        config: ProvisionRequest,
+        #[graphql(default_with = "Some(false)")] dry_run: Option<bool>,
+    ) -> GraphQLResult<OperationStatus> {
+        authorize(context, Action::on_runtimes(Verb::Create)).await?;
+        let identity = context.data::<Identity>()?;
+        let dry_run = dry_run.unwrap_or_default();
+        let accepted = service(context)
+            .provision_runtime(config, None, dry_run, &identity.username)
+            .await
+            .map_err(graphql_error)?;
+        if !accepted.replayed {
+            identity.audit(ApiKind::Graphql, &accepted.operation);
+        }
+        Ok(accepted.operation.into())
+    }
+
+    /// Changes a provisioned cluster (planned first; a plan that would replace the cluster is refused). The
+    /// runtime's configuration changes only once the upgrade succeeded; with `dryRun` the operation only plans.
+    async fn upgrade_cluster(
+        &self,
+        context: &Context<'_>,
+        id: String,
+        config: UpgradeClusterInput,
+        #[graphql(default_with = "Some(false)")] dry_run: Option<bool>,
+    ) -> GraphQLResult<OperationStatus> {
+        authorize(context, Action::on_runtimes(Verb::Update)).await?;
+        let identity = context.data::<Identity>()?;
+        let dry_run = dry_run.unwrap_or_default();
+        let operation =
+            service(context).upgrade_cluster(&id, config, dry_run, &identity.username).await.map_err(graphql_error)?;
+        identity.audit(ApiKind::Graphql, &operation);
+        Ok(operation.into())
+    }
+
+    /// Scales every worker pool to zero (and stops a vanilla control plane); the configuration is kept for the
+    /// wake-up. A hibernated runtime refuses upgrades until it is woken up; it can be deprovisioned.
+    async fn hibernate_runtime(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationStatus> {
+        authorize(context, Action::on_runtimes(Verb::Update)).await?;
+        let identity = context.data::<Identity>()?;
+        let operation = service(context).hibernate_runtime(&id, &identity.username).await.map_err(graphql_error)?;
+        identity.audit(ApiKind::Graphql, &operation);
+        Ok(operation.into())
+    }
+
+    /// Brings a hibernated cluster back at its configured sizes; a vanilla one ends once its API server answers.
+    async fn wake_up_runtime(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationStatus> {
+        authorize(context, Action::on_runtimes(Verb::Update)).await?;
+        let identity = context.data::<Identity>()?;
+        let operation = service(context).wake_up_runtime(&id, &identity.username).await.map_err(graphql_error)?;
+        identity.audit(ApiKind::Graphql, &operation);
+        Ok(operation.into())
+    }
+
+    /// Cancels an operation: a queued one ends at once; a running one is stopped (its Terraform interrupted at a
+    /// safe point) and ends `Failed` with reason `cancelled`. An error once it has ended.
+    async fn cancel_operation(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationStatus> {
+        authorize(context, Action::on_runtimes(Verb::Update)).await?;
+        let identity = context.data::<Identity>()?;
+        let operation = service(context).cancel_operation(&id, &identity.username).await.map_err(graphql_error)?;
+        identity.audit_cancel(ApiKind::Graphql, &operation);
+        Ok(operation.into())
+    }
+
+    /// Returns the id of the deprovisioning operation.
+    async fn deprovision_runtime(&self, context: &Context<'_>, id: String) -> GraphQLResult<String> {
+        authorize(context, Action::on_runtimes(Verb::Delete)).await?;
+        let identity = context.data::<Identity>()?;
+        let operation = service(context).deprovision_runtime(&id, &identity.username).await.map_err(graphql_error)?;
+        identity.audit(ApiKind::Graphql, &operation);
+        Ok(operation.id.to_string())
+    }
+}

@@ -1,0 +1,67 @@
+//! The queries: runtimes, operations and their logs, the kubeconfig.
+
+use async_graphql::connection::{Connection, Edge, EmptyFields};
+use async_graphql::{Context, Object};
+
+use super::{
+    GraphQLResult, OperationStatus, RuntimeNode, RuntimeStatus, authorize, graphql_error, operation_connection,
+    page_weight, service,
+};
+use crate::api::authorization::{Action, Verb};
+use crate::domain::OperationState;
+
+pub struct Query;
+
+#[Object]
+impl Query {
+    async fn runtime_status(&self, context: &Context<'_>, id: String) -> GraphQLResult<RuntimeStatus> {
+        authorize(context, Action::on_runtimes(Verb::Get)).await?;
+        let status = service(context).runtime_status(&id).await.map_err(graphql_error)?;
+        Ok(RuntimeStatus { status })
+    }
+
+    async fn runtime_operation_status(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationStatus> {
+        authorize(context, Action::on_runtimes(Verb::Get)).await?;
+        Ok(service(context).operation_status(&id).await.map_err(graphql_error)?.into())
+    }
+
+    /// Every operation of a runtime, newest first; `after` is the cursor of the last operation of the previous
+    /// page.
+    #[graphql(complexity = "page_weight(first, child_complexity)")]
+    async fn runtime_operations(
+        &self,
+        context: &Context<'_>,
+        #[graphql(name = "runtimeID")] runtime_id: String,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> GraphQLResult<Connection<String, OperationStatus, EmptyFields, EmptyFields>> {
+        authorize(context, Action::on_runtimes(Verb::Get)).await?;
+        operation_connection(context, &runtime_id, first, after).await
+    }
+
+    /// Runtimes in creation order; `after` is the cursor of the last runtime of the previous page.
+    #[graphql(complexity = "page_weight(first, child_complexity)")]
+    async fn runtimes(
+        &self,
+        context: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+        state: Option<OperationState>,
+        #[graphql(desc = "Only runtimes with this label, as `key=value`")] label: Option<String>,
+    ) -> GraphQLResult<Connection<String, RuntimeNode, EmptyFields, EmptyFields>> {
+        authorize(context, Action::on_runtimes(Verb::List)).await?;
+        let service = service(context);
+        let page = service.runtimes(state, label.as_deref(), after.as_deref(), first).await.map_err(graphql_error)?;
+        let mut connection = Connection::new(after.is_some(), page.has_next_page);
+        for (runtime, last_operation) in page.runtimes {
+            let Some(last_operation) = last_operation else {
+                continue;
+            };
+            let cursor = runtime.id.to_string();
+            connection
+                .edges
+                .push(Edge::new(cursor, RuntimeNode { status: service::RuntimeStatus { runtime, last_operation } }));
+        }
+        Ok(connection)
+    }
+}

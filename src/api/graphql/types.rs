@@ -1,0 +1,239 @@
+//! The GraphQL output types, in the Kyma Runtime Provisioner's names and spellings.
+
+use async_graphql::connection::{Connection, Edge, EmptyFields};
+use async_graphql::{Context, Object, SimpleObject};
+use chrono::{DateTime, Utc};
+
+use super::{GraphQLResult, authorize, graphql_error, service};
+use crate::api::audit::{ApiKind, AuditEvent};
+use crate::api::authorization::{Action, Subresource};
+use crate::api::caller::Identity;
+use crate::domain::run_log::ContainerLog;
+use crate::domain::run_log::LogBudget;
+use crate::domain::{ClusterConfig, Labels, LastError, Operation, OperationState, OperationType, PlanSummary};
+use crate::service::Conflict;
+
+/// The status of one operation, as Kyma's `OperationStatus`, with its record: when it ran, who asked for it,
+/// and its stages.
+#[derive(SimpleObject)]
+#[graphql(complex)]
+pub struct OperationStatus {
+    #[graphql(skip)]
+    operation_id: uuid::Uuid,
+    id: String,
+    operation: OperationType,
+    state: OperationState,
+    message: String,
+    #[graphql(name = "runtimeID")]
+    runtime_id: String,
+    /// The step the operation is at (for example `Queued`).
+    stage: String,
+    last_error: Option<LastError>,
+    /// What the plan of the operation's run changed, once its Job succeeded.
+    plan_summary: Option<PlanSummary>,
+    /// The operation only plans: nothing is applied.
+    dry_run: bool,
+    /// Claims that used the attempt budget (the first, and resumes after a holder that made no progress).
+    attempts: i32,
+    /// The authenticated caller that asked for it; null for operations recorded before callers were kept.
+    requested_by: Option<String>,
+    created_at: DateTime<Utc>,
+    started_at: Option<DateTime<Utc>>,
+    finished_at: Option<DateTime<Utc>>,
+    /// From the first start to the end (or to now while it runs); null until it started.
+    duration_seconds: Option<f64>,
+}
+
+/// When an operation entered one of its stages.
+#[derive(SimpleObject)]
+pub struct StageEntry {
+    stage: String,
+    entered_at: DateTime<Utc>,
+}
+
+#[async_graphql::ComplexObject]
+impl OperationStatus {
+    /// Each stage the operation entered, in order, with the time it entered it.
+    async fn stages(&self, context: &Context<'_>) -> GraphQLResult<Vec<StageEntry>> {
+        let stages = service(context).operation_stages(self.operation_id).await.map_err(graphql_error)?;
+        Ok(stages
+            .into_iter()
+            .map(|entry| StageEntry { stage: entry.stage.as_str().to_owned(), entered_at: entry.entered_at })
+            .collect())
+    }
+
+    /// What the containers of the operation's run (`init` and `terraform-runner`) printed, the last `tailLines`
+    /// of each: kept in the database once the run ended, from its pod while it runs.
+    #[graphql(complexity = "LOGS_WEIGHT")]
+    async fn logs(&self, context: &Context<'_>, tail_lines: Option<i32>) -> GraphQLResult<Vec<ContainerLog>> {
+        authorize(context, Action::on(Subresource::Logs)).await?;
+        // One budget for every log an HTTP request reads (an operation over a WebSocket has none: each field gets
+        // its own).
+        let own;
+        let budget = match context.data_opt::<LogBudget>() {
+            Some(budget) => budget,
+            None => {
+                own = service(context).log_budget();
+                &own
+            }
+        };
+        let logs = service(context).operation_logs(&self.id, tail_lines.map(i64::from), budget).await;
+        let logs = logs.map_err(graphql_error)?;
+        context.data::<Identity>()?.audit_operation_logs(ApiKind::Graphql, &self.id);
+        Ok(logs)
+    }
+}
+
+impl From<Operation> for OperationStatus {
+    fn from(operation: Operation) -> Self {
+        OperationStatus {
+            operation_id: operation.id,
+            attempts: operation.attempts,
+            requested_by: operation.requested_by.clone(),
+            created_at: operation.created_at,
+            started_at: operation.started_at,
+            finished_at: operation.finished_at,
+            duration_seconds: service::duration_seconds(&operation),
+            id: operation.id.to_string(),
+            operation: operation.operation_type,
+            state: operation.state,
+            message: operation.message,
+            runtime_id: operation.runtime_id.to_string(),
+            stage: operation.stage.as_str().to_owned(),
+            last_error: operation.last_error,
+            plan_summary: operation.plan_summary,
+            dry_run: operation.dry_run,
+        }
+    }
+}
+
+pub struct RuntimeStatus {
+    pub(super) status: service::RuntimeStatus,
+}
+
+#[Object]
+impl RuntimeStatus {
+    async fn last_operation_status(&self) -> OperationStatus {
+        self.status.last_operation.clone().into()
+    }
+
+    /// Whether the cluster sleeps, and whether a hibernation would be accepted now.
+    async fn hibernation_status(&self, context: &Context<'_>) -> GraphQLResult<HibernationStatus> {
+        let status = service(context).hibernation_status(&self.status).await.map_err(graphql_error)?;
+        Ok(HibernationStatus { hibernated: status.hibernated, hibernation_possible: status.hibernation_possible })
+    }
+
+    async fn runtime_configuration(&self) -> RuntimeConfig {
+        RuntimeConfig {
+            runtime_id: self.status.runtime.id.to_string(),
+            cluster_config: self.status.runtime.cluster_config.clone(),
+        }
+    }
+}
+
+/// As Kyma's `HibernationStatus`.
+#[derive(SimpleObject)]
+pub struct HibernationStatus {
+    /// Workers at zero (and a vanilla control plane stopped) since a hibernation succeeded.
+    hibernated: bool,
+    /// The cluster is provisioned, awake, and no operation is active.
+    hibernation_possible: bool,
+}
+
+pub struct RuntimeConfig {
+    runtime_id: String,
+    cluster_config: ClusterConfig,
+}
+
+#[Object]
+impl RuntimeConfig {
+    async fn cluster_config(&self) -> &ClusterConfig {
+        &self.cluster_config
+    }
+
+    /// Read from the cluster's outputs Secret on each request; null until the provisioning has succeeded.
+    #[graphql(complexity = "KUBECONFIG_WEIGHT")]
+    async fn kubeconfig(&self, context: &Context<'_>) -> GraphQLResult<Option<String>> {
+        authorize(context, Action::on(Subresource::Kubeconfig)).await?;
+        match service(context).kubeconfig(&self.runtime_id).await {
+            Ok(kubeconfig) => {
+                let identity = context.data::<Identity>()?;
+                identity.audit_read(ApiKind::Graphql, AuditEvent::KubeconfigRead, &self.runtime_id, None);
+                Ok(Some(kubeconfig))
+            }
+            Err(service::Error::Conflict { conflict: Conflict::NotReady, .. }) => Ok(None),
+            Err(error) => Err(graphql_error(error)),
+        }
+    }
+}
+
+/// A runtime in the `runtimes` list.
+pub struct RuntimeNode {
+    pub(super) status: service::RuntimeStatus,
+}
+
+#[Object(name = "Runtime")]
+impl RuntimeNode {
+    async fn id(&self) -> String {
+        self.status.runtime.id.to_string()
+    }
+
+    async fn name(&self) -> &str {
+        &self.status.runtime.name
+    }
+
+    async fn description(&self) -> Option<&str> {
+        self.status.runtime.description.as_deref()
+    }
+
+    async fn labels(&self) -> &Labels {
+        &self.status.runtime.labels
+    }
+
+    async fn created_at(&self) -> DateTime<Utc> {
+        self.status.runtime.created_at
+    }
+
+    async fn status(&self) -> RuntimeStatus {
+        RuntimeStatus { status: self.status.clone() }
+    }
+
+    /// Every operation of the runtime, newest first.
+    #[graphql(complexity = "page_weight(first, child_complexity)")]
+    async fn operations(
+        &self,
+        context: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> GraphQLResult<Connection<String, OperationStatus, EmptyFields, EmptyFields>> {
+        operation_connection(context, &self.status.runtime.id.to_string(), first, after).await
+    }
+}
+
+pub(super) async fn operation_connection(
+    context: &Context<'_>,
+    runtime_id: &str,
+    first: Option<i32>,
+    after: Option<String>,
+) -> GraphQLResult<Connection<String, OperationStatus, EmptyFields, EmptyFields>> {
+    let page = service(context).runtime_operations(runtime_id, after.as_deref(), first).await.map_err(graphql_error)?;
+    let mut connection = Connection::new(after.is_some(), page.has_next_page);
+    connection.edges.extend(
+        page.operations
+            .into_iter()
+            .map(|operation| Edge::new(operation.id.to_string(), OperationStatus::from(operation))),
+    );
+    Ok(connection)
+}
+
+/// A page costs what one of its items costs, times the items it may hold: aliases of large pages of expensive
+/// fields add up instead of counting once.
+pub(super) fn page_weight(first: Option<i32>, child_complexity: usize) -> usize {
+    let items = first.unwrap_or(service::DEFAULT_PAGE_SIZE).clamp(1, service::MAX_PAGE_SIZE);
+    usize::try_from(items).unwrap_or(1).saturating_mul(child_complexity).saturating_add(1)
+}
+
+/// Reading an operation's logs may decompress an archive of up to `APP_RUN_LOG_MAX_BYTES`.
+pub(super) const LOGS_WEIGHT: usize = 100;
+/// A kubeconfig is read from the cluster's outputs Secret on every request.
+pub(super) const KUBECONFIG_WEIGHT: usize = 20;
