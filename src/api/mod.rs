@@ -7,6 +7,7 @@ pub mod browser_guard;
 pub mod caller;
 pub mod error;
 pub mod graphql;
+mod middleware;
 pub mod playground;
 pub mod probes;
 pub mod rest;
@@ -14,21 +15,14 @@ pub mod setup_progress;
 pub mod websocket;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_graphql_axum::GraphQLRequest;
-use axum::body::Body;
-use axum::error_handling::HandleErrorLayer;
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::Request;
 use axum::http::HeaderMap;
-use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::{get, post};
-use axum::{BoxError, Extension, Router};
-use tower::ServiceBuilder;
-use tower::limit::GlobalConcurrencyLimitLayer;
-use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, RequestId, SetRequestIdLayer};
-use tower_http::trace::TraceLayer;
+use axum::routing::{MethodRouter, get, post};
+use axum::{Extension, Router};
 
 use crate::service::Service;
 use crate::telemetry::{Draining, Metrics, WorkerHealth};
@@ -111,23 +105,51 @@ pub fn router(
     let schema = graphql::schema(service.clone(), settings.graphql, in_flight.clone());
     let state = AppState { service, process };
     let playground_endpoint = settings.playground_endpoint.clone();
-    // GET on the GraphQL endpoint: WebSocket subscriptions, and the playground when it is served there too.
-    let subscriptions = {
-        let schema = schema.clone();
-        let gate = websocket::SocketGate { authentication: authentication.clone(), service: state.service.clone() };
-        let page = (settings.playground_endpoint == settings.api_endpoint)
-            .then(|| (playground.clone(), settings.api_endpoint.clone()));
-        let limits = websocket::SocketLimits {
-            init_timeout: settings.websocket_init_timeout,
-            reauthentication_interval: settings.websocket_reauthentication_interval,
-            max_message_bytes: settings.max_body_bytes,
-        };
-        get(move |request: Request| graphql_get(schema, gate, limits, page, request))
-    };
+    let subscriptions = subscriptions(schema.clone(), settings, &authentication, &state, &playground);
+    let limited = public_routes(settings, subscriptions, playground)
+        .route("/", get(move || async move { Redirect::temporary(&playground_endpoint) }))
+        .merge(protected_routes(schema, settings, authentication, &state))
+        .fallback(rest::no_route)
+        .method_not_allowed_fallback(rest::method_not_allowed)
+        .with_state(state.clone());
+    // Probes answer outside the request limits: a flood of requests must not make a healthy pod look dead.
+    let health = Router::new()
+        .route("/healthz", get(probes::healthz))
+        .route("/readyz", get(probes::readyz))
+        .route("/livez", get(probes::livez))
+        .route("/version", get(probes::version))
+        .with_state(state);
+    middleware::around(limited, health, settings.request_timeout, in_flight, metrics)
+}
 
-    // Everything but health and the static playground page needs a caller the platform knows.
+/// GET on the GraphQL endpoint: WebSocket subscriptions, and the playground when it is served there too.
+fn subscriptions(
+    schema: graphql::ProvisionerSchema,
+    settings: &HttpSettings,
+    authentication: &Authentication,
+    state: &AppState,
+    playground: &PlaygroundAssets,
+) -> MethodRouter<AppState> {
+    let gate = websocket::SocketGate { authentication: authentication.clone(), service: state.service.clone() };
+    let page = (settings.playground_endpoint == settings.api_endpoint)
+        .then(|| (playground.clone(), settings.api_endpoint.clone()));
+    let limits = websocket::SocketLimits {
+        init_timeout: settings.websocket_init_timeout,
+        reauthentication_interval: settings.websocket_reauthentication_interval,
+        max_message_bytes: settings.max_body_bytes,
+    };
+    get(move |request: Request| graphql_get(schema, gate, limits, page, request))
+}
+
+/// Everything but health and the static playground pages needs a caller the platform knows.
+fn protected_routes(
+    schema: graphql::ProvisionerSchema,
+    settings: &HttpSettings,
+    authentication: Authentication,
+    state: &AppState,
+) -> Router<AppState> {
     let graphql_service = state.service.clone();
-    let protected = Router::new()
+    Router::new()
         .route(
             &settings.api_endpoint,
             // The non-batch extractor: a batch would run many operations under one request's limits.
@@ -162,104 +184,31 @@ pub fn router(
         .route(rest::OPENAPI_PATH, get(rest::openapi))
         // The body is read (within its limit) only once the caller is known: a stranger's request is refused
         // before it can hold a request slot by sending its body slowly.
-        .route_layer(middleware::from_fn_with_state(settings.max_body_bytes, limit_body))
-        .route_layer(middleware::from_fn(caller::authorize_route))
-        .route_layer(middleware::from_fn_with_state(authentication, caller::authenticate))
-        .route_layer(middleware::from_fn(browser_guard::refuse_cross_origin_changes));
+        .route_layer(axum::middleware::from_fn_with_state(settings.max_body_bytes, middleware::limit_body))
+        .route_layer(axum::middleware::from_fn(caller::authorize_route))
+        .route_layer(axum::middleware::from_fn_with_state(authentication, caller::authenticate))
+        .route_layer(axum::middleware::from_fn(browser_guard::refuse_cross_origin_changes))
+}
 
-    let timeout = settings.request_timeout;
-    let x_request_id = axum::http::HeaderName::from_static("x-request-id");
+/// The GraphQL endpoint's GET (subscriptions), the playground and its assets, and the API reference.
+fn public_routes(
+    settings: &HttpSettings,
+    subscriptions: MethodRouter<AppState>,
+    playground: PlaygroundAssets,
+) -> Router<AppState> {
     let assets = Router::new()
         .route(&format!("{}/{{name}}", playground::ASSETS_PATH), get(playground::asset))
         .with_state(playground.clone());
     let reference = playground.clone();
-    let mut public = Router::new()
+    let public = Router::new()
         .route(&settings.api_endpoint, subscriptions)
         .route(playground::API_REFERENCE_PATH, get(move || async move { reference.api_reference(rest::OPENAPI_PATH) }))
         .merge(assets);
-    if settings.playground_endpoint != settings.api_endpoint {
-        let api_endpoint = settings.api_endpoint.clone();
-        public =
-            public.route(&settings.playground_endpoint, get(move || async move { playground.graphiql(&api_endpoint) }));
+    if settings.playground_endpoint == settings.api_endpoint {
+        return public;
     }
-    // Probes answer outside the request limits: a flood of requests must not make a healthy pod look dead.
-    let health = Router::new()
-        .route("/healthz", get(probes::healthz))
-        .route("/readyz", get(probes::readyz))
-        .route("/livez", get(probes::livez))
-        .route("/version", get(probes::version))
-        .with_state(state.clone());
-    public
-        .route("/", get(move || async move { Redirect::temporary(&playground_endpoint) }))
-        .merge(protected)
-        .fallback(rest::no_route)
-        .method_not_allowed_fallback(rest::method_not_allowed)
-        .with_state(state)
-        .layer(
-            ServiceBuilder::new()
-                .layer(HandleErrorLayer::new(move |error: BoxError| async move { limit_error(error, timeout) }))
-                // Beyond the limit, answer 503 at once rather than queueing.
-                .load_shed()
-                // Global: one semaphore shared by every route the layer is applied to.
-                .layer(GlobalConcurrencyLimitLayer::with_semaphore(in_flight))
-                .timeout(timeout),
-        )
-        .merge(health)
-        .layer(middleware::from_fn(browser_guard::response_headers))
-        .layer(middleware::from_fn(record_metrics))
-        .layer(
-            ServiceBuilder::new()
-                .layer(SetRequestIdLayer::new(x_request_id.clone(), MakeRequestUuid))
-                .layer(TraceLayer::new_for_http().make_span_with(request_span).on_response(log_response))
-                .layer(PropagateRequestIdLayer::new(x_request_id))
-                .layer(Extension(metrics)),
-        )
-}
-
-/// Reads the whole body within the limit before any handler of an authenticated route runs, so that every such
-/// route (the GraphQL extractor included) answers a body that is too large with the same 413.
-async fn limit_body(State(limit): State<usize>, request: Request, next: Next) -> Response {
-    let (parts, body) = request.into_parts();
-    match axum::body::to_bytes(body, limit).await {
-        Ok(bytes) => next.run(Request::from_parts(parts, Body::from(bytes))).await,
-        Err(_) => ApiError::PayloadTooLarge { limit }.into_response(),
-    }
-}
-
-/// The errors of the timeout and load-shed layers, as JSON answers.
-fn limit_error(error: BoxError, timeout: Duration) -> ApiError {
-    if error.is::<tower::timeout::error::Elapsed>() {
-        ApiError::Timeout(timeout)
-    } else if error.is::<tower::load_shed::error::Overloaded>() {
-        ApiError::Overloaded
-    } else {
-        ApiError::Unavailable(error.to_string())
-    }
-}
-
-fn request_span(request: &Request) -> tracing::Span {
-    let route = request.extensions().get::<MatchedPath>().map(MatchedPath::as_str).unwrap_or("unmatched");
-    let request_id =
-        request.extensions().get::<RequestId>().and_then(|id| id.header_value().to_str().ok()).unwrap_or("-");
-    tracing::info_span!("request", method = %request.method(), route, request_id)
-}
-
-fn log_response(response: &Response, latency: std::time::Duration, _span: &tracing::Span) {
-    tracing::info!(status = response.status().as_u16(), duration_ms = latency.as_secs_f64() * 1000.0, "request");
-}
-
-/// Counts requests and their durations by route template (never the raw path, which would explode the labels).
-async fn record_metrics(Extension(metrics): Extension<Metrics>, request: Request, next: Next) -> impl IntoResponse {
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|path| path.as_str().to_owned())
-        .unwrap_or_else(|| "unmatched".to_owned());
-    let method = request.method().to_string();
-    let started = Instant::now();
-    let response = next.run(request).await;
-    metrics.observe_http(&method, &route, response.status().as_u16(), started.elapsed());
-    response
+    let api_endpoint = settings.api_endpoint.clone();
+    public.route(&settings.playground_endpoint, get(move || async move { playground.graphiql(&api_endpoint) }))
 }
 
 /// The metrics server's router: Prometheus text at `/metrics`, operation gauges refreshed from the store.

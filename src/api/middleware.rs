@@ -1,0 +1,98 @@
+//! What every request goes through: the request limits (body size, time, concurrency), the request id, tracing
+//! and the HTTP metrics.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::error_handling::HandleErrorLayer;
+use axum::extract::{MatchedPath, Request, State};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::{BoxError, Extension, Router};
+use tower::ServiceBuilder;
+use tower::limit::GlobalConcurrencyLimitLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, RequestId, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+
+use super::browser_guard;
+use super::error::ApiError;
+use crate::telemetry::Metrics;
+
+/// The limited routes under the time and concurrency limits, then with `health` the security headers, the
+/// metrics, the request id and the request's span around both.
+pub(super) fn around(
+    limited: Router,
+    health: Router,
+    timeout: Duration,
+    in_flight: Arc<tokio::sync::Semaphore>,
+    metrics: Metrics,
+) -> Router {
+    let x_request_id = axum::http::HeaderName::from_static("x-request-id");
+    limited
+        .layer(
+            ServiceBuilder::new()
+                .layer(HandleErrorLayer::new(move |error: BoxError| async move { limit_error(error, timeout) }))
+                // Beyond the limit, answer 503 at once rather than queueing.
+                .load_shed()
+                // Global: one semaphore shared by every route the layer is applied to.
+                .layer(GlobalConcurrencyLimitLayer::with_semaphore(in_flight))
+                .timeout(timeout),
+        )
+        .merge(health)
+        .layer(middleware::from_fn(browser_guard::response_headers))
+        .layer(middleware::from_fn(record_metrics))
+        .layer(
+            ServiceBuilder::new()
+                .layer(SetRequestIdLayer::new(x_request_id.clone(), MakeRequestUuid))
+                .layer(TraceLayer::new_for_http().make_span_with(request_span).on_response(log_response))
+                .layer(PropagateRequestIdLayer::new(x_request_id))
+                .layer(Extension(metrics)),
+        )
+}
+
+/// Reads the whole body within the limit before any handler of an authenticated route runs, so that every such
+/// route (the GraphQL extractor included) answers a body that is too large with the same 413.
+pub(super) async fn limit_body(State(limit): State<usize>, request: Request, next: Next) -> Response {
+    let (parts, body) = request.into_parts();
+    match axum::body::to_bytes(body, limit).await {
+        Ok(bytes) => next.run(Request::from_parts(parts, Body::from(bytes))).await,
+        Err(_) => ApiError::PayloadTooLarge { limit }.into_response(),
+    }
+}
+
+/// The errors of the timeout and load-shed layers, as JSON answers.
+fn limit_error(error: BoxError, timeout: Duration) -> ApiError {
+    if error.is::<tower::timeout::error::Elapsed>() {
+        ApiError::Timeout(timeout)
+    } else if error.is::<tower::load_shed::error::Overloaded>() {
+        ApiError::Overloaded
+    } else {
+        ApiError::Unavailable(error.to_string())
+    }
+}
+
+fn request_span(request: &Request) -> tracing::Span {
+    let route = request.extensions().get::<MatchedPath>().map(MatchedPath::as_str).unwrap_or("unmatched");
+    let request_id =
+        request.extensions().get::<RequestId>().and_then(|id| id.header_value().to_str().ok()).unwrap_or("-");
+    tracing::info_span!("request", method = %request.method(), route, request_id)
+}
+
+fn log_response(response: &Response, latency: std::time::Duration, _span: &tracing::Span) {
+    tracing::info!(status = response.status().as_u16(), duration_ms = latency.as_secs_f64() * 1000.0, "request");
+}
+
+/// Counts requests and their durations by route template (never the raw path, which would explode the labels).
+async fn record_metrics(Extension(metrics): Extension<Metrics>, request: Request, next: Next) -> impl IntoResponse {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|path| path.as_str().to_owned())
+        .unwrap_or_else(|| "unmatched".to_owned());
+    let method = request.method().to_string();
+    let started = Instant::now();
+    let response = next.run(request).await;
+    metrics.observe_http(&method, &route, response.status().as_u16(), started.elapsed());
+    response
+}
