@@ -79,7 +79,7 @@ spelled! {
 
 impl OperationType {
     /// The noun for messages: "provisioning did not finish within 1h".
-    pub fn verb(self) -> &'static str {
+    pub fn noun(self) -> &'static str {
         match self {
             OperationType::Provision => "provisioning",
             OperationType::Deprovision => "deprovisioning",
@@ -458,14 +458,14 @@ impl Operation {
         terraform_provider: ProviderVersion,
         now: DateTime<Utc>,
     ) -> Self {
-        let verb = operation_type.verb();
+        let noun = operation_type.noun();
         Operation {
             id: Uuid::now_v7(),
             runtime_id,
             operation_type,
             state: OperationState::Pending,
             stage: Stage::Queued,
-            message: format!("Operation queued: waiting for a worker to start {verb}"),
+            message: format!("Operation queued: waiting for a worker to start {noun}"),
             last_error: None,
             attempts: 0,
             claims: 0,

@@ -118,7 +118,6 @@ impl RunState {
         RunState { stage, failure }
     }
 
-    /// A run whose deadline has passed fails with `timeout` and cleans up, unless it already is.
     /// The deadline passed, or a caller cancelled the operation: the run fails with `reason` and cleans up
     /// (which stops its Job), unless it already is.
     pub fn end_early(&mut self, reason: LastError) {

@@ -497,7 +497,6 @@ struct TokenState {
     issued: Mutex<Vec<String>>,
     accepted_claims: Mutex<Vec<Value>>,
     refusals: Mutex<Vec<String>>,
-    outage: Mutex<Option<StatusCode>>,
 }
 
 /// Google's OAuth 2.0 token endpoint for service accounts, on 127.0.0.1: `POST /token` with the form
@@ -524,7 +523,6 @@ impl GoogleTokenServer {
             issued: Mutex::new(Vec::new()),
             accepted_claims: Mutex::new(Vec::new()),
             refusals: Mutex::new(Vec::new()),
-            outage: Mutex::new(None),
         });
         let router = Router::new().route("/token", post(token)).with_state(state.clone());
         let task = tokio::spawn(async move {
@@ -557,11 +555,6 @@ impl GoogleTokenServer {
     pub fn refusals(&self) -> Vec<String> {
         self.state.refusals.lock().unwrap().clone()
     }
-
-    /// While set, every request answers this status (with a JSON error body) without looking at it.
-    pub fn set_outage(&self, status: Option<StatusCode>) {
-        *self.state.outage.lock().unwrap() = status;
-    }
 }
 
 impl Drop for GoogleTokenServer {
@@ -575,10 +568,6 @@ async fn token(
     form: Result<Form<HashMap<String, String>>, FormRejection>,
 ) -> Response {
     state.requests.fetch_add(1, Ordering::SeqCst);
-    if let Some(status) = *state.outage.lock().unwrap() {
-        let body = json!({ "error": "internal_failure", "error_description": "the test made the token server fail" });
-        return (status, axum::Json(body)).into_response();
-    }
     let refuse = |error: &str, description: String| {
         state.refusals.lock().unwrap().push(format!("{error}: {description}"));
         let body = json!({ "error": error, "error_description": description });

@@ -50,7 +50,7 @@ pub(super) fn step_limit(stage: Stage, failing: bool) -> Option<Duration> {
 }
 
 pub(super) fn timeout_error(operation_type: OperationType, timeout: Duration) -> LastError {
-    let what = operation_type.verb();
+    let what = operation_type.noun();
     LastError::new(
         FailureReason::Timeout,
         Component::Provisioner,
