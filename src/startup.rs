@@ -20,7 +20,7 @@ use crate::api::authorization::Authorizer;
 use crate::api::caller::{Access, Authentication, Mode};
 use crate::api::playground::PlaygroundAssets;
 use crate::api::{self, HttpSettings, ProcessHealth, graphql};
-use crate::credentials::{self as auth, AuthClient};
+use crate::credentials::{self, AuthClient};
 use crate::executor::Executor;
 use crate::render::{self, Renderer};
 use crate::service::{Service, ServiceSettings};
@@ -40,7 +40,7 @@ pub enum Error {
     #[error("cannot prepare the SQLite folder {path}: {source}")]
     SqliteFolder { path: String, source: std::io::Error },
     #[error("APP_AUTH_OAUTH_PATH: {0}")]
-    Auth(#[from] auth::Error),
+    Auth(#[from] credentials::Error),
     #[error("cannot load the Terraform templates: {0}")]
     Render(#[from] render::Error),
     #[error("cannot listen on {address}: {source}")]

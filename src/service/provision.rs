@@ -6,7 +6,7 @@ use tracing::instrument;
 
 use super::validation::Invalid;
 use super::{Conflict, Error, Result, Service};
-use crate::credentials::{self as auth};
+use crate::credentials;
 use crate::domain::tenant::Tenant;
 use crate::domain::{ClusterConfig, Operation, ProvisionRequest, Runtime};
 use crate::store::{self, IdempotencyRecord};
@@ -116,18 +116,18 @@ impl Service {
                     Some(message) => Err(Invalid { field: field.into(), message }.into()),
                 }
             }
-            Err(auth::Error::NotFound { id }) => Err(Invalid {
+            Err(credentials::Error::NotFound { id }) => Err(Invalid {
                 field: field.into(),
                 message: format!("credential {id:?} does not exist in auth-service"),
             }
             .into()),
-            Err(error @ auth::Error::InvalidCredential { .. }) => {
+            Err(error @ credentials::Error::InvalidCredential { .. }) => {
                 Err(Invalid { field: field.into(), message: error.to_string() }.into())
             }
             Err(error) => {
                 tracing::warn!(%error, "could not resolve the credential at request time");
                 let what = match &error {
-                    auth::Error::Unavailable { .. } => "no answer, or a server error".to_owned(),
+                    credentials::Error::Unavailable { .. } => "no answer, or a server error".to_owned(),
                     other => other.public_message(),
                 };
                 Err(Error::Unavailable {

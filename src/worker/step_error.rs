@@ -1,6 +1,6 @@
 //! How a step ends: the outcome the run goes on with, or an error that is retried or fails the run.
 
-use crate::credentials as auth;
+use crate::credentials;
 use crate::domain::{Component, FailureReason, LastError};
 use crate::{executor, store};
 
@@ -30,11 +30,11 @@ impl From<executor::Error> for StepError {
     }
 }
 
-impl From<auth::Error> for StepError {
-    fn from(error: auth::Error) -> Self {
+impl From<credentials::Error> for StepError {
+    fn from(error: credentials::Error) -> Self {
         let reason = match &error {
-            auth::Error::NotFound { .. } => FailureReason::CredentialNotFound,
-            auth::Error::InvalidCredential { .. } => FailureReason::InvalidCredential,
+            credentials::Error::NotFound { .. } => FailureReason::CredentialNotFound,
+            credentials::Error::InvalidCredential { .. } => FailureReason::InvalidCredential,
             _ => FailureReason::AuthServiceError,
         };
         StepError {
