@@ -173,7 +173,7 @@ impl Service {
                     dry_run = operation.dry_run,
                     "operation queued"
                 );
-                self.queued.notify_one();
+                self.wake.notify_one();
                 Ok(operation)
             }
             // Another request queued an operation since we read the status: report that one.

@@ -38,7 +38,7 @@ pub struct Service {
     auth: AuthClient,
     executor: Option<Executor>,
     /// Wakes this process's worker when an operation is queued.
-    queued: Arc<Notify>,
+    wake: Arc<Notify>,
     watches: watch::Watches,
     log_followers: log_followers::LogFollowers,
     /// How long an `Idempotency-Key` replays its first answer (`APP_IDEMPOTENCY_KEY_TTL`).
@@ -69,7 +69,7 @@ impl Service {
         policy: ValidationPolicy,
         auth: AuthClient,
         executor: Option<Executor>,
-        queued: Arc<Notify>,
+        wake: Arc<Notify>,
         settings: ServiceSettings,
     ) -> Self {
         let idempotency_ttl =
@@ -79,7 +79,7 @@ impl Service {
             policy,
             auth,
             executor,
-            queued,
+            wake,
             watches: watch::Watches::default(),
             log_followers: log_followers::LogFollowers::default(),
             idempotency_ttl,

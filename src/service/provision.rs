@@ -85,7 +85,7 @@ impl Service {
         match self.store.insert_runtime(&runtime, &operation, record.as_ref()).await {
             Ok(()) => {
                 tracing::info!(runtime_id = %runtime_id, operation_id = %operation.id, dry_run, "provisioning queued");
-                self.queued.notify_one();
+                self.wake.notify_one();
                 Ok(ProvisionAccepted { operation, replayed: false })
             }
             Err(store::Error::NameTaken) => Err(Error::Conflict {
