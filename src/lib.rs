@@ -17,7 +17,6 @@ pub mod settings;
 pub mod startup;
 pub mod store;
 pub mod telemetry;
-pub mod token_review;
 pub mod worker;
 
 /// Shared with terraform-runner: retry delays, and the one TLS crypto provider of the process.

@@ -16,8 +16,9 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
 use crate::api::audit::AuditTrail;
+use crate::api::authentication::token_review::TokenReviewer;
+use crate::api::authentication::{Access, Authentication, Mode};
 use crate::api::authorization::Authorizer;
-use crate::api::caller::{Access, Authentication, Mode};
 use crate::api::playground::PlaygroundAssets;
 use crate::api::{self, HttpSettings, ProcessHealth, graphql};
 use crate::credentials::{self, AuthClient};
@@ -27,7 +28,6 @@ use crate::service::{Service, ServiceSettings};
 use crate::settings::{AuthnSettings, AuthzMode, DatabaseSettings, Settings};
 use crate::store::{self, Migrations, Store};
 use crate::telemetry::{Draining, Metrics, WorkerHealth};
-use crate::token_review::TokenReviewer;
 use crate::worker::{Retention, Worker, WorkerSettings};
 
 /// How long in-flight work may take to wind down after a shutdown signal (and its delay).

@@ -2,9 +2,9 @@
 //! request limits (body size, time, concurrency) and the per-request tracing and metrics.
 
 pub mod audit;
+pub mod authentication;
 pub mod authorization;
 pub mod browser_guard;
-pub mod caller;
 pub mod error;
 pub mod graphql;
 mod middleware;
@@ -26,7 +26,7 @@ use axum::{Extension, Router};
 
 use crate::service::Service;
 use crate::telemetry::{Draining, Metrics, WorkerHealth};
-use caller::{Authentication, Identity};
+use authentication::{Authentication, Identity};
 use error::ApiError;
 use playground::PlaygroundAssets;
 
@@ -185,8 +185,8 @@ fn protected_routes(
         // The body is read (within its limit) only once the caller is known: a stranger's request is refused
         // before it can hold a request slot by sending its body slowly.
         .route_layer(axum::middleware::from_fn_with_state(settings.max_body_bytes, middleware::limit_body))
-        .route_layer(axum::middleware::from_fn(caller::authorize_route))
-        .route_layer(axum::middleware::from_fn_with_state(authentication, caller::authenticate))
+        .route_layer(axum::middleware::from_fn(authentication::authorize_route))
+        .route_layer(axum::middleware::from_fn_with_state(authentication, authentication::authenticate))
         .route_layer(axum::middleware::from_fn(browser_guard::refuse_cross_origin_changes))
 }
 

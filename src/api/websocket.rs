@@ -12,7 +12,7 @@ use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
 use futures::{SinkExt as _, StreamExt as _};
 
-use super::caller::Authentication;
+use super::authentication::Authentication;
 use super::graphql::ProvisionerSchema;
 use crate::service::{Service, StreamSlot};
 

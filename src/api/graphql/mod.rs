@@ -8,8 +8,8 @@ use async_graphql_axum::GraphQLResponse;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
+use super::authentication::Identity;
 use super::authorization::Action;
-use super::caller::Identity;
 use crate::domain::run_log::LogBudget;
 
 use super::error::{ApiError, classify};

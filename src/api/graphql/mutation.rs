@@ -4,8 +4,8 @@ use async_graphql::{Context, Object};
 
 use super::{GraphQLResult, OperationStatus, authorize, graphql_error, service};
 use crate::api::audit::ApiKind;
+use crate::api::authentication::Identity;
 use crate::api::authorization::{Action, Verb};
-use crate::api::caller::Identity;
 use crate::domain::{ProvisionRequest, UpgradeClusterInput};
 
 pub struct Mutation;

@@ -3,8 +3,8 @@
 use async_graphql::{Context, SimpleObject};
 
 use super::{GraphQLResult, OperationStatus, authorize, graphql_error, service};
+use crate::api::authentication::Identity;
 use crate::api::authorization::{Action, Subresource, Verb};
-use crate::api::caller::Identity;
 use crate::service::{OperationWatch, shown_part};
 
 /// What happened to an operation: its status when its stage, state or message changed, or a line the runner

@@ -6,8 +6,8 @@ use chrono::{DateTime, Utc};
 
 use super::{GraphQLResult, authorize, graphql_error, service};
 use crate::api::audit::{ApiKind, AuditEvent};
+use crate::api::authentication::Identity;
 use crate::api::authorization::{Action, Subresource};
-use crate::api::caller::Identity;
 use crate::domain::run_log::ContainerLog;
 use crate::domain::run_log::LogBudget;
 use crate::domain::{ClusterConfig, Labels, LastError, Operation, OperationState, OperationType, PlanSummary};

@@ -28,8 +28,8 @@ use axum::response::{IntoResponse, Response};
 
 use super::AppState;
 use super::audit::ApiKind;
+use super::authentication::Identity;
 use super::browser_guard;
-use super::caller::Identity;
 use super::error::ApiError;
 use crate::domain::Operation;
 use crate::service::Service;

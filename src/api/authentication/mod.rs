@@ -3,6 +3,8 @@
 //! `APP_AUTH_ALLOWED_USERS` do everything, `rbac` asks Kubernetes RBAC for each action (see [`Authorizer`]). The
 //! caller's [`Identity`] goes into the request's extensions, for the checks and the audit line of each change.
 
+pub mod token_review;
+
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -11,13 +13,13 @@ use axum::http::{HeaderMap, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::audit::{ApiKind, AuditEntry, AuditEvent, AuditTrail};
-use super::authorization::{Action, Authorizer, User};
-use super::error::ApiError;
+use crate::api::audit::{ApiKind, AuditEntry, AuditEvent, AuditTrail};
+use crate::api::authorization::{Action, Authorizer, User};
+use crate::api::error::ApiError;
 use crate::domain::Operation;
 use crate::domain::tenant::Tenant;
 use crate::service::{Invalid, Service};
-use crate::token_review::{Review, TokenReviewer};
+use token_review::{Review, TokenReviewer};
 
 /// The authenticated caller, with what it may do and the trail its changes are written to.
 #[derive(Clone)]
@@ -122,9 +124,9 @@ pub struct Authentication {
 }
 
 /// The middleware after [`authenticate`]: refuses a REST request its caller may not make (see
-/// [`super::authorization::rest_action`]).
+/// [`crate::api::authorization::rest_action`]).
 pub async fn authorize_route(matched: Option<axum::extract::MatchedPath>, request: Request, next: Next) -> Response {
-    let action = matched.and_then(|route| super::authorization::rest_action(request.method(), route.as_str()));
+    let action = matched.and_then(|route| crate::api::authorization::rest_action(request.method(), route.as_str()));
     if let (Some(action), Some(identity)) = (action, request.extensions().get::<Identity>())
         && let Err(refusal) = identity.authorize(action).await
     {
