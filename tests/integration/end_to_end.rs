@@ -72,8 +72,6 @@ impl Surroundings {
 
 /// The chart's values: the built image (its default name and tag), one replica on the node's network.
 fn values(control_plane: &ControlPlane, around: &Surroundings, port: u16) -> Value {
-    let api_server_port = control_plane.server_url().rsplit(':').next().unwrap().to_owned();
-    let api_server = json!({"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": api_server_port});
     let mut config = json!({
         "APP_ADDRESS": format!("127.0.0.1:{port}"),
         "APP_METRICS_ADDRESS": format!("127.0.0.1:{}", free_port()),
@@ -84,7 +82,8 @@ fn values(control_plane: &ControlPlane, around: &Surroundings, port: u16) -> Val
         "RUNNER_KUBECONFIG_POLL_INTERVAL": "1s",
     });
     for variables in [&mut config, &mut runner_env] {
-        variables.as_object_mut().unwrap().extend(api_server.as_object().unwrap().clone());
+        let variables = variables.as_object_mut().unwrap();
+        variables.extend(control_plane.in_cluster_variables().map(|(name, value)| (name.to_owned(), json!(value))));
     }
     json!({
         "image": {"pullPolicy": "Never"},

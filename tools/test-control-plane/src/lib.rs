@@ -187,6 +187,13 @@ impl ControlPlane {
         &self.server_url
     }
 
+    /// `KUBERNETES_SERVICE_HOST` and `_PORT` naming the API server itself, for pods on the node's network: with no
+    /// kube-proxy, the `kubernetes` Service's address leads nowhere.
+    pub fn in_cluster_variables(&self) -> [(&'static str, String); 2] {
+        let port = self.server_url.rsplit(':').next().unwrap_or_default().to_owned();
+        [("KUBERNETES_SERVICE_HOST", "127.0.0.1".to_owned()), ("KUBERNETES_SERVICE_PORT", port)]
+    }
+
     /// The PEM certificate of the CA that signed the API server's certificate.
     pub fn ca_pem(&self) -> &str {
         &self.pki.ca_pem

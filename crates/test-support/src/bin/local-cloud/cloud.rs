@@ -50,18 +50,13 @@ impl LocalCloud {
         let secret =
             Secret { metadata: named(MODULES_SECRET), string_data: Some(map(&credentials)), ..Secret::default() };
         Api::<Secret>::namespaced(admin.clone(), NAMESPACE).create(&PostParams::default(), &secret).await?;
-        // The Jobs' pods share the node's network (no pod network here) and reach the API server directly, as there
-        // is no kube-proxy for the `kubernetes` Service.
-        let api_server_port = control_plane.server_url().rsplit(':').next().unwrap_or_default().to_owned();
-        let endpoint = moto.endpoint();
-        let runner_env = [
-            ("AWS_ENDPOINT_URL", endpoint.as_str()),
-            ("AWS_EC2_METADATA_DISABLED", "true"),
-            ("KUBERNETES_SERVICE_HOST", "127.0.0.1"),
-            ("KUBERNETES_SERVICE_PORT", api_server_port.as_str()),
-        ];
-        let config_map =
-            ConfigMap { metadata: named(RUNNER_ENV), data: Some(map(&runner_env)), ..ConfigMap::default() };
+        // The Jobs' pods share the node's network (no pod network here) and reach the API server directly.
+        let mut runner_env = BTreeMap::from([
+            ("AWS_ENDPOINT_URL".to_owned(), moto.endpoint()),
+            ("AWS_EC2_METADATA_DISABLED".to_owned(), "true".to_owned()),
+        ]);
+        runner_env.extend(control_plane.in_cluster_variables().map(|(name, value)| (name.to_owned(), value)));
+        let config_map = ConfigMap { metadata: named(RUNNER_ENV), data: Some(runner_env), ..ConfigMap::default() };
         Api::<ConfigMap>::namespaced(admin, NAMESPACE).create(&PostParams::default(), &config_map).await?;
         Ok(LocalCloud { moto, git, commit, kubeconfig: kubeconfig.to_owned(), _repository: folder })
     }
