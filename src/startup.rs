@@ -26,7 +26,7 @@ use crate::executor::Executor;
 use crate::render::{self, Renderer};
 use crate::service::{Service, ServiceSettings};
 use crate::settings::{AuthnSettings, AuthzMode, DatabaseSettings, Settings};
-use crate::store::{self, Migrations, Store};
+use crate::store::{self, Migrations, StatementMetrics, Store};
 use crate::telemetry::{Draining, Metrics, WorkerHealth};
 use crate::worker::{Retention, Worker, WorkerSettings};
 
@@ -109,9 +109,9 @@ impl App {
     /// Builds the app with the given Kubernetes client (tests pass one with a chosen identity) and audit trail
     /// (tests keep its entries).
     pub async fn build_with(settings: &Settings, kube_client: Option<kube::Client>, audit: AuditTrail) -> Result<Self> {
-        let store = connect(&settings.database, settings.database.migrations).await?;
-        let auth = AuthClient::new(&settings.auth, settings.auth.timeout)?;
         let metrics = Metrics::new();
+        let store = connect(&settings.database, settings.database.migrations, metrics.statements()).await?;
+        let auth = AuthClient::new(&settings.auth, settings.auth.timeout)?;
         let wake = Arc::new(Notify::new());
         let authentication = authentication(&settings.authn, kube_client.clone(), &metrics, audit);
 
@@ -365,10 +365,10 @@ impl Background {
 }
 
 /// Opens the configured database, applying this release's missing migrations or checking for them.
-async fn connect(settings: &DatabaseSettings, migrations: Migrations) -> Result<Store> {
+async fn connect(settings: &DatabaseSettings, migrations: Migrations, statements: &StatementMetrics) -> Result<Store> {
     let url = settings.url.expose_secret();
     create_sqlite_folder(url)?;
-    Store::connect_with(url, settings.max_connections, settings.acquire_timeout, migrations)
+    Store::connect_with(url, settings.max_connections, settings.acquire_timeout, migrations, statements)
         .await
         .map_err(|source| Error::Database { target: settings.describe(), source })
 }
@@ -376,7 +376,7 @@ async fn connect(settings: &DatabaseSettings, migrations: Migrations) -> Result<
 /// `provisioner migrate`: applies this release's missing migrations and returns; replicas started with
 /// `APP_DATABASE_MIGRATE=false` then find them there.
 pub async fn migrate(settings: &Settings) -> Result<()> {
-    connect(&settings.database, Migrations::Apply).await.map(drop)
+    connect(&settings.database, Migrations::Apply, &StatementMetrics::default()).await.map(drop)
 }
 
 /// The embedded default is a file under `./data`; create its folder on first run.

@@ -12,7 +12,7 @@ use prometheus_client::registry::Registry;
 
 use crate::domain::run::Stage;
 use crate::domain::{FailureReason, OperationState, OperationType};
-use crate::store::OperationCount;
+use crate::store::{OperationCount, StatementMetrics};
 
 /// The same logs as terraform-runner's.
 pub use process_support::logging::{LogFormat, init_tracing};
@@ -84,6 +84,7 @@ struct Inner {
     queued: Gauge,
     step_duration: Family<StageLabels, Histogram>,
     token_reviews: Family<ResultLabels, Counter>,
+    statements: StatementMetrics,
 }
 
 impl Default for Metrics {
@@ -120,6 +121,8 @@ impl Metrics {
         registry.register("operation_step_duration_seconds", "Duration of each run step", step_duration.clone());
         let token_reviews = Family::<ResultLabels, Counter>::default();
         registry.register("token_reviews", "TokenReviews sent (cache misses), by result", token_reviews.clone());
+        let statements = StatementMetrics::default();
+        statements.register(&mut registry);
         let build_info = Family::<BuildLabels, Gauge>::default();
         build_info
             .get_or_create(&BuildLabels { version: crate::build_info::VERSION, commit: crate::build_info::COMMIT })
@@ -141,6 +144,7 @@ impl Metrics {
                 queued,
                 step_duration,
                 token_reviews,
+                statements,
             }),
         }
     }
@@ -189,6 +193,11 @@ impl Metrics {
     /// `result` is `authenticated`, `rejected` or `error`.
     pub fn token_reviewed(&self, result: &str) {
         self.inner.token_reviews.get_or_create(&ResultLabels { result: result.to_owned() }).inc();
+    }
+
+    /// Where the store counts its statements.
+    pub fn statements(&self) -> &StatementMetrics {
+        &self.inner.statements
     }
 
     pub fn encode(&self) -> String {

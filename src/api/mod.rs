@@ -12,6 +12,7 @@ pub mod playground;
 pub mod probes;
 pub mod rest;
 pub mod setup_progress;
+pub mod views;
 pub mod websocket;
 
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 use tracing::instrument;
 
 use super::{
-    Conflict, Error, JOB_CACHE_SYNC, Result, RuntimeStatus, Service, executor_error, operation_in_progress, validation,
+    Conflict, Error, JOB_CACHE_SYNC, Latest, Result, Service, executor_error, operation_in_progress, validation,
 };
 use crate::domain::{Operation, OperationType, ProviderVersion, Runtime, UpgradeClusterInput};
 use crate::store::{self, Cancel};
@@ -13,7 +13,7 @@ impl Service {
     /// Queues the teardown of a runtime. Refused while another operation on it is active.
     #[instrument(skip_all, fields(runtime_id = %runtime_id))]
     pub async fn deprovision_runtime(&self, runtime_id: &str, requested_by: &str) -> Result<Operation> {
-        let status = self.runtime_status(runtime_id).await?;
+        let status = self.latest(runtime_id).await?;
         self.check_changeable(&status).await?;
         // The provider that last wrote the cluster's state destroys it, whatever this release pins; a hibernated
         // cluster is destroyed as it is.
@@ -31,7 +31,7 @@ impl Service {
         dry_run: bool,
         requested_by: &str,
     ) -> Result<Operation> {
-        let status = self.runtime_status(runtime_id).await?;
+        let status = self.latest(runtime_id).await?;
         let runtime = &status.runtime;
         // Validation first: a bad request is answered the same whatever the runtime is doing.
         let target = self
@@ -60,7 +60,7 @@ impl Service {
     /// stopped too); the configuration keeps the sizes a wake-up restores.
     #[instrument(skip_all, fields(runtime_id = %runtime_id))]
     pub async fn hibernate_runtime(&self, runtime_id: &str, requested_by: &str) -> Result<Operation> {
-        let status = self.runtime_status(runtime_id).await?;
+        let status = self.latest(runtime_id).await?;
         let runtime = &status.runtime;
         self.check_changeable(&status).await?;
         if runtime.hibernated {
@@ -77,7 +77,7 @@ impl Service {
     /// and the run ends once its API server answers).
     #[instrument(skip_all, fields(runtime_id = %runtime_id))]
     pub async fn wake_up_runtime(&self, runtime_id: &str, requested_by: &str) -> Result<Operation> {
-        let status = self.runtime_status(runtime_id).await?;
+        let status = self.latest(runtime_id).await?;
         self.check_changeable(&status).await?;
         if !status.runtime.hibernated {
             return Err(Error::Conflict {
@@ -100,12 +100,7 @@ impl Service {
     }
 
     /// Queues a run of the runtime's own configuration with the provider that last wrote its state.
-    async fn queue_run(
-        &self,
-        status: &RuntimeStatus,
-        operation_type: OperationType,
-        requested_by: &str,
-    ) -> Result<Operation> {
+    async fn queue_run(&self, status: &Latest, operation_type: OperationType, requested_by: &str) -> Result<Operation> {
         let provider = self.state_provider(&status.runtime).await?;
         let operation = Operation {
             requested_by: Some(requested_by.to_owned()),
@@ -117,7 +112,7 @@ impl Service {
     /// Whether a new operation may be queued on the runtime: live, not a preview, no active operation, and no
     /// Job of an earlier operation still running (a run that ended without stopping it): a second Terraform on
     /// the same state must not start beside it.
-    async fn check_changeable(&self, status: &RuntimeStatus) -> Result<()> {
+    async fn check_changeable(&self, status: &Latest) -> Result<()> {
         let runtime = &status.runtime;
         if runtime.deleted_at.is_some() {
             return Err(Error::Conflict {
@@ -178,7 +173,7 @@ impl Service {
             }
             // Another request queued an operation since we read the status: report that one.
             Err(store::Error::ActiveOperationExists) => {
-                Err(operation_in_progress(&self.runtime_status(runtime_id).await?.last_operation))
+                Err(operation_in_progress(&self.latest(runtime_id).await?.last_operation))
             }
             Err(store::Error::RuntimeNotFound(id)) => Err(Error::Conflict {
                 conflict: Conflict::AlreadyDeprovisioned,
@@ -195,10 +190,10 @@ impl Service {
     pub async fn cancel_operation(&self, operation_id: &str, requested_by: &str) -> Result<Operation> {
         let id = validation::parse_id("id", operation_id)?;
         if self.tenant.is_some() {
-            self.operation_status(operation_id).await?;
+            self.visible_operation(operation_id).await?;
         }
         match self.store.cancel_operation(id, requested_by).await? {
-            Cancel::Ended | Cancel::Requested => self.operation_status(operation_id).await,
+            Cancel::Ended | Cancel::Requested => self.visible_operation(operation_id).await,
             Cancel::AlreadyEnded(state) => Err(Error::Conflict {
                 conflict: Conflict::AlreadyEnded,
                 message: format!(

@@ -36,7 +36,7 @@ impl Service {
         tail_lines: Option<i64>,
         budget: &LogBudget,
     ) -> Result<Vec<ContainerLog>> {
-        let status = self.runtime_status(runtime_id).await?;
+        let status = self.latest(runtime_id).await?;
         let operation = match operation_id {
             None => status.last_operation,
             Some(operation_id) => {
@@ -58,7 +58,7 @@ impl Service {
         tail_lines: Option<i64>,
         budget: &LogBudget,
     ) -> Result<Vec<ContainerLog>> {
-        let operation = self.operation_status(operation_id).await?;
+        let operation = self.visible_operation(operation_id).await?;
         self.logs_of(&operation, tail_lines, budget).await
     }
 
@@ -69,7 +69,7 @@ impl Service {
         operation_id: &str,
     ) -> Result<futures::stream::BoxStream<'static, Result<String>>> {
         use futures::StreamExt as _;
-        let operation = self.operation_status(operation_id).await?;
+        let operation = self.visible_operation(operation_id).await?;
         if let Some(kept) = self.kept_logs(&operation, &self.log_budget()).await? {
             let runner = kept.into_iter().find(|log| log.container == executor::RUNNER_CONTAINER);
             return Ok(futures::stream::iter(runner.map(|log| Ok(log.text))).boxed());
@@ -85,7 +85,8 @@ impl Service {
         self.log_followers.follow(operation.id, start).await
     }
 
-    async fn logs_of(
+    /// The runner logs of `operation`, one this service read (see [`Service::operation_logs`]).
+    pub async fn logs_of(
         &self,
         operation: &Operation,
         tail_lines: Option<i64>,

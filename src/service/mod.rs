@@ -28,7 +28,10 @@ use error::{executor_error, operation_in_progress, over_budget, too_many};
 pub use health::ExecutorHealth;
 pub use provision::ProvisionAccepted;
 use status::JOB_CACHE_SYNC;
-pub use status::{DEFAULT_PAGE_SIZE, HibernationStatus, MAX_PAGE_SIZE, RuntimeStatus, duration_seconds};
+use status::Latest;
+pub use status::{
+    DEFAULT_PAGE_SIZE, HibernationStatus, MAX_PAGE_SIZE, OperationWithStages, Page, RuntimeStatus, duration_seconds,
+};
 pub use validation::{Invalid, Rejected, upgrade_from_json};
 
 #[derive(Clone)]

@@ -5,16 +5,36 @@ use runner_contract::report::kubeconfig_digest;
 use super::validation::Invalid;
 use super::{Conflict, Error, Result, Service, executor_error, validation};
 use crate::domain::run::{JobState, RunNames, Stage};
-use crate::domain::{
-    Component, LastError, Operation, OperationPage, OperationState, OperationType, Runtime, RuntimePage, StageEntry,
-};
+use crate::domain::{Component, LastError, Operation, OperationState, OperationType, Runtime, StageEntry};
 use crate::store::{self};
 
-/// A runtime with its last operation (every runtime has one: it is created with its provisioning).
+/// A runtime with its last operation (every runtime has one: it is created with its provisioning) and whether it
+/// sleeps: what both APIs show of a runtime.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RuntimeStatus {
     pub runtime: Runtime,
-    pub last_operation: Operation,
+    pub last_operation: OperationWithStages,
+    pub hibernation: HibernationStatus,
+}
+
+/// A runtime with its last operation, as the use cases that change it read it.
+pub(super) struct Latest {
+    pub(super) runtime: Runtime,
+    pub(super) last_operation: Operation,
+}
+
+/// An operation with when it entered each of its stages: what both APIs show of an operation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OperationWithStages {
+    pub operation: Operation,
+    pub stages: Vec<StageEntry>,
+}
+
+/// One page of a list, and whether another follows.
+#[derive(Debug, Clone)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub has_next_page: bool,
 }
 
 /// Whether a runtime sleeps, and whether a hibernation would be accepted now (Kyma's `HibernationStatus`).
@@ -22,6 +42,17 @@ pub struct RuntimeStatus {
 pub struct HibernationStatus {
     pub hibernated: bool,
     pub hibernation_possible: bool,
+}
+
+impl HibernationStatus {
+    /// `provisioned`: whether a provisioning of the runtime succeeded, so its cluster exists.
+    fn of(runtime: &Runtime, last_operation: &Operation, provisioned: bool) -> Self {
+        let changeable = runtime.deleted_at.is_none() && !runtime.preview && !last_operation.state.is_active();
+        HibernationStatus {
+            hibernated: runtime.hibernated,
+            hibernation_possible: changeable && !runtime.hibernated && provisioned,
+        }
+    }
 }
 
 /// Largest page of `runtimes`.
@@ -49,7 +80,14 @@ fn page_size(first: Option<i32>) -> Result<u64> {
 }
 
 impl Service {
-    pub async fn operation_status(&self, operation_id: &str) -> Result<Operation> {
+    /// An operation with its stages.
+    pub async fn operation_status(&self, operation_id: &str) -> Result<OperationWithStages> {
+        let operation = self.visible_operation(operation_id).await?;
+        self.with_stages(operation).await
+    }
+
+    /// An operation this service may see, with its live Job state.
+    pub(super) async fn visible_operation(&self, operation_id: &str) -> Result<Operation> {
         let id = validation::parse_id("id", operation_id)?;
         let not_found = || Error::NotFound { what: "operation", id: id.to_string() };
         let operation = self.store.find_operation(id).await?.ok_or_else(not_found)?;
@@ -58,6 +96,25 @@ impl Service {
             runtime.filter(|runtime| self.sees(runtime)).ok_or_else(not_found)?;
         }
         Ok(self.with_live_job_state(operation))
+    }
+
+    /// `operation` with its stages, as both APIs show it (the answer of a change, an event of a subscription).
+    pub async fn with_stages(&self, operation: Operation) -> Result<OperationWithStages> {
+        let mut operations = self.all_with_stages(vec![operation]).await?;
+        Ok(operations.pop().expect("one operation in, one out"))
+    }
+
+    /// `operations` with their stages, read in one query.
+    async fn all_with_stages(&self, operations: Vec<Operation>) -> Result<Vec<OperationWithStages>> {
+        let ids: Vec<uuid::Uuid> = operations.iter().map(|operation| operation.id).collect();
+        let mut stages = self.store.stages_of(&ids).await?;
+        Ok(operations
+            .into_iter()
+            .map(|operation| OperationWithStages {
+                stages: stages.remove(&operation.id).unwrap_or_default(),
+                operation,
+            })
+            .collect())
     }
 
     /// An active operation as its Job shows it right now (from the watch-backed cache, no API request): a Job
@@ -82,19 +139,49 @@ impl Service {
         operation
     }
 
+    /// A runtime with its last operation and whether it sleeps.
     pub async fn runtime_status(&self, runtime_id: &str) -> Result<RuntimeStatus> {
+        let Latest { runtime, last_operation } = self.latest(runtime_id).await?;
+        let mut statuses = self.statuses(vec![(runtime, last_operation)]).await?;
+        Ok(statuses.pop().expect("one runtime in, one out"))
+    }
+
+    /// A runtime this service may see, with its last operation.
+    pub(super) async fn latest(&self, runtime_id: &str) -> Result<Latest> {
         let id = validation::parse_id("id", runtime_id)?;
         let not_found = || Error::NotFound { what: "runtime", id: id.to_string() };
         let runtime = self.store.find_runtime(id).await?.filter(|runtime| self.sees(runtime)).ok_or_else(not_found)?;
         let operation_id = runtime.last_operation_id.ok_or_else(not_found)?;
         let last_operation = self.store.find_operation(operation_id).await?.ok_or_else(not_found)?;
-        Ok(RuntimeStatus { runtime, last_operation: self.with_live_job_state(last_operation) })
+        Ok(Latest { runtime, last_operation: self.with_live_job_state(last_operation) })
+    }
+
+    /// The statuses of runtimes with their last operations, in two queries whatever their number: the stages of
+    /// the operations, and which runtimes were provisioned.
+    async fn statuses(&self, runtimes: Vec<(Runtime, Operation)>) -> Result<Vec<RuntimeStatus>> {
+        let ids: Vec<uuid::Uuid> = runtimes.iter().map(|(runtime, _)| runtime.id).collect();
+        let provisioned = self.store.provisioned_among(&ids).await?;
+        let (runtimes, operations): (Vec<Runtime>, Vec<Operation>) = runtimes.into_iter().unzip();
+        let operations = self.all_with_stages(operations).await?;
+        Ok(runtimes
+            .into_iter()
+            .zip(operations)
+            .map(|(runtime, last_operation)| RuntimeStatus {
+                hibernation: HibernationStatus::of(
+                    &runtime,
+                    &last_operation.operation,
+                    provisioned.contains(&runtime.id),
+                ),
+                runtime,
+                last_operation,
+            })
+            .collect())
     }
 
     /// The kubeconfig of a live runtime whose provisioning succeeded (also while it is being upgraded); 409
     /// before then and once it is deprovisioned.
     pub async fn kubeconfig(&self, runtime_id: &str) -> Result<String> {
-        let status = self.runtime_status(runtime_id).await?;
+        let status = self.latest(runtime_id).await?;
         let operation = &status.last_operation;
         let live = status.runtime.deleted_at.is_none() && !status.runtime.preview;
         let deprovisioning = operation.operation_type == OperationType::Deprovision && operation.state.is_active();
@@ -136,55 +223,43 @@ impl Service {
     }
 
     /// One page of runtimes in creation order, optionally only those whose last operation is in `state` and
-    /// those with the label `key=value`.
+    /// those with the label `key=value`; in a fixed number of queries whatever the page size.
     pub async fn runtimes(
         &self,
         state: Option<OperationState>,
         label: Option<&str>,
         after: Option<&str>,
         first: Option<i32>,
-    ) -> Result<RuntimePage> {
+    ) -> Result<Page<RuntimeStatus>> {
         let first = page_size(first)?;
         let label = label.map(|filter| validation::parse_label_filter("label", filter)).transpose()?;
         let after = after.map(|cursor| validation::parse_id("after", cursor)).transpose()?;
         let label = label.as_ref().map(|(key, value)| (key.as_str(), value.as_str()));
-        Ok(self.store.list_runtimes(self.tenant.as_ref(), state, label, after, first).await?)
+        let page = self.store.list_runtimes(self.tenant.as_ref(), state, label, after, first).await?;
+        let runtimes = page
+            .runtimes
+            .into_iter()
+            .filter_map(|(runtime, last_operation)| Some((runtime, self.with_live_job_state(last_operation?))))
+            .collect();
+        Ok(Page { items: self.statuses(runtimes).await?, has_next_page: page.has_next_page })
     }
 
-    /// One page of a runtime's operations, newest first; `after` is the cursor (id) of the last operation of the
-    /// previous page.
+    /// One page of a runtime's operations, newest first, with their stages; `after` is the cursor (id) of the
+    /// last operation of the previous page.
     pub async fn runtime_operations(
         &self,
         runtime_id: &str,
         after: Option<&str>,
         first: Option<i32>,
-    ) -> Result<OperationPage> {
+    ) -> Result<Page<OperationWithStages>> {
         let first = page_size(first)?;
         let id = validation::parse_id("id", runtime_id)?;
         let after = after.map(|cursor| validation::parse_id("after", cursor)).transpose()?;
         if !self.store.find_runtime(id).await?.is_some_and(|runtime| self.sees(&runtime)) {
             return Err(Error::NotFound { what: "runtime", id: id.to_string() });
         }
-        let mut page = self.store.list_operations(id, after, first).await?;
-        page.operations = page.operations.into_iter().map(|operation| self.with_live_job_state(operation)).collect();
-        Ok(page)
-    }
-
-    /// When the operation entered each of its stages.
-    pub async fn operation_stages(&self, operation_id: uuid::Uuid) -> Result<Vec<StageEntry>> {
-        Ok(self.store.stages_of(operation_id).await?)
-    }
-
-    /// Whether the runtime sleeps, and whether [`Service::hibernate_runtime`] would accept it now.
-    pub async fn hibernation_status(&self, status: &RuntimeStatus) -> Result<HibernationStatus> {
-        let runtime = &status.runtime;
-        let operation = &status.last_operation;
-        let changeable = runtime.deleted_at.is_none() && !runtime.preview && !operation.state.is_active();
-        let hibernation_possible = changeable
-            && !runtime.hibernated
-            // A successful provisioning, upgrade or wake-up last: the cluster exists, no need to look further.
-            && ((operation.state == OperationState::Succeeded && !operation.dry_run && operation.operation_type != OperationType::Deprovision)
-                || self.store.was_provisioned(runtime.id).await?);
-        Ok(HibernationStatus { hibernated: runtime.hibernated, hibernation_possible })
+        let page = self.store.list_operations(id, after, first).await?;
+        let operations = page.operations.into_iter().map(|operation| self.with_live_job_state(operation)).collect();
+        Ok(Page { items: self.all_with_stages(operations).await?, has_next_page: page.has_next_page })
     }
 }

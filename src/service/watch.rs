@@ -33,7 +33,7 @@ impl Service {
     /// The operation now and, while it is active, a receiver of its newest record whenever its stage, state or
     /// message changes, until its final state (the last value). A failed read is tried again a second later.
     pub async fn watch_operation(&self, operation_id: &str) -> Result<OperationWatch> {
-        let first = self.operation_status(operation_id).await?;
+        let first = self.visible_operation(operation_id).await?;
         if !first.state.is_active() {
             return Ok(OperationWatch { first, changes: None });
         }
@@ -58,7 +58,7 @@ async fn poll(service: Service, operation_id: Uuid, sender: watch::Sender<Operat
     let id = operation_id.to_string();
     loop {
         tick.tick().await;
-        let ended = match service.operation_status(&id).await {
+        let ended = match service.visible_operation(&id).await {
             Ok(operation) => {
                 let ended = !operation.state.is_active();
                 sender.send_if_modified(|shown| {

@@ -12,6 +12,7 @@ mod progress;
 mod run_logs;
 mod runtimes;
 mod schema;
+mod statement_metrics;
 
 use chrono::{DateTime, Utc};
 use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
@@ -23,6 +24,7 @@ pub use idempotency::IdempotencyRecord;
 pub use operations::{Cancel, OperationCount};
 pub use progress::Progress;
 pub use schema::Migrations;
+pub use statement_metrics::StatementMetrics;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -93,15 +95,17 @@ impl Store {
     /// (durable across process crashes in WAL mode; a power loss may lose the last transactions, never corrupt
     /// the file), a busy timeout, and foreign keys on.
     pub async fn connect(url: &str, max_connections: u32, acquire_timeout: std::time::Duration) -> Result<Self> {
-        Self::connect_with(url, max_connections, acquire_timeout, Migrations::Apply).await
+        Self::connect_with(url, max_connections, acquire_timeout, Migrations::Apply, &StatementMetrics::default()).await
     }
 
-    /// [`Store::connect`], applying this release's missing migrations or only checking for them ([`Migrations`]).
+    /// [`Store::connect`], applying this release's missing migrations or only checking for them ([`Migrations`]),
+    /// with every statement counted in `statements`.
     pub async fn connect_with(
         url: &str,
         max_connections: u32,
         acquire_timeout: std::time::Duration,
         migrations: Migrations,
+        statements: &StatementMetrics,
     ) -> Result<Self> {
         let options = |max_connections: u32| {
             let mut options = ConnectOptions::new(url.to_owned());
@@ -121,13 +125,16 @@ impl Store {
             options
         };
         if url.starts_with("sqlite:") {
-            let db = Database::connect(options(1)).await?;
+            let mut db = Database::connect(options(1)).await?;
             schema::prepare(&db, migrations).await?;
-            let reads = Database::connect(options(max_connections)).await?;
+            let mut reads = Database::connect(options(max_connections)).await?;
+            statements.observe(&mut db);
+            statements.observe(&mut reads);
             return Ok(Store { db, reads });
         }
-        let db = Database::connect(options(max_connections)).await?;
+        let mut db = Database::connect(options(max_connections)).await?;
         schema::prepare(&db, migrations).await?;
+        statements.observe(&mut db);
         Ok(Store { reads: db.clone(), db })
     }
 

@@ -1,5 +1,7 @@
 //! Operations: recorded with the stage they start at, read, listed, counted and cancelled.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
@@ -72,21 +74,25 @@ impl Store {
         Ok(OperationPage { operations, has_next_page })
     }
 
-    /// When the operation entered each of its stages, in stage order.
-    pub async fn stages_of(&self, operation_id: Uuid) -> Result<Vec<StageEntry>> {
+    /// When each of `operation_ids` entered each of its stages, in stage order, in one query: an id without
+    /// stages (unknown) is left out.
+    pub async fn stages_of(&self, operation_ids: &[Uuid]) -> Result<HashMap<Uuid, Vec<StageEntry>>> {
+        if operation_ids.is_empty() {
+            return Ok(HashMap::new());
+        }
         let rows = operation_stage::Entity::find()
-            .filter(operation_stage::Column::OperationId.eq(operation_id))
+            .filter(operation_stage::Column::OperationId.is_in(operation_ids.iter().copied()))
             .all(&self.reads)
             .await?;
-        let mut entries = rows
-            .into_iter()
-            .map(|row| {
-                let stage = Stage::parse(&row.stage).ok_or_else(|| corrupt("stage", &row.stage))?;
-                Ok(StageEntry { stage, entered_at: row.entered_at })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        entries.sort_by_key(|entry| entry.stage);
-        Ok(entries)
+        let mut stages: HashMap<Uuid, Vec<StageEntry>> = HashMap::new();
+        for row in rows {
+            let stage = Stage::parse(&row.stage).ok_or_else(|| corrupt("stage", &row.stage))?;
+            stages.entry(row.operation_id).or_default().push(StageEntry { stage, entered_at: row.entered_at });
+        }
+        for entries in stages.values_mut() {
+            entries.sort_by_key(|entry| entry.stage);
+        }
+        Ok(stages)
     }
 
     pub async fn operation_counts(&self) -> Result<Vec<OperationCount>> {

@@ -1,9 +1,11 @@
 //! Runtimes: recorded with their first operation, read one at a time or by the page.
 
+use std::collections::HashSet;
+
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, DbBackend, EntityTrait, IntoActiveModel, JoinType, PaginatorTrait, QueryFilter,
-    QueryOrder, QuerySelect, RelationDef, TransactionTrait,
+    ActiveModelTrait, ColumnTrait, DbBackend, EntityTrait, IntoActiveModel, JoinType, QueryFilter, QueryOrder,
+    QuerySelect, RelationDef, TransactionTrait,
 };
 use uuid::Uuid;
 
@@ -99,14 +101,26 @@ impl Store {
 
     /// Whether a provisioning of the runtime (not a dry run) succeeded: its cluster exists.
     pub async fn was_provisioned(&self, runtime_id: Uuid) -> Result<bool> {
-        let succeeded = operation::Entity::find()
-            .filter(operation::Column::RuntimeId.eq(runtime_id))
+        Ok(self.provisioned_among(&[runtime_id]).await?.contains(&runtime_id))
+    }
+
+    /// Those of `runtime_ids` whose provisioning (not a dry run) succeeded, in one query.
+    pub async fn provisioned_among(&self, runtime_ids: &[Uuid]) -> Result<HashSet<Uuid>> {
+        if runtime_ids.is_empty() {
+            return Ok(HashSet::new());
+        }
+        let provisioned: Vec<Uuid> = operation::Entity::find()
+            .select_only()
+            .column(operation::Column::RuntimeId)
+            .distinct()
+            .filter(operation::Column::RuntimeId.is_in(runtime_ids.iter().copied()))
             .filter(operation::Column::OperationType.eq(OperationType::Provision.as_str()))
             .filter(operation::Column::State.eq(OperationState::Succeeded.as_str()))
             .filter(operation::Column::DryRun.eq(false))
-            .count(&self.reads)
+            .into_tuple()
+            .all(&self.reads)
             .await?;
-        Ok(succeeded > 0)
+        Ok(provisioned.into_iter().collect())
     }
 
     /// The provider version of the runtime's latest operation that recorded one: what its state was last written

@@ -179,7 +179,7 @@ async fn missing_malformed_and_foreign_tokens_are_refused() {
     // Health and the static playground page stay open.
     assert_eq!(setup.call("GET", "/healthz", None, None).await.status, StatusCode::OK);
     assert_eq!(setup.call("GET", "/graphql", None, None).await.status, StatusCode::OK);
-    assert!(setup.app.app.service.runtimes(None, None, None, Some(10)).await.unwrap().runtimes.is_empty());
+    assert!(setup.app.app.service.runtimes(None, None, None, Some(10)).await.unwrap().items.is_empty());
 }
 
 #[tokio::test]

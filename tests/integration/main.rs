@@ -28,3 +28,4 @@ mod render;
 mod rolling_update;
 mod runner;
 mod startup;
+mod statement_counts;

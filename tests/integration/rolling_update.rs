@@ -41,7 +41,7 @@ async fn a_replica_leaves_operations_it_does_not_know_to_newer_ones(backend: Bac
 async fn a_replica_starts_on_a_database_a_newer_release_migrated(backend: Backend) {
     let database = TestDatabase::create(backend).await;
     let timeout = Duration::from_secs(5);
-    let check_only = Store::connect_with(&database.url, 2, timeout, Migrations::Check).await;
+    let check_only = Store::connect_with(&database.url, 2, timeout, Migrations::Check, &Default::default()).await;
     let refusal = check_only.err().expect("a database without this release's migrations is refused").to_string();
     assert!(refusal.contains("run `provisioner migrate` first"), "{refusal}");
     Store::connect(&database.url, 2, timeout).await.expect("this release migrates a new database");
@@ -50,7 +50,7 @@ async fn a_replica_starts_on_a_database_a_newer_release_migrated(backend: Backen
     let newer = "INSERT INTO seaql_migrations (version, applied_at) VALUES ('m20991231_000001_newer_release', 0)";
     db.execute_unprepared(newer).await.unwrap();
     for migrations in [Migrations::Apply, Migrations::Check] {
-        let store = Store::connect_with(&database.url, 2, timeout, migrations).await;
+        let store = Store::connect_with(&database.url, 2, timeout, migrations, &Default::default()).await;
         store.unwrap_or_else(|error| panic!("{migrations:?}: an older replica starts on the newer schema: {error}"));
     }
 }

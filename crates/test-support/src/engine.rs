@@ -155,7 +155,7 @@ impl Engine {
     }
 
     pub async fn operation(&self, operation_id: &str) -> Operation {
-        self.app.app.service.operation_status(operation_id).await.expect("operation")
+        self.app.app.service.operation_status(operation_id).await.expect("operation").operation
     }
 
     pub async fn pods_of_operation(&self, operation_id: &str) -> Vec<Pod> {
@@ -250,7 +250,7 @@ impl Engine {
     pub async fn wait_for_stage(&self, operation_id: &str, stage: &str, timeout: Duration) {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            let operation = self.app.app.service.operation_status(operation_id).await.expect("operation");
+            let operation = self.app.app.service.operation_status(operation_id).await.expect("operation").operation;
             if operation.stage.as_str() == stage {
                 return;
             }

@@ -21,11 +21,12 @@ mod query;
 mod subscription;
 mod types;
 
+use crate::api::views::OperationView;
 use limits::{OperationLimits, RefuseIntrospection, ViaHttp};
 pub use mutation::Mutation;
 pub use query::Query;
 pub use subscription::Subscription;
-use types::{OperationStatus, RuntimeNode, RuntimeStatus, operation_connection, page_weight};
+use types::{RuntimeNode, RuntimeStatus, operation_connection, page_weight};
 
 pub type ProvisionerSchema = Schema<Query, Mutation, Subscription>;
 

@@ -2,13 +2,19 @@
 
 use async_graphql::{Context, Object};
 
-use super::{GraphQLResult, OperationStatus, authorize, graphql_error, service};
+use super::{GraphQLResult, OperationView, authorize, graphql_error, service};
 use crate::api::audit::ApiKind;
 use crate::api::authentication::Identity;
 use crate::api::authorization::{Action, Verb};
-use crate::domain::{ProvisionRequest, UpgradeClusterInput};
+use crate::domain::{Operation, ProvisionRequest, UpgradeClusterInput};
+use crate::service::Service;
 
 pub struct Mutation;
+
+/// What a mutation answers: the operation it queued (or cancelled), with its stages.
+async fn view(service: &Service, operation: Operation) -> GraphQLResult<OperationView> {
+    Ok(service.with_stages(operation).await.map_err(graphql_error)?.into())
+}
 
 #[Object]
 impl Mutation {
@@ -19,18 +25,17 @@ impl Mutation {
         context: &Context<'_>,
         config: ProvisionRequest,
         #[graphql(default_with = "Some(false)")] dry_run: Option<bool>,
-    ) -> GraphQLResult<OperationStatus> {
+    ) -> GraphQLResult<OperationView> {
         authorize(context, Action::on_runtimes(Verb::Create)).await?;
         let identity = context.data::<Identity>()?;
         let dry_run = dry_run.unwrap_or_default();
-        let accepted = service(context)
-            .provision_runtime(config, None, dry_run, &identity.username)
-            .await
-            .map_err(graphql_error)?;
+        let service = service(context);
+        let accepted =
+            service.provision_runtime(config, None, dry_run, &identity.username).await.map_err(graphql_error)?;
         if !accepted.replayed {
             identity.audit(ApiKind::Graphql, &accepted.operation);
         }
-        Ok(accepted.operation.into())
+        view(&service, accepted.operation).await
     }
 
     /// Changes a provisioned cluster (planned first; a plan that would replace the cluster is refused). The
@@ -41,43 +46,47 @@ impl Mutation {
         id: String,
         config: UpgradeClusterInput,
         #[graphql(default_with = "Some(false)")] dry_run: Option<bool>,
-    ) -> GraphQLResult<OperationStatus> {
+    ) -> GraphQLResult<OperationView> {
         authorize(context, Action::on_runtimes(Verb::Update)).await?;
         let identity = context.data::<Identity>()?;
         let dry_run = dry_run.unwrap_or_default();
+        let service = service(context);
         let operation =
-            service(context).upgrade_cluster(&id, config, dry_run, &identity.username).await.map_err(graphql_error)?;
+            service.upgrade_cluster(&id, config, dry_run, &identity.username).await.map_err(graphql_error)?;
         identity.audit(ApiKind::Graphql, &operation);
-        Ok(operation.into())
+        view(&service, operation).await
     }
 
     /// Scales every worker pool to zero (and stops a vanilla control plane); the configuration is kept for the
     /// wake-up. A hibernated runtime refuses upgrades until it is woken up; it can be deprovisioned.
-    async fn hibernate_runtime(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationStatus> {
+    async fn hibernate_runtime(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationView> {
         authorize(context, Action::on_runtimes(Verb::Update)).await?;
         let identity = context.data::<Identity>()?;
-        let operation = service(context).hibernate_runtime(&id, &identity.username).await.map_err(graphql_error)?;
+        let service = service(context);
+        let operation = service.hibernate_runtime(&id, &identity.username).await.map_err(graphql_error)?;
         identity.audit(ApiKind::Graphql, &operation);
-        Ok(operation.into())
+        view(&service, operation).await
     }
 
     /// Brings a hibernated cluster back at its configured sizes; a vanilla one ends once its API server answers.
-    async fn wake_up_runtime(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationStatus> {
+    async fn wake_up_runtime(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationView> {
         authorize(context, Action::on_runtimes(Verb::Update)).await?;
         let identity = context.data::<Identity>()?;
-        let operation = service(context).wake_up_runtime(&id, &identity.username).await.map_err(graphql_error)?;
+        let service = service(context);
+        let operation = service.wake_up_runtime(&id, &identity.username).await.map_err(graphql_error)?;
         identity.audit(ApiKind::Graphql, &operation);
-        Ok(operation.into())
+        view(&service, operation).await
     }
 
     /// Cancels an operation: a queued one ends at once; a running one is stopped (its Terraform interrupted at a
     /// safe point) and ends `Failed` with reason `cancelled`. An error once it has ended.
-    async fn cancel_operation(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationStatus> {
+    async fn cancel_operation(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationView> {
         authorize(context, Action::on_runtimes(Verb::Update)).await?;
         let identity = context.data::<Identity>()?;
-        let operation = service(context).cancel_operation(&id, &identity.username).await.map_err(graphql_error)?;
+        let service = service(context);
+        let operation = service.cancel_operation(&id, &identity.username).await.map_err(graphql_error)?;
         identity.audit_cancel(ApiKind::Graphql, &operation);
-        Ok(operation.into())
+        view(&service, operation).await
     }
 
     /// Returns the id of the deprovisioning operation.

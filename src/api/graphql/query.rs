@@ -4,7 +4,7 @@ use async_graphql::connection::{Connection, Edge, EmptyFields};
 use async_graphql::{Context, Object};
 
 use super::{
-    GraphQLResult, OperationStatus, RuntimeNode, RuntimeStatus, authorize, graphql_error, operation_connection,
+    GraphQLResult, OperationView, RuntimeNode, RuntimeStatus, authorize, graphql_error, operation_connection,
     page_weight, service,
 };
 use crate::api::authorization::{Action, Verb};
@@ -20,7 +20,7 @@ impl Query {
         Ok(RuntimeStatus { status })
     }
 
-    async fn runtime_operation_status(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationStatus> {
+    async fn runtime_operation_status(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationView> {
         authorize(context, Action::on_runtimes(Verb::Get)).await?;
         Ok(service(context).operation_status(&id).await.map_err(graphql_error)?.into())
     }
@@ -34,7 +34,7 @@ impl Query {
         #[graphql(name = "runtimeID")] runtime_id: String,
         first: Option<i32>,
         after: Option<String>,
-    ) -> GraphQLResult<Connection<String, OperationStatus, EmptyFields, EmptyFields>> {
+    ) -> GraphQLResult<Connection<String, OperationView, EmptyFields, EmptyFields>> {
         authorize(context, Action::on_runtimes(Verb::Get)).await?;
         operation_connection(context, &runtime_id, first, after).await
     }
@@ -53,15 +53,9 @@ impl Query {
         let service = service(context);
         let page = service.runtimes(state, label.as_deref(), after.as_deref(), first).await.map_err(graphql_error)?;
         let mut connection = Connection::new(after.is_some(), page.has_next_page);
-        for (runtime, last_operation) in page.runtimes {
-            let Some(last_operation) = last_operation else {
-                continue;
-            };
-            let cursor = runtime.id.to_string();
-            connection
-                .edges
-                .push(Edge::new(cursor, RuntimeNode { status: service::RuntimeStatus { runtime, last_operation } }));
-        }
+        connection.edges.extend(
+            page.items.into_iter().map(|status| Edge::new(status.runtime.id.to_string(), RuntimeNode { status })),
+        );
         Ok(connection)
     }
 }

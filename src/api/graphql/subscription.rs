@@ -2,19 +2,26 @@
 
 use async_graphql::{Context, SimpleObject};
 
-use super::{GraphQLResult, OperationStatus, authorize, graphql_error, service};
+use super::{GraphQLResult, OperationView, authorize, graphql_error, service};
 use crate::api::authentication::Identity;
 use crate::api::authorization::{Action, Subresource, Verb};
-use crate::service::{OperationWatch, shown_part};
+use crate::domain::Operation;
+use crate::service::{OperationWatch, Service, shown_part};
 
 /// What happened to an operation: its status when its stage, state or message changed, or a line the runner
 /// printed.
 #[derive(SimpleObject)]
 pub struct OperationEvent {
     /// Set when the operation's stage, state or message changed (the first event shows it as it is).
-    status: Option<OperationStatus>,
+    status: Option<OperationView>,
     /// A line of the runner's log (only with `logs: true`).
     log_line: Option<String>,
+}
+
+/// The event that shows `operation` as it is now, with its stages.
+async fn status_event(service: &Service, operation: Operation) -> GraphQLResult<OperationEvent> {
+    let status = service.with_stages(operation).await.map_err(graphql_error)?;
+    Ok(OperationEvent { status: Some(status.into()), log_line: None })
 }
 
 pub struct Subscription;
@@ -50,7 +57,7 @@ impl Subscription {
                 _ => None,
             };
             let mut shown = shown_part(&first);
-            if events.send(Ok(OperationEvent { status: Some(first.into()), log_line: None })).await.is_err() {
+            if events.send(status_event(&service, first).await).await.is_err() {
                 return;
             }
             let Some(mut changes) = changes else { return };
@@ -58,7 +65,7 @@ impl Subscription {
                 let (event, last) = tokio::select! {
                     () = events.closed() => return,
                     line = async { log_lines.as_mut().expect("only polled with a log").next().await }, if log_lines.is_some() => match line {
-                        Some(Ok(line)) => (OperationEvent { status: None, log_line: Some(line.trim_end().to_owned()) }, false),
+                        Some(Ok(line)) => (Ok(OperationEvent { status: None, log_line: Some(line.trim_end().to_owned()) }), false),
                         // The log ended or broke: the status goes on.
                         _ => {
                             log_lines = None;
@@ -76,10 +83,10 @@ impl Subscription {
                         }
                         shown = shown_part(&operation);
                         let last = !operation.state.is_active();
-                        (OperationEvent { status: Some(operation.into()), log_line: None }, last)
+                        (status_event(&service, operation).await, last)
                     },
                 };
-                if events.send(Ok(event)).await.is_err() || last {
+                if events.send(event).await.is_err() || last {
                     return;
                 }
             }

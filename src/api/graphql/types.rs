@@ -1,67 +1,23 @@
-//! The GraphQL output types, in the Kyma Runtime Provisioner's names and spellings.
+//! The GraphQL output types of its own shape (a runtime's status, configuration and operations), in the Kyma
+//! Runtime Provisioner's names and spellings; an operation is the view both APIs share.
 
 use async_graphql::connection::{Connection, Edge, EmptyFields};
-use async_graphql::{Context, Object, SimpleObject};
+use async_graphql::{Context, Object};
 use chrono::{DateTime, Utc};
 
 use super::{GraphQLResult, authorize, graphql_error, service};
 use crate::api::audit::{ApiKind, AuditEvent};
 use crate::api::authentication::Identity;
 use crate::api::authorization::{Action, Subresource};
+use crate::api::views::{HibernationView, OperationView};
 use crate::domain::run_log::ContainerLog;
 use crate::domain::run_log::LogBudget;
-use crate::domain::{ClusterConfig, Labels, LastError, Operation, OperationState, OperationType, PlanSummary};
+use crate::domain::{ClusterConfig, Labels};
 use crate::service::Conflict;
 
-/// The status of one operation, as Kyma's `OperationStatus`, with its record: when it ran, who asked for it,
-/// and its stages.
-#[derive(SimpleObject)]
-#[graphql(complex)]
-pub struct OperationStatus {
-    #[graphql(skip)]
-    operation_id: uuid::Uuid,
-    id: String,
-    operation: OperationType,
-    state: OperationState,
-    message: String,
-    #[graphql(name = "runtimeID")]
-    runtime_id: String,
-    /// The step the operation is at (for example `Queued`).
-    stage: String,
-    last_error: Option<LastError>,
-    /// What the plan of the operation's run changed, once its Job succeeded.
-    plan_summary: Option<PlanSummary>,
-    /// The operation only plans: nothing is applied.
-    dry_run: bool,
-    /// Claims that used the attempt budget (the first, and resumes after a holder that made no progress).
-    attempts: i32,
-    /// The authenticated caller that asked for it; null for operations recorded before callers were kept.
-    requested_by: Option<String>,
-    created_at: DateTime<Utc>,
-    started_at: Option<DateTime<Utc>>,
-    finished_at: Option<DateTime<Utc>>,
-    /// From the first start to the end (or to now while it runs); null until it started.
-    duration_seconds: Option<f64>,
-}
-
-/// When an operation entered one of its stages.
-#[derive(SimpleObject)]
-pub struct StageEntry {
-    stage: String,
-    entered_at: DateTime<Utc>,
-}
-
+/// The fields of an operation only GraphQL has.
 #[async_graphql::ComplexObject]
-impl OperationStatus {
-    /// Each stage the operation entered, in order, with the time it entered it.
-    async fn stages(&self, context: &Context<'_>) -> GraphQLResult<Vec<StageEntry>> {
-        let stages = service(context).operation_stages(self.operation_id).await.map_err(graphql_error)?;
-        Ok(stages
-            .into_iter()
-            .map(|entry| StageEntry { stage: entry.stage.as_str().to_owned(), entered_at: entry.entered_at })
-            .collect())
-    }
-
+impl OperationView {
     /// What the containers of the operation's run (`init` and `terraform-runner`) printed, the last `tailLines`
     /// of each: kept in the database once the run ended, from its pod while it runs.
     #[graphql(complexity = "LOGS_WEIGHT")]
@@ -77,33 +33,10 @@ impl OperationStatus {
                 &own
             }
         };
-        let logs = service(context).operation_logs(&self.id, tail_lines.map(i64::from), budget).await;
+        let logs = service(context).logs_of(&self.source, tail_lines.map(i64::from), budget).await;
         let logs = logs.map_err(graphql_error)?;
-        context.data::<Identity>()?.audit_operation_logs(ApiKind::Graphql, &self.id);
+        context.data::<Identity>()?.audit_operation_logs(ApiKind::Graphql, &self.source.id.to_string());
         Ok(logs)
-    }
-}
-
-impl From<Operation> for OperationStatus {
-    fn from(operation: Operation) -> Self {
-        OperationStatus {
-            operation_id: operation.id,
-            attempts: operation.attempts,
-            requested_by: operation.requested_by.clone(),
-            created_at: operation.created_at,
-            started_at: operation.started_at,
-            finished_at: operation.finished_at,
-            duration_seconds: service::duration_seconds(&operation),
-            id: operation.id.to_string(),
-            operation: operation.operation_type,
-            state: operation.state,
-            message: operation.message,
-            runtime_id: operation.runtime_id.to_string(),
-            stage: operation.stage.as_str().to_owned(),
-            last_error: operation.last_error,
-            plan_summary: operation.plan_summary,
-            dry_run: operation.dry_run,
-        }
     }
 }
 
@@ -113,14 +46,13 @@ pub struct RuntimeStatus {
 
 #[Object]
 impl RuntimeStatus {
-    async fn last_operation_status(&self) -> OperationStatus {
+    async fn last_operation_status(&self) -> OperationView {
         self.status.last_operation.clone().into()
     }
 
     /// Whether the cluster sleeps, and whether a hibernation would be accepted now.
-    async fn hibernation_status(&self, context: &Context<'_>) -> GraphQLResult<HibernationStatus> {
-        let status = service(context).hibernation_status(&self.status).await.map_err(graphql_error)?;
-        Ok(HibernationStatus { hibernated: status.hibernated, hibernation_possible: status.hibernation_possible })
+    async fn hibernation_status(&self) -> HibernationView {
+        self.status.hibernation.into()
     }
 
     async fn runtime_configuration(&self) -> RuntimeConfig {
@@ -129,15 +61,6 @@ impl RuntimeStatus {
             cluster_config: self.status.runtime.cluster_config.clone(),
         }
     }
-}
-
-/// As Kyma's `HibernationStatus`.
-#[derive(SimpleObject)]
-pub struct HibernationStatus {
-    /// Workers at zero (and a vanilla control plane stopped) since a hibernation succeeded.
-    hibernated: bool,
-    /// The cluster is provisioned, awake, and no operation is active.
-    hibernation_possible: bool,
 }
 
 pub struct RuntimeConfig {
@@ -205,7 +128,7 @@ impl RuntimeNode {
         context: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
-    ) -> GraphQLResult<Connection<String, OperationStatus, EmptyFields, EmptyFields>> {
+    ) -> GraphQLResult<Connection<String, OperationView, EmptyFields, EmptyFields>> {
         operation_connection(context, &self.status.runtime.id.to_string(), first, after).await
     }
 }
@@ -215,13 +138,11 @@ pub(super) async fn operation_connection(
     runtime_id: &str,
     first: Option<i32>,
     after: Option<String>,
-) -> GraphQLResult<Connection<String, OperationStatus, EmptyFields, EmptyFields>> {
+) -> GraphQLResult<Connection<String, OperationView, EmptyFields, EmptyFields>> {
     let page = service(context).runtime_operations(runtime_id, after.as_deref(), first).await.map_err(graphql_error)?;
     let mut connection = Connection::new(after.is_some(), page.has_next_page);
     connection.edges.extend(
-        page.operations
-            .into_iter()
-            .map(|operation| Edge::new(operation.id.to_string(), OperationStatus::from(operation))),
+        page.items.into_iter().map(|operation| Edge::new(operation.operation.id.to_string(), operation.into())),
     );
     Ok(connection)
 }

@@ -14,10 +14,7 @@ pub use provisions::{
     create_provision, delete_provision, get_kubeconfig, get_provision, hibernate_provision, list_provisions,
     patch_provision, wake_provision,
 };
-pub use views::{
-    Accepted, Hibernation, OperationKind, OperationList, OperationRecord, ProvisionList, ProvisionStatus,
-    ProvisionStatusResponse, StageRecord,
-};
+pub use views::{Accepted, OperationList, ProvisionList, ProvisionStatusResponse};
 
 use axum::Json;
 use axum::body::Body;

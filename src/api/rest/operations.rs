@@ -5,9 +5,10 @@ use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query};
 use axum::response::Response;
 
-use super::{Accepted, ApiResult, Caller, OperationList, OperationRecord, PageQuery, accepted, path_id, query};
+use super::{Accepted, ApiResult, Caller, OperationList, PageQuery, accepted, path_id, query};
 use crate::api::audit::ApiKind;
 use crate::api::error::ErrorBody;
+use crate::api::views::OperationView;
 
 #[utoipa::path(
     get,
@@ -32,13 +33,8 @@ pub async fn list_operations(
     let id = path_id(id)?;
     let page = query(page)?;
     let page = service.runtime_operations(&id, page.after.as_deref(), page.first).await?;
-    let next_cursor =
-        page.has_next_page.then(|| page.operations.last().map(|operation| operation.id.to_string())).flatten();
-    let mut operations = Vec::with_capacity(page.operations.len());
-    for operation in page.operations {
-        let stages = service.operation_stages(operation.id).await?;
-        operations.push(OperationRecord::new(operation, stages));
-    }
+    let next_cursor = page.has_next_page.then(|| page.items.last().map(|last| last.operation.id.to_string())).flatten();
+    let operations = page.items.into_iter().map(OperationView::from).collect();
     Ok(Json(OperationList { operations, next_cursor }))
 }
 
@@ -48,7 +44,7 @@ pub async fn list_operations(
     path = "/api/v1/operations/{operationId}",
     params(("operationId" = uuid::Uuid, Path, description = "Operation id")),
     responses(
-        (status = 200, description = "The operation with its record and stages", body = OperationRecord),
+        (status = 200, description = "The operation with its record and stages", body = OperationView),
         (status = 400, description = "The id is not a UUID", body = ErrorBody),
         (status = 404, description = "Unknown operation", body = ErrorBody),
     )
@@ -56,11 +52,9 @@ pub async fn list_operations(
 pub async fn get_operation(
     Caller { service, .. }: Caller,
     id: Result<Path<String>, PathRejection>,
-) -> ApiResult<Json<OperationRecord>> {
+) -> ApiResult<Json<OperationView>> {
     let id = path_id(id)?;
-    let operation = service.operation_status(&id).await?;
-    let stages = service.operation_stages(operation.id).await?;
-    Ok(Json(OperationRecord::new(operation, stages)))
+    Ok(Json(service.operation_status(&id).await?.into()))
 }
 
 #[utoipa::path(

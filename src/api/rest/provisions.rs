@@ -14,7 +14,7 @@ use super::{
 use crate::api::audit::{ApiKind, AuditEvent};
 use crate::api::error::ErrorBody;
 use crate::domain::{OperationState, ProvisionRequest, UpgradeClusterInput};
-use crate::service::{self, RuntimeStatus};
+use crate::service;
 
 #[utoipa::path(
     post,
@@ -85,9 +85,7 @@ pub async fn get_provision(
     id: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Json<ProvisionStatusResponse>> {
     let id = path_id(id)?;
-    let status = service.runtime_status(&id).await?;
-    let hibernation = service.hibernation_status(&status).await?;
-    Ok(Json(ProvisionStatusResponse::new(status, hibernation)))
+    Ok(Json(service.runtime_status(&id).await?.into()))
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -136,15 +134,8 @@ pub async fn list_provisions(
     let list = query(list)?;
     let status = list.status.as_deref().map(operation_state).transpose()?;
     let page = service.runtimes(status, list.label.as_deref(), list.after.as_deref(), list.first).await?;
-    let next_cursor =
-        page.has_next_page.then(|| page.runtimes.last().map(|(runtime, _)| runtime.id.to_string())).flatten();
-    let mut runtimes = Vec::with_capacity(page.runtimes.len());
-    for (runtime, last_operation) in page.runtimes {
-        let Some(last_operation) = last_operation else { continue };
-        let status = RuntimeStatus { runtime, last_operation };
-        let hibernation = service.hibernation_status(&status).await?;
-        runtimes.push(ProvisionStatusResponse::new(status, hibernation));
-    }
+    let next_cursor = page.has_next_page.then(|| page.items.last().map(|last| last.runtime.id.to_string())).flatten();
+    let runtimes = page.items.into_iter().map(ProvisionStatusResponse::from).collect();
     Ok(Json(ProvisionList { runtimes, next_cursor }))
 }
 

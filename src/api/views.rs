@@ -1,0 +1,165 @@
+//! What both APIs show of an operation and of a runtime's hibernation: one type each, deriving what GraphQL and
+//! REST need. Each API keeps its own spellings (GraphQL Kyma's `state: InProgress`, REST the seed's
+//! `status: running`), declared here field by field.
+
+use async_graphql::SimpleObject;
+use chrono::{DateTime, Utc};
+use serde::{Serialize, Serializer};
+use utoipa::ToSchema;
+
+use crate::domain::{LastError, Operation, OperationState, OperationType, PlanSummary, StageEntry};
+use crate::service::{self, HibernationStatus, OperationWithStages};
+
+/// The seed's words for an operation's state, one to one with GraphQL's `OperationState`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ProvisionStatus {
+    Queued,
+    Running,
+    Succeeded,
+    Failed,
+}
+
+impl From<OperationState> for ProvisionStatus {
+    fn from(state: OperationState) -> Self {
+        match state {
+            OperationState::Pending => ProvisionStatus::Queued,
+            OperationState::InProgress => ProvisionStatus::Running,
+            OperationState::Succeeded => ProvisionStatus::Succeeded,
+            OperationState::Failed => ProvisionStatus::Failed,
+        }
+    }
+}
+
+/// The seed's words for an operation's type, one to one with GraphQL's `OperationType`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OperationKind {
+    Provision,
+    Deprovision,
+    Upgrade,
+    Hibernate,
+    WakeUp,
+}
+
+impl From<OperationType> for OperationKind {
+    fn from(operation_type: OperationType) -> Self {
+        match operation_type {
+            OperationType::Provision => OperationKind::Provision,
+            OperationType::Deprovision => OperationKind::Deprovision,
+            OperationType::Upgrade => OperationKind::Upgrade,
+            OperationType::Hibernate => OperationKind::Hibernate,
+            OperationType::WakeUp => OperationKind::WakeUp,
+        }
+    }
+}
+
+fn as_provision_status<S: Serializer>(state: &OperationState, serializer: S) -> Result<S::Ok, S::Error> {
+    ProvisionStatus::from(*state).serialize(serializer)
+}
+
+fn as_operation_kind<S: Serializer>(operation_type: &OperationType, serializer: S) -> Result<S::Ok, S::Error> {
+    OperationKind::from(*operation_type).serialize(serializer)
+}
+
+/// One operation with its record: when it ran, who asked for it, and when it entered each stage (Kyma's
+/// `OperationStatus` in GraphQL, the seed's operation record in REST).
+#[derive(Debug, Serialize, ToSchema, SimpleObject)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = OperationRecord)]
+#[graphql(name = "OperationStatus", complex)]
+pub struct OperationView {
+    /// The operation the view shows, for the fields that read more (GraphQL's `logs`).
+    #[serde(skip)]
+    #[graphql(skip)]
+    pub(super) source: Operation,
+    id: String,
+    /// The runtime id.
+    #[serde(rename = "runtimeId")]
+    #[graphql(name = "runtimeID")]
+    runtime_id: String,
+    #[serde(rename = "operation", serialize_with = "as_operation_kind")]
+    #[schema(value_type = OperationKind)]
+    #[graphql(name = "operation")]
+    operation_type: OperationType,
+    #[serde(rename = "status", serialize_with = "as_provision_status")]
+    #[schema(value_type = ProvisionStatus)]
+    state: OperationState,
+    /// The step the operation is at (for example `Queued`).
+    stage: String,
+    message: String,
+    last_error: Option<LastError>,
+    /// What the plan of the operation's run changed, once its Job succeeded.
+    plan_summary: Option<PlanSummary>,
+    /// The operation only plans: nothing is applied.
+    dry_run: bool,
+    /// Claims that used the attempt budget (the first, and resumes after a holder that made no progress).
+    attempts: i32,
+    /// The authenticated caller that asked for it; null for operations recorded before callers were kept.
+    requested_by: Option<String>,
+    created_at: DateTime<Utc>,
+    started_at: Option<DateTime<Utc>>,
+    finished_at: Option<DateTime<Utc>>,
+    /// From the first start to the end (or to now while it runs); null until it started.
+    duration_seconds: Option<f64>,
+    /// Each stage the operation entered, in order, with the time it entered it.
+    stages: Vec<StageView>,
+}
+
+/// When an operation entered one of its stages.
+#[derive(Debug, Serialize, ToSchema, SimpleObject)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = StageRecord)]
+#[graphql(name = "StageEntry")]
+pub struct StageView {
+    stage: String,
+    entered_at: DateTime<Utc>,
+}
+
+impl From<StageEntry> for StageView {
+    fn from(entry: StageEntry) -> Self {
+        StageView { stage: entry.stage.as_str().to_owned(), entered_at: entry.entered_at }
+    }
+}
+
+impl From<OperationWithStages> for OperationView {
+    fn from(OperationWithStages { operation, stages }: OperationWithStages) -> Self {
+        OperationView {
+            id: operation.id.to_string(),
+            runtime_id: operation.runtime_id.to_string(),
+            operation_type: operation.operation_type,
+            state: operation.state,
+            stage: operation.stage.as_str().to_owned(),
+            message: operation.message.clone(),
+            last_error: operation.last_error.clone(),
+            plan_summary: operation.plan_summary.clone(),
+            dry_run: operation.dry_run,
+            attempts: operation.attempts,
+            requested_by: operation.requested_by.clone(),
+            created_at: operation.created_at,
+            started_at: operation.started_at,
+            finished_at: operation.finished_at,
+            duration_seconds: service::duration_seconds(&operation),
+            stages: stages.into_iter().map(StageView::from).collect(),
+            source: operation,
+        }
+    }
+}
+
+/// Whether the cluster sleeps (workers at zero, a vanilla control plane stopped), as Kyma's `HibernationStatus`.
+#[derive(Debug, Serialize, ToSchema, SimpleObject)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = Hibernation)]
+#[graphql(name = "HibernationStatus")]
+pub struct HibernationView {
+    /// Workers at zero (and a vanilla control plane stopped) since a hibernation succeeded.
+    hibernated: bool,
+    /// A hibernation would be accepted now: the cluster is provisioned, awake, and no operation is active.
+    hibernation_possible: bool,
+}
+
+impl From<HibernationStatus> for HibernationView {
+    fn from(status: HibernationStatus) -> Self {
+        HibernationView { hibernated: status.hibernated, hibernation_possible: status.hibernation_possible }
+    }
+}

@@ -1,0 +1,121 @@
+//! Lists cost a fixed number of SQL statements whatever their page size, through both APIs on both databases:
+//! a page of one and a page of every item send the same statements, counted by the store's
+//! `provisioner_database_statements_total` on the metrics endpoint.
+
+use axum::http::StatusCode;
+use provisioner::domain::OperationState;
+use serde_json::{Value, json};
+use test_support::{Backend, TestApp, eks_body, on_both_databases, spawn_app};
+
+/// At most this many statements a list may send: the page, and one batch for each thing its items show (stages,
+/// whether each runtime was provisioned; a runtime's operations first find the runtime).
+const MOST_STATEMENTS_OF_A_LIST: u64 = 3;
+
+const RUNTIMES: &str = "query($first: Int) {
+    runtimes(first: $first) {
+        edges { node { id status {
+            lastOperationStatus { id state stages { stage enteredAt } }
+            hibernationStatus { hibernated hibernationPossible }
+        } } }
+    }
+}";
+
+const OPERATIONS: &str = "query($id: String!, $first: Int) {
+    runtimeOperations(runtimeID: $id, first: $first) {
+        edges { node { id state stages { stage enteredAt } } }
+    }
+}";
+
+/// The statements the app has sent so far, as its metrics endpoint shows them.
+async fn statements_sent(app: &TestApp) -> u64 {
+    let metrics = app.metrics().await;
+    let line = metrics
+        .lines()
+        .find(|line| line.starts_with(r#"provisioner_database_statements_total{result="ok"}"#))
+        .unwrap_or_else(|| panic!("no statement counter in the metrics:\n{metrics}"));
+    line.rsplit(' ').next().and_then(|count| count.parse().ok()).unwrap_or_else(|| panic!("not a count: {line}"))
+}
+
+/// The statements `request` sent, and what it answered: the counter's growth around it, less what reading the
+/// counter costs (the metrics endpoint counts the stored operations).
+async fn statements_of<F: Future<Output = Value>>(app: &TestApp, request: F) -> (u64, Value) {
+    let first = statements_sent(app).await;
+    let second = statements_sent(app).await;
+    let reading = second - first;
+    let answer = request.await;
+    let after = statements_sent(app).await;
+    (after - second - reading, answer)
+}
+
+async fn rest(app: &TestApp, path: String) -> Value {
+    let answer = app.get(&path).await;
+    assert_eq!(answer.status, StatusCode::OK, "{path}: {}", answer.text);
+    answer.json()
+}
+
+async fn graphql(app: &TestApp, query: &str, variables: Value) -> Value {
+    let answer = app.graphql(query, variables).await;
+    assert_eq!(answer["errors"], Value::Null, "{answer}");
+    answer
+}
+
+/// Ten runtimes in the states that need different reads (provisioned, queued, failed, and a queued hibernation
+/// of a provisioned one), and one of them with nine operations. Returns that runtime's id.
+async fn runtimes_in_every_state(app: &TestApp) -> String {
+    let busy = app.provisioned(&eks_body("counted-busy")).await;
+    for cycle in 0..4 {
+        for (action, state) in [("hibernate", OperationState::Succeeded), ("wake", OperationState::Succeeded)] {
+            let answer = app.request("POST", &format!("/api/v1/provisions/{busy}/{action}"), None, &[]).await;
+            assert_eq!(answer.status, StatusCode::ACCEPTED, "{action} of cycle {cycle}: {}", answer.text);
+            app.run_queued_operation(&[], state).await;
+        }
+    }
+    for index in 0..3 {
+        app.provisioned(&eks_body(&format!("counted-provisioned-{index}"))).await;
+        assert_eq!(
+            app.post_provision(&eks_body(&format!("counted-queued-{index}"))).await.status,
+            StatusCode::ACCEPTED
+        );
+    }
+    for index in 0..2 {
+        let failed = app.post_provision(&eks_body(&format!("counted-failed-{index}"))).await.json();
+        let operation_id = failed["operationId"].as_str().unwrap();
+        app.database.set_operation_columns(operation_id, [("state", "Failed".into()), ("stage", "Done".into())]).await;
+    }
+    let hibernating = app.provisioned(&eks_body("counted-hibernating")).await;
+    let answer = app.request("POST", &format!("/api/v1/provisions/{hibernating}/hibernate"), None, &[]).await;
+    assert_eq!(answer.status, StatusCode::ACCEPTED, "{}", answer.text);
+    busy
+}
+
+async fn a_page_costs_the_same_statements_whatever_its_size(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let busy = runtimes_in_every_state(&app).await;
+
+    for first in [1, 100] {
+        let (statements, page) = statements_of(&app, rest(&app, format!("/api/v1/provisions?first={first}"))).await;
+        let shown = page["runtimes"].as_array().unwrap().len();
+        assert_eq!(shown, if first == 1 { 1 } else { 10 }, "{page}");
+        assert!(statements <= MOST_STATEMENTS_OF_A_LIST, "REST: {statements} statements for {shown} runtimes");
+
+        let (statements, page) = statements_of(&app, graphql(&app, RUNTIMES, json!({ "first": first }))).await;
+        let shown = page["data"]["runtimes"]["edges"].as_array().unwrap().len();
+        assert_eq!(shown, if first == 1 { 1 } else { 10 }, "{page}");
+        assert!(statements <= MOST_STATEMENTS_OF_A_LIST, "GraphQL: {statements} statements for {shown} runtimes");
+
+        let path = format!("/api/v1/provisions/{busy}/operations?first={first}");
+        let (statements, page) = statements_of(&app, rest(&app, path)).await;
+        let shown = page["operations"].as_array().unwrap().len();
+        assert_eq!(shown, if first == 1 { 1 } else { 9 }, "{page}");
+        assert!(page["operations"][0]["stages"].as_array().is_some_and(|stages| !stages.is_empty()), "{page}");
+        assert!(statements <= MOST_STATEMENTS_OF_A_LIST, "REST: {statements} statements for {shown} operations");
+
+        let variables = json!({ "id": busy, "first": first });
+        let (statements, page) = statements_of(&app, graphql(&app, OPERATIONS, variables)).await;
+        let shown = page["data"]["runtimeOperations"]["edges"].as_array().unwrap().len();
+        assert_eq!(shown, if first == 1 { 1 } else { 9 }, "{page}");
+        assert!(statements <= MOST_STATEMENTS_OF_A_LIST, "GraphQL: {statements} statements for {shown} operations");
+    }
+}
+
+on_both_databases!(a_page_costs_the_same_statements_whatever_its_size);
