@@ -1,6 +1,9 @@
 //! A run's logs: read from the pod while it lives, followed, or the kept archive after it ended.
 
+use std::collections::HashMap;
+
 use runner_contract::redact::Redactor;
+use uuid::Uuid;
 
 use super::validation::Invalid;
 use super::{Conflict, Error, Result, Service, executor_error, live_logs, over_budget, validation};
@@ -8,7 +11,7 @@ use crate::domain::Operation;
 use crate::domain::run::{RunNames, Stage};
 use crate::domain::run_log::{self, ContainerLog, KeptLog, LogBudget};
 use crate::executor::{self};
-use crate::store::{self};
+use crate::store::{self, ArchivedLog};
 
 /// Before the Job is created there is no pod to ask for logs: the 409 that says so.
 fn before_its_job(operation: &Operation) -> Option<Error> {
@@ -20,6 +23,19 @@ fn before_its_job(operation: &Operation) -> Option<Error> {
             operation.stage.as_str()
         ),
     })
+}
+
+/// The kept logs of an operation unpacked within `budget`; `None` when it kept none.
+fn kept_logs(archived: &[ArchivedLog], budget: &LogBudget) -> Result<Option<Vec<KeptLog>>> {
+    if archived.is_empty() {
+        return Ok(None);
+    }
+    let unpacked = archived.iter().map(|log| log.unpack(budget)).collect::<Result<Vec<_>, _>>();
+    match unpacked {
+        Ok(kept) => Ok(Some(kept)),
+        Err(store::Error::OverBudget { .. }) => Err(over_budget(budget)),
+        Err(error) => Err(error.into()),
+    }
 }
 
 impl Service {
@@ -47,7 +63,8 @@ impl Service {
                     .ok_or_else(|| Error::NotFound { what: "operation of this runtime", id: id.to_string() })?
             }
         };
-        self.logs_of(&operation, tail_lines, budget).await
+        let archived = self.archived_logs_of(operation.id).await?;
+        self.logs_of(&operation, &archived, tail_lines, budget).await
     }
 
     /// The runner logs of an operation (the last `tail_lines` of each container): kept in the database once its
@@ -59,7 +76,18 @@ impl Service {
         budget: &LogBudget,
     ) -> Result<Vec<ContainerLog>> {
         let operation = self.visible_operation(operation_id).await?;
-        self.logs_of(&operation, tail_lines, budget).await
+        let archived = self.archived_logs_of(operation.id).await?;
+        self.logs_of(&operation, &archived, tail_lines, budget).await
+    }
+
+    /// The kept logs of each of `operation_ids` that has any, still compressed, in one query: for the logs of
+    /// many operations at once (see [`Service::logs_of`]).
+    pub async fn archived_logs(&self, operation_ids: &[Uuid]) -> Result<HashMap<Uuid, Vec<ArchivedLog>>> {
+        Ok(self.store.archived_logs(operation_ids).await?)
+    }
+
+    async fn archived_logs_of(&self, operation_id: Uuid) -> Result<Vec<ArchivedLog>> {
+        Ok(self.archived_logs(&[operation_id]).await?.remove(&operation_id).unwrap_or_default())
     }
 
     /// The runner's log of an operation as it prints it, until its container ends (see
@@ -70,7 +98,8 @@ impl Service {
     ) -> Result<futures::stream::BoxStream<'static, Result<String>>> {
         use futures::StreamExt as _;
         let operation = self.visible_operation(operation_id).await?;
-        if let Some(kept) = self.kept_logs(&operation, &self.log_budget()).await? {
+        let archived = self.archived_logs_of(operation.id).await?;
+        if let Some(kept) = kept_logs(&archived, &self.log_budget())? {
             let runner = kept.into_iter().find(|log| log.container == executor::RUNNER_CONTAINER);
             return Ok(futures::stream::iter(runner.map(|log| Ok(log.text))).boxed());
         }
@@ -85,10 +114,12 @@ impl Service {
         self.log_followers.follow(operation.id, start).await
     }
 
-    /// The runner logs of `operation`, one this service read (see [`Service::operation_logs`]).
+    /// The runner logs of `operation`, one this service read, whose kept logs are `archived` (read with
+    /// [`Service::archived_logs`]; empty when it has none).
     pub async fn logs_of(
         &self,
         operation: &Operation,
+        archived: &[ArchivedLog],
         tail_lines: Option<i64>,
         budget: &LogBudget,
     ) -> Result<Vec<ContainerLog>> {
@@ -101,7 +132,7 @@ impl Service {
                     .ok_or_else(|| Invalid { field: "tailLines".into(), message: "must be at least 1".into() })?,
             ),
         };
-        if let Some(kept) = self.kept_logs(operation, budget).await? {
+        if let Some(kept) = kept_logs(archived, budget)? {
             return Ok(kept
                 .into_iter()
                 .map(|log| ContainerLog {
@@ -133,15 +164,6 @@ impl Service {
                 operation.stage.as_str()
             ))),
             Err(error) => Err(executor_error(error)),
-        }
-    }
-
-    /// The kept logs of an operation, taken from `budget`.
-    async fn kept_logs(&self, operation: &Operation, budget: &LogBudget) -> Result<Option<Vec<KeptLog>>> {
-        match self.store.run_logs(operation.id, budget).await {
-            Ok(kept) => Ok(kept),
-            Err(store::Error::OverBudget { .. }) => Err(over_budget(budget)),
-            Err(error) => Err(error.into()),
         }
     }
 

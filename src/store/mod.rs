@@ -23,6 +23,7 @@ pub use claims::Claim;
 pub use idempotency::IdempotencyRecord;
 pub use operations::{Cancel, OperationCount};
 pub use progress::Progress;
+pub use run_logs::ArchivedLog;
 pub use schema::Migrations;
 pub use statement_metrics::StatementMetrics;
 

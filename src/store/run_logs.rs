@@ -1,5 +1,7 @@
 //! The run-log archive: each container's log of a run, gzip-compressed, read back within a byte budget.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use uuid::Uuid;
@@ -8,6 +10,33 @@ use super::convert::corrupt;
 use super::entity::operation_log;
 use super::{Error, Result, Store, now};
 use crate::domain::run_log::{KeptLog, LogBudget};
+
+/// One container's log of a run as it is archived: gzip-compressed.
+#[derive(Debug, Clone)]
+pub struct ArchivedLog {
+    operation_id: Uuid,
+    container: String,
+    content: Vec<u8>,
+    printed_bytes: usize,
+}
+
+impl ArchivedLog {
+    /// The log, its size taken from `budget` before it is decompressed ([`Error::OverBudget`] when too little is
+    /// left); decompression never goes past it.
+    pub fn unpack(&self, budget: &LogBudget) -> Result<KeptLog> {
+        let damaged = |problem: String| {
+            Error::Corrupt(format!("the archived {} log of operation {}: {problem}", self.container, self.operation_id))
+        };
+        let size = gzip_size(&self.content).ok_or_else(|| damaged("no gzip trailer".to_owned()))?;
+        if !budget.spend(size) {
+            return Err(Error::OverBudget { max_bytes: budget.total() });
+        }
+        let text = gunzip(&self.content, size)
+            .map_err(|error| damaged(error.to_string()))?
+            .ok_or_else(|| damaged(format!("longer than the {size} bytes its trailer says")))?;
+        Ok(KeptLog { text, printed_bytes: self.printed_bytes, container: self.container.clone() })
+    }
+}
 
 impl Store {
     /// Keeps a run's logs, gzip-compressed. The first archive of an operation stays: a clean-up step that runs
@@ -40,37 +69,29 @@ impl Store {
         Ok(count > 0)
     }
 
-    /// The archived logs of an operation by container, in container order; `None` when none were archived. Each
-    /// log's size is taken from `budget` before it is decompressed ([`Error::OverBudget`] when too little is
-    /// left), and decompression never goes past it.
-    pub async fn run_logs(&self, operation_id: Uuid, budget: &LogBudget) -> Result<Option<Vec<KeptLog>>> {
+    /// The archived logs of each of `operation_ids` (left out when none were archived), by container in container
+    /// order, still compressed ([`ArchivedLog::unpack`]), in one query.
+    pub async fn archived_logs(&self, operation_ids: &[Uuid]) -> Result<HashMap<Uuid, Vec<ArchivedLog>>> {
+        if operation_ids.is_empty() {
+            return Ok(HashMap::new());
+        }
         let rows = operation_log::Entity::find()
-            .filter(operation_log::Column::OperationId.eq(operation_id))
+            .filter(operation_log::Column::OperationId.is_in(operation_ids.iter().copied()))
             .order_by_asc(operation_log::Column::Container)
             .all(&self.reads)
             .await?;
-        if rows.is_empty() {
-            return Ok(None);
+        let mut archived: HashMap<Uuid, Vec<ArchivedLog>> = HashMap::new();
+        for row in rows {
+            let printed_bytes = usize::try_from(row.printed_bytes)
+                .map_err(|_| corrupt("printed_bytes", &row.printed_bytes.to_string()))?;
+            archived.entry(row.operation_id).or_default().push(ArchivedLog {
+                operation_id: row.operation_id,
+                container: row.container,
+                content: row.content,
+                printed_bytes,
+            });
         }
-        let logs = rows
-            .into_iter()
-            .map(|row| {
-                let damaged = |problem: String| {
-                    Error::Corrupt(format!("the archived {} log of operation {operation_id}: {problem}", row.container))
-                };
-                let printed_bytes = usize::try_from(row.printed_bytes)
-                    .map_err(|_| corrupt("printed_bytes", &row.printed_bytes.to_string()))?;
-                let size = gzip_size(&row.content).ok_or_else(|| damaged("no gzip trailer".to_owned()))?;
-                if !budget.spend(size) {
-                    return Err(Error::OverBudget { max_bytes: budget.total() });
-                }
-                let text = gunzip(&row.content, size)
-                    .map_err(|error| damaged(error.to_string()))?
-                    .ok_or_else(|| damaged(format!("longer than the {size} bytes its trailer says")))?;
-                Ok(KeptLog { text, printed_bytes, container: row.container })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Some(logs))
+        Ok(archived)
     }
 
     /// Deletes the logs archived before `cutoff` (the retention clean-up); returns how many container logs went.

@@ -3,13 +3,17 @@
 //! `provisioner_database_statements_total` on the metrics endpoint.
 
 use axum::http::StatusCode;
+use std::time::Duration;
+
 use provisioner::domain::OperationState;
+use provisioner::domain::run_log::KeptLog;
+use provisioner::store::Store;
 use serde_json::{Value, json};
 use test_support::{Backend, TestApp, eks_body, on_both_databases, spawn_app};
 
 /// At most this many statements a list may send: the page, and one batch for each thing its items show (stages,
-/// whether each runtime was provisioned; a runtime's operations first find the runtime).
-const MOST_STATEMENTS_OF_A_LIST: u64 = 3;
+/// whether each runtime was provisioned, kept logs; a runtime's operations first find the runtime).
+const MOST_STATEMENTS_OF_A_LIST: u64 = 4;
 
 const RUNTIMES: &str = "query($first: Int) {
     runtimes(first: $first) {
@@ -22,7 +26,7 @@ const RUNTIMES: &str = "query($first: Int) {
 
 const OPERATIONS: &str = "query($id: String!, $first: Int) {
     runtimeOperations(runtimeID: $id, first: $first) {
-        edges { node { id state stages { stage enteredAt } } }
+        edges { node { id state stages { stage enteredAt } logs(tailLines: 1) { container log } } }
     }
 }";
 
@@ -60,15 +64,23 @@ async fn graphql(app: &TestApp, query: &str, variables: Value) -> Value {
 }
 
 /// Ten runtimes in the states that need different reads (provisioned, queued, failed, and a queued hibernation
-/// of a provisioned one), and one of them with nine operations. Returns that runtime's id.
+/// of a provisioned one), and one of them with nine ended operations that kept their logs. Returns that runtime's
+/// id.
 async fn runtimes_in_every_state(app: &TestApp) -> String {
     let busy = app.provisioned(&eks_body("counted-busy")).await;
     for cycle in 0..4 {
-        for (action, state) in [("hibernate", OperationState::Succeeded), ("wake", OperationState::Succeeded)] {
+        for action in ["hibernate", "wake"] {
             let answer = app.request("POST", &format!("/api/v1/provisions/{busy}/{action}"), None, &[]).await;
             assert_eq!(answer.status, StatusCode::ACCEPTED, "{action} of cycle {cycle}: {}", answer.text);
-            app.run_queued_operation(&[], state).await;
+            app.run_queued_operation(&[], OperationState::Succeeded).await;
         }
+    }
+    let store = Store::connect(&app.database.url, 2, Duration::from_secs(5)).await.unwrap();
+    let operations = app.get(&format!("/api/v1/provisions/{busy}/operations")).await.json();
+    for operation in operations["operations"].as_array().unwrap() {
+        let id = operation["id"].as_str().unwrap().parse().unwrap();
+        let log = KeptLog { container: "terraform-runner".into(), text: "applied\n".into(), printed_bytes: 8 };
+        store.archive_run_logs(id, &[log]).await.unwrap();
     }
     for index in 0..3 {
         app.provisioned(&eks_body(&format!("counted-provisioned-{index}"))).await;
@@ -88,33 +100,40 @@ async fn runtimes_in_every_state(app: &TestApp) -> String {
     busy
 }
 
+/// The statements each of the four lists sent for a page of `first`.
+async fn statements_of_lists(app: &TestApp, busy: &str, first: usize) -> [u64; 4] {
+    let runtimes = if first == 1 { 1 } else { 10 };
+    let operations = if first == 1 { 1 } else { 9 };
+
+    let (rest_runtimes, page) = statements_of(app, rest(app, format!("/api/v1/provisions?first={first}"))).await;
+    assert_eq!(page["runtimes"].as_array().unwrap().len(), runtimes, "{page}");
+
+    let (graphql_runtimes, page) = statements_of(app, graphql(app, RUNTIMES, json!({ "first": first }))).await;
+    assert_eq!(page["data"]["runtimes"]["edges"].as_array().unwrap().len(), runtimes, "{page}");
+
+    let path = format!("/api/v1/provisions/{busy}/operations?first={first}");
+    let (rest_operations, page) = statements_of(app, rest(app, path)).await;
+    assert_eq!(page["operations"].as_array().unwrap().len(), operations, "{page}");
+    assert!(page["operations"][0]["stages"].as_array().is_some_and(|stages| !stages.is_empty()), "{page}");
+
+    let variables = json!({ "id": busy, "first": first });
+    let (graphql_operations, page) = statements_of(app, graphql(app, OPERATIONS, variables)).await;
+    let edges = page["data"]["runtimeOperations"]["edges"].as_array().unwrap();
+    assert_eq!(edges.len(), operations, "{page}");
+    let logs = json!([{ "container": "terraform-runner", "log": "applied\n" }]);
+    assert!(edges.iter().all(|edge| edge["node"]["logs"] == logs), "{page}");
+    [rest_runtimes, graphql_runtimes, rest_operations, graphql_operations]
+}
+
 async fn a_page_costs_the_same_statements_whatever_its_size(backend: Backend) {
     let app = spawn_app(backend).await;
     let busy = runtimes_in_every_state(&app).await;
-
-    for first in [1, 100] {
-        let (statements, page) = statements_of(&app, rest(&app, format!("/api/v1/provisions?first={first}"))).await;
-        let shown = page["runtimes"].as_array().unwrap().len();
-        assert_eq!(shown, if first == 1 { 1 } else { 10 }, "{page}");
-        assert!(statements <= MOST_STATEMENTS_OF_A_LIST, "REST: {statements} statements for {shown} runtimes");
-
-        let (statements, page) = statements_of(&app, graphql(&app, RUNTIMES, json!({ "first": first }))).await;
-        let shown = page["data"]["runtimes"]["edges"].as_array().unwrap().len();
-        assert_eq!(shown, if first == 1 { 1 } else { 10 }, "{page}");
-        assert!(statements <= MOST_STATEMENTS_OF_A_LIST, "GraphQL: {statements} statements for {shown} runtimes");
-
-        let path = format!("/api/v1/provisions/{busy}/operations?first={first}");
-        let (statements, page) = statements_of(&app, rest(&app, path)).await;
-        let shown = page["operations"].as_array().unwrap().len();
-        assert_eq!(shown, if first == 1 { 1 } else { 9 }, "{page}");
-        assert!(page["operations"][0]["stages"].as_array().is_some_and(|stages| !stages.is_empty()), "{page}");
-        assert!(statements <= MOST_STATEMENTS_OF_A_LIST, "REST: {statements} statements for {shown} operations");
-
-        let variables = json!({ "id": busy, "first": first });
-        let (statements, page) = statements_of(&app, graphql(&app, OPERATIONS, variables)).await;
-        let shown = page["data"]["runtimeOperations"]["edges"].as_array().unwrap().len();
-        assert_eq!(shown, if first == 1 { 1 } else { 9 }, "{page}");
-        assert!(statements <= MOST_STATEMENTS_OF_A_LIST, "GraphQL: {statements} statements for {shown} operations");
+    let lists = ["REST runtimes", "GraphQL runtimes", "REST operations", "GraphQL operations with logs"];
+    let of_one = statements_of_lists(&app, &busy, 1).await;
+    let of_all = statements_of_lists(&app, &busy, 10).await;
+    for ((list, one), all) in lists.into_iter().zip(of_one).zip(of_all) {
+        assert_eq!(one, all, "{list}: a page of one sent {one} statements, a page of every item {all}");
+        assert!(all <= MOST_STATEMENTS_OF_A_LIST, "{list}: {all} statements");
     }
 }
 

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use async_graphql::dataloader::DataLoader;
 use async_graphql::{Context, ErrorExtensions, Schema};
 use async_graphql_axum::GraphQLResponse;
 use axum::http::StatusCode;
@@ -16,6 +17,7 @@ use super::error::{ApiError, classify};
 use crate::service::{self, Service};
 
 mod limits;
+mod loaders;
 mod mutation;
 mod query;
 mod subscription;
@@ -44,8 +46,10 @@ pub struct Limits {
 /// `in_flight`: the permits of `APP_MAX_CONCURRENT_REQUESTS`, which HTTP requests take in the router and
 /// operations over a WebSocket here.
 pub fn schema(service: Service, limits: Limits, in_flight: Arc<tokio::sync::Semaphore>) -> ProvisionerSchema {
+    let archived_logs = DataLoader::new(loaders::ArchivedLogs { service: service.clone() }, tokio::spawn);
     let builder = Schema::build(Query, Mutation, Subscription)
         .data(service)
+        .data(archived_logs)
         .limit_depth(limits.max_depth)
         .limit_complexity(limits.max_complexity)
         .extension(OperationLimits { timeout: limits.operation_timeout, in_flight });

@@ -2,9 +2,11 @@
 //! Runtime Provisioner's names and spellings; an operation is the view both APIs share.
 
 use async_graphql::connection::{Connection, Edge, EmptyFields};
+use async_graphql::dataloader::DataLoader;
 use async_graphql::{Context, Object};
 use chrono::{DateTime, Utc};
 
+use super::loaders::ArchivedLogs;
 use super::{GraphQLResult, authorize, graphql_error, service};
 use crate::api::audit::{ApiKind, AuditEvent};
 use crate::api::authentication::Identity;
@@ -33,7 +35,8 @@ impl OperationView {
                 &own
             }
         };
-        let logs = service(context).logs_of(&self.source, tail_lines.map(i64::from), budget).await;
+        let archived = context.data::<DataLoader<ArchivedLogs>>()?.load_one(self.source.id).await?.unwrap_or_default();
+        let logs = service(context).logs_of(&self.source, &archived, tail_lines.map(i64::from), budget).await;
         let logs = logs.map_err(graphql_error)?;
         context.data::<Identity>()?.audit_operation_logs(ApiKind::Graphql, &self.source.id.to_string());
         Ok(logs)
