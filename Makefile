@@ -49,6 +49,9 @@ test:
 		grep -E '^test result' "$$log" | sed "s/^test result: ok\./flake check round $$round:/"; \
 	done
 
+## The packages that ship (the service, the runner and what they share), as opposed to tests and tools.
+PRODUCT_PACKAGES = -p provisioner -p terraform-runner -p runner-contract -p process-support -p migrations
+
 ## The variables that point the tests at what `make test-really-local` built.
 TEST_ENV = TEST_TERRAFORM_RUNNER_BIN="$${CARGO_TARGET_DIR:-$(CURDIR)/target}/debug/terraform-runner" \
 	TEST_CONTROL_PLANE_BIN_DIR="$${TEST_CONTROL_PLANE_BIN_DIR:-$$(tools/build-control-plane.sh | tail -n1)}" \
@@ -154,8 +157,10 @@ migrate:
 fmt:
 	cargo fmt --all
 
-## Formatting, clippy with warnings as errors, and no import cycles between modules.
+## Formatting, clippy with warnings as errors, no function of the product longer than clippy.toml's threshold (test
+## scenarios read top to bottom and are exempt), and no import cycles between modules.
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets --locked -- -D warnings
+	cargo clippy --locked $(PRODUCT_PACKAGES) --lib --bins -- -D warnings -W clippy::too_many_lines
 	tools/import-cycles.py src migrations/src tools/test-control-plane/src benches/src crates/*/src

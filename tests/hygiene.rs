@@ -78,8 +78,8 @@ async fn credentials_never_leave_the_credentials_secret() {
     assert_clean("the API answers", &answers);
     process.stop().await;
 
-    let failed = engine.app.app.service.operation_status(&failed_operation).await.unwrap();
-    let message = failed.operation.last_error.expect("the failed run has a last error").err_message;
+    let failed = engine.operation(&failed_operation).await;
+    let message = failed.last_error.expect("the failed run has a last error").err_message;
     assert!(message.contains("[REDACTED]"), "{message}");
     assert_clean("the operation message", &message);
 

@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::domain::Component;
 use crate::service;
 
 /// When a caller refused a stream should try again.
@@ -22,7 +23,7 @@ pub struct Classified {
     /// REST `error.code`, GraphQL `extensions.error_reason`: `invalid_input`, `operation_in_progress`, ...
     pub code: &'static str,
     /// Which part of the system the error comes from: `provisioner`, `database`, `auth-service`, `kubernetes`.
-    pub component: &'static str,
+    pub component: Component,
     /// The offending request field (or header), for invalid input: the first of `errors`.
     pub field: Option<String>,
     /// Every invalid field of the request, for invalid input.
@@ -48,17 +49,26 @@ pub fn classify(error: service::Error) -> Classified {
                 .all()
                 .map(|invalid| FieldError { field: invalid.field.clone(), message: invalid.message.clone() })
                 .collect();
-            (StatusCode::BAD_REQUEST, "invalid_input", "provisioner", Some(rejected.first.field))
+            (StatusCode::BAD_REQUEST, "invalid_input", Component::Provisioner, Some(rejected.first.field))
         }
-        service::Error::NothingToChange { .. } => (StatusCode::BAD_REQUEST, "nothing_to_change", "provisioner", None),
-        service::Error::NotFound { .. } => (StatusCode::NOT_FOUND, "not_found", "provisioner", None),
-        service::Error::Conflict { conflict, .. } => (StatusCode::CONFLICT, conflict.code(), "provisioner", None),
-        service::Error::IdempotencyKeyReused => {
-            (StatusCode::UNPROCESSABLE_ENTITY, "idempotency_key_reused", "provisioner", Some("Idempotency-Key".into()))
+        service::Error::NothingToChange { .. } => {
+            (StatusCode::BAD_REQUEST, "nothing_to_change", Component::Provisioner, None)
         }
-        service::Error::OverBudget { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "over_budget", "provisioner", None),
+        service::Error::NotFound { .. } => (StatusCode::NOT_FOUND, "not_found", Component::Provisioner, None),
+        service::Error::Conflict { conflict, .. } => {
+            (StatusCode::CONFLICT, conflict.as_str(), Component::Provisioner, None)
+        }
+        service::Error::IdempotencyKeyReused => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "idempotency_key_reused",
+            Component::Provisioner,
+            Some("Idempotency-Key".into()),
+        ),
+        service::Error::OverBudget { .. } => {
+            (StatusCode::PAYLOAD_TOO_LARGE, "over_budget", Component::Provisioner, None)
+        }
         service::Error::TooManyStreams { .. } => {
-            (StatusCode::TOO_MANY_REQUESTS, "too_many_streams", "provisioner", None)
+            (StatusCode::TOO_MANY_REQUESTS, "too_many_streams", Component::Provisioner, None)
         }
         service::Error::Unavailable { component, .. } => {
             (StatusCode::SERVICE_UNAVAILABLE, "unavailable", component, None)
@@ -68,7 +78,7 @@ pub fn classify(error: service::Error) -> Classified {
             return Classified {
                 status: StatusCode::INTERNAL_SERVER_ERROR,
                 code: "internal",
-                component: "database",
+                component: Component::Database,
                 field: None,
                 errors,
                 message: "internal error".to_owned(),
@@ -203,7 +213,7 @@ impl IntoResponse for ApiError {
             ApiError::Service(error) => {
                 let classified = classify(error);
                 if classified.status == StatusCode::SERVICE_UNAVAILABLE {
-                    component = Some(classified.component.to_owned());
+                    component = Some(classified.component.as_str().to_owned());
                 }
                 errors = classified.errors;
                 (classified.status, classified.code.to_owned(), classified.message, classified.field)

@@ -44,14 +44,18 @@ macro_rules! spelled {
         }
     };
 }
+pub(crate) use spelled;
 
 #[cfg(any(test, feature = "examples"))]
 mod example;
+mod ids;
 pub mod policy;
 pub mod run;
 pub mod run_log;
 pub mod state_bucket;
 pub mod tenant;
+
+pub use ids::{OperationId, RuntimeId};
 
 use run::Stage;
 

@@ -100,13 +100,119 @@ pub fn build(
     labels: &BTreeMap<String, String>,
     active_deadline: Duration,
 ) -> Job {
-    let volume_mount = |name: &str, path: &str, read_only: bool| VolumeMount {
+    Job {
+        metadata: ObjectMeta { name: Some(names.job.clone()), labels: Some(labels.clone()), ..ObjectMeta::default() },
+        spec: Some(JobSpec {
+            // terraform must never run twice at once for one state: no retries by the Job controller.
+            backoff_limit: Some(0),
+            pod_failure_policy: Some(pod_failure_policy()),
+            active_deadline_seconds: Some(active_deadline.as_secs().max(1) as i64),
+            ttl_seconds_after_finished: Some(FINISHED_JOB_TTL_SECONDS),
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta { labels: Some(labels.clone()), ..ObjectMeta::default() }),
+                spec: Some(pod_spec(settings, repo, action, names)),
+            },
+            ..JobSpec::default()
+        }),
+        ..Job::default()
+    }
+}
+
+fn pod_spec(settings: &JobSettings, repo: &ModulesSettings, action: RunAction, names: &RunNames) -> PodSpec {
+    PodSpec {
+        restart_policy: Some("Never".to_owned()),
+        host_network: settings.host_network.then_some(true),
+        // With the node's network, cluster DNS stays the resolver.
+        dns_policy: settings.host_network.then(|| "ClusterFirstWithHostNet".to_owned()),
+        // A stopped runner interrupts Terraform, which finishes the calls in flight, writes its state and releases
+        // the lock; that takes longer than the default 30 s.
+        termination_grace_period_seconds: Some(RUNNER_GRACE_PERIOD.as_secs() as i64),
+        service_account_name: Some(settings.runner_service_account.clone()),
+        // The token goes to the runner alone (a projected volume), not to the init container.
+        automount_service_account_token: Some(false),
+        security_context: Some(PodSecurityContext {
+            run_as_non_root: Some(true),
+            run_as_user: Some(65532),
+            fs_group: Some(65532),
+            // With the containers' `restricted()` settings, this meets the "restricted" Pod Security level that
+            // the chart enforces for the Jobs' namespace (charts/cluster-provisioner).
+            seccomp_profile: Some(SeccompProfile { type_: "RuntimeDefault".to_owned(), ..SeccompProfile::default() }),
+            ..PodSecurityContext::default()
+        }),
+        init_containers: Some(vec![init_container(settings, repo)]),
+        containers: vec![runner_container(settings, action, names)],
+        volumes: Some(volumes(repo, names)),
+        ..PodSpec::default()
+    }
+}
+
+fn volume_mount(name: &str, path: &str, read_only: bool) -> VolumeMount {
+    VolumeMount {
         name: name.to_owned(),
         mount_path: path.to_owned(),
         read_only: Some(read_only),
         ..VolumeMount::default()
-    };
-    let env = RunnerEnvironment::for_job(names.outputs_secret.clone())
+    }
+}
+
+/// What both containers run with: no privileges, no writes outside their volumes.
+fn restricted() -> SecurityContext {
+    SecurityContext {
+        allow_privilege_escalation: Some(false),
+        read_only_root_filesystem: Some(true),
+        capabilities: Some(Capabilities { drop: Some(vec!["ALL".to_owned()]), ..Capabilities::default() }),
+        ..SecurityContext::default()
+    }
+}
+
+/// `init`: fetches the modules into the workspace.
+fn init_container(settings: &JobSettings, repo: &ModulesSettings) -> Container {
+    let mut mounts = vec![volume_mount("workspace", mount::WORKSPACE, false)];
+    if repo.credentials_secret.is_some() {
+        mounts.push(volume_mount(MODULES_CREDENTIALS_VOLUME, modules::mount::CREDENTIALS_DIR, true));
+    }
+    Container {
+        name: INIT_CONTAINER.to_owned(),
+        image: Some(settings.runner_image.clone()),
+        command: Some(vec![RUNNER_BINARY.to_owned(), "fetch-modules".to_owned()]),
+        env: Some(modules_variables(repo)),
+        env_from: operator_environment(settings),
+        volume_mounts: Some(mounts),
+        resources: Some(requirements(INIT_RESOURCES.0, INIT_RESOURCES.1)),
+        security_context: Some(restricted()),
+        termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
+        ..Container::default()
+    }
+}
+
+/// `terraform-runner`: runs `action` with the rendered configuration and the credentials.
+fn runner_container(settings: &JobSettings, action: RunAction, names: &RunNames) -> Container {
+    Container {
+        name: RUNNER_CONTAINER.to_owned(),
+        image: Some(settings.runner_image.clone()),
+        // The binary is named here rather than by the image's entrypoint (the service), so that any image holding
+        // both works.
+        command: Some(vec![RUNNER_BINARY.to_owned()]),
+        args: Some(vec!["--action".to_owned(), action.as_str().to_owned()]),
+        env: Some(runner_variables(names)),
+        env_from: operator_environment(settings),
+        resources: Some(settings.runner_resources.requirements()),
+        volume_mounts: Some(vec![
+            volume_mount(API_ACCESS_VOLUME, API_ACCESS_PATH, true),
+            volume_mount("workspace", mount::WORKSPACE, false),
+            volume_mount("aws", mount::AWS_CONFIG_DIR, false),
+            volume_mount("config", mount::CONFIG_DIR, true),
+            volume_mount("credentials", mount::CREDENTIALS_DIR, true),
+        ]),
+        security_context: Some(restricted()),
+        termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
+        ..Container::default()
+    }
+}
+
+/// The runner's variables: the contract's, and the pod's own namespace and name from the downward API.
+fn runner_variables(names: &RunNames) -> Vec<EnvVar> {
+    RunnerEnvironment::for_job(names.outputs_secret.clone())
         .variables()
         .into_iter()
         .map(|(name, value)| EnvVar { name: name.to_owned(), value: Some(value), ..EnvVar::default() })
@@ -119,50 +225,18 @@ pub fn build(
             }),
             ..EnvVar::default()
         }))
-        .collect();
-    let restricted = SecurityContext {
-        allow_privilege_escalation: Some(false),
-        read_only_root_filesystem: Some(true),
-        capabilities: Some(Capabilities { drop: Some(vec!["ALL".to_owned()]), ..Capabilities::default() }),
-        ..SecurityContext::default()
-    };
+        .collect()
+}
 
-    let mut init_mounts = vec![volume_mount("workspace", mount::WORKSPACE, false)];
-    if repo.credentials_secret.is_some() {
-        init_mounts.push(volume_mount(MODULES_CREDENTIALS_VOLUME, modules::mount::CREDENTIALS_DIR, true));
-    }
-    let init = Container {
-        name: INIT_CONTAINER.to_owned(),
-        image: Some(settings.runner_image.clone()),
-        command: Some(vec![RUNNER_BINARY.to_owned(), "fetch-modules".to_owned()]),
-        env: Some(modules_variables(repo)),
-        env_from: operator_environment(settings),
-        volume_mounts: Some(init_mounts),
-        resources: Some(requirements(INIT_RESOURCES.0, INIT_RESOURCES.1)),
-        security_context: Some(restricted.clone()),
-        termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
-        ..Container::default()
-    };
-    let runner = Container {
-        name: RUNNER_CONTAINER.to_owned(),
-        image: Some(settings.runner_image.clone()),
-        // The binary is named here rather than by the image's entrypoint (the service), so that any image
-        // holding both works.
-        command: Some(vec![RUNNER_BINARY.to_owned()]),
-        args: Some(vec!["--action".to_owned(), action.as_str().to_owned()]),
-        env: Some(env),
-        env_from: operator_environment(settings),
-        resources: Some(settings.runner_resources.requirements()),
-        volume_mounts: Some(vec![
-            volume_mount(API_ACCESS_VOLUME, API_ACCESS_PATH, true),
-            volume_mount("workspace", mount::WORKSPACE, false),
-            volume_mount("aws", mount::AWS_CONFIG_DIR, false),
-            volume_mount("config", mount::CONFIG_DIR, true),
-            volume_mount("credentials", mount::CREDENTIALS_DIR, true),
-        ]),
-        security_context: Some(restricted),
-        termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
-        ..Container::default()
+fn volumes(repo: &ModulesSettings, names: &RunNames) -> Vec<Volume> {
+    let secret = |name: &str, secret_name: &str| Volume {
+        name: name.to_owned(),
+        secret: Some(SecretVolumeSource {
+            secret_name: Some(secret_name.to_owned()),
+            default_mode: Some(0o400),
+            ..SecretVolumeSource::default()
+        }),
+        ..Volume::default()
     };
     let mut volumes = vec![
         api_access_volume(),
@@ -184,71 +258,12 @@ pub fn build(
             }),
             ..Volume::default()
         },
-        Volume {
-            name: "credentials".to_owned(),
-            secret: Some(SecretVolumeSource {
-                secret_name: Some(names.credentials_secret.clone()),
-                default_mode: Some(0o400),
-                ..SecretVolumeSource::default()
-            }),
-            ..Volume::default()
-        },
+        secret("credentials", &names.credentials_secret),
     ];
-    if let Some(secret) = &repo.credentials_secret {
-        volumes.push(Volume {
-            name: MODULES_CREDENTIALS_VOLUME.to_owned(),
-            secret: Some(SecretVolumeSource {
-                secret_name: Some(secret.clone()),
-                default_mode: Some(0o400),
-                ..SecretVolumeSource::default()
-            }),
-            ..Volume::default()
-        });
+    if let Some(secret_name) = &repo.credentials_secret {
+        volumes.push(secret(MODULES_CREDENTIALS_VOLUME, secret_name));
     }
-
-    Job {
-        metadata: ObjectMeta { name: Some(names.job.clone()), labels: Some(labels.clone()), ..ObjectMeta::default() },
-        spec: Some(JobSpec {
-            // terraform must never run twice at once for one state: no retries by the Job controller.
-            backoff_limit: Some(0),
-            pod_failure_policy: Some(pod_failure_policy()),
-            active_deadline_seconds: Some(active_deadline.as_secs().max(1) as i64),
-            ttl_seconds_after_finished: Some(FINISHED_JOB_TTL_SECONDS),
-            template: PodTemplateSpec {
-                metadata: Some(ObjectMeta { labels: Some(labels.clone()), ..ObjectMeta::default() }),
-                spec: Some(PodSpec {
-                    restart_policy: Some("Never".to_owned()),
-                    host_network: settings.host_network.then_some(true),
-                    // With the node's network, cluster DNS stays the resolver.
-                    dns_policy: settings.host_network.then(|| "ClusterFirstWithHostNet".to_owned()),
-                    // A stopped runner interrupts Terraform, which finishes the calls in flight, writes its state
-                    // and releases the lock; that takes longer than the default 30 s.
-                    termination_grace_period_seconds: Some(RUNNER_GRACE_PERIOD.as_secs() as i64),
-                    service_account_name: Some(settings.runner_service_account.clone()),
-                    // The token goes to the runner alone (a projected volume), not to the init container.
-                    automount_service_account_token: Some(false),
-                    security_context: Some(PodSecurityContext {
-                        run_as_non_root: Some(true),
-                        run_as_user: Some(65532),
-                        fs_group: Some(65532),
-                        // With the container settings above, this meets the "restricted" Pod Security level
-                        // that the chart enforces for the Jobs' namespace (charts/cluster-provisioner).
-                        seccomp_profile: Some(SeccompProfile {
-                            type_: "RuntimeDefault".to_owned(),
-                            ..SeccompProfile::default()
-                        }),
-                        ..PodSecurityContext::default()
-                    }),
-                    init_containers: Some(vec![init]),
-                    containers: vec![runner],
-                    volumes: Some(volumes),
-                    ..PodSpec::default()
-                }),
-            },
-            ..JobSpec::default()
-        }),
-        ..Job::default()
-    }
+    volumes
 }
 
 /// The operator's ConfigMap of extra variables, if any; a missing one does not stop the Job.

@@ -3,16 +3,14 @@
 
 use tracing::instrument;
 
-use super::{
-    Conflict, Error, JOB_CACHE_SYNC, Latest, Result, Service, executor_error, operation_in_progress, validation,
-};
-use crate::domain::{Operation, OperationType, ProviderVersion, Runtime, UpgradeClusterInput};
+use super::{Conflict, Error, JOB_CACHE_SYNC, Latest, Result, Service, executor_error, operation_in_progress};
+use crate::domain::{Operation, OperationId, OperationType, ProviderVersion, Runtime, RuntimeId, UpgradeClusterInput};
 use crate::store::{self, Cancel};
 
 impl Service {
     /// Queues the teardown of a runtime. Refused while another operation on it is active.
     #[instrument(skip_all, fields(runtime_id = %runtime_id))]
-    pub async fn deprovision_runtime(&self, runtime_id: &str, requested_by: &str) -> Result<Operation> {
+    pub async fn deprovision_runtime(&self, runtime_id: RuntimeId, requested_by: &str) -> Result<Operation> {
         let status = self.latest(runtime_id).await?;
         self.check_changeable(&status).await?;
         // The provider that last wrote the cluster's state destroys it, whatever this release pins; a hibernated
@@ -26,7 +24,7 @@ impl Service {
     #[instrument(skip_all, fields(runtime_id = %runtime_id, dry_run))]
     pub async fn upgrade_cluster(
         &self,
-        runtime_id: &str,
+        runtime_id: RuntimeId,
         upgrade: UpgradeClusterInput,
         dry_run: bool,
         requested_by: &str,
@@ -59,7 +57,7 @@ impl Service {
     /// Queues the hibernation of a provisioned cluster: every worker pool scaled to zero (a vanilla control plane
     /// stopped too); the configuration keeps the sizes a wake-up restores.
     #[instrument(skip_all, fields(runtime_id = %runtime_id))]
-    pub async fn hibernate_runtime(&self, runtime_id: &str, requested_by: &str) -> Result<Operation> {
+    pub async fn hibernate_runtime(&self, runtime_id: RuntimeId, requested_by: &str) -> Result<Operation> {
         let status = self.latest(runtime_id).await?;
         let runtime = &status.runtime;
         self.check_changeable(&status).await?;
@@ -76,7 +74,7 @@ impl Service {
     /// Queues the wake-up of a hibernated cluster: back at its configured sizes (a vanilla control plane started,
     /// and the run ends once its API server answers).
     #[instrument(skip_all, fields(runtime_id = %runtime_id))]
-    pub async fn wake_up_runtime(&self, runtime_id: &str, requested_by: &str) -> Result<Operation> {
+    pub async fn wake_up_runtime(&self, runtime_id: RuntimeId, requested_by: &str) -> Result<Operation> {
         let status = self.latest(runtime_id).await?;
         self.check_changeable(&status).await?;
         if !status.runtime.hibernated {
@@ -106,7 +104,7 @@ impl Service {
             requested_by: Some(requested_by.to_owned()),
             ..Operation::queued(status.runtime.id, operation_type, provider, store::now())
         };
-        self.queue(&status.runtime.id.to_string(), operation).await
+        self.queue(RuntimeId(status.runtime.id), operation).await
     }
 
     /// Whether a new operation may be queued on the runtime: live, not a preview, no active operation, and no
@@ -159,7 +157,7 @@ impl Service {
         })
     }
 
-    async fn queue(&self, runtime_id: &str, operation: Operation) -> Result<Operation> {
+    async fn queue(&self, runtime_id: RuntimeId, operation: Operation) -> Result<Operation> {
         match self.store.insert_operation(&operation).await {
             Ok(()) => {
                 tracing::info!(
@@ -187,8 +185,8 @@ impl Service {
     /// running one is stopped by the worker that runs it (its Job's pod gets its grace period, in which Terraform
     /// stops at a safe point and releases the state lock), then it ends the same way. 409 once it has ended.
     #[instrument(skip_all, fields(operation_id = %operation_id))]
-    pub async fn cancel_operation(&self, operation_id: &str, requested_by: &str) -> Result<Operation> {
-        let id = validation::parse_id("id", operation_id)?;
+    pub async fn cancel_operation(&self, operation_id: OperationId, requested_by: &str) -> Result<Operation> {
+        let id = operation_id.0;
         if self.tenant.is_some() {
             self.visible_operation(operation_id).await?;
         }

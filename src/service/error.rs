@@ -2,51 +2,35 @@
 
 use super::streams;
 use super::validation::{Invalid, Rejected};
-use crate::domain::Operation;
 use crate::domain::run_log::LogBudget;
+use crate::domain::{Component, Operation, spelled};
 use crate::executor::{self};
 use crate::store::{self};
 
-/// Why a request conflicts with the state of a runtime.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Conflict {
-    /// Only one asynchronous operation per runtime at a time.
-    OperationInProgress,
-    NameTaken,
-    /// The provisioning has not succeeded (yet), so there is no kubeconfig.
-    NotReady,
-    AlreadyDeprovisioned,
-    /// No runner pod exists yet, so there are no logs.
-    NoRunnerPod,
-    /// A Job of an earlier operation on the runtime is still running: only one Terraform per runtime at a time.
-    JobStillRunning,
-    /// The runtime is the preview of a dry-run provisioning: there is no cluster to change.
-    Preview,
-    /// The runtime is hibernated: only a wake-up or a deprovisioning may change it.
-    Hibernated,
-    /// A wake-up of a runtime that is not hibernated.
-    NotHibernated,
-    /// A cancel of an operation that has already ended.
-    AlreadyEnded,
-    /// The outputs Secret does not hold the kubeconfig the runtime's last checked apply published.
-    UntrustedOutputs,
-}
-
-impl Conflict {
-    pub fn code(self) -> &'static str {
-        match self {
-            Conflict::OperationInProgress => "operation_in_progress",
-            Conflict::NameTaken => "name_taken",
-            Conflict::NotReady => "not_ready",
-            Conflict::AlreadyDeprovisioned => "already_deprovisioned",
-            Conflict::NoRunnerPod => "no_runner_pod",
-            Conflict::JobStillRunning => "job_still_running",
-            Conflict::Preview => "preview",
-            Conflict::Hibernated => "hibernated",
-            Conflict::NotHibernated => "not_hibernated",
-            Conflict::AlreadyEnded => "already_ended",
-            Conflict::UntrustedOutputs => "untrusted_outputs",
-        }
+spelled! {
+    /// Why a request conflicts with the state of a runtime; `as_str()` is the code both APIs show.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Conflict {
+        /// Only one asynchronous operation per runtime at a time.
+        OperationInProgress => "operation_in_progress",
+        NameTaken => "name_taken",
+        /// The provisioning has not succeeded (yet), so there is no kubeconfig.
+        NotReady => "not_ready",
+        AlreadyDeprovisioned => "already_deprovisioned",
+        /// No runner pod exists yet, so there are no logs.
+        NoRunnerPod => "no_runner_pod",
+        /// A Job of an earlier operation on the runtime is still running: only one Terraform per runtime at a time.
+        JobStillRunning => "job_still_running",
+        /// The runtime is the preview of a dry-run provisioning: there is no cluster to change.
+        Preview => "preview",
+        /// The runtime is hibernated: only a wake-up or a deprovisioning may change it.
+        Hibernated => "hibernated",
+        /// A wake-up of a runtime that is not hibernated.
+        NotHibernated => "not_hibernated",
+        /// A cancel of an operation that has already ended.
+        AlreadyEnded => "already_ended",
+        /// The outputs Secret does not hold the kubeconfig the runtime's last checked apply published.
+        UntrustedOutputs => "untrusted_outputs",
     }
 }
 
@@ -71,7 +55,7 @@ pub enum Error {
     TooManyStreams { message: String },
     /// A dependency did not answer; `message` says what the caller can do (never an internal address).
     #[error("{component} is unavailable: {message}")]
-    Unavailable { component: &'static str, message: String },
+    Unavailable { component: Component, message: String },
     #[error(transparent)]
     Store(store::Error),
 }
@@ -82,7 +66,7 @@ impl From<store::Error> for Error {
             // The detail (host, OS error) stays in the log, with the request's id from its span.
             tracing::warn!(%error, "the database is unavailable");
             return Error::Unavailable {
-                component: "database",
+                component: Component::Database,
                 message: "it did not answer in time; nothing was changed, try again shortly".to_owned(),
             };
         }
@@ -106,7 +90,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 pub(super) fn executor_error(error: executor::Error) -> Error {
     tracing::warn!(%error, "Kubernetes request failed");
-    Error::Unavailable { component: "kubernetes", message: format!("{}; try again shortly", error.public_message()) }
+    Error::Unavailable {
+        component: Component::Kubernetes,
+        message: format!("{}; try again shortly", error.public_message()),
+    }
 }
 
 pub(super) fn operation_in_progress(operation: &Operation) -> Error {

@@ -1,6 +1,7 @@
 //! What the probes and metrics ask of the service: the cluster and the database, and the operation counts.
 
 use super::{Error, Result, Service};
+use crate::domain::Component;
 use crate::executor::Executor;
 use crate::store::OperationCount;
 
@@ -22,7 +23,7 @@ pub const HEALTH_BUDGET: std::time::Duration = std::time::Duration::from_secs(1)
 impl Service {
     pub(super) fn executor(&self) -> Result<&Executor> {
         self.executor.as_ref().ok_or_else(|| Error::Unavailable {
-            component: "kubernetes",
+            component: Component::Kubernetes,
             message: "no Kubernetes cluster is configured (set KUBECONFIG; `make run` starts one on this machine)"
                 .to_owned(),
         })
@@ -43,7 +44,8 @@ impl Service {
     }
 
     pub async fn database_health(&self) -> Result<()> {
-        let unavailable = |message: &str| Error::Unavailable { component: "database", message: message.to_owned() };
+        let unavailable =
+            |message: &str| Error::Unavailable { component: Component::Database, message: message.to_owned() };
         match tokio::time::timeout(HEALTH_BUDGET, self.store.ping()).await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(error)) => {

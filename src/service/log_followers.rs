@@ -12,6 +12,7 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use super::{Error, Result};
+use crate::domain::Component;
 
 /// How many bytes of lines a follower keeps for those who join late; older lines are let go (a late joiner of a
 /// run that printed more starts with the newest lines).
@@ -41,7 +42,7 @@ struct Read {
 /// Why following failed, as each reader is told (a service error is not `Clone`).
 #[derive(Clone)]
 struct Failure {
-    component: &'static str,
+    component: Component,
     message: String,
 }
 
@@ -49,7 +50,7 @@ impl From<Error> for Failure {
     fn from(error: Error) -> Self {
         match error {
             Error::Unavailable { component, message } => Failure { component, message },
-            other => Failure { component: "kubernetes", message: other.to_string() },
+            other => Failure { component: Component::Kubernetes, message: other.to_string() },
         }
     }
 }

@@ -6,10 +6,10 @@ use runner_contract::redact::Redactor;
 use uuid::Uuid;
 
 use super::validation::Invalid;
-use super::{Conflict, Error, Result, Service, executor_error, live_logs, over_budget, validation};
-use crate::domain::Operation;
+use super::{Conflict, Error, Result, Service, executor_error, live_logs, over_budget};
 use crate::domain::run::{RunNames, Stage};
 use crate::domain::run_log::{self, ContainerLog, KeptLog, LogBudget};
+use crate::domain::{Operation, OperationId, RuntimeId};
 use crate::executor::{self};
 use crate::store::{self, ArchivedLog};
 
@@ -47,16 +47,15 @@ impl Service {
     /// The runner logs of a runtime's operation: its last one, or `operation_id`, which must be one of its own.
     pub async fn logs(
         &self,
-        runtime_id: &str,
-        operation_id: Option<&str>,
+        runtime_id: RuntimeId,
+        operation_id: Option<OperationId>,
         tail_lines: Option<i64>,
         budget: &LogBudget,
     ) -> Result<Vec<ContainerLog>> {
         let status = self.latest(runtime_id).await?;
         let operation = match operation_id {
             None => status.last_operation,
-            Some(operation_id) => {
-                let id = validation::parse_id("operationId", operation_id)?;
+            Some(OperationId(id)) => {
                 let operation = self.store.find_operation(id).await?;
                 operation
                     .filter(|operation| operation.runtime_id == status.runtime.id)
@@ -71,7 +70,7 @@ impl Service {
     /// run ended, read from its pod while it runs; 409 while it has no pod, and for a run that kept none.
     pub async fn operation_logs(
         &self,
-        operation_id: &str,
+        operation_id: OperationId,
         tail_lines: Option<i64>,
         budget: &LogBudget,
     ) -> Result<Vec<ContainerLog>> {
@@ -94,7 +93,7 @@ impl Service {
     /// `Executor::follow_runner_log`), read once for all who follow it; once the run ended, its kept log at once.
     pub async fn follow_operation_log(
         &self,
-        operation_id: &str,
+        operation_id: OperationId,
     ) -> Result<futures::stream::BoxStream<'static, Result<String>>> {
         use futures::StreamExt as _;
         let operation = self.visible_operation(operation_id).await?;

@@ -33,7 +33,7 @@ use status::Latest;
 pub use status::{
     DEFAULT_PAGE_SIZE, HibernationStatus, MAX_PAGE_SIZE, OperationWithStages, Page, RuntimeStatus, duration_seconds,
 };
-pub use validation::{Invalid, Rejected, upgrade_from_json};
+pub use validation::{Invalid, Rejected, parse_operation_id, parse_runtime_id, upgrade_from_json};
 
 #[derive(Clone)]
 pub struct Service {

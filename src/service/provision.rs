@@ -8,7 +8,7 @@ use super::validation::Invalid;
 use super::{Conflict, Error, Result, Service};
 use crate::credentials;
 use crate::domain::tenant::Tenant;
-use crate::domain::{ClusterConfig, Operation, ProvisionRequest, Runtime};
+use crate::domain::{ClusterConfig, Component, Operation, ProvisionRequest, Runtime};
 use crate::store::{self, IdempotencyRecord};
 
 /// The answer to an accepted provisioning request.
@@ -131,7 +131,7 @@ impl Service {
                     other => other.public_message(),
                 };
                 Err(Error::Unavailable {
-                    component: "auth-service",
+                    component: Component::AuthService,
                     message: format!(
                         "{what}; the credential could not be checked and nothing was recorded, try again shortly"
                     ),

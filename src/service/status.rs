@@ -5,7 +5,9 @@ use runner_contract::report::kubeconfig_digest;
 use super::validation::Invalid;
 use super::{Conflict, Error, Result, Service, executor_error, validation};
 use crate::domain::run::{JobState, RunNames, Stage};
-use crate::domain::{Component, LastError, Operation, OperationState, OperationType, Runtime, StageEntry};
+use crate::domain::{
+    Component, LastError, Operation, OperationId, OperationState, OperationType, Runtime, RuntimeId, StageEntry,
+};
 use crate::store::{self};
 
 /// A runtime with its last operation (every runtime has one: it is created with its provisioning) and whether it
@@ -81,14 +83,14 @@ fn page_size(first: Option<i32>) -> Result<u64> {
 
 impl Service {
     /// An operation with its stages.
-    pub async fn operation_status(&self, operation_id: &str) -> Result<OperationWithStages> {
+    pub async fn operation_status(&self, operation_id: OperationId) -> Result<OperationWithStages> {
         let operation = self.visible_operation(operation_id).await?;
         self.with_stages(operation).await
     }
 
     /// An operation this service may see, with its live Job state.
-    pub(super) async fn visible_operation(&self, operation_id: &str) -> Result<Operation> {
-        let id = validation::parse_id("id", operation_id)?;
+    pub(super) async fn visible_operation(&self, operation_id: OperationId) -> Result<Operation> {
+        let id = operation_id.0;
         let not_found = || Error::NotFound { what: "operation", id: id.to_string() };
         let operation = self.store.find_operation(id).await?.ok_or_else(not_found)?;
         if self.tenant.is_some() {
@@ -140,15 +142,15 @@ impl Service {
     }
 
     /// A runtime with its last operation and whether it sleeps.
-    pub async fn runtime_status(&self, runtime_id: &str) -> Result<RuntimeStatus> {
+    pub async fn runtime_status(&self, runtime_id: RuntimeId) -> Result<RuntimeStatus> {
         let Latest { runtime, last_operation } = self.latest(runtime_id).await?;
         let mut statuses = self.statuses(vec![(runtime, last_operation)]).await?;
         Ok(statuses.pop().expect("one runtime in, one out"))
     }
 
     /// A runtime this service may see, with its last operation.
-    pub(super) async fn latest(&self, runtime_id: &str) -> Result<Latest> {
-        let id = validation::parse_id("id", runtime_id)?;
+    pub(super) async fn latest(&self, runtime_id: RuntimeId) -> Result<Latest> {
+        let id = runtime_id.0;
         let not_found = || Error::NotFound { what: "runtime", id: id.to_string() };
         let runtime = self.store.find_runtime(id).await?.filter(|runtime| self.sees(runtime)).ok_or_else(not_found)?;
         let operation_id = runtime.last_operation_id.ok_or_else(not_found)?;
@@ -180,7 +182,7 @@ impl Service {
 
     /// The kubeconfig of a live runtime whose provisioning succeeded (also while it is being upgraded); 409
     /// before then and once it is deprovisioned.
-    pub async fn kubeconfig(&self, runtime_id: &str) -> Result<String> {
+    pub async fn kubeconfig(&self, runtime_id: RuntimeId) -> Result<String> {
         let status = self.latest(runtime_id).await?;
         let operation = &status.last_operation;
         let live = status.runtime.deleted_at.is_none() && !status.runtime.preview;
@@ -248,12 +250,12 @@ impl Service {
     /// last operation of the previous page.
     pub async fn runtime_operations(
         &self,
-        runtime_id: &str,
+        runtime_id: RuntimeId,
         after: Option<&str>,
         first: Option<i32>,
     ) -> Result<Page<OperationWithStages>> {
         let first = page_size(first)?;
-        let id = validation::parse_id("id", runtime_id)?;
+        let id = runtime_id.0;
         let after = after.map(|cursor| validation::parse_id("after", cursor)).transpose()?;
         if !self.store.find_runtime(id).await?.is_some_and(|runtime| self.sees(&runtime)) {
             return Err(Error::NotFound { what: "runtime", id: id.to_string() });

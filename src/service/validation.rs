@@ -6,7 +6,7 @@ use ipnet::Ipv4Net;
 use serde_json::Value;
 
 use crate::domain::policy::{KubernetesVersion, ValidationPolicy};
-use crate::domain::{ClusterConfig, Labels, ProvisionRequest, Topology, UpgradeClusterInput};
+use crate::domain::{ClusterConfig, Labels, OperationId, ProvisionRequest, RuntimeId, Topology, UpgradeClusterInput};
 
 /// The longest runtime name: the name ends up in cloud resource names with tighter limits than Kubernetes
 /// (an AWS load balancer name is at most 32 characters, and the state bucket
@@ -571,6 +571,16 @@ fn is_label_value(value: &str) -> bool {
 /// Checks a string id argument and names the field when it is not a UUID.
 pub fn parse_id(field: &str, value: &str) -> Result<uuid::Uuid, Invalid> {
     uuid::Uuid::parse_str(value).map_err(|_| Invalid::new(field, format!("{value:?} is not a UUID")))
+}
+
+/// A runtime id as a request names it in `field`.
+pub fn parse_runtime_id(field: &str, value: &str) -> Result<RuntimeId, Invalid> {
+    parse_id(field, value).map(RuntimeId)
+}
+
+/// An operation id as a request names it in `field`.
+pub fn parse_operation_id(field: &str, value: &str) -> Result<OperationId, Invalid> {
+    parse_id(field, value).map(OperationId)
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use super::{Result, Service};
-use crate::domain::Operation;
+use crate::domain::{Operation, OperationId};
 
 /// How often a watched operation's record is read.
 const POLL_INTERVAL: Duration = Duration::from_secs(1);
@@ -32,7 +32,7 @@ pub fn shown_part(operation: &Operation) -> impl PartialEq + use<> {
 impl Service {
     /// The operation now and, while it is active, a receiver of its newest record whenever its stage, state or
     /// message changes, until its final state (the last value). A failed read is tried again a second later.
-    pub async fn watch_operation(&self, operation_id: &str) -> Result<OperationWatch> {
+    pub async fn watch_operation(&self, operation_id: OperationId) -> Result<OperationWatch> {
         let first = self.visible_operation(operation_id).await?;
         if !first.state.is_active() {
             return Ok(OperationWatch { first, changes: None });
@@ -55,10 +55,9 @@ impl Service {
 /// or once no watcher is left (only the entry in [`Watches`] holds a receiver then).
 async fn poll(service: Service, operation_id: Uuid, sender: watch::Sender<Operation>) {
     let mut tick = tokio::time::interval(POLL_INTERVAL);
-    let id = operation_id.to_string();
     loop {
         tick.tick().await;
-        let ended = match service.visible_operation(&id).await {
+        let ended = match service.visible_operation(OperationId(operation_id)).await {
             Ok(operation) => {
                 let ended = !operation.state.is_active();
                 sender.send_if_modified(|shown| {

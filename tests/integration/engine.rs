@@ -505,7 +505,7 @@ async fn live_status_shows_a_failed_job_before_the_worker_handles_it(backend: Ba
     let status = engine.wait_for_status(&runtime_id, &["failed"], WAIT).await;
     assert_eq!(status["lastError"]["reason"], "job_failed", "{status}");
     assert_eq!(status["lastError"]["component"], "terraform-runner", "{status}");
-    let stored = engine.app.app.service.operation_status(&operation_id).await.unwrap().operation;
+    let stored = engine.operation(&operation_id).await;
     assert_eq!(stored.stage.as_str(), "WaitForJob", "the reconciled status comes from the Job, not from the worker");
     reader.stop().await;
 }
@@ -833,7 +833,7 @@ async fn a_new_process_resumes_after_every_step_boundary(backend: Backend) {
         assert_eq!(jobs.len(), 1, "resumed at {stage}");
         assert_eq!(jobs[0].metadata.uid, first_uid, "resumed at {stage}: the Job was recreated");
         assert!(engine.secret(&format!("{job_name}-credentials")).await.is_none(), "resumed at {stage}");
-        let operation = engine.app.app.service.operation_status(&operation_id).await.unwrap().operation;
+        let operation = engine.operation(&operation_id).await;
         assert_eq!(operation.claims, 2, "claimed once by each process (at {stage})");
         // The first process had recorded progress before it died: the resume uses no attempt.
         assert_eq!(operation.attempts, 1, "resumed at {stage}");
@@ -878,7 +878,7 @@ async fn two_workers_on_postgres_run_each_operation_exactly_once() {
     for (runtime_id, operation_id) in &runtimes {
         let done = engine.wait_for_status(runtime_id, &["succeeded", "failed"], WAIT).await;
         assert_eq!(done["status"], "succeeded", "{done}");
-        let operation = engine.app.app.service.operation_status(operation_id).await.unwrap().operation;
+        let operation = engine.operation(operation_id).await;
         assert_eq!(operation.attempts, 1, "operation {operation_id} was claimed more than once");
         attempts_total += operation.attempts;
     }

@@ -100,6 +100,18 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// What every action of a run works with once its inputs are read and its cloud session is open.
+struct Prepared {
+    manifest: RunnerManifest,
+    credential: CloudCredential,
+    session: CloudSession,
+    terraform: Terraform,
+    signals: Signals,
+    /// Terraform's `-lock-timeout=` argument.
+    lock_timeout: String,
+    this_run: LockHolder,
+}
+
 /// What a run needs from outside the cloud: where the kubeconfig goes.
 pub struct Runner {
     settings: RunnerSettings,
@@ -116,8 +128,30 @@ impl Runner {
     /// [`Runner::failure_message`].
     #[tracing::instrument(skip_all, fields(runtime_id = tracing::field::Empty, action = action.as_str()))]
     pub async fn run(&self, action: RunAction, redactor: &SharedRedactor) -> Result<RunReport> {
+        let mut run = self.prepare(action, redactor).await?;
+        let report = match action {
+            RunAction::Apply => self.apply(&mut run).await?,
+            RunAction::Plan => RunReport { plan: self.plan_only(&mut run).await?, kubeconfig_sha256: None },
+            RunAction::Destroy => match self.destroy(&mut run).await? {
+                Some(summary) => RunReport { plan: summary, kubeconfig_sha256: None },
+                None => return Ok(RunReport::default()),
+            },
+        };
+        let summary = &report.plan;
+        tracing::info!(
+            action = action.as_str(),
+            add = summary.add,
+            change = summary.change,
+            destroy = summary.destroy,
+            "finished"
+        );
+        Ok(report)
+    }
+
+    /// Reads the run's inputs, checks they fit `action`, opens the cloud session and sets up Terraform.
+    async fn prepare(&self, action: RunAction, redactor: &SharedRedactor) -> Result<Prepared> {
         let settings = &self.settings;
-        let mut signals =
+        let signals =
             Signals::install().map_err(|error| Error::Input(format!("installing signal handlers: {error}")))?;
         let manifest = read_manifest(&settings.job.config_dir)?;
         tracing::Span::current().record("runtime_id", tracing::field::display(manifest.runtime_id));
@@ -134,26 +168,7 @@ impl Runner {
             )));
         }
         tracing::info!(topology = manifest.topology.as_str(), "starting");
-
-        let session = match &credential {
-            CloudCredential::GcpServiceAccount { project_id, .. } => {
-                let key_file = settings.job.credentials_dir.join(credential::file::GCP_KEY);
-                let project = manifest.gcp_project.as_deref().unwrap_or(project_id);
-                CloudSession::Gcp(Box::new(
-                    GcpSession::connect(&key_file, project, &manifest.region, redactor.clone()).await?,
-                ))
-            }
-            _ => CloudSession::Aws(Box::new(
-                AwsSession::connect(
-                    &credential,
-                    &manifest.region,
-                    manifest.runtime_id,
-                    &settings.job.aws_config_dir,
-                    redactor,
-                )
-                .await?,
-            )),
-        };
+        let session = self.open_session(&manifest, &credential, redactor).await?;
         let temporary = prepare_work_dir(&settings.job.config_dir, &settings.job.work_dir)?;
         install_lock_file(&settings.provider_lock_dir, &manifest.provider, &settings.job.work_dir)?;
         let mut env = vec![
@@ -169,85 +184,113 @@ impl Runner {
             env,
             redactor: redactor.clone(),
         };
-        let bucket = &manifest.state_bucket;
         let lock_timeout = format!("-lock-timeout={}s", settings.state_lock_timeout.as_secs());
         let this_run = LockHolder::this_run(manifest.runtime_id, settings.operation_id, &settings.pod_name);
-        let mut kubeconfig_sha256 = None;
-        let summary = match action {
-            RunAction::Apply => {
-                session.ensure_state_bucket(bucket).await?;
-                terraform.run(INIT, &mut signals).await?;
-                self.take_over_state_lock(&session, bucket, &this_run, &terraform, &mut signals).await?;
-                let summary = plan(&terraform, EVERYTHING, &lock_timeout, &mut signals).await?;
-                refuse_destructive(&summary, &settings.protected_resources)?;
-                if let (Some(upgrade), CloudSession::Aws(aws)) = (&manifest.control_plane_upgrade, &session) {
-                    self.upgrade_control_plane_first(&terraform, aws, upgrade, &lock_timeout, &mut signals).await?;
-                    // The first plan is stale once the control plane's part is applied: the rest is planned again
-                    // (and checked again) from the state as it is now.
-                    let rest = plan(&terraform, EVERYTHING, &lock_timeout, &mut signals).await?;
-                    refuse_destructive(&rest, &settings.protected_resources)?;
-                }
-                apply_plan(&terraform, &lock_timeout, &mut signals).await?;
-                let outputs = terraform.outputs().await?;
-                let kubeconfig = self.kubeconfig(&manifest, &credential, &session, &outputs, &mut signals).await?;
-                if manifest.wait_for_api_server {
-                    let (interval, timeout) = (settings.kubeconfig_poll_interval, settings.kubeconfig_timeout);
-                    api_server::wait_until_answering(&kubeconfig, interval, timeout, &mut signals).await?;
-                }
-                publish::publish_kubeconfig(
-                    self.kube.clone(),
-                    &settings.namespace,
-                    &settings.job.outputs_secret,
+        Ok(Prepared { manifest, credential, session, terraform, signals, lock_timeout, this_run })
+    }
+
+    async fn open_session(
+        &self,
+        manifest: &RunnerManifest,
+        credential: &CloudCredential,
+        redactor: &SharedRedactor,
+    ) -> Result<CloudSession> {
+        let settings = &self.settings;
+        Ok(match credential {
+            CloudCredential::GcpServiceAccount { project_id, .. } => {
+                let key_file = settings.job.credentials_dir.join(credential::file::GCP_KEY);
+                let project = manifest.gcp_project.as_deref().unwrap_or(project_id);
+                CloudSession::Gcp(Box::new(
+                    GcpSession::connect(&key_file, project, &manifest.region, redactor.clone()).await?,
+                ))
+            }
+            _ => CloudSession::Aws(Box::new(
+                AwsSession::connect(
+                    credential,
+                    &manifest.region,
                     manifest.runtime_id,
-                    &kubeconfig,
+                    &settings.job.aws_config_dir,
+                    redactor,
                 )
-                .await?;
-                kubeconfig_sha256 = Some(kubeconfig_digest(kubeconfig.as_bytes()));
-                summary
-            }
-            RunAction::Plan => {
-                // A dry run changes nothing, not even the bucket: a cluster not built yet plans from empty state
-                // (a provisioning's always: a bucket of the same name is a live runtime's). With state, its plan
-                // locks it like any run, so it records itself as the holder too.
-                let has_state = !manifest.plan_from_empty_state && session.state_bucket_exists(bucket).await?;
-                if !has_state {
-                    tracing::info!(bucket, "planning a new cluster from empty local state");
-                    plan_without_backend(&settings.job.work_dir)?;
-                }
-                terraform.run(INIT, &mut signals).await?;
-                if has_state {
-                    self.take_over_state_lock(&session, bucket, &this_run, &terraform, &mut signals).await?;
-                }
-                let summary = plan(&terraform, EVERYTHING, &lock_timeout, &mut signals).await?;
-                // What the real run would refuse, the dry run reports the same way.
-                refuse_destructive(&summary, &settings.protected_resources)?;
-                summary
-            }
-            RunAction::Destroy => {
-                // The bucket goes last, so without it nothing was ever applied or everything is destroyed.
-                if !session.state_bucket_exists(bucket).await? {
-                    tracing::info!(bucket, "the state bucket does not exist; nothing to destroy");
-                    return Ok(RunReport::default());
-                }
-                terraform.run(INIT, &mut signals).await?;
-                self.take_over_state_lock(&session, bucket, &this_run, &terraform, &mut signals).await?;
-                let summary = plan_destroy(&terraform, &lock_timeout, &mut signals).await?;
-                apply_plan(&terraform, &lock_timeout, &mut signals).await?;
-                if let (CloudSession::Aws(aws), Some(prefix)) = (&session, &manifest.ssm_parameter_prefix) {
-                    aws.delete_parameters_under(prefix).await?;
-                }
-                session.delete_state_bucket(bucket).await?;
-                summary
-            }
-        };
-        tracing::info!(
-            action = action.as_str(),
-            add = summary.add,
-            change = summary.change,
-            destroy = summary.destroy,
-            "finished"
-        );
-        Ok(RunReport { plan: summary, kubeconfig_sha256 })
+                .await?,
+            )),
+        })
+    }
+
+    /// Plans, checks the plan, applies exactly it (a control plane upgraded first), and publishes the kubeconfig.
+    async fn apply(&self, run: &mut Prepared) -> Result<RunReport> {
+        let settings = &self.settings;
+        let bucket = &run.manifest.state_bucket;
+        run.session.ensure_state_bucket(bucket).await?;
+        run.terraform.run(INIT, &mut run.signals).await?;
+        self.take_over_state_lock(&run.session, bucket, &run.this_run, &run.terraform, &mut run.signals).await?;
+        let summary = plan(&run.terraform, EVERYTHING, &run.lock_timeout, &mut run.signals).await?;
+        refuse_destructive(&summary, &settings.protected_resources)?;
+        if let (Some(upgrade), CloudSession::Aws(aws)) = (&run.manifest.control_plane_upgrade, &run.session) {
+            self.upgrade_control_plane_first(&run.terraform, aws, upgrade, &run.lock_timeout, &mut run.signals).await?;
+            // The first plan is stale once the control plane's part is applied: the rest is planned again (and
+            // checked again) from the state as it is now.
+            let rest = plan(&run.terraform, EVERYTHING, &run.lock_timeout, &mut run.signals).await?;
+            refuse_destructive(&rest, &settings.protected_resources)?;
+        }
+        apply_plan(&run.terraform, &run.lock_timeout, &mut run.signals).await?;
+        let outputs = run.terraform.outputs().await?;
+        let kubeconfig =
+            self.kubeconfig(&run.manifest, &run.credential, &run.session, &outputs, &mut run.signals).await?;
+        if run.manifest.wait_for_api_server {
+            let (interval, timeout) = (settings.kubeconfig_poll_interval, settings.kubeconfig_timeout);
+            api_server::wait_until_answering(&kubeconfig, interval, timeout, &mut run.signals).await?;
+        }
+        publish::publish_kubeconfig(
+            self.kube.clone(),
+            &settings.namespace,
+            &settings.job.outputs_secret,
+            run.manifest.runtime_id,
+            &kubeconfig,
+        )
+        .await?;
+        Ok(RunReport { plan: summary, kubeconfig_sha256: Some(kubeconfig_digest(kubeconfig.as_bytes())) })
+    }
+
+    /// A dry run: plans and checks the plan, and changes nothing, not even the bucket.
+    async fn plan_only(&self, run: &mut Prepared) -> Result<PlanSummary> {
+        let settings = &self.settings;
+        let bucket = &run.manifest.state_bucket;
+        // A cluster not built yet plans from empty state (a provisioning's always: a bucket of the same name is a
+        // live runtime's). With state, its plan locks it like any run, so it records itself as the holder too.
+        let has_state = !run.manifest.plan_from_empty_state && run.session.state_bucket_exists(bucket).await?;
+        if !has_state {
+            tracing::info!(bucket, "planning a new cluster from empty local state");
+            plan_without_backend(&settings.job.work_dir)?;
+        }
+        run.terraform.run(INIT, &mut run.signals).await?;
+        if has_state {
+            self.take_over_state_lock(&run.session, bucket, &run.this_run, &run.terraform, &mut run.signals).await?;
+        }
+        let summary = plan(&run.terraform, EVERYTHING, &run.lock_timeout, &mut run.signals).await?;
+        // What the real run would refuse, the dry run reports the same way.
+        refuse_destructive(&summary, &settings.protected_resources)?;
+        Ok(summary)
+    }
+
+    /// Destroys everything the state holds, then the state bucket; `None` when there was no bucket, so nothing
+    /// was ever applied or everything is already destroyed.
+    async fn destroy(&self, run: &mut Prepared) -> Result<Option<PlanSummary>> {
+        let bucket = &run.manifest.state_bucket;
+        // The bucket goes last, so without it nothing was ever applied or everything is destroyed.
+        if !run.session.state_bucket_exists(bucket).await? {
+            tracing::info!(bucket, "the state bucket does not exist; nothing to destroy");
+            return Ok(None);
+        }
+        run.terraform.run(INIT, &mut run.signals).await?;
+        self.take_over_state_lock(&run.session, bucket, &run.this_run, &run.terraform, &mut run.signals).await?;
+        let summary = plan_destroy(&run.terraform, &run.lock_timeout, &mut run.signals).await?;
+        apply_plan(&run.terraform, &run.lock_timeout, &mut run.signals).await?;
+        if let (CloudSession::Aws(aws), Some(prefix)) = (&run.session, &run.manifest.ssm_parameter_prefix) {
+            aws.delete_parameters_under(prefix).await?;
+        }
+        run.session.delete_state_bucket(bucket).await?;
+        Ok(Some(summary))
     }
 
     /// Runs after `init` and before the first command that takes the state lock: a lock whose recorded holder is

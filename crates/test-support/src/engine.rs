@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
 use kube::api::{ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use provisioner::domain::Operation;
+use provisioner::service::parse_operation_id;
 use provisioner::startup::App;
 use runner_contract::report::{RunReport, kubeconfig_digest};
 use serde_json::Value;
@@ -155,7 +156,13 @@ impl Engine {
     }
 
     pub async fn operation(&self, operation_id: &str) -> Operation {
-        self.app.app.service.operation_status(operation_id).await.expect("operation").operation
+        self.app
+            .app
+            .service
+            .operation_status(parse_operation_id("id", operation_id).unwrap())
+            .await
+            .expect("operation")
+            .operation
     }
 
     pub async fn pods_of_operation(&self, operation_id: &str) -> Vec<Pod> {
@@ -250,7 +257,14 @@ impl Engine {
     pub async fn wait_for_stage(&self, operation_id: &str, stage: &str, timeout: Duration) {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            let operation = self.app.app.service.operation_status(operation_id).await.expect("operation").operation;
+            let operation = self
+                .app
+                .app
+                .service
+                .operation_status(parse_operation_id("id", operation_id).unwrap())
+                .await
+                .expect("operation")
+                .operation;
             if operation.stage.as_str() == stage {
                 return;
             }

@@ -24,6 +24,7 @@ mod subscription;
 mod types;
 
 use crate::api::views::OperationView;
+use crate::domain::{Component, OperationId, RuntimeId};
 use limits::{OperationLimits, RefuseIntrospection, ViaHttp};
 pub use mutation::Mutation;
 pub use query::Query;
@@ -78,6 +79,16 @@ pub async fn execute(
     (status, GraphQLResponse::from(response)).into_response()
 }
 
+/// The runtime an `id` argument names, checked as every id is.
+fn runtime_id(id: &str) -> GraphQLResult<RuntimeId> {
+    service::parse_runtime_id("id", id).map_err(|invalid| graphql_error(invalid.into()))
+}
+
+/// The operation an `id` argument names, checked as every id is.
+fn operation_id(id: &str) -> GraphQLResult<OperationId> {
+    service::parse_operation_id("id", id).map_err(|invalid| graphql_error(invalid.into()))
+}
+
 /// The schema in SDL, as `gqlgen.sh` writes it to `schema.graphql`.
 pub fn schema_sdl() -> String {
     Schema::build(Query, Mutation, Subscription).finish().sdl()
@@ -99,7 +110,7 @@ pub fn graphql_error(error: service::Error) -> async_graphql::Error {
         extensions.set("code", code);
         extensions.set("error_code", classified.status.as_u16());
         extensions.set("error_reason", classified.code);
-        extensions.set("error_component", classified.component);
+        extensions.set("error_component", classified.component.as_str());
         if let Some(field) = &classified.field {
             extensions.set("field", field.as_str());
         }
@@ -130,7 +141,7 @@ async fn authorize(context: &Context<'_>, action: Action) -> GraphQLResult<()> {
             extensions.set("code", code);
             extensions.set("error_code", status.as_u16());
             extensions.set("error_reason", reason);
-            extensions.set("error_component", "provisioner");
+            extensions.set("error_component", Component::Provisioner.as_str());
         })
     })
 }

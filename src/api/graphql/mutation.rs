@@ -2,7 +2,7 @@
 
 use async_graphql::{Context, Object};
 
-use super::{GraphQLResult, OperationView, authorize, graphql_error, service};
+use super::{GraphQLResult, OperationView, authorize, graphql_error, operation_id, runtime_id, service};
 use crate::api::audit::ApiKind;
 use crate::api::authentication::Identity;
 use crate::api::authorization::{Action, Verb};
@@ -51,8 +51,10 @@ impl Mutation {
         let identity = context.data::<Identity>()?;
         let dry_run = dry_run.unwrap_or_default();
         let service = service(context);
-        let operation =
-            service.upgrade_cluster(&id, config, dry_run, &identity.username).await.map_err(graphql_error)?;
+        let operation = service
+            .upgrade_cluster(runtime_id(&id)?, config, dry_run, &identity.username)
+            .await
+            .map_err(graphql_error)?;
         identity.audit(ApiKind::Graphql, &operation);
         view(&service, operation).await
     }
@@ -63,7 +65,7 @@ impl Mutation {
         authorize(context, Action::on_runtimes(Verb::Update)).await?;
         let identity = context.data::<Identity>()?;
         let service = service(context);
-        let operation = service.hibernate_runtime(&id, &identity.username).await.map_err(graphql_error)?;
+        let operation = service.hibernate_runtime(runtime_id(&id)?, &identity.username).await.map_err(graphql_error)?;
         identity.audit(ApiKind::Graphql, &operation);
         view(&service, operation).await
     }
@@ -73,7 +75,7 @@ impl Mutation {
         authorize(context, Action::on_runtimes(Verb::Update)).await?;
         let identity = context.data::<Identity>()?;
         let service = service(context);
-        let operation = service.wake_up_runtime(&id, &identity.username).await.map_err(graphql_error)?;
+        let operation = service.wake_up_runtime(runtime_id(&id)?, &identity.username).await.map_err(graphql_error)?;
         identity.audit(ApiKind::Graphql, &operation);
         view(&service, operation).await
     }
@@ -84,7 +86,8 @@ impl Mutation {
         authorize(context, Action::on_runtimes(Verb::Update)).await?;
         let identity = context.data::<Identity>()?;
         let service = service(context);
-        let operation = service.cancel_operation(&id, &identity.username).await.map_err(graphql_error)?;
+        let operation =
+            service.cancel_operation(operation_id(&id)?, &identity.username).await.map_err(graphql_error)?;
         identity.audit_cancel(ApiKind::Graphql, &operation);
         view(&service, operation).await
     }
@@ -93,7 +96,8 @@ impl Mutation {
     async fn deprovision_runtime(&self, context: &Context<'_>, id: String) -> GraphQLResult<String> {
         authorize(context, Action::on_runtimes(Verb::Delete)).await?;
         let identity = context.data::<Identity>()?;
-        let operation = service(context).deprovision_runtime(&id, &identity.username).await.map_err(graphql_error)?;
+        let operation =
+            service(context).deprovision_runtime(runtime_id(&id)?, &identity.username).await.map_err(graphql_error)?;
         identity.audit(ApiKind::Graphql, &operation);
         Ok(operation.id.to_string())
     }

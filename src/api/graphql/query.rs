@@ -5,7 +5,7 @@ use async_graphql::{Context, Object};
 
 use super::{
     GraphQLResult, OperationView, RuntimeNode, RuntimeStatus, authorize, graphql_error, operation_connection,
-    page_weight, service,
+    operation_id, page_weight, runtime_id, service,
 };
 use crate::api::authorization::{Action, Verb};
 use crate::domain::OperationState;
@@ -16,13 +16,13 @@ pub struct Query;
 impl Query {
     async fn runtime_status(&self, context: &Context<'_>, id: String) -> GraphQLResult<RuntimeStatus> {
         authorize(context, Action::on_runtimes(Verb::Get)).await?;
-        let status = service(context).runtime_status(&id).await.map_err(graphql_error)?;
+        let status = service(context).runtime_status(runtime_id(&id)?).await.map_err(graphql_error)?;
         Ok(RuntimeStatus { status })
     }
 
     async fn runtime_operation_status(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationView> {
         authorize(context, Action::on_runtimes(Verb::Get)).await?;
-        Ok(service(context).operation_status(&id).await.map_err(graphql_error)?.into())
+        Ok(service(context).operation_status(operation_id(&id)?).await.map_err(graphql_error)?.into())
     }
 
     /// Every operation of a runtime, newest first; `after` is the cursor of the last operation of the previous
@@ -36,7 +36,7 @@ impl Query {
         after: Option<String>,
     ) -> GraphQLResult<Connection<String, OperationView, EmptyFields, EmptyFields>> {
         authorize(context, Action::on_runtimes(Verb::Get)).await?;
-        operation_connection(context, &runtime_id, first, after).await
+        operation_connection(context, super::runtime_id(&runtime_id)?, first, after).await
     }
 
     /// Runtimes in creation order; `after` is the cursor of the last runtime of the previous page.

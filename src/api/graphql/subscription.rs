@@ -2,7 +2,7 @@
 
 use async_graphql::{Context, SimpleObject};
 
-use super::{GraphQLResult, OperationView, authorize, graphql_error, service};
+use super::{GraphQLResult, OperationView, authorize, graphql_error, operation_id, service};
 use crate::api::authentication::Identity;
 use crate::api::authorization::{Action, Subresource, Verb};
 use crate::domain::Operation;
@@ -46,14 +46,15 @@ impl Subscription {
         let caller = context.data::<Identity>()?;
         // Held until the subscription ends.
         let slot = service.open_stream(&caller.username).map_err(graphql_error)?;
-        let watch = service.watch_operation(&id).await.map_err(graphql_error)?;
+        let id = operation_id(&id)?;
+        let watch = service.watch_operation(id).await.map_err(graphql_error)?;
         let (events, receiver) = tokio::sync::mpsc::channel(64);
         // Ends (and frees its stream slot) when the operation ends or the subscriber goes.
         tokio::spawn(async move {
             let _slot = slot;
             let OperationWatch { first, changes } = watch;
             let mut log_lines = match (logs, &changes) {
-                (true, Some(_)) => service.follow_operation_log(&id).await.ok(),
+                (true, Some(_)) => service.follow_operation_log(id).await.ok(),
                 _ => None,
             };
             let mut shown = shown_part(&first);

@@ -14,7 +14,7 @@ use crate::api::authorization::{Action, Subresource};
 use crate::api::views::{HibernationView, OperationView};
 use crate::domain::run_log::ContainerLog;
 use crate::domain::run_log::LogBudget;
-use crate::domain::{ClusterConfig, Labels};
+use crate::domain::{ClusterConfig, Labels, RuntimeId};
 use crate::service::Conflict;
 
 /// The fields of an operation only GraphQL has.
@@ -60,14 +60,14 @@ impl RuntimeStatus {
 
     async fn runtime_configuration(&self) -> RuntimeConfig {
         RuntimeConfig {
-            runtime_id: self.status.runtime.id.to_string(),
+            runtime_id: RuntimeId(self.status.runtime.id),
             cluster_config: self.status.runtime.cluster_config.clone(),
         }
     }
 }
 
 pub struct RuntimeConfig {
-    runtime_id: String,
+    runtime_id: RuntimeId,
     cluster_config: ClusterConfig,
 }
 
@@ -81,10 +81,10 @@ impl RuntimeConfig {
     #[graphql(complexity = "KUBECONFIG_WEIGHT")]
     async fn kubeconfig(&self, context: &Context<'_>) -> GraphQLResult<Option<String>> {
         authorize(context, Action::on(Subresource::Kubeconfig)).await?;
-        match service(context).kubeconfig(&self.runtime_id).await {
+        match service(context).kubeconfig(self.runtime_id).await {
             Ok(kubeconfig) => {
                 let identity = context.data::<Identity>()?;
-                identity.audit_read(ApiKind::Graphql, AuditEvent::KubeconfigRead, &self.runtime_id, None);
+                identity.audit_read(ApiKind::Graphql, AuditEvent::KubeconfigRead, &self.runtime_id.to_string(), None);
                 Ok(Some(kubeconfig))
             }
             Err(service::Error::Conflict { conflict: Conflict::NotReady, .. }) => Ok(None),
@@ -132,13 +132,13 @@ impl RuntimeNode {
         first: Option<i32>,
         after: Option<String>,
     ) -> GraphQLResult<Connection<String, OperationView, EmptyFields, EmptyFields>> {
-        operation_connection(context, &self.status.runtime.id.to_string(), first, after).await
+        operation_connection(context, RuntimeId(self.status.runtime.id), first, after).await
     }
 }
 
 pub(super) async fn operation_connection(
     context: &Context<'_>,
-    runtime_id: &str,
+    runtime_id: RuntimeId,
     first: Option<i32>,
     after: Option<String>,
 ) -> GraphQLResult<Connection<String, OperationView, EmptyFields, EmptyFields>> {

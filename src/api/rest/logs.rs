@@ -7,10 +7,12 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt as _;
 
-use super::{ApiResult, Caller, path_id};
+use super::{ApiResult, Caller, operation_id, path_id, runtime_id};
 use crate::api::audit::{ApiKind, AuditEvent};
 use crate::api::error::{ApiError, ErrorBody};
+use crate::domain::OperationId;
 use crate::domain::run_log::ContainerLog;
+use crate::service;
 
 #[utoipa::path(
     get,
@@ -36,7 +38,7 @@ pub async fn get_logs(
     let id = path_id(id)?;
     let query = logs_query(query)?;
     let budget = service.log_budget();
-    let logs = service.logs(&id, query.operation_id.as_deref(), query.tail_lines, &budget).await?;
+    let logs = service.logs(runtime_id(&id)?, query_operation_id(&query)?, query.tail_lines, &budget).await?;
     identity.audit_read(ApiKind::Rest, AuditEvent::LogsRead, &id, query.operation_id.as_deref());
     Ok(logs_text(&logs))
 }
@@ -80,7 +82,7 @@ pub async fn get_operation_logs(
             });
         }
         let slot = service.open_stream(&identity.username)?;
-        let lines = service.follow_operation_log(&id).await?;
+        let lines = service.follow_operation_log(operation_id(&id)?).await?;
         identity.audit_operation_logs(ApiKind::Rest, &id);
         // An error after the answer started can only end the stream; the log shows why. The stream holds its slot.
         let body = lines.map(move |line| {
@@ -92,7 +94,7 @@ pub async fn get_operation_logs(
         });
         return Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], Body::from_stream(body)).into_response());
     }
-    let logs = service.operation_logs(&id, query.tail_lines, &service.log_budget()).await?;
+    let logs = service.operation_logs(operation_id(&id)?, query.tail_lines, &service.log_budget()).await?;
     identity.audit_operation_logs(ApiKind::Rest, &id);
     Ok(logs_text(&logs))
 }
@@ -113,6 +115,12 @@ fn logs_text(logs: &[ContainerLog]) -> Response {
         .map(|container| format!("==> {} <==\n{}\n", container.container, container.log.trim_end()))
         .collect();
     ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()
+}
+
+/// The operation the query names, checked as every id is (400 naming `operationId`).
+fn query_operation_id(query: &LogsQuery) -> ApiResult<Option<OperationId>> {
+    let parse = |id: &String| service::parse_operation_id("operationId", id).map_err(service::Error::from);
+    Ok(query.operation_id.as_ref().map(parse).transpose()?)
 }
 
 #[derive(Debug, serde::Deserialize)]

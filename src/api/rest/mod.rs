@@ -29,7 +29,8 @@ use super::authentication::Identity;
 use super::browser_guard;
 use super::error::ApiError;
 use crate::domain::Operation;
-use crate::service::Service;
+use crate::domain::{OperationId, RuntimeId};
+use crate::service::{self, Service};
 
 type ApiResult<T> = Result<T, ApiError>;
 
@@ -98,6 +99,16 @@ fn dry_run(query: Result<Query<DryRunQuery>, QueryRejection>) -> ApiResult<bool>
 
 /// The `{id}` path segment; axum's own rejection (a segment that is not UTF-8 once percent-decoded) would answer
 /// text/plain, every other error here is JSON.
+/// The runtime id a path names, checked as every id is (400 naming `id`).
+fn runtime_id(id: &str) -> ApiResult<RuntimeId> {
+    Ok(service::parse_runtime_id("id", id).map_err(service::Error::from)?)
+}
+
+/// The operation id a path names, checked as every id is (400 naming `id`).
+fn operation_id(id: &str) -> ApiResult<OperationId> {
+    Ok(service::parse_operation_id("id", id).map_err(service::Error::from)?)
+}
+
 fn path_id(id: Result<Path<String>, PathRejection>) -> ApiResult<String> {
     id.map(|Path(id)| id).map_err(|rejection| ApiError::MalformedBody {
         field: Some("id".into()),

@@ -5,7 +5,9 @@ use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query};
 use axum::response::Response;
 
-use super::{Accepted, ApiResult, Caller, OperationList, PageQuery, accepted, path_id, query};
+use super::{
+    Accepted, ApiResult, Caller, OperationList, PageQuery, accepted, operation_id, path_id, query, runtime_id,
+};
 use crate::api::audit::ApiKind;
 use crate::api::error::ErrorBody;
 use crate::api::views::OperationView;
@@ -32,7 +34,7 @@ pub async fn list_operations(
 ) -> ApiResult<Json<OperationList>> {
     let id = path_id(id)?;
     let page = query(page)?;
-    let page = service.runtime_operations(&id, page.after.as_deref(), page.first).await?;
+    let page = service.runtime_operations(runtime_id(&id)?, page.after.as_deref(), page.first).await?;
     let next_cursor = page.has_next_page.then(|| page.items.last().map(|last| last.operation.id.to_string())).flatten();
     let operations = page.items.into_iter().map(OperationView::from).collect();
     Ok(Json(OperationList { operations, next_cursor }))
@@ -54,7 +56,7 @@ pub async fn get_operation(
     id: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Json<OperationView>> {
     let id = path_id(id)?;
-    Ok(Json(service.operation_status(&id).await?.into()))
+    Ok(Json(service.operation_status(operation_id(&id)?).await?.into()))
 }
 
 #[utoipa::path(
@@ -74,7 +76,7 @@ pub async fn cancel_operation(
     id: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
-    let operation = service.cancel_operation(&id, &identity.username).await?;
+    let operation = service.cancel_operation(operation_id(&id)?, &identity.username).await?;
     identity.audit_cancel(ApiKind::Rest, &operation);
     Ok(accepted(&operation))
 }

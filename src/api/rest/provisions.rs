@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::{
     Accepted, ApiResult, Caller, DryRunQuery, ProvisionList, ProvisionStatusResponse, dry_run, json_body, path_id,
-    query, queued,
+    query, queued, runtime_id,
 };
 use crate::api::audit::{ApiKind, AuditEvent};
 use crate::api::error::ErrorBody;
@@ -85,7 +85,7 @@ pub async fn get_provision(
     id: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Json<ProvisionStatusResponse>> {
     let id = path_id(id)?;
-    Ok(Json(service.runtime_status(&id).await?.into()))
+    Ok(Json(service.runtime_status(runtime_id(&id)?).await?.into()))
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -156,7 +156,7 @@ pub async fn get_kubeconfig(
     id: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
-    let kubeconfig = service.kubeconfig(&id).await?;
+    let kubeconfig = service.kubeconfig(runtime_id(&id)?).await?;
     identity.audit_read(ApiKind::Rest, AuditEvent::KubeconfigRead, &id, None);
     Ok(([(header::CONTENT_TYPE, "application/yaml")], kubeconfig).into_response())
 }
@@ -191,7 +191,7 @@ pub async fn patch_provision(
     let dry_run = dry_run(query)?;
     let body: serde_json::Value = json_body(&headers, body).await?;
     let upgrade = service::upgrade_from_json(&body).map_err(service::Error::from)?;
-    let operation = service.upgrade_cluster(&id, upgrade, dry_run, &identity.username).await?;
+    let operation = service.upgrade_cluster(runtime_id(&id)?, upgrade, dry_run, &identity.username).await?;
     Ok(queued(&identity, &operation))
 }
 
@@ -212,7 +212,7 @@ pub async fn hibernate_provision(
     id: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
-    let operation = service.hibernate_runtime(&id, &identity.username).await?;
+    let operation = service.hibernate_runtime(runtime_id(&id)?, &identity.username).await?;
     Ok(queued(&identity, &operation))
 }
 
@@ -233,7 +233,7 @@ pub async fn wake_provision(
     id: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
-    let operation = service.wake_up_runtime(&id, &identity.username).await?;
+    let operation = service.wake_up_runtime(runtime_id(&id)?, &identity.username).await?;
     Ok(queued(&identity, &operation))
 }
 
@@ -254,6 +254,6 @@ pub async fn delete_provision(
     id: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
-    let operation = service.deprovision_runtime(&id, &identity.username).await?;
+    let operation = service.deprovision_runtime(runtime_id(&id)?, &identity.username).await?;
     Ok(queued(&identity, &operation))
 }
