@@ -21,6 +21,12 @@ pub struct FinalLogs {
 }
 
 impl FinalLogs {
+    /// Logs already read, as a fake cluster of a unit test gives them.
+    #[cfg(test)]
+    pub(crate) fn already_read(logs: Vec<(String, String)>) -> FinalLogs {
+        FinalLogs { containers: logs.into_iter().map(|(container, log)| (container, LogSource::Read(log))).collect() }
+    }
+
     /// Reads every followed log until its container has stopped, for at most `wait` in all; what a container
     /// still running after that printed later is not in its log, which says so.
     pub async fn read(self, wait: Duration) -> Vec<ContainerLog> {

@@ -11,6 +11,7 @@ use crate::backoff::Backoff;
 use crate::domain::run::{AfterStep, Record, RunNames, RunState, Stage};
 use crate::domain::{Component, FailureReason, LastError, OperationState, OperationType};
 use crate::store::{self, Claim, Progress};
+use crate::worker::cluster::RunCluster;
 
 /// How recording progress ended.
 pub(super) enum Recorded {
@@ -21,7 +22,7 @@ pub(super) enum Recorded {
     Unreachable,
 }
 
-impl Worker {
+impl<C: RunCluster> Worker<C> {
     /// The step loop. Returns the end state and reason once the operation reached it; `None` when it stopped
     /// earlier (lease lost, store unreachable), leaving the operation to be resumed.
     pub(super) async fn drive(

@@ -8,8 +8,9 @@ use tokio::time::Instant;
 
 use super::{CANCEL_POLL, STORE_TIMEOUT, Worker};
 use crate::store::Claim;
+use crate::worker::cluster::RunCluster;
 
-impl Worker {
+impl<C: RunCluster> Worker<C> {
     /// Extends the lease every third of its length. When the claim is superseded, or the lease may have expired
     /// because the database did not answer in time, it raises `lost` (the run must stop: another worker may take
     /// the operation now) and then waits forever.

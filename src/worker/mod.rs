@@ -2,6 +2,7 @@
 //! machine of [`crate::domain::run`], and records the stage after every step, so that a crash, a restart or a
 //! second replica never loses an operation or runs one twice at the same time.
 
+mod cluster;
 mod drive;
 mod following;
 mod lease;
@@ -24,6 +25,7 @@ use crate::executor::{Executor, ModulesSettings};
 use crate::render::Renderer;
 use crate::store::{self, Claim, Store};
 use crate::telemetry::{Metrics, WorkerHealth};
+pub use cluster::RunCluster;
 pub use retention::Retention;
 
 /// How long one step's remote calls may take before the attempt counts as a transient failure.
@@ -65,9 +67,10 @@ pub struct WorkerSettings {
 }
 
 /// Claims and drives operations; what a run needs is shared by the worker's tasks through an `Arc`.
-pub struct Worker {
+pub struct Worker<C = Executor> {
     pub store: Store,
-    pub executor: Executor,
+    /// What the steps do in the cluster ([`RunCluster`]: the executor, or a test's fake).
+    pub executor: C,
     pub auth: AuthClient,
     pub renderer: Renderer,
     pub settings: WorkerSettings,
@@ -88,7 +91,7 @@ pub enum Error {
     Unreadable(store::Error),
 }
 
-impl Worker {
+impl<C: RunCluster> Worker<C> {
     /// Claims and runs operations until `shutdown` turns true; in-flight runs then release their operations so
     /// the next process resumes them at once. Ends early only when a claimed operation cannot be read.
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) -> Result<(), Error> {

@@ -56,6 +56,7 @@ impl From<store::Error> for StepError {
 }
 
 /// What a successful step says about the run.
+#[derive(Debug, PartialEq)]
 pub(super) enum StepOutcome {
     Next,
     /// The run failed (the Job failed, the outputs are missing): clean up, then end Failed.

@@ -8,9 +8,10 @@ use crate::domain::run_log;
 use crate::executor::{JobStop, RUNNER_GRACE_PERIOD};
 use crate::worker::STOP_MARGIN;
 use crate::worker::Worker;
+use crate::worker::cluster::RunCluster;
 use crate::worker::step_error::{StepError, StepOutcome};
 
-impl Worker {
+impl<C: RunCluster> Worker<C> {
     /// The logs are kept before anything goes: the credential values to redact them with (the Secret is deleted
     /// last), and the logs followed before a running Job is stopped, so that its last lines are in. A clean-up
     /// that runs again after a restart keeps the first archive.
@@ -56,5 +57,51 @@ impl Worker {
             ),
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::domain::run_log::{KeptLog, LogBudget};
+    use crate::executor::JobStop;
+    use crate::worker::step_error::StepOutcome;
+    use crate::worker::steps::testing::{Fixture, Script};
+
+    #[tokio::test]
+    async fn a_failed_run_keeps_its_redacted_logs_and_stops_its_job_before_its_credentials_go() {
+        let final_logs = Some(vec![("terraform-runner".to_owned(), "applying with the-secret\n".to_owned())]);
+        let script = Script { final_logs, stop: JobStop::Stopped, ..Script::default() };
+        let fixture = Fixture::with(crate::domain::OperationType::Provision, script).await;
+        let mut run = fixture.run();
+        assert_eq!(fixture.worker.clean_up(&mut run, true).await.expect("the step succeeds"), StepOutcome::Next);
+        let names = &run.names;
+        let expected = [
+            format!("credential_values {}", names.credentials_secret),
+            "open_final_logs".to_owned(),
+            format!("stop_job {}", names.job),
+            format!("delete_secret {}", names.credentials_secret),
+        ];
+        assert_eq!(fixture.calls(), expected);
+        let id = fixture.claim.operation.id;
+        let archived = fixture.worker.store.archived_logs(&[id]).await.unwrap().remove(&id).expect("kept logs");
+        let kept: Vec<KeptLog> = archived.iter().map(|log| log.unpack(&LogBudget::new(1 << 20)).unwrap()).collect();
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].text, "applying with [REDACTED]\n");
+    }
+
+    #[tokio::test]
+    async fn a_clean_up_that_runs_again_keeps_the_first_archive_and_a_succeeded_run_stops_nothing() {
+        let fixture = Fixture::provisioning().await;
+        let id = fixture.claim.operation.id;
+        let first = KeptLog { container: "terraform-runner".to_owned(), text: "first\n".to_owned(), printed_bytes: 6 };
+        fixture.worker.store.archive_run_logs(id, &[first]).await.unwrap();
+        let mut run = fixture.run();
+        assert_eq!(fixture.worker.clean_up(&mut run, false).await.expect("the step succeeds"), StepOutcome::Next);
+        let names = &run.names;
+        let expected = [
+            format!("credential_values {}", names.credentials_secret),
+            format!("delete_secret {}", names.credentials_secret),
+        ];
+        assert_eq!(fixture.calls(), expected);
     }
 }

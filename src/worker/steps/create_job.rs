@@ -9,9 +9,10 @@ use crate::domain::{Component, FailureReason, LastError};
 use crate::store;
 use crate::worker::JOB_DEADLINE_MARGIN;
 use crate::worker::Worker;
+use crate::worker::cluster::RunCluster;
 use crate::worker::step_error::{StepError, StepOutcome};
 
-impl Worker {
+impl<C: RunCluster> Worker<C> {
     pub(super) async fn create_job(
         &self,
         run: &mut Run<'_>,
@@ -37,5 +38,39 @@ impl Worker {
         let action = operation.run_action();
         self.executor.ensure_job(&self.modules, action, run.reference(), remaining + JOB_DEADLINE_MARGIN).await?;
         Ok(StepOutcome::Next)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::domain::{FailureReason, OperationType};
+    use crate::store;
+    use crate::worker::step_error::StepOutcome;
+    use crate::worker::steps::testing::{Fixture, Script};
+
+    #[tokio::test]
+    async fn a_running_job_of_another_operation_holds_the_run_back_until_it_ends() {
+        let script = Script { other_run: Some("Job deprovision-earlier".to_owned()), ..Script::default() };
+        let fixture = Fixture::with(OperationType::Provision, script).await;
+        let mut run = fixture.run();
+        let deadline = store::now() + Duration::from_secs(600);
+        let error = fixture.worker.create_job(&mut run, deadline).await.expect_err("another Job runs");
+        assert!(error.transient, "retried until the deadline: {error:?}");
+        assert_eq!(error.error.reason, FailureReason::JobStillRunning);
+        assert_eq!(fixture.calls(), ["other_run_of_runtime"], "no Job of this run is created");
+    }
+
+    #[tokio::test]
+    async fn the_job_runs_for_the_operations_remaining_time_and_a_margin() {
+        let fixture = Fixture::provisioning().await;
+        let mut run = fixture.run();
+        let deadline = store::now() + Duration::from_secs(600);
+        let outcome = fixture.worker.create_job(&mut run, deadline).await.expect("the step succeeds");
+        assert_eq!(outcome, StepOutcome::Next);
+        // Ten minutes left and the thirty seconds of margin: under eleven minutes.
+        let job = format!("ensure_job {} apply within 11 min", run.names.job);
+        assert_eq!(fixture.calls(), ["other_run_of_runtime".to_owned(), job]);
     }
 }

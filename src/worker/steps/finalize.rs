@@ -8,9 +8,10 @@ use runner_contract::report::kubeconfig_digest;
 use super::Run;
 use crate::domain::{Component, FailureReason, LastError, RunAction};
 use crate::worker::Worker;
+use crate::worker::cluster::RunCluster;
 use crate::worker::step_error::{StepError, StepOutcome};
 
-impl Worker {
+impl<C: RunCluster> Worker<C> {
     pub(super) async fn finalize(&self, run: &Run<'_>) -> Result<StepOutcome, StepError> {
         match run.claim.operation.run_action() {
             RunAction::Plan => Ok(StepOutcome::Next),
@@ -53,5 +54,62 @@ impl Worker {
         }
         self.store.record_kubeconfig_digest(operation.id, run.claim.token, &published).await?;
         Ok(StepOutcome::Next)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use runner_contract::report::{RunReport, kubeconfig_digest};
+
+    use crate::domain::{FailureReason, OperationType};
+    use crate::worker::step_error::StepOutcome;
+    use crate::worker::steps::testing::{Fixture, Script};
+
+    async fn finalize(operation_type: OperationType, kubeconfig: Option<&str>, reported: Option<&str>) -> Fixture {
+        let report = RunReport {
+            kubeconfig_sha256: reported.map(|text| kubeconfig_digest(text.as_bytes())),
+            ..RunReport::default()
+        };
+        let script = Script { kubeconfig: kubeconfig.map(str::to_owned), report: Some(report), ..Script::default() };
+        Fixture::with(operation_type, script).await
+    }
+
+    #[tokio::test]
+    async fn a_destroy_deletes_the_outputs_secret() {
+        let fixture = finalize(OperationType::Deprovision, None, None).await;
+        let run = fixture.run();
+        assert_eq!(fixture.worker.finalize(&run).await.expect("the step succeeds"), StepOutcome::Next);
+        assert_eq!(fixture.calls(), [format!("delete_secret {}", run.names.outputs_secret)]);
+    }
+
+    #[tokio::test]
+    async fn an_apply_without_its_kubeconfig_fails_with_missing_outputs() {
+        let fixture = finalize(OperationType::Provision, None, None).await;
+        let outcome = fixture.worker.finalize(&fixture.run()).await.expect("the step succeeds");
+        let StepOutcome::Fail(error) = outcome else { panic!("{outcome:?}") };
+        assert_eq!(error.reason, FailureReason::MissingOutputs);
+    }
+
+    #[tokio::test]
+    async fn an_outputs_secret_holding_another_kubeconfig_than_the_pod_reported_is_not_trusted() {
+        let fixture = finalize(OperationType::Provision, Some("written by someone else"), Some("published")).await;
+        let outcome = fixture.worker.finalize(&fixture.run()).await.expect("the step succeeds");
+        let StepOutcome::Fail(error) = outcome else { panic!("{outcome:?}") };
+        assert_eq!(error.reason, FailureReason::UntrustedOutputs);
+        let runtime_id = fixture.claim.operation.runtime_id;
+        assert_eq!(
+            fixture.worker.store.checked_kubeconfig_digest(runtime_id).await.unwrap(),
+            None,
+            "nothing is served"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_kubeconfig_the_pod_reported_is_recorded_as_the_one_to_serve() {
+        let fixture = finalize(OperationType::Provision, Some("published"), Some("published")).await;
+        assert_eq!(fixture.worker.finalize(&fixture.run()).await.expect("the step succeeds"), StepOutcome::Next);
+        let runtime_id = fixture.claim.operation.runtime_id;
+        let checked = fixture.worker.store.checked_kubeconfig_digest(runtime_id).await.unwrap();
+        assert_eq!(checked, Some(kubeconfig_digest(b"published")));
     }
 }

@@ -6,6 +6,8 @@ mod create_job;
 mod finalize;
 mod render_config;
 mod resolve_credential;
+#[cfg(test)]
+mod testing;
 mod wait_for_job;
 
 use std::time::Duration;
@@ -18,8 +20,9 @@ use crate::domain::run::{RunNames, Stage};
 use crate::domain::{Component, FailureReason, LastError, OperationType, Runtime};
 use crate::executor::{RUNNER_GRACE_PERIOD, RunRef};
 use crate::store::{Claim, Store};
+use crate::worker::cluster::RunCluster;
 
-impl Worker {
+impl<C: RunCluster> Worker<C> {
     pub(super) async fn step(
         &self,
         stage: Stage,

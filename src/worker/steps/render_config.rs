@@ -3,9 +3,10 @@
 use super::Run;
 use crate::domain::{Component, FailureReason, ProviderVersion};
 use crate::worker::Worker;
+use crate::worker::cluster::RunCluster;
 use crate::worker::step_error::{StepError, StepOutcome};
 
-impl Worker {
+impl<C: RunCluster> Worker<C> {
     pub(super) async fn render_config(&self, run: &mut Run<'_>) -> Result<StepOutcome, StepError> {
         let operation = &run.claim.operation;
         let runtime = run.runtime(&self.store).await?;
@@ -19,5 +20,24 @@ impl Worker {
             )?;
         self.executor.ensure_config(run.reference(), rendered.files).await?;
         Ok(StepOutcome::Next)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::worker::step_error::StepOutcome;
+    use crate::worker::steps::testing::Fixture;
+
+    #[tokio::test]
+    async fn the_rendered_configuration_goes_into_the_runs_config_map() {
+        let fixture = Fixture::provisioning().await;
+        let mut run = fixture.run();
+        let outcome = fixture.worker.render_config(&mut run).await.expect("the step succeeds");
+        assert_eq!(outcome, StepOutcome::Next);
+        let calls = fixture.calls();
+        assert_eq!(calls.len(), 1, "{calls:?}");
+        let config_map = &run.names.config_map;
+        assert!(calls[0].starts_with(&format!("ensure_config {config_map} [")), "{calls:?}");
+        assert!(calls[0].contains("\"runner.json\""), "the runner's manifest is rendered too: {calls:?}");
     }
 }

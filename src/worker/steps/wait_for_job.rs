@@ -8,9 +8,10 @@ use crate::domain::run::JobState;
 use crate::domain::{Component, FailureReason, LastError};
 use crate::store;
 use crate::worker::Worker;
+use crate::worker::cluster::RunCluster;
 use crate::worker::step_error::{StepError, StepOutcome};
 
-impl Worker {
+impl<C: RunCluster> Worker<C> {
     pub(super) async fn wait_for_job(
         &self,
         run: &mut Run<'_>,
@@ -37,5 +38,66 @@ impl Worker {
             JobState::Failed { reason, message } => LastError::new(reason, Component::TerraformRunner, message),
         };
         Ok(StepOutcome::Fail(error))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use runner_contract::plan::PlanSummary;
+    use runner_contract::report::RunReport;
+
+    use crate::domain::run::JobState;
+    use crate::domain::{Component, FailureReason, LastError, OperationType};
+    use crate::store;
+    use crate::worker::step_error::StepOutcome;
+    use crate::worker::steps::testing::{Fixture, Script};
+
+    async fn wait(job_state: JobState, report: Option<RunReport>) -> (Fixture, StepOutcome) {
+        let fixture = Fixture::with(OperationType::Provision, Script { job_state, report, ..Script::default() }).await;
+        let mut run = fixture.run();
+        let deadline = store::now() + Duration::from_secs(600);
+        let outcome = fixture.worker.wait_for_job(&mut run, deadline).await.expect("the step succeeds");
+        (fixture, outcome)
+    }
+
+    #[tokio::test]
+    async fn a_failed_job_fails_the_run_with_the_runners_reason_and_message() {
+        let failed = JobState::Failed { reason: FailureReason::DestructivePlan, message: "would destroy".to_owned() };
+        let (fixture, outcome) = wait(failed, None).await;
+        let expected = LastError::new(FailureReason::DestructivePlan, Component::TerraformRunner, "would destroy");
+        assert_eq!(outcome, StepOutcome::Fail(expected));
+        // The Job is waited for with the credential values to redact its messages with.
+        let names = fixture.run().names;
+        let expected_calls = [
+            format!("credential_values {}", names.credentials_secret),
+            format!("wait_for_job {} redacting [\"the-secret\"]", names.job),
+        ];
+        assert_eq!(fixture.calls(), expected_calls);
+    }
+
+    #[tokio::test]
+    async fn a_job_that_vanished_fails_the_run_as_missing() {
+        let (_, outcome) = wait(JobState::Missing, None).await;
+        let StepOutcome::Fail(error) = outcome else { panic!("{outcome:?}") };
+        assert_eq!((error.reason, error.component), (FailureReason::JobMissing, Component::Kubernetes));
+    }
+
+    #[tokio::test]
+    async fn a_job_still_running_at_the_deadline_times_the_run_out() {
+        let (_, outcome) = wait(JobState::Running, None).await;
+        let StepOutcome::Fail(error) = outcome else { panic!("{outcome:?}") };
+        assert_eq!(error.reason, FailureReason::Timeout);
+        assert!(error.err_message.contains("1h"), "names the provisioning timeout: {error:?}");
+    }
+
+    #[tokio::test]
+    async fn a_succeeded_job_records_the_plan_its_pod_reported() {
+        let plan = PlanSummary { add: 3, change: 1, ..PlanSummary::default() };
+        let report = RunReport { plan: plan.clone(), kubeconfig_sha256: None };
+        let (fixture, outcome) = wait(JobState::Succeeded, Some(report)).await;
+        assert_eq!(outcome, StepOutcome::Next);
+        assert_eq!(fixture.stored().await.plan_summary, Some(plan));
     }
 }
