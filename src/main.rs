@@ -59,7 +59,7 @@ async fn main() -> ExitCode {
             metrics = %settings.server.metrics_address,
             "GraphQL playground at {}://{address}{}",
             if settings.server.tls.is_some() { "https" } else { "http" },
-            settings.server.playground_endpoint
+            settings.http.playground_endpoint
         );
         startup::serve(app, listeners, shutdown_signal()).await
     }

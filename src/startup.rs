@@ -20,15 +20,15 @@ use crate::api::authentication::token_review::TokenReviewer;
 use crate::api::authentication::{Access, Authentication, Mode};
 use crate::api::authorization::Authorizer;
 use crate::api::playground::PlaygroundAssets;
-use crate::api::{self, HttpSettings, ProcessHealth, graphql};
+use crate::api::{self, ProcessHealth};
 use crate::credentials::{self, AuthClient};
 use crate::executor::Executor;
 use crate::render::{self, Renderer};
-use crate::service::{Service, ServiceSettings};
+use crate::service::Service;
 use crate::settings::{AuthnSettings, AuthzMode, DatabaseSettings, Settings};
 use crate::store::{self, Migrations, StatementMetrics, Store};
 use crate::telemetry::{Draining, Metrics, WorkerHealth};
-use crate::worker::{Retention, Worker, WorkerSettings};
+use crate::worker::{Retention, Worker};
 
 /// How long in-flight work may take to wind down after a shutdown signal (and its delay).
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
@@ -127,16 +127,15 @@ impl App {
             }
             None => (None, None),
         };
-        let worker_settings = worker_settings(settings);
         // Longer than any turn of the worker's loop may take: a poll, and claims bounded by their store timeout.
-        let worker_health = WorkerHealth::running(worker_settings.poll_interval * 2 + Duration::from_secs(60));
+        let worker_health = WorkerHealth::running(settings.worker.poll_interval * 2 + Duration::from_secs(60));
         let worker = match (&executor, &kubernetes.modules) {
             (Some(executor), Some(modules)) => Some(Worker {
                 store: store.clone(),
                 executor: executor.clone(),
                 auth: auth.clone(),
                 renderer: Renderer::new()?,
-                settings: worker_settings,
+                settings: settings.worker.clone(),
                 modules: modules.clone(),
                 metrics: metrics.clone(),
                 wake: wake.clone(),
@@ -151,44 +150,14 @@ impl App {
             (None, _) => None,
         };
 
-        let retention = worker.as_ref().map(|_| Retention {
-            store: store.clone(),
-            run_logs: settings.operations.run_log_retention,
-            idempotency_records: settings.operations.idempotency_key_ttl,
-        });
-        let service = Service::new(
-            store,
-            settings.validation.clone(),
-            auth,
-            executor,
-            wake,
-            ServiceSettings {
-                idempotency_key_ttl: settings.operations.idempotency_key_ttl,
-                log_bytes_per_request: settings.operations.max_log_bytes_per_request,
-                stream_limits: settings.operations.stream_limits,
-            },
-        );
-        let http = HttpSettings {
-            api_endpoint: settings.server.api_endpoint.clone(),
-            playground_endpoint: settings.server.playground_endpoint.clone(),
-            max_body_bytes: settings.server.max_request_body_bytes,
-            request_timeout: settings.server.request_timeout,
-            websocket_init_timeout: settings.server.websocket_init_timeout,
-            websocket_reauthentication_interval: settings.server.websocket_reauthentication_interval,
-            max_concurrent_requests: settings.server.max_concurrent_requests,
-            graphql: graphql::Limits {
-                max_depth: settings.server.graphql_max_depth,
-                max_complexity: settings.server.graphql_max_complexity,
-                introspection: settings.server.graphql_introspection,
-                operation_timeout: settings.server.request_timeout,
-            },
-        };
+        let retention = worker.as_ref().map(|_| Retention { store: store.clone(), periods: settings.retention });
+        let service = Service::new(store, settings.validation.clone(), auth, executor, wake, settings.service.clone());
         let worker_health = if worker.is_some() { worker_health } else { WorkerHealth::disabled() };
         let draining = Draining::default();
         Ok(App {
             router: api::router(
                 service.clone(),
-                &http,
+                &settings.http,
                 metrics.clone(),
                 authentication,
                 ProcessHealth {
@@ -240,24 +209,6 @@ fn authentication_mode(settings: &AuthnSettings, client: Option<kube::Client>, m
             );
             Mode::NoCluster
         }
-    }
-}
-
-fn worker_settings(settings: &Settings) -> WorkerSettings {
-    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "provisioner".to_owned());
-    let operations = &settings.operations;
-    WorkerSettings {
-        owner: format!("{host}-{}", uuid::Uuid::now_v7().simple()),
-        concurrency: operations.worker_concurrency,
-        max_runs: operations.worker_max_runs,
-        lease: operations.worker_lease,
-        poll_interval: operations.worker_poll_interval,
-        resume_in_progress: operations.enqueue_in_progress,
-        provisioning_timeout: operations.provisioning_timeout,
-        deprovisioning_timeout: operations.deprovisioning_timeout,
-        upgrade_timeout: operations.upgrade_timeout,
-        hibernation_timeout: operations.hibernation_timeout,
-        run_log_max_bytes: operations.run_log_max_bytes,
     }
 }
 

@@ -13,13 +13,16 @@ use runner_contract::modules::ModulesSource;
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::api::HttpSettings;
+use crate::api::graphql;
 use crate::credentials::AuthSettings;
 use crate::domain::policy::{KubernetesVersion, ValidationPolicy};
 use crate::executor::{JobSettings, ModulesSettings, RunnerResources};
 use crate::listener_tls::TlsFiles;
-use crate::service::StreamLimits;
+use crate::service::{ServiceSettings, StreamLimits};
 use crate::store::Migrations;
 use crate::telemetry::LogFormat;
+use crate::worker::{RetentionPeriods, WorkerSettings};
 
 mod help;
 pub use help::help;
@@ -175,6 +178,7 @@ struct Variables {
     app_auth_allowed_users: String,
     #[serde(deserialize_with = "parsed", serialize_with = "help::display")]
     app_authz_mode: AuthzMode,
+    hostname: String,
 }
 
 impl Default for Variables {
@@ -256,6 +260,7 @@ impl Default for Variables {
             app_auth_audience: "cluster-provisioner".to_owned(),
             app_auth_allowed_users: "system:serviceaccount:kubeopera-core:host-cluster-controller".to_owned(),
             app_authz_mode: AuthzMode::AllowList,
+            hostname: "provisioner".to_owned(),
         }
     }
 }
@@ -332,6 +337,7 @@ fn log_format<'de, D: Deserializer<'de>>(deserializer: D) -> std::result::Result
     }
 }
 
+/// Each module's settings, built here and handed over as they are.
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub database: DatabaseSettings,
@@ -339,8 +345,11 @@ pub struct Settings {
     pub auth: AuthSettings,
     pub authn: AuthnSettings,
     pub server: ServerSettings,
+    pub http: HttpSettings,
+    pub service: ServiceSettings,
+    pub worker: WorkerSettings,
+    pub retention: RetentionPeriods,
     pub log: LogSettings,
-    pub operations: OperationSettings,
     pub validation: ValidationPolicy,
 }
 
@@ -429,11 +438,10 @@ impl std::str::FromStr for AuthzMode {
     }
 }
 
+/// The listeners and what the process around the API serves.
 #[derive(Debug, Clone)]
 pub struct ServerSettings {
     pub address: SocketAddr,
-    pub api_endpoint: String,
-    pub playground_endpoint: String,
     /// The playground's installed browser assets (GraphiQL, React, graphql-ws, Swagger UI).
     pub playground_assets_dir: PathBuf,
     /// Where `make run` reports how far it got building and starting the local cluster and cloud, shown on
@@ -442,48 +450,15 @@ pub struct ServerSettings {
     pub metrics_address: SocketAddr,
     /// TLS on the API listener (the metrics listener stays plain, for the cluster's own scraper).
     pub tls: Option<TlsFiles>,
-    pub max_request_body_bytes: usize,
-    pub request_timeout: Duration,
-    /// How long a WebSocket may stay open without its `connection_init` (closed with 4408 after it).
-    pub websocket_init_timeout: Duration,
-    /// How often an open WebSocket's token is reviewed again.
-    pub websocket_reauthentication_interval: Duration,
-    pub max_concurrent_requests: usize,
     /// After a shutdown signal, how long `/readyz` answers 503 while everything else keeps serving, so that load
     /// balancers that do not watch endpoints stop sending requests before the listener closes.
     pub shutdown_delay: Duration,
-    pub graphql_max_depth: usize,
-    pub graphql_max_complexity: usize,
-    pub graphql_introspection: bool,
 }
 
 #[derive(Debug, Clone)]
 pub struct LogSettings {
     pub level: String,
     pub format: LogFormat,
-}
-
-#[derive(Debug, Clone)]
-pub struct OperationSettings {
-    pub provisioning_timeout: Duration,
-    pub deprovisioning_timeout: Duration,
-    pub upgrade_timeout: Duration,
-    pub hibernation_timeout: Duration,
-    /// What is kept of a run's logs (both containers together) when it ends.
-    pub run_log_max_bytes: usize,
-    /// How long kept logs stay before the periodic clean-up deletes them.
-    pub run_log_retention: Duration,
-    /// How long an `Idempotency-Key` replays its first answer; older records are deleted.
-    pub idempotency_key_ttl: Duration,
-    /// How many bytes of logs one request may read, decompressed.
-    pub max_log_bytes_per_request: usize,
-    /// How many followed logs and subscriptions may be open, per caller and in total.
-    pub stream_limits: StreamLimits,
-    pub enqueue_in_progress: bool,
-    pub worker_concurrency: usize,
-    pub worker_max_runs: usize,
-    pub worker_lease: Duration,
-    pub worker_poll_interval: Duration,
 }
 
 impl Settings {
@@ -625,66 +600,92 @@ impl Variables {
             database,
             kubernetes: KubernetesSettings { jobs, modules },
             auth: AuthSettings {
-                service_base_url: self.auth_service_base_url,
-                oauth_client_file: self.app_auth_oauth_path,
+                service_base_url: self.auth_service_base_url.clone(),
+                oauth_client_file: self.app_auth_oauth_path.clone(),
                 timeout: self.app_auth_timeout,
             },
             authn: AuthnSettings {
                 enabled: self.app_auth_enabled,
-                audience: self.app_auth_audience,
+                audience: self.app_auth_audience.clone(),
                 allowed_users,
                 authorization: self.app_authz_mode,
             },
-            server: ServerSettings {
-                address: self.app_address,
-                api_endpoint: endpoint("APP_API_ENDPOINT", self.app_api_endpoint)?,
-                playground_endpoint: endpoint("APP_PLAYGROUND_API_ENDPOINT", self.app_playground_api_endpoint)?,
-                playground_assets_dir: self.app_playground_assets_dir,
-                setup_progress_file: self.app_setup_progress_file,
-                metrics_address: self.app_metrics_address,
-                tls: match (self.app_tls_cert_file, self.app_tls_key_file) {
-                    (None, None) => None,
-                    (Some(cert), Some(key)) => {
-                        Some(TlsFiles { cert, key, reload_interval: self.app_tls_reload_interval })
-                    }
-                    (Some(_), None) => return Err(invalid("APP_TLS_KEY_FILE", "is required with APP_TLS_CERT_FILE")),
-                    (None, Some(_)) => return Err(invalid("APP_TLS_CERT_FILE", "is required with APP_TLS_KEY_FILE")),
-                },
-                max_request_body_bytes: at_least("APP_MAX_REQUEST_BODY_BYTES", self.app_max_request_body_bytes, 1024)?,
-                request_timeout: self.app_request_timeout,
-                websocket_init_timeout: self.app_websocket_init_timeout,
-                websocket_reauthentication_interval: self.app_websocket_reauthentication_interval,
-                max_concurrent_requests: at_least("APP_MAX_CONCURRENT_REQUESTS", self.app_max_concurrent_requests, 1)?,
-                shutdown_delay: self.app_shutdown_delay,
-                graphql_max_depth: at_least("APP_GRAPHQL_MAX_DEPTH", self.app_graphql_max_depth, 1)?,
-                graphql_max_complexity: at_least("APP_GRAPHQL_MAX_COMPLEXITY", self.app_graphql_max_complexity, 1)?,
-                graphql_introspection: self.app_graphql_introspection,
+            server: self.server()?,
+            http: self.http()?,
+            service: self.service()?,
+            worker: self.worker()?,
+            retention: RetentionPeriods {
+                run_logs: self.app_run_log_retention,
+                idempotency_records: self.app_idempotency_key_ttl,
             },
             log: LogSettings { level: self.app_log_level, format: self.app_log_format },
-            operations: OperationSettings {
-                provisioning_timeout: self.app_provisioning_timeout,
-                deprovisioning_timeout: self.app_deprovisioning_timeout,
-                upgrade_timeout: self.app_upgrade_timeout,
-                hibernation_timeout: self.app_hibernation_timeout,
-                run_log_max_bytes: at_least("APP_RUN_LOG_MAX_BYTES", self.app_run_log_max_bytes, 4096)?,
-                run_log_retention: self.app_run_log_retention,
-                idempotency_key_ttl: self.app_idempotency_key_ttl,
-                max_log_bytes_per_request: at_least(
-                    "APP_MAX_LOG_BYTES_PER_REQUEST",
-                    self.app_max_log_bytes_per_request,
-                    4096,
-                )?,
-                stream_limits: StreamLimits {
-                    per_caller: within("APP_MAX_STREAMS_PER_CALLER", self.app_max_streams_per_caller, 1..=10_000)?,
-                    total: within("APP_MAX_STREAMS", self.app_max_streams, 1..=100_000)?,
-                },
-                enqueue_in_progress: self.app_enqueue_in_progress_operations,
-                worker_concurrency: within("APP_WORKER_CONCURRENCY", self.app_worker_concurrency, 1..=256)?,
-                worker_max_runs: within("APP_WORKER_MAX_RUNS", self.app_worker_max_runs, 1..=100_000)?,
-                worker_lease: self.app_worker_lease,
-                worker_poll_interval: self.app_worker_poll_interval,
-            },
             validation: ValidationPolicy { min_kubernetes_version: min_version, max_kubernetes_version: max_version },
+        })
+    }
+
+    fn server(&self) -> Result<ServerSettings> {
+        let tls = match (&self.app_tls_cert_file, &self.app_tls_key_file) {
+            (None, None) => None,
+            (Some(cert), Some(key)) => {
+                Some(TlsFiles { cert: cert.clone(), key: key.clone(), reload_interval: self.app_tls_reload_interval })
+            }
+            (Some(_), None) => return Err(invalid("APP_TLS_KEY_FILE", "is required with APP_TLS_CERT_FILE")),
+            (None, Some(_)) => return Err(invalid("APP_TLS_CERT_FILE", "is required with APP_TLS_KEY_FILE")),
+        };
+        Ok(ServerSettings {
+            address: self.app_address,
+            playground_assets_dir: self.app_playground_assets_dir.clone(),
+            setup_progress_file: self.app_setup_progress_file.clone(),
+            metrics_address: self.app_metrics_address,
+            tls,
+            shutdown_delay: self.app_shutdown_delay,
+        })
+    }
+
+    fn http(&self) -> Result<HttpSettings> {
+        Ok(HttpSettings {
+            api_endpoint: endpoint("APP_API_ENDPOINT", self.app_api_endpoint.clone())?,
+            playground_endpoint: endpoint("APP_PLAYGROUND_API_ENDPOINT", self.app_playground_api_endpoint.clone())?,
+            max_body_bytes: at_least("APP_MAX_REQUEST_BODY_BYTES", self.app_max_request_body_bytes, 1024)?,
+            request_timeout: self.app_request_timeout,
+            websocket_init_timeout: self.app_websocket_init_timeout,
+            websocket_reauthentication_interval: self.app_websocket_reauthentication_interval,
+            max_concurrent_requests: at_least("APP_MAX_CONCURRENT_REQUESTS", self.app_max_concurrent_requests, 1)?,
+            graphql: graphql::Limits {
+                max_depth: at_least("APP_GRAPHQL_MAX_DEPTH", self.app_graphql_max_depth, 1)?,
+                max_complexity: at_least("APP_GRAPHQL_MAX_COMPLEXITY", self.app_graphql_max_complexity, 1)?,
+                introspection: self.app_graphql_introspection,
+                operation_timeout: self.app_request_timeout,
+            },
+        })
+    }
+
+    fn service(&self) -> Result<ServiceSettings> {
+        let max_log_bytes = self.app_max_log_bytes_per_request;
+        Ok(ServiceSettings {
+            idempotency_key_ttl: self.app_idempotency_key_ttl,
+            log_bytes_per_request: at_least("APP_MAX_LOG_BYTES_PER_REQUEST", max_log_bytes, 4096)?,
+            stream_limits: StreamLimits {
+                per_caller: within("APP_MAX_STREAMS_PER_CALLER", self.app_max_streams_per_caller, 1..=10_000)?,
+                total: within("APP_MAX_STREAMS", self.app_max_streams, 1..=100_000)?,
+            },
+        })
+    }
+
+    fn worker(&self) -> Result<WorkerSettings> {
+        Ok(WorkerSettings {
+            // Unique per process, so that two processes on one host never share a lease.
+            owner: format!("{}-{}", self.hostname, uuid::Uuid::now_v7().simple()),
+            concurrency: within("APP_WORKER_CONCURRENCY", self.app_worker_concurrency, 1..=256)?,
+            max_runs: within("APP_WORKER_MAX_RUNS", self.app_worker_max_runs, 1..=100_000)?,
+            lease: self.app_worker_lease,
+            poll_interval: self.app_worker_poll_interval,
+            enqueue_in_progress: self.app_enqueue_in_progress_operations,
+            provisioning_timeout: self.app_provisioning_timeout,
+            deprovisioning_timeout: self.app_deprovisioning_timeout,
+            upgrade_timeout: self.app_upgrade_timeout,
+            hibernation_timeout: self.app_hibernation_timeout,
+            run_log_max_bytes: at_least("APP_RUN_LOG_MAX_BYTES", self.app_run_log_max_bytes, 4096)?,
         })
     }
 
@@ -770,22 +771,22 @@ mod tests {
         let settings = load(&[]).unwrap();
         assert_eq!(settings.server.address.to_string(), "127.0.0.1:3000");
         assert_eq!(settings.server.metrics_address.to_string(), "127.0.0.1:9000");
-        assert_eq!(settings.server.api_endpoint, "/graphql");
+        assert_eq!(settings.http.api_endpoint, "/graphql");
         assert_eq!(settings.kubernetes.jobs.namespace, "kubeopera-provisioning");
         assert_eq!(settings.auth.service_base_url.as_str(), "http://authapi:8081/");
         assert_eq!(settings.database.url.expose_secret(), "sqlite://./data/provisioner.db?mode=rwc");
         assert_eq!(settings.log.format, LogFormat::Json);
-        assert!(settings.operations.enqueue_in_progress);
-        assert_eq!(settings.operations.provisioning_timeout, Duration::from_secs(90 * 60));
+        assert!(settings.worker.enqueue_in_progress);
+        assert_eq!(settings.worker.provisioning_timeout, Duration::from_secs(90 * 60));
         assert_eq!(settings.validation.min_kubernetes_version.to_string(), "1.32");
         assert!(settings.authn.enabled);
         assert_eq!(settings.authn.audience, "cluster-provisioner");
         assert_eq!(settings.authn.allowed_users, ["system:serviceaccount:kubeopera-core:host-cluster-controller"]);
-        assert_eq!(settings.server.request_timeout, Duration::from_secs(30));
-        assert_eq!(settings.server.max_concurrent_requests, 256);
-        assert_eq!(settings.server.graphql_max_depth, 10);
-        assert_eq!(settings.server.graphql_max_complexity, 5000);
-        assert!(!settings.server.graphql_introspection);
+        assert_eq!(settings.http.request_timeout, Duration::from_secs(30));
+        assert_eq!(settings.http.max_concurrent_requests, 256);
+        assert_eq!(settings.http.graphql.max_depth, 10);
+        assert_eq!(settings.http.graphql.max_complexity, 5000);
+        assert!(!settings.http.graphql.introspection);
     }
 
     /// Jobs share the node's network only when asked, and their extra environment comes from a ConfigMap whose
@@ -859,12 +860,14 @@ mod tests {
             ("APP_ENQUEUE_IN_PROGRESS_OPERATIONS", "false"),
             ("JOB_NAMESPACE", "jobs"),
             ("APP_KUBERNETES_VERSION_MAX", "1.36"),
+            ("HOSTNAME", "provisioner-7d9f"),
         ])
         .unwrap();
         assert_eq!(settings.server.address.to_string(), "0.0.0.0:8080");
+        assert!(settings.worker.owner.starts_with("provisioner-7d9f-"), "the pod names its leases");
         assert_eq!(settings.log.format, LogFormat::Text);
-        assert_eq!(settings.operations.provisioning_timeout, Duration::from_secs(7200));
-        assert!(!settings.operations.enqueue_in_progress);
+        assert_eq!(settings.worker.provisioning_timeout, Duration::from_secs(7200));
+        assert!(!settings.worker.enqueue_in_progress);
         assert_eq!(settings.kubernetes.jobs.namespace, "jobs");
         assert_eq!(settings.validation.max_kubernetes_version.to_string(), "1.36");
     }
@@ -949,7 +952,7 @@ mod tests {
         assert_eq!(settings.server.address.to_string(), "127.0.0.1:4000");
         assert_eq!(settings.log.format, LogFormat::Text);
         assert_eq!(settings.kubernetes.jobs.namespace, "from-env");
-        assert_eq!(settings.operations.worker_concurrency, 4, "a number in the file");
+        assert_eq!(settings.worker.concurrency, 4, "a number in the file");
 
         let error = load(&[("APP_CONFIG_FILE", "/nonexistent/provisioner.yaml")]).unwrap_err();
         assert!(error.to_string().starts_with("APP_CONFIG_FILE:"), "{error}");

@@ -81,7 +81,7 @@ impl Sql {
 }
 
 impl Store {
-    /// Claims the oldest Pending operation, or (with `resume_expired`) an InProgress one whose lease expired, except
+    /// Claims the oldest Pending operation, or (with `enqueue_in_progress`) an InProgress one whose lease expired, except
     /// those in `exclude` (the runs this process still follows), marking it InProgress under a new claim token with
     /// a lease of `lease` from the database's clock, all in one statement. The claim uses an attempt when the
     /// operation was Pending, or when the previous holder recorded no progress and was not waiting for its Job.
@@ -91,7 +91,7 @@ impl Store {
         &self,
         owner: &str,
         lease: std::time::Duration,
-        resume_expired: bool,
+        enqueue_in_progress: bool,
         exclude: &[Uuid],
     ) -> Result<Option<Claim>> {
         let backend = self.db.get_database_backend();
@@ -122,7 +122,7 @@ impl Store {
             .push(" OR (state = ")
             .param(in_progress)
             .push(" AND ")
-            .param(resume_expired)
+            .param(enqueue_in_progress)
             .push(" AND lease_expires_at < ")
             .now()
             .push("))");

@@ -26,7 +26,7 @@ use crate::render::Renderer;
 use crate::store::{self, Claim, Store};
 use crate::telemetry::{Metrics, WorkerHealth};
 pub use cluster::RunCluster;
-pub use retention::Retention;
+pub use retention::{Retention, RetentionPeriods};
 
 /// How long one step's remote calls may take before the attempt counts as a transient failure.
 const STEP_TIMEOUT: Duration = Duration::from_secs(60);
@@ -55,8 +55,8 @@ pub struct WorkerSettings {
     pub max_runs: usize,
     pub lease: Duration,
     pub poll_interval: Duration,
-    /// Resume operations left InProgress by a process whose lease expired.
-    pub resume_in_progress: bool,
+    /// Resume operations left InProgress by a process whose lease expired (`APP_ENQUEUE_IN_PROGRESS_OPERATIONS`).
+    pub enqueue_in_progress: bool,
     pub provisioning_timeout: Duration,
     pub deprovisioning_timeout: Duration,
     pub upgrade_timeout: Duration,
@@ -152,7 +152,7 @@ impl<C: RunCluster> Worker<C> {
         let started = Instant::now();
         let settings = &self.settings;
         let exclude = following.ids();
-        let claim = self.store.claim_operation(&settings.owner, settings.lease, settings.resume_in_progress, &exclude);
+        let claim = self.store.claim_operation(&settings.owner, settings.lease, settings.enqueue_in_progress, &exclude);
         match tokio::time::timeout(STORE_TIMEOUT, claim).await {
             Ok(Ok(claim)) => Ok(claim.map(|claim| (claim, started + settings.lease))),
             Ok(Err(error @ store::Error::Corrupt(_))) => {

@@ -11,25 +11,34 @@ use crate::store::{self, Store};
 /// How long one clean-up may take.
 const CLEANUP_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How long what is kept for a while stays.
+#[derive(Debug, Clone, Copy)]
+pub struct RetentionPeriods {
+    /// `APP_RUN_LOG_RETENTION`.
+    pub run_logs: Duration,
+    /// `APP_IDEMPOTENCY_KEY_TTL`.
+    pub idempotency_records: Duration,
+}
+
 /// Deletes what is past its time, a few times per the shorter period (at most hourly).
 pub struct Retention {
     pub store: Store,
-    pub run_logs: Duration,
-    pub idempotency_records: Duration,
+    pub periods: RetentionPeriods,
 }
 
 impl Retention {
     /// Cleans up now and then every interval until `stopped` turns true. A failed clean-up loses nothing: it is
     /// logged and the next round deletes what it left.
     pub async fn run(self, mut stopped: watch::Receiver<bool>) -> Result<(), String> {
-        let shorter = self.run_logs.min(self.idempotency_records);
+        let RetentionPeriods { run_logs, idempotency_records } = self.periods;
+        let shorter = run_logs.min(idempotency_records);
         let interval = (shorter / 4).clamp(Duration::from_secs(1), Duration::from_secs(60 * 60));
         loop {
-            if let Some(cutoff) = cutoff(self.run_logs) {
+            if let Some(cutoff) = cutoff(run_logs) {
                 let deleted = self.store.delete_run_logs_archived_before(cutoff);
                 report("run logs", cutoff, tokio::time::timeout(CLEANUP_TIMEOUT, deleted).await);
             }
-            if let Some(cutoff) = cutoff(self.idempotency_records) {
+            if let Some(cutoff) = cutoff(idempotency_records) {
                 let deleted = self.store.delete_idempotency_records_before(cutoff);
                 report("idempotency records", cutoff, tokio::time::timeout(CLEANUP_TIMEOUT, deleted).await);
             }

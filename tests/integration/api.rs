@@ -294,11 +294,11 @@ async fn idempotency_keys_are_per_caller_and_expire(backend: Backend) {
     assert!(!later.replayed, "an expired key starts a new request");
 
     let store = provisioner::store::Store::connect(&app.database.url, 2, Duration::from_secs(5)).await.unwrap();
-    let retention = provisioner::worker::Retention {
-        store,
+    let periods = provisioner::worker::RetentionPeriods {
         run_logs: Duration::from_secs(90 * 24 * 60 * 60),
         idempotency_records: Duration::from_secs(2),
     };
+    let retention = provisioner::worker::Retention { store, periods };
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let cleanup = tokio::spawn(retention.run(stopped));
     tokio::time::sleep(Duration::from_millis(500)).await;

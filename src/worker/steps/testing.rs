@@ -248,7 +248,7 @@ fn settings() -> WorkerSettings {
         max_runs: 1,
         lease: Duration::from_secs(60),
         poll_interval: Duration::from_secs(1),
-        resume_in_progress: false,
+        enqueue_in_progress: false,
         provisioning_timeout: Duration::from_secs(3600),
         deprovisioning_timeout: Duration::from_secs(3600),
         upgrade_timeout: Duration::from_secs(3600),
