@@ -1,5 +1,6 @@
-//! Prints a generated artifact: `graphql` (schema.graphql), `openapi` (assets/openapi.json) or `sql`
-//! (assets/database/provisioner.sql). Used by gqlgen.sh and `make generate`; tests check the files are current.
+//! Prints a generated artifact: `graphql` (schema.graphql), `openapi` (assets/openapi.json), `sql`
+//! (assets/database/provisioner.sql) or `readme` (README.md with its table of variables as the settings give it).
+//! Used by gqlgen.sh and `make generate`; tests check the files are current.
 #![deny(rust_2018_idioms)]
 #![forbid(unsafe_code)]
 
@@ -9,8 +10,18 @@ fn main() -> std::process::ExitCode {
         "graphql" => provisioner::api::graphql::schema_sdl(),
         "openapi" => provisioner::api::rest::openapi_json(),
         "sql" => migrations::postgres_schema_sql(),
+        "readme" => {
+            let readme = std::fs::read_to_string("README.md").unwrap_or_default();
+            match provisioner::settings::readme_with_variables(&readme) {
+                Ok(readme) => readme,
+                Err(error) => {
+                    eprintln!("README.md: {error}");
+                    return std::process::ExitCode::FAILURE;
+                }
+            }
+        }
         _ => {
-            eprintln!("usage: generate graphql|openapi|sql");
+            eprintln!("usage: generate graphql|openapi|sql|readme");
             return std::process::ExitCode::from(2);
         }
     };

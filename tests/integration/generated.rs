@@ -22,6 +22,13 @@ fn postgres_schema_is_current() {
     assert_current("assets/database/provisioner.sql", &migrations::postgres_schema_sql());
 }
 
+/// The README's table of variables is the settings' own: each variable's default and its field's doc comment.
+#[test]
+fn the_readmes_table_of_variables_is_current() {
+    let readme = std::fs::read_to_string("README.md").unwrap();
+    assert_current("README.md", &provisioner::settings::readme_with_variables(&readme).unwrap());
+}
+
 /// `kubectl apply -k resources/` installs what the chart installs (tools/render-chart.sh).
 #[test]
 fn the_rendered_manifest_is_the_chart() {
