@@ -7,11 +7,12 @@ mod health;
 mod live_logs;
 mod log_followers;
 mod logs;
+mod operation_changes;
+mod operation_events;
 mod provision;
 mod status;
 mod streams;
 pub mod validation;
-mod watch;
 
 use std::sync::Arc;
 
@@ -43,7 +44,7 @@ pub struct Service {
     executor: Option<Executor>,
     /// Wakes this process's worker when an operation is queued.
     wake: Arc<Notify>,
-    watches: watch::Watches,
+    watches: operation_changes::Watches,
     log_followers: log_followers::LogFollowers,
     /// How long an `Idempotency-Key` replays its first answer (`APP_IDEMPOTENCY_KEY_TTL`).
     idempotency_ttl: chrono::TimeDelta,
@@ -64,8 +65,8 @@ pub struct ServiceSettings {
     pub stream_limits: StreamLimits,
 }
 
+pub use operation_events::OperationEvent;
 pub use streams::{StreamLimits, StreamSlot};
-pub use watch::{OperationWatch, shown_part};
 
 impl Service {
     pub fn new(
@@ -84,7 +85,7 @@ impl Service {
             auth,
             executor,
             wake,
-            watches: watch::Watches::default(),
+            watches: operation_changes::Watches::default(),
             log_followers: log_followers::LogFollowers::default(),
             idempotency_ttl,
             log_bytes_per_request: settings.log_bytes_per_request,

@@ -6,7 +6,7 @@ use super::{GraphQLResult, OperationView, authorize, graphql_error, operation_id
 use crate::api::authentication::Identity;
 use crate::api::authorization::{Action, Subresource, Verb};
 use crate::domain::Operation;
-use crate::service::{OperationWatch, Service, shown_part};
+use crate::service::{OperationEvent as ServiceEvent, Service};
 
 /// What happened to an operation: its status when its stage, state or message changed, or a line the runner
 /// printed.
@@ -46,54 +46,15 @@ impl Subscription {
         let caller = context.data::<Identity>()?;
         // Held until the subscription ends.
         let slot = service.open_stream(&caller.username).map_err(graphql_error)?;
-        let id = operation_id(&id)?;
-        let watch = service.watch_operation(id).await.map_err(graphql_error)?;
-        let (events, receiver) = tokio::sync::mpsc::channel(64);
-        // Ends (and frees its stream slot) when the operation ends or the subscriber goes.
-        tokio::spawn(async move {
-            let _slot = slot;
-            let OperationWatch { first, changes } = watch;
-            let mut log_lines = match (logs, &changes) {
-                (true, Some(_)) => service.follow_operation_log(id).await.ok(),
-                _ => None,
-            };
-            let mut shown = shown_part(&first);
-            if events.send(status_event(&service, first).await).await.is_err() {
-                return;
-            }
-            let Some(mut changes) = changes else { return };
-            loop {
-                let (event, last) = tokio::select! {
-                    () = events.closed() => return,
-                    line = async { log_lines.as_mut().expect("only polled with a log").next().await }, if log_lines.is_some() => match line {
-                        Some(Ok(line)) => (Ok(OperationEvent { status: None, log_line: Some(line.trim_end().to_owned()) }), false),
-                        // The log ended or broke: the status goes on.
-                        _ => {
-                            log_lines = None;
-                            continue;
-                        }
-                    },
-                    changed = changes.changed() => {
-                        // The watch ends after the operation's final state, which was the last change.
-                        if changed.is_err() {
-                            return;
-                        }
-                        let operation = changes.borrow_and_update().clone();
-                        if shown_part(&operation) == shown {
-                            continue;
-                        }
-                        shown = shown_part(&operation);
-                        let last = !operation.state.is_active();
-                        (status_event(&service, operation).await, last)
-                    },
-                };
-                if events.send(event).await.is_err() || last {
-                    return;
+        let events = service.operation_events(operation_id(&id)?, logs).await.map_err(graphql_error)?;
+        Ok(events.then(move |event| {
+            let (_slot, service) = (&slot, service.clone());
+            async move {
+                match event {
+                    ServiceEvent::Changed(operation) => status_event(&service, *operation).await,
+                    ServiceEvent::LogLine(line) => Ok(OperationEvent { status: None, log_line: Some(line) }),
                 }
             }
-        });
-        Ok(futures::stream::unfold(receiver, |mut receiver| async move {
-            receiver.recv().await.map(|event| (event, receiver))
         }))
     }
 }

@@ -19,20 +19,20 @@ const POLL_INTERVAL: Duration = Duration::from_secs(1);
 pub(super) struct Watches(Arc<Mutex<HashMap<Uuid, watch::Receiver<Operation>>>>);
 
 /// An operation as it was when watching began, and its changes after that (`None` when it had already ended).
-pub struct OperationWatch {
+pub(super) struct OperationWatch {
     pub first: Operation,
     pub changes: Option<watch::Receiver<Operation>>,
 }
 
 /// What a watcher is shown a change of.
-pub fn shown_part(operation: &Operation) -> impl PartialEq + use<> {
+pub(super) fn shown_part(operation: &Operation) -> impl PartialEq + use<> {
     (operation.stage, operation.state, operation.message.clone())
 }
 
 impl Service {
     /// The operation now and, while it is active, a receiver of its newest record whenever its stage, state or
     /// message changes, until its final state (the last value). A failed read is tried again a second later.
-    pub async fn watch_operation(&self, operation_id: OperationId) -> Result<OperationWatch> {
+    pub(super) async fn watch_operation(&self, operation_id: OperationId) -> Result<OperationWatch> {
         let first = self.visible_operation(operation_id).await?;
         if !first.state.is_active() {
             return Ok(OperationWatch { first, changes: None });
