@@ -420,7 +420,7 @@ impl LastError {
     }
 }
 
-/// One asynchronous operation (provision, upgrade or deprovision) on a runtime.
+/// One asynchronous operation on a runtime (any [`OperationType`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Operation {
     pub id: Uuid,

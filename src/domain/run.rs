@@ -1,4 +1,4 @@
-//! The step machine of a run (a provisioning or deprovisioning operation) and the names of the Kubernetes objects
+//! The step machine of a run (of any operation type) and the names of the Kubernetes objects
 //! it uses. Pure: the worker performs the steps, this module only says which comes next and what things are called.
 
 use uuid::Uuid;

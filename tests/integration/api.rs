@@ -6,6 +6,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use provisioner::domain::{DEFAULT_DISK_SIZE_GB, ProvisionRequest, Topology};
 use serde_json::{Value, json};
+use test_support::documents;
 use test_support::{
     Backend, OPERATION_STATUS_FIELDS, TestApp, call, on_both_databases, provision_body, provision_input, spawn_app,
     spawn_app_with,
@@ -128,12 +129,7 @@ async fn invalid_input_names_the_field_in_both_apis(backend: Backend) {
 
     let mut input = provision_input("gamma");
     input["clusterConfig"]["workerPool"]["minSize"] = json!(5);
-    let response = app
-        .graphql(
-            "mutation($config: ProvisionRuntimeInput!) { provisionRuntime(config: $config) { id } }",
-            json!({ "config": input }),
-        )
-        .await;
+    let response = app.graphql(documents::PROVISION, json!({ "config": input })).await;
     let extensions = &response["errors"][0]["extensions"];
     assert_eq!(extensions["code"], "BAD_REQUEST", "{response}");
     assert_eq!(extensions["error_code"], 400);
@@ -192,8 +188,7 @@ async fn deprovisioning_while_provisioning_is_active_conflicts(backend: Backend)
     assert!(message.contains(accepted["operationId"].as_str().unwrap()), "{message}");
     assert!(message.contains("only one operation per runtime"), "{message}");
 
-    let response =
-        app.graphql("mutation($id: String!) { deprovisionRuntime(id: $id) }", json!({ "id": runtime_id })).await;
+    let response = app.graphql(documents::DEPROVISION, json!({ "id": runtime_id })).await;
     assert_eq!(response["errors"][0]["extensions"]["code"], "CONFLICT", "{response}");
     assert_eq!(response["errors"][0]["extensions"]["error_reason"], "operation_in_progress");
 
@@ -213,12 +208,7 @@ async fn names_are_unique_among_live_runtimes_even_under_concurrency(backend: Ba
     assert_eq!(conflicts.len(), 7, "{answers:?}");
     assert_eq!(conflicts[0].json()["error"]["code"], "name_taken");
 
-    let response = app
-        .graphql(
-            "mutation($config: ProvisionRuntimeInput!) { provisionRuntime(config: $config) { id } }",
-            json!({ "config": provision_input("zeta") }),
-        )
-        .await;
+    let response = app.graphql(documents::PROVISION, json!({ "config": provision_input("zeta") })).await;
     assert_eq!(response["errors"][0]["extensions"]["error_reason"], "name_taken", "{response}");
 }
 

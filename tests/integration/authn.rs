@@ -10,6 +10,7 @@ use kube::api::{ObjectMeta, PostParams};
 use provisioner::api::audit::{ApiKind, AuditEvent};
 use serde_json::{Value, json};
 use test_control_plane::ControlPlane;
+use test_support::documents;
 use test_support::engine::apply_production_rbac;
 use test_support::subscriber::Subscriber;
 use test_support::{Answer, Backend, TestApp, provision_body, provision_input, spawn_app_with};
@@ -405,10 +406,10 @@ async fn rbac_decides_what_each_caller_may_do() {
     let kubeconfig = format!("{path}/kubeconfig");
     assert_refused(&setup.call("GET", &kubeconfig, None, Some(&reader)).await, StatusCode::FORBIDDEN, "forbidden");
 
-    let query = "query($id: String!) { runtimeStatus(id: $id) { runtimeConfiguration { kubeconfig } } }";
+    let query = documents::KUBECONFIG;
     let read = setup.graphql(query, json!({ "id": id }), Some(&reader)).await.json();
     assert_eq!(read["errors"][0]["extensions"]["code"], "FORBIDDEN", "{read}");
-    let mutation = "mutation($id: String!) { deprovisionRuntime(id: $id) }";
+    let mutation = documents::DEPROVISION;
     let refused = setup.graphql(mutation, json!({ "id": id }), Some(&reader)).await.json();
     assert_eq!(refused["errors"][0]["extensions"]["code"], "FORBIDDEN", "{refused}");
 

@@ -9,6 +9,7 @@ use k8s_openapi::api::batch::v1::Job;
 use kube::Api;
 use provisioner::domain::OperationState;
 use serde_json::json;
+use test_support::documents;
 use test_support::engine::Engine;
 use test_support::{Backend, on_both_databases, provision_body, spawn_app};
 
@@ -54,12 +55,7 @@ async fn a_queued_operation_ends_at_once_and_the_runtime_stays_usable(backend: B
         .request("POST", &format!("/api/v1/operations/{}/cancel", upgrade["operationId"].as_str().unwrap()), None, &[])
         .await;
     assert_eq!(cancelled.status, StatusCode::ACCEPTED, "{}", cancelled.text);
-    let response = app
-        .graphql(
-            "query($id: String!) { runtimeStatus(id: $id) { runtimeConfiguration { clusterConfig { workerPool { maxSize } } } } }",
-            json!({ "id": runtime_id }),
-        )
-        .await;
+    let response = app.graphql(documents::WORKER_MAX_SIZE, json!({ "id": runtime_id })).await;
     assert_eq!(
         response["data"]["runtimeStatus"]["runtimeConfiguration"]["clusterConfig"]["workerPool"]["maxSize"], 3,
         "{response}"

@@ -5,6 +5,7 @@
 use axum::http::StatusCode;
 use provisioner::domain::OperationState;
 use serde_json::{Value, json};
+use test_support::documents;
 use test_support::{Backend, TestApp, eks_body, on_both_databases, provision_body, provision_input, spawn_app};
 
 const UPGRADE: &str = "mutation($id: String!, $config: UpgradeClusterInput!, $dryRun: Boolean) {
@@ -294,12 +295,7 @@ async fn every_invalid_field_of_a_provisioning_is_listed_in_both_apis(backend: B
     let mut input = provision_input("Bad Name");
     input["clusterConfig"]["region"] = json!("nowhere");
     input["clusterConfig"]["workerPool"]["diskSizeGb"] = json!(1);
-    let response = app
-        .graphql(
-            "mutation($config: ProvisionRuntimeInput!) { provisionRuntime(config: $config) { id } }",
-            json!({ "config": input }),
-        )
-        .await;
+    let response = app.graphql(documents::PROVISION, json!({ "config": input })).await;
     let extensions = &response["errors"][0]["extensions"];
     assert_eq!(extensions["field"], fields[0], "{response}");
     let listed: Vec<&str> =

@@ -12,6 +12,7 @@ use provisioner::api::audit::{ApiKind, AuditEvent};
 use provisioner::domain::{Cloud, ProviderVersion};
 use serde_json::{Value, json};
 use test_support::auth_service::{AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY};
+use test_support::documents;
 use test_support::engine::{Engine, MODULES_REPO_COMMIT, MODULES_REPO_URL, RUNNER_PLAN_SUMMARY, RunLog};
 use test_support::fault_proxy::FaultProxy;
 use test_support::subscriber::Subscriber;
@@ -90,7 +91,7 @@ async fn provisioning_succeeds_and_serves_the_kubeconfig(backend: Backend) {
     let answer = engine.app.get(&format!("/api/v1/provisions/{runtime_id}/kubeconfig")).await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
     assert_eq!(answer.text, KUBECONFIG);
-    let query = "query($id: String!) { runtimeStatus(id: $id) { runtimeConfiguration { kubeconfig } } }";
+    let query = documents::KUBECONFIG;
     let response = engine.app.graphql(query, json!({ "id": runtime_id })).await;
     assert_eq!(response["data"]["runtimeStatus"]["runtimeConfiguration"]["kubeconfig"], KUBECONFIG, "{response}");
     assert!(engine.secret(&format!("{job_name}-credentials")).await.is_none(), "credentials removed after the run");
@@ -173,7 +174,7 @@ async fn an_upgrade_whose_plan_is_destructive_fails_and_keeps_the_configuration(
     assert_eq!(cause(&failed), expected, "{failed}");
     let error = &failed["lastError"];
     assert_eq!((error["errMessage"].as_str(), failed["operation"].as_str()), (Some(refusal), Some("upgrade")));
-    let query = "query($id: String!) { runtimeStatus(id: $id) { runtimeConfiguration { clusterConfig { workerPool { maxSize } } } } }";
+    let query = documents::WORKER_MAX_SIZE;
     let response = engine.app.graphql(query, json!({ "id": runtime_id })).await;
     let kept = &response["data"]["runtimeStatus"]["runtimeConfiguration"]["clusterConfig"]["workerPool"]["maxSize"];
     assert_eq!(kept.as_i64(), Some(max_size), "the configuration last applied stays: {response}");
@@ -682,7 +683,7 @@ async fn a_kubeconfig_another_runner_wrote_is_never_served() {
     assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.text);
     assert_eq!(refused.json()["error"]["code"], "untrusted_outputs", "{}", refused.text);
     assert!(!refused.text.contains("exec"), "{}", refused.text);
-    let query = "query($id: String!) { runtimeStatus(id: $id) { runtimeConfiguration { kubeconfig } } }";
+    let query = documents::KUBECONFIG;
     let response = engine.app.graphql(query, json!({ "id": runtime_id })).await;
     assert!(response["data"]["runtimeStatus"]["runtimeConfiguration"]["kubeconfig"].is_null(), "{response}");
     assert!(!response.to_string().contains("/bin/sh"), "{response}");
@@ -1061,7 +1062,7 @@ async fn no_second_job_starts_while_one_of_the_runtime_runs(backend: Backend) {
     let error = &refused.json()["error"];
     assert_eq!(error["code"], "job_still_running", "{error}");
     assert!(error["message"].as_str().unwrap().contains(&provision_job), "{error}");
-    let query = "mutation($id: String!) { deprovisionRuntime(id: $id) }";
+    let query = documents::DEPROVISION;
     let response = engine.app.graphql(query, json!({ "id": runtime_id })).await;
     assert_eq!(response["errors"][0]["extensions"]["error_reason"], "job_still_running", "{response}");
     api.stop().await;

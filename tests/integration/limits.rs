@@ -6,6 +6,7 @@ use std::time::Duration;
 use axum::body::{Body, Bytes};
 use axum::http::{Request, StatusCode};
 use serde_json::{Value, json};
+use test_support::documents;
 use test_support::subscriber::Subscriber;
 use test_support::{Answer, Backend, TestApp, call, provision_body, provision_input, spawn_app_with};
 use tokio::sync::mpsc;
@@ -362,7 +363,7 @@ async fn an_operation_over_a_websocket_is_held_to_the_request_timeout() {
     let mut socket = Subscriber::connect(&app).await;
     socket.send(json!({ "type": "connection_init", "payload": {} })).await;
     assert_eq!(socket.next().await["type"], "connection_ack");
-    let mutation = "mutation($config: ProvisionRuntimeInput!) { provisionRuntime(config: $config) { id } }";
+    let mutation = documents::PROVISION;
     let payload = json!({ "query": mutation, "variables": { "config": provision_input("socket-slow") } });
     let started = std::time::Instant::now();
     socket.send(json!({ "id": "1", "type": "subscribe", "payload": payload })).await;

@@ -6,8 +6,8 @@ mod cloud;
 mod fields;
 mod upgrade;
 
-use crate::domain::{ClusterConfig, ProvisionRequest};
 use crate::domain::policy::{KubernetesVersion, ValidationPolicy};
+use crate::domain::{ClusterConfig, ProvisionRequest};
 use cloud::{check_disjoint, check_region, check_topology_sections, parse_cidr};
 use fields::{check_credential_id, check_dns_label, check_environment, check_labels, check_machine_type, check_text};
 pub use fields::{parse_id, parse_label_filter, parse_operation_id, parse_runtime_id};
