@@ -86,7 +86,7 @@ pub(super) struct Variables {
     /// `ca.crt` (PEM) for a git server whose certificate a private CA signed (then only that CA is trusted for it),
     /// mounted into the init container only. The URL must carry no credentials (`https://` or `ssh://` only).
     /// Tested against `git http-backend` over HTTPS on loopback
-    /// (`runner::fetch_modules_trusts_the_repositorys_private_ca_and_sends_its_credentials`).
+    /// (`runner::fetch_modules::fetch_modules_trusts_the_repositorys_private_ca_and_sends_its_credentials`).
     pub(super) modules_repo_credentials_secret: Option<String>,
     /// Tests only: lets `file://` URLs through.
     #[serde(deserialize_with = "parsed")]

@@ -1,21 +1,23 @@
-//! The documentation stays true: every integration test a page in `docs/` names as proof
-//! (`` `<module>::<test>` ``, with `<module>` a file of this binary) exists.
+//! The documentation stays true: every integration test that the README or a page under `docs/` names as proof
+//! (`` `<module>::<test>` ``, or `` `<module>::<sub>::<test>` `` for a nested module, with `<module>` a module of
+//! this binary) exists where the name says.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 #[test]
 fn every_test_the_docs_name_exists() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let modules = modules_of_this_binary(root);
     let mut named = 0;
-    for page in std::fs::read_dir(root.join("docs")).expect("docs/") {
-        let page = page.unwrap().path();
+    for page in pages(root) {
         let text = std::fs::read_to_string(&page).unwrap();
         for reference in text.split('`').skip(1).step_by(2) {
-            let Some((module, test)) = reference.split_once("::") else { continue };
-            let file = root.join("tests/integration").join(format!("{module}.rs"));
-            if test.contains("::") || !file.exists() {
+            let Some((module_path, test)) = test_path(reference) else { continue };
+            if !modules.iter().any(|module| module == module_path[0]) {
                 continue;
             }
+            let file = module_file(root, &module_path)
+                .unwrap_or_else(|| panic!("{} names {reference}, but no module file is at that path", page.display()));
             let source = std::fs::read_to_string(&file).unwrap();
             assert!(
                 source.contains(&format!("fn {test}(")),
@@ -27,4 +29,47 @@ fn every_test_the_docs_name_exists() {
         }
     }
     assert!(named >= 5, "the security page names its tests ({named} found)");
+}
+
+/// The README and every Markdown page under `docs/`, at any depth.
+fn pages(root: &Path) -> Vec<PathBuf> {
+    let mut pages = vec![root.join("README.md")];
+    let mut folders = vec![root.join("docs")];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).expect("docs/") {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.extension().is_some_and(|extension| extension == "md") {
+                pages.push(path);
+            }
+        }
+    }
+    pages
+}
+
+/// The top-level modules that `main.rs` declares.
+fn modules_of_this_binary(root: &Path) -> Vec<String> {
+    let main = std::fs::read_to_string(root.join("tests/integration/main.rs")).unwrap();
+    main.lines().filter_map(|line| line.strip_prefix("mod ")?.strip_suffix(';').map(str::to_owned)).collect()
+}
+
+/// `a::b::test` as its module path (`[a, b]`) and its test name; `None` for text that is no such path.
+fn test_path(reference: &str) -> Option<(Vec<&str>, &str)> {
+    let mut segments: Vec<&str> = reference.split("::").collect();
+    let is_identifier = |segment: &&str| {
+        segment.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+            && segment.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    };
+    if segments.len() < 2 || !segments.iter().all(is_identifier) {
+        return None;
+    }
+    let test = segments.pop()?;
+    Some((segments, test))
+}
+
+/// The file of a module path: `a/b.rs` or `a/b/mod.rs` under `tests/integration`.
+fn module_file(root: &Path, module_path: &[&str]) -> Option<PathBuf> {
+    let folder = root.join("tests/integration").join(module_path.join("/"));
+    [folder.with_extension("rs"), folder.join("mod.rs")].into_iter().find(|file| file.exists())
 }
