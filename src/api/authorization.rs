@@ -81,12 +81,13 @@ impl Action {
 }
 
 /// What a REST route does, by its method and path template; `None` for what any authenticated caller may read
-/// (the OpenAPI document). GraphQL is checked field by field instead.
+/// (the OpenAPI document). A route not listed reads runtimes, so a new route is never open to every caller.
+/// GraphQL is checked field by field instead.
 pub fn rest_action(method: &axum::http::Method, route: &str) -> Option<Action> {
     use axum::http::Method;
     let runtimes = Action::on_runtimes;
     match (method, route) {
-        (&Method::GET, "/api/v1/provisions") => Some(runtimes(Verb::List)),
+        (&Method::GET, "/api/v1/provisions" | "/api/v1/runtimes") => Some(runtimes(Verb::List)),
         (&Method::POST, "/api/v1/provisions") => Some(runtimes(Verb::Create)),
         (&Method::PATCH, "/api/v1/provisions/{id}")
         | (&Method::POST, "/api/v1/provisions/{id}/hibernate" | "/api/v1/provisions/{id}/wake")
@@ -94,10 +95,8 @@ pub fn rest_action(method: &axum::http::Method, route: &str) -> Option<Action> {
         (&Method::DELETE, "/api/v1/provisions/{id}") => Some(runtimes(Verb::Delete)),
         (_, "/api/v1/provisions/{id}/kubeconfig") => Some(Action::on(Subresource::Kubeconfig)),
         (_, "/api/v1/provisions/{id}/logs" | "/api/v1/operations/{id}/logs") => Some(Action::on(Subresource::Logs)),
-        (_, route) if route.starts_with("/api/v1/provisions") || route.starts_with("/api/v1/operations") => {
-            Some(runtimes(Verb::Get))
-        }
-        _ => None,
+        (_, "/api/v1/openapi.json") => None,
+        _ => Some(runtimes(Verb::Get)),
     }
 }
 
@@ -179,7 +178,10 @@ mod tests {
             (Method::GET, "/api/v1/operations/{id}", Some(Action::on_runtimes(Verb::Get))),
             (Method::GET, "/api/v1/provisions/{id}/kubeconfig", Some(Action::on(Subresource::Kubeconfig))),
             (Method::GET, "/api/v1/operations/{id}/logs", Some(Action::on(Subresource::Logs))),
+            (Method::GET, "/api/v1/runtimes", Some(Action::on_runtimes(Verb::List))),
+            (Method::GET, "/api/v1/runtimes/{id}", Some(Action::on_runtimes(Verb::Get))),
             (Method::GET, "/api/v1/openapi.json", None),
+            (Method::GET, "/api/v1/a-route-added-later", Some(Action::on_runtimes(Verb::Get))),
         ];
         for (method, route, expected) in cases {
             assert_eq!(rest_action(&method, route), expected, "{method} {route}");

@@ -169,6 +169,8 @@ fn protected_routes(
                 },
             ),
         )
+        .route("/api/v1/runtimes", get(rest::list_runtimes))
+        .route("/api/v1/runtimes/{id}", get(rest::get_runtime))
         .route("/api/v1/provisions", get(rest::list_provisions).post(rest::create_provision))
         .route("/api/v1/provisions/{id}/operations", get(rest::list_operations))
         .route("/api/v1/operations/{id}", get(rest::get_operation))

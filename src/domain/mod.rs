@@ -52,10 +52,12 @@ mod ids;
 pub mod policy;
 pub mod run;
 pub mod run_log;
+mod runtime_state;
 pub mod state_bucket;
 pub mod tenant;
 
 pub use ids::{OperationId, RuntimeId};
+pub use runtime_state::{Condition, ConditionReason, ConditionStatus, ConditionType, RuntimeState, RuntimeSummary};
 
 use run::Stage;
 

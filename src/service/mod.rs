@@ -32,7 +32,8 @@ pub use provision::ProvisionAccepted;
 use status::JOB_CACHE_SYNC;
 use status::Latest;
 pub use status::{
-    DEFAULT_PAGE_SIZE, HibernationStatus, MAX_PAGE_SIZE, OperationWithStages, Page, RuntimeStatus, duration_seconds,
+    DEFAULT_PAGE_SIZE, HibernationStatus, MAX_PAGE_SIZE, OperationWithStages, Page, RuntimeQuery, RuntimeStatus,
+    duration_seconds,
 };
 pub use validation::{Invalid, Rejected, parse_operation_id, parse_runtime_id, upgrade_from_json};
 

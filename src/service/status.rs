@@ -6,17 +6,28 @@ use super::validation::Invalid;
 use super::{Conflict, Error, Result, Service, executor_error, validation};
 use crate::domain::run::{JobState, RunNames, Stage};
 use crate::domain::{
-    Component, LastError, Operation, OperationId, OperationState, OperationType, Runtime, RuntimeId, StageEntry,
+    ClusterConfig, Component, LastError, Operation, OperationId, OperationState, OperationType, Runtime, RuntimeId,
+    RuntimeSummary, StageEntry,
 };
 use crate::store::{self};
 
-/// A runtime with its last operation (every runtime has one: it is created with its provisioning) and whether it
-/// sleeps: what both APIs show of a runtime.
+/// A runtime with its last operation (every runtime has one: it is created with its provisioning), its state and
+/// conditions, and whether it sleeps: what both APIs show of a runtime.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RuntimeStatus {
     pub runtime: Runtime,
     pub last_operation: OperationWithStages,
+    pub summary: RuntimeSummary,
     pub hibernation: HibernationStatus,
+}
+
+impl RuntimeStatus {
+    /// The configuration an upgrade queued or running applies (not a dry run's, which applies nothing).
+    pub fn target_config(&self) -> Option<&ClusterConfig> {
+        let operation = &self.last_operation.operation;
+        let applies = operation.state.is_active() && !operation.dry_run;
+        operation.target_config.as_ref().filter(|_| applies)
+    }
 }
 
 /// A runtime with its last operation, as the use cases that change it read it.
@@ -54,6 +65,29 @@ impl HibernationStatus {
             hibernated: runtime.hibernated,
             hibernation_possible: changeable && !runtime.hibernated && provisioned,
         }
+    }
+}
+
+/// Which runtimes a page of [`Service::runtimes`] holds.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RuntimeQuery<'a> {
+    /// Only those whose last operation is in this state.
+    pub last_operation_state: Option<OperationState>,
+    /// Only those with this label, as `key=value`.
+    pub label: Option<&'a str>,
+    /// Only those of this name.
+    pub name: Option<&'a str>,
+    /// Deprovisioned ones too.
+    pub include_deleted: bool,
+    /// Only previews (`true`) or only runtimes that are none (`false`); both when `None`.
+    pub preview: Option<bool>,
+}
+
+impl RuntimeQuery<'_> {
+    /// Every runtime, deprovisioned ones and previews included: what `/api/v1/provisions` and GraphQL's
+    /// `runtimes` have always listed.
+    pub fn everything() -> Self {
+        RuntimeQuery { include_deleted: true, ..RuntimeQuery::default() }
     }
 }
 
@@ -159,7 +193,7 @@ impl Service {
     }
 
     /// The statuses of runtimes with their last operations, in two queries whatever their number: the stages of
-    /// the operations, and which runtimes were provisioned.
+    /// the operations, and which runtimes were provisioned when.
     async fn statuses(&self, runtimes: Vec<(Runtime, Operation)>) -> Result<Vec<RuntimeStatus>> {
         let ids: Vec<uuid::Uuid> = runtimes.iter().map(|(runtime, _)| runtime.id).collect();
         let provisioned = self.store.provisioned_among(&ids).await?;
@@ -168,14 +202,14 @@ impl Service {
         Ok(runtimes
             .into_iter()
             .zip(operations)
-            .map(|(runtime, last_operation)| RuntimeStatus {
-                hibernation: HibernationStatus::of(
-                    &runtime,
-                    &last_operation.operation,
-                    provisioned.contains(&runtime.id),
-                ),
-                runtime,
-                last_operation,
+            .map(|(runtime, last_operation)| {
+                let provisioned_at = provisioned.get(&runtime.id).copied();
+                RuntimeStatus {
+                    summary: RuntimeSummary::of(&runtime, &last_operation.operation, provisioned_at),
+                    hibernation: HibernationStatus::of(&runtime, &last_operation.operation, provisioned_at.is_some()),
+                    runtime,
+                    last_operation,
+                }
             })
             .collect())
     }
@@ -224,20 +258,26 @@ impl Service {
         })
     }
 
-    /// One page of runtimes in creation order, optionally only those whose last operation is in `state` and
-    /// those with the label `key=value`; in a fixed number of queries whatever the page size.
+    /// One page of runtimes in creation order that `query` asks for; in a fixed number of queries whatever the
+    /// page size.
     pub async fn runtimes(
         &self,
-        state: Option<OperationState>,
-        label: Option<&str>,
+        query: RuntimeQuery<'_>,
         after: Option<&str>,
         first: Option<i32>,
     ) -> Result<Page<RuntimeStatus>> {
         let first = page_size(first)?;
-        let label = label.map(|filter| validation::parse_label_filter("label", filter)).transpose()?;
+        let label = query.label.map(|filter| validation::parse_label_filter("label", filter)).transpose()?;
         let after = after.map(|cursor| validation::parse_id("after", cursor)).transpose()?;
-        let label = label.as_ref().map(|(key, value)| (key.as_str(), value.as_str()));
-        let page = self.store.list_runtimes(self.tenant.as_ref(), state, label, after, first).await?;
+        let filter = store::RuntimeFilter {
+            tenant: self.tenant.as_ref(),
+            last_operation_state: query.last_operation_state,
+            label: label.as_ref().map(|(key, value)| (key.as_str(), value.as_str())),
+            name: query.name,
+            include_deleted: query.include_deleted,
+            preview: query.preview,
+        };
+        let page = self.store.list_runtimes(&filter, after, first).await?;
         let runtimes = page
             .runtimes
             .into_iter()

@@ -1,6 +1,8 @@
 //! Runtimes: recorded with their first operation, read one at a time or by the page.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
 
 use sea_orm::sea_query::Expr;
 use sea_orm::{
@@ -15,6 +17,23 @@ use super::operations::insert_with_first_stage;
 use super::{Error, IdempotencyRecord, Result, Store, page, unique_violation_as};
 use crate::domain::tenant::Tenant;
 use crate::domain::{Operation, OperationState, OperationType, ProviderVersion, Runtime, RuntimePage};
+
+/// Which runtimes a list holds.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RuntimeFilter<'a> {
+    /// Only this tenant's.
+    pub tenant: Option<&'a Tenant>,
+    /// Only those whose last operation is in this state.
+    pub last_operation_state: Option<OperationState>,
+    /// Only those with this label (key, value).
+    pub label: Option<(&'a str, &'a str)>,
+    /// Only those of this name.
+    pub name: Option<&'a str>,
+    /// Deprovisioned ones too.
+    pub include_deleted: bool,
+    /// Only previews (`true`) or only runtimes that are none (`false`); both when `None`.
+    pub preview: Option<bool>,
+}
 
 impl Store {
     /// Records a new runtime with its first operation (and the idempotency record, if any) atomically.
@@ -53,12 +72,10 @@ impl Store {
         runtime::Entity::find_by_id(id).one(&self.reads).await?.map(runtime_from_model).transpose()
     }
 
-    /// Runtimes after the cursor in id order, optionally only those whose last operation is in `state`.
+    /// Runtimes after the cursor in id order that `filter` lets through.
     pub async fn list_runtimes(
         &self,
-        tenant: Option<&Tenant>,
-        state: Option<OperationState>,
-        label: Option<(&str, &str)>,
+        filter: &RuntimeFilter<'_>,
         after: Option<Uuid>,
         limit: u64,
     ) -> Result<RuntimePage> {
@@ -67,16 +84,25 @@ impl Store {
             .join(JoinType::LeftJoin, last_operation_relation())
             .order_by_asc(runtime::Column::Id)
             .limit(limit + 1);
-        if let Some(tenant) = tenant {
+        if let Some(tenant) = filter.tenant {
             query = query.filter(runtime::Column::Tenant.eq(tenant.as_str()));
         }
-        if let Some(state) = state {
+        if let Some(state) = filter.last_operation_state {
             query = query.filter(operation::Column::State.eq(state.as_str()));
+        }
+        if let Some(name) = filter.name {
+            query = query.filter(runtime::Column::Name.eq(name));
+        }
+        if !filter.include_deleted {
+            query = query.filter(runtime::Column::DeletedAt.is_null());
+        }
+        if let Some(preview) = filter.preview {
+            query = query.filter(runtime::Column::Preview.eq(preview));
         }
         if let Some(after) = after {
             query = query.filter(runtime::Column::Id.gt(after));
         }
-        if let Some((key, value)) = label {
+        if let Some((key, value)) = filter.label {
             // Label keys are validated (no quote can end the JSON path); both are bound as values.
             let condition = match self.db.get_database_backend() {
                 DbBackend::Postgres => {
@@ -101,18 +127,17 @@ impl Store {
 
     /// Whether a provisioning of the runtime (not a dry run) succeeded: its cluster exists.
     pub async fn was_provisioned(&self, runtime_id: Uuid) -> Result<bool> {
-        Ok(self.provisioned_among(&[runtime_id]).await?.contains(&runtime_id))
+        Ok(self.provisioned_among(&[runtime_id]).await?.contains_key(&runtime_id))
     }
 
-    /// Those of `runtime_ids` whose provisioning (not a dry run) succeeded, in one query.
-    pub async fn provisioned_among(&self, runtime_ids: &[Uuid]) -> Result<HashSet<Uuid>> {
+    /// Those of `runtime_ids` whose provisioning (not a dry run) succeeded, with when it ended, in one query.
+    pub async fn provisioned_among(&self, runtime_ids: &[Uuid]) -> Result<HashMap<Uuid, DateTime<Utc>>> {
         if runtime_ids.is_empty() {
-            return Ok(HashSet::new());
+            return Ok(HashMap::new());
         }
-        let provisioned: Vec<Uuid> = operation::Entity::find()
+        let provisionings: Vec<(Uuid, Option<DateTime<Utc>>, DateTime<Utc>)> = operation::Entity::find()
             .select_only()
-            .column(operation::Column::RuntimeId)
-            .distinct()
+            .columns([operation::Column::RuntimeId, operation::Column::FinishedAt, operation::Column::UpdatedAt])
             .filter(operation::Column::RuntimeId.is_in(runtime_ids.iter().copied()))
             .filter(operation::Column::OperationType.eq(OperationType::Provision.as_str()))
             .filter(operation::Column::State.eq(OperationState::Succeeded.as_str()))
@@ -120,7 +145,13 @@ impl Store {
             .into_tuple()
             .all(&self.reads)
             .await?;
-        Ok(provisioned.into_iter().collect())
+        let mut provisioned = HashMap::new();
+        for (runtime_id, finished_at, updated_at) in provisionings {
+            // A succeeded operation has ended; `updated_at` stands in for a row written without `finished_at`.
+            let ended = finished_at.unwrap_or(updated_at);
+            provisioned.entry(runtime_id).and_modify(|at: &mut DateTime<Utc>| *at = (*at).max(ended)).or_insert(ended);
+        }
+        Ok(provisioned)
     }
 
     /// The provider version of the runtime's latest operation that recorded one: what its state was last written

@@ -37,7 +37,7 @@ impl Setup {
         let namespace = control_plane.new_namespace("authn").await.expect("namespace");
         let admin = control_plane.admin_client().expect("admin client");
         apply_production_rbac(control_plane, &namespace).await;
-        for name in ["host-cluster-controller", "intruder"] {
+        for name in ["host-cluster-controller", "intruder", "stranger"] {
             let account = ServiceAccount {
                 metadata: ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() },
                 ..ServiceAccount::default()
@@ -153,8 +153,10 @@ async fn missing_malformed_and_foreign_tokens_are_refused() {
     let id = uuid::Uuid::now_v7();
     let body = provision_body("every-route");
     let graphql = json!({ "query": "{ runtimes { edges { cursor } } }" });
-    let routes: [(&str, String, Option<&Value>); 7] = [
+    let routes: [(&str, String, Option<&Value>); 9] = [
         ("POST", "/api/v1/provisions".to_owned(), Some(&body)),
+        ("GET", "/api/v1/runtimes".to_owned(), None),
+        ("GET", format!("/api/v1/runtimes/{id}"), None),
         ("GET", format!("/api/v1/provisions/{id}"), None),
         ("GET", format!("/api/v1/provisions/{id}/logs"), None),
         ("GET", format!("/api/v1/provisions/{id}/kubeconfig"), None),
@@ -180,7 +182,17 @@ async fn missing_malformed_and_foreign_tokens_are_refused() {
     // Health and the static playground page stay open.
     assert_eq!(setup.call("GET", "/healthz", None, None).await.status, StatusCode::OK);
     assert_eq!(setup.call("GET", "/graphql", None, None).await.status, StatusCode::OK);
-    assert!(setup.app.app.service.runtimes(None, None, None, Some(10)).await.unwrap().items.is_empty());
+    assert!(
+        setup
+            .app
+            .app
+            .service
+            .runtimes(provisioner::service::RuntimeQuery::everything(), None, Some(10))
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
 }
 
 #[tokio::test]
@@ -396,6 +408,14 @@ async fn rbac_decides_what_each_caller_may_do() {
     let path = format!("/api/v1/provisions/{id}");
     assert_eq!(setup.call("GET", &path, None, Some(&reader)).await.status, StatusCode::OK);
     assert_eq!(setup.call("GET", "/api/v1/provisions", None, Some(&reader)).await.status, StatusCode::OK);
+    let resource = format!("/api/v1/runtimes/{id}");
+    assert_eq!(setup.call("GET", &resource, None, Some(&reader)).await.status, StatusCode::OK);
+    // A caller bound to nothing reads nothing, on every route (a route added later included).
+    let stranger = setup.token("stranger", AUDIENCE).await;
+    for route in [&resource, "/api/v1/runtimes", &path, "/api/v1/provisions"] {
+        let answer = setup.call("GET", route, None, Some(&stranger)).await;
+        assert_refused(&answer, StatusCode::FORBIDDEN, "forbidden");
+    }
     let body = provision_body("rbac-b");
     assert_refused(
         &setup.call("POST", "/api/v1/provisions", Some(&body), Some(&reader)).await,

@@ -27,5 +27,6 @@ mod real_node;
 mod render;
 mod rolling_update;
 mod runner;
+mod runtime_resource;
 mod startup;
 mod statement_counts;

@@ -9,6 +9,7 @@ use super::{
 };
 use crate::api::authorization::{Action, Verb};
 use crate::domain::OperationState;
+use crate::service::RuntimeQuery;
 
 pub struct Query;
 
@@ -17,7 +18,14 @@ impl Query {
     async fn runtime_status(&self, context: &Context<'_>, id: String) -> GraphQLResult<RuntimeStatus> {
         authorize(context, Action::on_runtimes(Verb::Get)).await?;
         let status = service(context).runtime_status(runtime_id(&id)?).await.map_err(graphql_error)?;
-        Ok(RuntimeStatus { status })
+        Ok(RuntimeStatus::new(status.into()))
+    }
+
+    /// A runtime with its configuration, state and conditions.
+    async fn runtime(&self, context: &Context<'_>, id: String) -> GraphQLResult<RuntimeNode> {
+        authorize(context, Action::on_runtimes(Verb::Get)).await?;
+        let status = service(context).runtime_status(runtime_id(&id)?).await.map_err(graphql_error)?;
+        Ok(RuntimeNode::new(status))
     }
 
     async fn runtime_operation_status(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationView> {
@@ -51,10 +59,11 @@ impl Query {
     ) -> GraphQLResult<Connection<String, RuntimeNode, EmptyFields, EmptyFields>> {
         authorize(context, Action::on_runtimes(Verb::List)).await?;
         let service = service(context);
-        let page = service.runtimes(state, label.as_deref(), after.as_deref(), first).await.map_err(graphql_error)?;
+        let query = RuntimeQuery { last_operation_state: state, label: label.as_deref(), ..RuntimeQuery::everything() };
+        let page = service.runtimes(query, after.as_deref(), first).await.map_err(graphql_error)?;
         let mut connection = Connection::new(after.is_some(), page.has_next_page);
         connection.edges.extend(
-            page.items.into_iter().map(|status| Edge::new(status.runtime.id.to_string(), RuntimeNode { status })),
+            page.items.into_iter().map(|status| Edge::new(status.runtime.id.to_string(), RuntimeNode::new(status))),
         );
         Ok(connection)
     }

@@ -3,7 +3,9 @@
 
 use async_graphql::connection::{Connection, Edge, EmptyFields};
 use async_graphql::dataloader::DataLoader;
-use async_graphql::{Context, Object};
+use std::sync::Arc;
+
+use async_graphql::{Context, MergedObject, Object};
 use chrono::{DateTime, Utc};
 
 use super::loaders::ArchivedLogs;
@@ -14,7 +16,7 @@ use crate::api::authorization::{Action, Subresource};
 use crate::api::views::{HibernationView, OperationView};
 use crate::domain::run_log::ContainerLog;
 use crate::domain::run_log::LogBudget;
-use crate::domain::{ClusterConfig, Labels, RuntimeId};
+use crate::domain::{ClusterConfig, Condition, Labels, RuntimeId, RuntimeState};
 use crate::service::Conflict;
 
 /// The fields of an operation only GraphQL has.
@@ -43,26 +45,87 @@ impl OperationView {
     }
 }
 
-pub struct RuntimeStatus {
-    pub(super) status: service::RuntimeStatus,
-}
+/// The fields of a runtime itself, on both `Runtime` and `RuntimeStatus`.
+pub struct RuntimeFields(Arc<service::RuntimeStatus>);
 
 #[Object]
-impl RuntimeStatus {
+impl RuntimeFields {
+    async fn id(&self) -> String {
+        self.0.runtime.id.to_string()
+    }
+
+    async fn name(&self) -> &str {
+        &self.0.runtime.name
+    }
+
+    async fn description(&self) -> Option<&str> {
+        self.0.runtime.description.as_deref()
+    }
+
+    async fn labels(&self) -> &Labels {
+        &self.0.runtime.labels
+    }
+
+    async fn created_at(&self) -> DateTime<Utc> {
+        self.0.runtime.created_at
+    }
+
+    /// When it was deprovisioned; null while it lives.
+    async fn deleted_at(&self) -> Option<DateTime<Utc>> {
+        self.0.runtime.deleted_at
+    }
+
+    /// Recorded by a dry-run provisioning: planned, never built.
+    async fn preview(&self) -> bool {
+        self.0.runtime.preview
+    }
+
+    /// What the runtime is, derived from its last operation and whether it sleeps.
+    async fn state(&self) -> RuntimeState {
+        self.0.summary.state
+    }
+
+    /// Kubernetes-style observations: `Provisioned` (its cluster exists) and `Progressing` (an operation is
+    /// queued or running).
+    async fn conditions(&self) -> &[Condition] {
+        &self.0.summary.conditions
+    }
+
+    /// The configuration an upgrade queued or running applies; null otherwise.
+    async fn target_config(&self) -> Option<&ClusterConfig> {
+        self.0.target_config()
+    }
+}
+
+/// The fields Kyma's `RuntimeStatus` has.
+pub struct KymaRuntimeStatus(Arc<service::RuntimeStatus>);
+
+#[Object]
+impl KymaRuntimeStatus {
     async fn last_operation_status(&self) -> OperationView {
-        self.status.last_operation.clone().into()
+        self.0.last_operation.clone().into()
     }
 
     /// Whether the cluster sleeps, and whether a hibernation would be accepted now.
     async fn hibernation_status(&self) -> HibernationView {
-        self.status.hibernation.into()
+        self.0.hibernation.into()
     }
 
     async fn runtime_configuration(&self) -> RuntimeConfig {
         RuntimeConfig {
-            runtime_id: RuntimeId(self.status.runtime.id),
-            cluster_config: self.status.runtime.cluster_config.clone(),
+            runtime_id: RuntimeId(self.0.runtime.id),
+            cluster_config: self.0.runtime.cluster_config.clone(),
         }
+    }
+}
+
+/// A runtime's status in Kyma's shape, with the runtime's own fields.
+#[derive(MergedObject)]
+pub struct RuntimeStatus(RuntimeFields, KymaRuntimeStatus);
+
+impl RuntimeStatus {
+    pub(super) fn new(status: Arc<service::RuntimeStatus>) -> Self {
+        RuntimeStatus(RuntimeFields(status.clone()), KymaRuntimeStatus(status))
     }
 }
 
@@ -93,35 +156,25 @@ impl RuntimeConfig {
     }
 }
 
-/// A runtime in the `runtimes` list.
-pub struct RuntimeNode {
-    pub(super) status: service::RuntimeStatus,
+/// A runtime, as `runtime` and the `runtimes` list show it.
+#[derive(MergedObject)]
+#[graphql(name = "Runtime")]
+pub struct RuntimeNode(RuntimeFields, RuntimeLinks);
+
+impl RuntimeNode {
+    pub(super) fn new(status: service::RuntimeStatus) -> Self {
+        let status = Arc::new(status);
+        RuntimeNode(RuntimeFields(status.clone()), RuntimeLinks(status))
+    }
 }
 
-#[Object(name = "Runtime")]
-impl RuntimeNode {
-    async fn id(&self) -> String {
-        self.status.runtime.id.to_string()
-    }
+/// What a `Runtime` leads to: its status and its operations.
+pub struct RuntimeLinks(Arc<service::RuntimeStatus>);
 
-    async fn name(&self) -> &str {
-        &self.status.runtime.name
-    }
-
-    async fn description(&self) -> Option<&str> {
-        self.status.runtime.description.as_deref()
-    }
-
-    async fn labels(&self) -> &Labels {
-        &self.status.runtime.labels
-    }
-
-    async fn created_at(&self) -> DateTime<Utc> {
-        self.status.runtime.created_at
-    }
-
+#[Object]
+impl RuntimeLinks {
     async fn status(&self) -> RuntimeStatus {
-        RuntimeStatus { status: self.status.clone() }
+        RuntimeStatus::new(self.0.clone())
     }
 
     /// Every operation of the runtime, newest first.
@@ -132,7 +185,7 @@ impl RuntimeNode {
         first: Option<i32>,
         after: Option<String>,
     ) -> GraphQLResult<Connection<String, OperationView, EmptyFields, EmptyFields>> {
-        operation_connection(context, RuntimeId(self.status.runtime.id), first, after).await
+        operation_connection(context, RuntimeId(self.0.runtime.id), first, after).await
     }
 }
 

@@ -5,6 +5,7 @@ mod logs;
 mod openapi;
 mod operations;
 mod provisions;
+mod runtimes;
 mod views;
 
 pub use logs::{get_logs, get_operation_logs};
@@ -14,7 +15,8 @@ pub use provisions::{
     create_provision, delete_provision, get_kubeconfig, get_provision, hibernate_provision, list_provisions,
     patch_provision, wake_provision,
 };
-pub use views::{Accepted, OperationList, ProvisionList, ProvisionStatusResponse};
+pub use runtimes::{get_runtime, list_runtimes};
+pub use views::{Accepted, OperationList, ProvisionList, ProvisionStatusResponse, RuntimeList, RuntimeView};
 
 use axum::Json;
 use axum::body::Body;

@@ -10,6 +10,8 @@ use utoipa::{Modify, OpenApi};
 #[openapi(
     info(title = "cluster-provisioner", description = "Provisions and deprovisions Kubernetes clusters."),
     paths(
+        super::runtimes::list_runtimes,
+        super::runtimes::get_runtime,
         super::provisions::list_provisions,
         super::provisions::create_provision,
         super::provisions::get_provision,

@@ -14,7 +14,7 @@ use super::{
 use crate::api::audit::{ApiKind, AuditEvent};
 use crate::api::error::ErrorBody;
 use crate::domain::{OperationState, ProvisionRequest, UpgradeClusterInput};
-use crate::service;
+use crate::service::{self, RuntimeQuery};
 
 #[utoipa::path(
     post,
@@ -133,7 +133,9 @@ pub async fn list_provisions(
 ) -> ApiResult<Json<ProvisionList>> {
     let list = query(list)?;
     let status = list.status.as_deref().map(operation_state).transpose()?;
-    let page = service.runtimes(status, list.label.as_deref(), list.after.as_deref(), list.first).await?;
+    let query =
+        RuntimeQuery { last_operation_state: status, label: list.label.as_deref(), ..RuntimeQuery::everything() };
+    let page = service.runtimes(query, list.after.as_deref(), list.first).await?;
     let next_cursor = page.has_next_page.then(|| page.items.last().map(|last| last.runtime.id.to_string())).flatten();
     let runtimes = page.items.into_iter().map(ProvisionStatusResponse::from).collect();
     Ok(Json(ProvisionList { runtimes, next_cursor }))

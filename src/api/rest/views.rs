@@ -1,11 +1,12 @@
-//! What only the REST API answers: an accepted change, a runtime's status in the seed's flat shape, and pages.
+//! What only the REST API answers: an accepted change, a runtime as a resource and in the seed's flat shape, and
+//! pages.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::api::views::{HibernationView, OperationKind, OperationView, ProvisionStatus};
-use crate::domain::{LastError, Operation, PlanSummary};
+use crate::domain::{ClusterConfig, Condition, Labels, LastError, Operation, PlanSummary, RuntimeState};
 use crate::service::RuntimeStatus;
 
 /// The answer to an accepted POST, PATCH or DELETE: the runtime id and the queued operation.
@@ -89,6 +90,64 @@ pub struct OperationList {
 #[serde(rename_all = "camelCase")]
 pub struct ProvisionList {
     pub(super) runtimes: Vec<ProvisionStatusResponse>,
+    /// Pass as `after` for the next page; null on the last page.
+    pub(super) next_cursor: Option<String>,
+}
+
+/// A runtime as a resource: what was asked for, what it is now, and its last operation.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = Runtime)]
+pub struct RuntimeView {
+    id: String,
+    name: String,
+    description: Option<String>,
+    labels: Labels,
+    /// The configuration last applied (the requested one until the provisioning succeeded).
+    cluster_config: ClusterConfig,
+    /// The configuration an upgrade queued or running applies; null otherwise.
+    target_config: Option<ClusterConfig>,
+    /// Recorded by a dry-run provisioning: planned, never built.
+    preview: bool,
+    state: RuntimeState,
+    /// `Provisioned` (its cluster exists) and `Progressing` (an operation is queued or running).
+    conditions: Vec<Condition>,
+    last_operation: OperationView,
+    hibernation: HibernationView,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+    /// When it was deprovisioned; null while it lives.
+    deleted_at: Option<DateTime<Utc>>,
+}
+
+impl From<RuntimeStatus> for RuntimeView {
+    fn from(status: RuntimeStatus) -> Self {
+        let target_config = status.target_config().cloned();
+        let runtime = status.runtime;
+        RuntimeView {
+            id: runtime.id.to_string(),
+            name: runtime.name,
+            description: runtime.description,
+            labels: runtime.labels,
+            cluster_config: runtime.cluster_config,
+            target_config,
+            preview: runtime.preview,
+            state: status.summary.state,
+            conditions: status.summary.conditions,
+            last_operation: status.last_operation.into(),
+            hibernation: status.hibernation.into(),
+            created_at: runtime.created_at,
+            updated_at: runtime.updated_at,
+            deleted_at: runtime.deleted_at,
+        }
+    }
+}
+
+/// A page of runtimes, in creation order.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RuntimeList {
+    pub(super) runtimes: Vec<RuntimeView>,
     /// Pass as `after` for the next page; null on the last page.
     pub(super) next_cursor: Option<String>,
 }

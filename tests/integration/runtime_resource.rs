@@ -1,0 +1,166 @@
+//! The runtime as a resource (`/api/v1/runtimes`, GraphQL `runtime`): it reads back what was asked for, and its
+//! state and conditions follow its operations through its life; lists leave out deprovisioned runtimes and
+//! previews unless asked, on both databases.
+
+use axum::http::StatusCode;
+use provisioner::domain::OperationState;
+use serde_json::{Value, json};
+use test_support::{Backend, TestApp, eks_body, on_both_databases, spawn_app};
+
+on_both_databases!(
+    a_runtime_reads_back_what_was_asked_for_and_its_state_follows_its_life,
+    lists_leave_out_deprovisioned_runtimes_and_previews_unless_asked,
+);
+
+async fn runtime(app: &TestApp, id: &str) -> Value {
+    let answer = app.get(&format!("/api/v1/runtimes/{id}")).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
+    answer.json()
+}
+
+/// `(status, reason)` of the runtime's condition of `condition_type`.
+fn condition(runtime: &Value, condition_type: &str) -> (String, String) {
+    let conditions = runtime["conditions"].as_array().expect("conditions");
+    let condition = conditions.iter().find(|condition| condition["type"] == condition_type).expect("the condition");
+    (condition["status"].as_str().unwrap().to_owned(), condition["reason"].as_str().unwrap().to_owned())
+}
+
+fn pair(status: &str, reason: &str) -> (String, String) {
+    (status.to_owned(), reason.to_owned())
+}
+
+/// Asks for `change` of the runtime (`hibernate`, `wake` or a PATCH or DELETE) and checks the state it shows.
+async fn queue(app: &TestApp, id: &str, method: &str, path: &str, body: Option<&Value>, state: &str) -> Value {
+    let answer = app.request(method, path, body, &[]).await;
+    assert_eq!(answer.status, StatusCode::ACCEPTED, "{method} {path}: {}", answer.text);
+    let runtime = runtime(app, id).await;
+    assert_eq!(runtime["state"], state, "after {method} {path}: {runtime}");
+    assert_eq!(condition(&runtime, "Progressing").0, "True", "{runtime}");
+    runtime
+}
+
+async fn a_runtime_reads_back_what_was_asked_for_and_its_state_follows_its_life(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let request = eks_body("resource-life");
+    let accepted = app.post_provision(&request).await;
+    assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
+    let id = accepted.json()["id"].as_str().unwrap().to_owned();
+
+    let queued = runtime(&app, &id).await;
+    assert_eq!(queued["name"], "resource-life");
+    assert_eq!(queued["description"], request["runtimeInput"]["description"]);
+    assert_eq!(queued["labels"], request["runtimeInput"]["labels"]);
+    assert_eq!(queued["clusterConfig"], request["clusterConfig"], "the configuration reads back as it was asked for");
+    assert_eq!((queued["state"].as_str(), queued["preview"].as_bool()), (Some("Provisioning"), Some(false)));
+    assert_eq!(condition(&queued, "Provisioned"), pair("False", "Provisioning"));
+    assert_eq!(condition(&queued, "Progressing"), pair("True", "Provision"));
+    assert_eq!(queued["lastOperation"]["operation"], "provision");
+    assert_eq!((&queued["targetConfig"], &queued["deletedAt"]), (&Value::Null, &Value::Null));
+
+    app.run_queued_operation(&[], OperationState::Succeeded).await;
+    let ready = runtime(&app, &id).await;
+    assert_eq!(ready["state"], "Ready");
+    assert_eq!(condition(&ready, "Provisioned"), pair("True", "ProvisioningSucceeded"));
+    assert_eq!(condition(&ready, "Progressing"), pair("False", "Succeeded"));
+
+    let path = format!("/api/v1/provisions/{id}");
+    let upgrade = json!({"workerPool": {"maxSize": 7}});
+    let updating = queue(&app, &id, "PATCH", &path, Some(&upgrade), "Updating").await;
+    assert_eq!(updating["targetConfig"]["workerPool"]["maxSize"], 7, "the target shows during the upgrade");
+    assert_eq!(updating["clusterConfig"], request["clusterConfig"], "the applied configuration is unchanged so far");
+    app.run_queued_operation(&[], OperationState::Succeeded).await;
+    let upgraded = runtime(&app, &id).await;
+    assert_eq!((upgraded["state"].as_str(), &upgraded["targetConfig"]), (Some("Ready"), &Value::Null));
+    assert_eq!(upgraded["clusterConfig"]["workerPool"]["maxSize"], 7, "the upgrade's configuration is applied");
+
+    queue(&app, &id, "POST", &format!("{path}/hibernate"), None, "Hibernating").await;
+    app.run_queued_operation(&[], OperationState::Succeeded).await;
+    assert_eq!(runtime(&app, &id).await["state"], "Hibernated");
+
+    queue(&app, &id, "POST", &format!("{path}/wake"), None, "Updating").await;
+    app.run_queued_operation(&[], OperationState::Failed).await;
+    let failed = runtime(&app, &id).await;
+    assert_eq!(failed["state"], "Failed");
+    assert_eq!(condition(&failed, "Progressing"), pair("False", "Failed"));
+    assert_eq!(condition(&failed, "Provisioned"), pair("True", "ProvisioningSucceeded"), "the cluster still exists");
+
+    queue(&app, &id, "DELETE", &path, None, "Deprovisioning").await;
+    app.run_queued_operation(&[], OperationState::Succeeded).await;
+    let deleted = runtime(&app, &id).await;
+    assert_eq!(deleted["state"], "Deleted");
+    assert_eq!(condition(&deleted, "Provisioned"), pair("False", "Deprovisioned"));
+    assert!(deleted["deletedAt"].is_string(), "{deleted}");
+
+    // GraphQL shows the same, on `runtime` and on Kyma's `runtimeStatus`.
+    let query = "query($id: String!) {
+        runtime(id: $id) { name state conditions { type status reason message lastTransitionTime } deletedAt }
+        runtimeStatus(id: $id) { id state preview lastOperationStatus { operation } }
+    }";
+    let answer = app.graphql(query, json!({"id": id})).await;
+    assert_eq!(answer["errors"], Value::Null, "{answer}");
+    let data = &answer["data"];
+    assert_eq!(
+        (data["runtime"]["name"].as_str(), data["runtime"]["state"].as_str()),
+        (Some("resource-life"), Some("Deleted"))
+    );
+    assert_eq!(timed(&data["runtime"]["conditions"]), timed(&deleted["conditions"]), "both APIs show the same");
+    assert_eq!(instant(&data["runtime"]["deletedAt"]), instant(&deleted["deletedAt"]));
+    assert_eq!(
+        data["runtimeStatus"],
+        json!({"id": id, "state": "Deleted", "preview": false, "lastOperationStatus": {"operation": "Deprovision"}})
+    );
+}
+
+/// A time as both APIs write it (GraphQL `+00:00`, REST `Z`).
+fn instant(time: &Value) -> chrono::DateTime<chrono::Utc> {
+    time.as_str().and_then(|time| time.parse().ok()).unwrap_or_else(|| panic!("not a time: {time}"))
+}
+
+/// Conditions with their times parsed.
+fn timed(conditions: &Value) -> Vec<(Value, chrono::DateTime<chrono::Utc>)> {
+    let conditions = conditions.as_array().expect("conditions");
+    let without_time = |condition: &Value| {
+        let mut condition = condition.clone();
+        condition.as_object_mut().unwrap().remove("lastTransitionTime");
+        condition
+    };
+    conditions.iter().map(|condition| (without_time(condition), instant(&condition["lastTransitionTime"]))).collect()
+}
+
+/// The names of a REST list's runtimes.
+async fn names(app: &TestApp, path: &str) -> Vec<String> {
+    let answer = app.get(path).await;
+    assert_eq!(answer.status, StatusCode::OK, "{path}: {}", answer.text);
+    let list = answer.json();
+    let runtimes = list["runtimes"].as_array().expect("runtimes");
+    runtimes.iter().map(|runtime| runtime["name"].as_str().unwrap().to_owned()).collect()
+}
+
+async fn lists_leave_out_deprovisioned_runtimes_and_previews_unless_asked(backend: Backend) {
+    let app = spawn_app(backend).await;
+    app.provisioned(&eks_body("listed-live")).await;
+    let mut labelled = eks_body("listed-labelled");
+    labelled["runtimeInput"]["labels"] = json!({"team": "blue"});
+    app.provisioned(&labelled).await;
+    let gone = app.provisioned(&eks_body("listed-gone")).await;
+    assert_eq!(app.delete(&format!("/api/v1/provisions/{gone}")).await.status, StatusCode::ACCEPTED);
+    app.run_queued_operation(&[], OperationState::Succeeded).await;
+    let preview = app.request("POST", "/api/v1/provisions?dryRun=true", Some(&eks_body("listed-preview")), &[]).await;
+    assert_eq!(preview.status, StatusCode::ACCEPTED, "{}", preview.text);
+
+    assert_eq!(names(&app, "/api/v1/runtimes").await, ["listed-live", "listed-labelled"]);
+    assert_eq!(
+        names(&app, "/api/v1/runtimes?includeDeleted=true").await,
+        ["listed-live", "listed-labelled", "listed-gone"]
+    );
+    assert_eq!(names(&app, "/api/v1/runtimes?preview=true").await, ["listed-preview"]);
+    assert_eq!(names(&app, "/api/v1/runtimes?name=listed-gone").await, Vec::<String>::new());
+    assert_eq!(names(&app, "/api/v1/runtimes?name=listed-gone&includeDeleted=true").await, ["listed-gone"]);
+    assert_eq!(names(&app, "/api/v1/runtimes?label=team%3Dblue").await, ["listed-labelled"]);
+    // The alias keeps today's shape and lists every runtime.
+    let all = app.get("/api/v1/provisions").await.json();
+    assert_eq!(all["runtimes"].as_array().unwrap().len(), 4, "{all}");
+
+    let refused = app.get("/api/v1/runtimes?includeDeleted=maybe").await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.text);
+}
