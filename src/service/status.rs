@@ -7,7 +7,7 @@ use super::{Conflict, Error, Result, Service, executor_error, validation};
 use crate::domain::run::{JobState, RunNames, Stage};
 use crate::domain::{
     ClusterConfig, Component, LastError, Operation, OperationId, OperationState, OperationType, Runtime, RuntimeId,
-    RuntimeSummary, StageEntry,
+    RuntimeState, RuntimeSummary, StageEntry,
 };
 use crate::store::{self};
 
@@ -73,6 +73,8 @@ impl HibernationStatus {
 pub struct RuntimeQuery<'a> {
     /// Only those whose last operation is in this state.
     pub last_operation_state: Option<OperationState>,
+    /// Only those in this state.
+    pub state: Option<RuntimeState>,
     /// Only those with this label, as `key=value`.
     pub label: Option<&'a str>,
     /// Only those of this name.
@@ -272,6 +274,7 @@ impl Service {
         let filter = store::RuntimeFilter {
             tenant: self.tenant.as_ref(),
             last_operation_state: query.last_operation_state,
+            state: query.state,
             label: label.as_ref().map(|(key, value)| (key.as_str(), value.as_str())),
             name: query.name,
             include_deleted: query.include_deleted,

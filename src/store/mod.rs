@@ -10,6 +10,7 @@ mod idempotency;
 mod operations;
 mod progress;
 mod run_logs;
+mod runtime_states;
 mod runtimes;
 mod schema;
 mod statement_metrics;

@@ -16,7 +16,7 @@ use super::entity::{caller_idempotency_key, operation, runtime};
 use super::operations::insert_with_first_stage;
 use super::{Error, IdempotencyRecord, Result, Store, page, unique_violation_as};
 use crate::domain::tenant::Tenant;
-use crate::domain::{Operation, OperationState, OperationType, ProviderVersion, Runtime, RuntimePage};
+use crate::domain::{Operation, OperationState, OperationType, ProviderVersion, Runtime, RuntimePage, RuntimeState};
 
 /// Which runtimes a list holds.
 #[derive(Debug, Clone, Copy, Default)]
@@ -25,6 +25,8 @@ pub struct RuntimeFilter<'a> {
     pub tenant: Option<&'a Tenant>,
     /// Only those whose last operation is in this state.
     pub last_operation_state: Option<OperationState>,
+    /// Only those in this state.
+    pub state: Option<RuntimeState>,
     /// Only those with this label (key, value).
     pub label: Option<(&'a str, &'a str)>,
     /// Only those of this name.
@@ -89,6 +91,9 @@ impl Store {
         }
         if let Some(state) = filter.last_operation_state {
             query = query.filter(operation::Column::State.eq(state.as_str()));
+        }
+        if let Some(state) = filter.state {
+            query = query.filter(super::runtime_states::in_state(state));
         }
         if let Some(name) = filter.name {
             query = query.filter(runtime::Column::Name.eq(name));

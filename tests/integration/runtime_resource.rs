@@ -10,7 +10,12 @@ use test_support::{Backend, TestApp, eks_body, on_both_databases, spawn_app};
 on_both_databases!(
     a_runtime_reads_back_what_was_asked_for_and_its_state_follows_its_life,
     lists_leave_out_deprovisioned_runtimes_and_previews_unless_asked,
+    a_list_filtered_by_state_holds_exactly_the_runtimes_that_show_it,
 );
+
+/// Every state a runtime shows.
+const STATES: [&str; 8] =
+    ["Provisioning", "Ready", "Updating", "Hibernating", "Hibernated", "Failed", "Deprovisioning", "Deleted"];
 
 async fn runtime(app: &TestApp, id: &str) -> Value {
     let answer = app.get(&format!("/api/v1/runtimes/{id}")).await;
@@ -163,4 +168,84 @@ async fn lists_leave_out_deprovisioned_runtimes_and_previews_unless_asked(backen
 
     let refused = app.get("/api/v1/runtimes?includeDeleted=maybe").await;
     assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.text);
+}
+
+/// Runtimes in every state, each reached as its users would reach it (among them a dry run of an upgrade, a
+/// failed provisioning, a failed upgrade and previews): a list filtered by a state (in SQL) holds exactly the
+/// runtimes whose own reads (the domain's rule) show that state.
+async fn a_list_filtered_by_state_holds_exactly_the_runtimes_that_show_it(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let upgrade = json!({"workerPool": {"maxSize": 9}});
+    // `run_queued_operation` finishes the oldest queued operation: first the changes that end, one at a time...
+    for (name, method, suffix, body, ends) in [
+        ("state-ready", "", "", None, OperationState::Succeeded),
+        ("state-hibernated", "POST", "/hibernate", None, OperationState::Succeeded),
+        ("state-waking", "POST", "/hibernate", None, OperationState::Succeeded),
+        ("state-failed-upgrade", "PATCH", "", Some(&upgrade), OperationState::Failed),
+        ("state-deleted", "DELETE", "", None, OperationState::Succeeded),
+    ] {
+        let id = app.provisioned(&eks_body(name)).await;
+        if !method.is_empty() {
+            request(&app, method, &format!("/api/v1/provisions/{id}{suffix}"), body).await;
+            app.run_queued_operation(&[], ends).await;
+        }
+    }
+    for (path, name, ends) in [
+        ("/api/v1/provisions", "state-failed-provision", OperationState::Failed),
+        ("/api/v1/provisions?dryRun=true", "state-planned", OperationState::Succeeded),
+    ] {
+        request(&app, "POST", path, Some(&eks_body(name))).await;
+        app.run_queued_operation(&[], ends).await;
+    }
+    // ...then those that stay queued.
+    request(&app, "POST", "/api/v1/provisions", Some(&eks_body("state-provisioning"))).await;
+    request(&app, "POST", "/api/v1/provisions?dryRun=true", Some(&eks_body("state-planning"))).await;
+    let waking = runtime_named(&app, "state-waking").await;
+    request(&app, "POST", &format!("/api/v1/provisions/{waking}/wake"), None).await;
+    for (name, method, suffix, body) in [
+        ("state-updating", "PATCH", "", Some(&upgrade)),
+        ("state-dry-run", "PATCH", "?dryRun=true", Some(&upgrade)),
+        ("state-hibernating", "POST", "/hibernate", None),
+        ("state-deprovision", "DELETE", "", None),
+    ] {
+        let id = app.provisioned(&eks_body(name)).await;
+        request(&app, method, &format!("/api/v1/provisions/{id}{suffix}"), body).await;
+    }
+
+    let everything = app.get("/api/v1/provisions?first=100").await.json();
+    let mut shown: Vec<(String, String, bool)> = Vec::new();
+    for listed in everything["runtimes"].as_array().unwrap() {
+        let runtime = runtime(&app, listed["id"].as_str().unwrap()).await;
+        let (name, state) = (runtime["name"].as_str().unwrap(), runtime["state"].as_str().unwrap());
+        shown.push((name.to_owned(), state.to_owned(), runtime["preview"].as_bool().unwrap()));
+    }
+    let state_of = |name: &str| shown.iter().find(|(shown, ..)| shown == name).map(|(_, state, _)| state.as_str());
+    assert_eq!(state_of("state-dry-run"), Some("Ready"), "a dry run changes nothing: {shown:?}");
+    assert_eq!(state_of("state-waking"), Some("Updating"), "{shown:?}");
+    assert_eq!(state_of("state-planned"), Some("Ready"), "{shown:?}");
+    for state in STATES {
+        assert!(shown.iter().any(|(_, shown, _)| shown == state), "no runtime is {state}: {shown:?}");
+        for preview in [false, true] {
+            let expected: Vec<&str> = shown
+                .iter()
+                .filter(|(_, shown, is_preview)| shown == state && *is_preview == preview)
+                .map(|(name, ..)| name.as_str())
+                .collect();
+            let path = format!("/api/v1/runtimes?state={state}&includeDeleted=true&preview={preview}&first=100");
+            assert_eq!(names(&app, &path).await, expected, "{path}");
+        }
+    }
+    let refused = app.get("/api/v1/runtimes?state=Sleeping").await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.text);
+    assert!(refused.text.contains("state") && refused.text.contains("Hibernated"), "{}", refused.text);
+}
+
+async fn request(app: &TestApp, method: &str, path: &str, body: Option<&Value>) {
+    let answer = app.request(method, path, body, &[]).await;
+    assert_eq!(answer.status, StatusCode::ACCEPTED, "{method} {path}: {}", answer.text);
+}
+
+async fn runtime_named(app: &TestApp, name: &str) -> String {
+    let list = app.get(&format!("/api/v1/runtimes?name={name}")).await.json();
+    list["runtimes"][0]["id"].as_str().unwrap_or_else(|| panic!("no runtime {name}: {list}")).to_owned()
 }

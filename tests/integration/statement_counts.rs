@@ -101,11 +101,15 @@ async fn runtimes_in_every_state(app: &TestApp) -> String {
 }
 
 /// The statements each of the four lists sent for a page of `first`.
-async fn statements_of_lists(app: &TestApp, busy: &str, first: usize) -> [u64; 4] {
+async fn statements_of_lists(app: &TestApp, busy: &str, first: usize) -> [u64; 5] {
     let runtimes = if first == 1 { 1 } else { 10 };
     let operations = if first == 1 { 1 } else { 9 };
 
     let (rest_runtimes, page) = statements_of(app, rest(app, format!("/api/v1/provisions?first={first}"))).await;
+    assert_eq!(page["runtimes"].as_array().unwrap().len(), runtimes, "{page}");
+
+    let path = format!("/api/v1/runtimes?first={first}");
+    let (rest_runtime_resources, page) = statements_of(app, rest(app, path)).await;
     assert_eq!(page["runtimes"].as_array().unwrap().len(), runtimes, "{page}");
 
     let (graphql_runtimes, page) = statements_of(app, graphql(app, RUNTIMES, json!({ "first": first }))).await;
@@ -122,13 +126,19 @@ async fn statements_of_lists(app: &TestApp, busy: &str, first: usize) -> [u64; 4
     assert_eq!(edges.len(), operations, "{page}");
     let logs = json!([{ "container": "terraform-runner", "log": "applied\n" }]);
     assert!(edges.iter().all(|edge| edge["node"]["logs"] == logs), "{page}");
-    [rest_runtimes, graphql_runtimes, rest_operations, graphql_operations]
+    [rest_runtimes, rest_runtime_resources, graphql_runtimes, rest_operations, graphql_operations]
 }
 
 async fn a_page_costs_the_same_statements_whatever_its_size(backend: Backend) {
     let app = spawn_app(backend).await;
     let busy = runtimes_in_every_state(&app).await;
-    let lists = ["REST runtimes", "GraphQL runtimes", "REST operations", "GraphQL operations with logs"];
+    let lists = [
+        "REST runtimes",
+        "REST runtime resources",
+        "GraphQL runtimes",
+        "REST operations",
+        "GraphQL operations with logs",
+    ];
     let of_one = statements_of_lists(&app, &busy, 1).await;
     let of_all = statements_of_lists(&app, &busy, 10).await;
     for ((list, one), all) in lists.into_iter().zip(of_one).zip(of_all) {

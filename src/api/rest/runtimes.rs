@@ -8,7 +8,8 @@ use axum::extract::rejection::{PathRejection, QueryRejection};
 
 use super::{ApiResult, Caller, RuntimeList, RuntimeView, path_id, query, runtime_id};
 use crate::api::error::ErrorBody;
-use crate::service::RuntimeQuery;
+use crate::domain::RuntimeState;
+use crate::service::{self, RuntimeQuery};
 
 #[utoipa::path(
     get,
@@ -33,6 +34,7 @@ pub async fn get_runtime(
 #[derive(Debug, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RuntimeListQuery {
+    state: Option<String>,
     name: Option<String>,
     label: Option<String>,
     #[serde(default)]
@@ -43,12 +45,22 @@ pub struct RuntimeListQuery {
     after: Option<String>,
 }
 
+/// A `state` filter, named in the error when it is no state.
+fn runtime_state(state: &str) -> ApiResult<RuntimeState> {
+    RuntimeState::parse(state).ok_or_else(|| {
+        let states: Vec<&str> = RuntimeState::ALL.iter().map(|state| state.as_str()).collect();
+        let message = format!("{state:?} is not one of {}", states.join(", "));
+        service::Error::from(service::Invalid { field: "state".into(), message }).into()
+    })
+}
+
 #[utoipa::path(
     get,
     tag = "runtimes",
     path = "/api/v1/runtimes",
     summary = "List runtimes",
     params(
+        ("state" = Option<RuntimeState>, Query, description = "Only the runtimes in this state"),
         ("name" = Option<String>, Query, description = "Only the runtimes of this name"),
         ("label" = Option<String>, Query, description = "Only runtimes with this label, as `key=value`"),
         ("includeDeleted" = Option<bool>, Query, description = "Deprovisioned runtimes too (left out by default)"),
@@ -66,8 +78,10 @@ pub async fn list_runtimes(
     list: Result<Query<RuntimeListQuery>, QueryRejection>,
 ) -> ApiResult<Json<RuntimeList>> {
     let list = query(list)?;
+    let state = list.state.as_deref().map(runtime_state).transpose()?;
     let query = RuntimeQuery {
         last_operation_state: None,
+        state,
         label: list.label.as_deref(),
         name: list.name.as_deref(),
         include_deleted: list.include_deleted,
