@@ -88,11 +88,17 @@ pub fn rest_action(method: &axum::http::Method, route: &str) -> Option<Action> {
     let runtimes = Action::on_runtimes;
     match (method, route) {
         (&Method::GET, "/api/v1/provisions" | "/api/v1/runtimes") => Some(runtimes(Verb::List)),
-        (&Method::POST, "/api/v1/provisions") => Some(runtimes(Verb::Create)),
-        (&Method::PATCH, "/api/v1/provisions/{id}")
-        | (&Method::POST, "/api/v1/provisions/{id}/hibernate" | "/api/v1/provisions/{id}/wake")
-        | (&Method::POST, "/api/v1/operations/{id}/cancel") => Some(runtimes(Verb::Update)),
-        (&Method::DELETE, "/api/v1/provisions/{id}") => Some(runtimes(Verb::Delete)),
+        (&Method::POST, "/api/v1/provisions" | "/api/v1/runtimes") => Some(runtimes(Verb::Create)),
+        (&Method::PATCH, "/api/v1/provisions/{id}" | "/api/v1/runtimes/{id}")
+        | (
+            &Method::POST,
+            "/api/v1/provisions/{id}/hibernate"
+            | "/api/v1/provisions/{id}/wake"
+            | "/api/v1/runtimes/{id}/hibernate"
+            | "/api/v1/runtimes/{id}/wake"
+            | "/api/v1/operations/{id}/cancel",
+        ) => Some(runtimes(Verb::Update)),
+        (&Method::DELETE, "/api/v1/provisions/{id}" | "/api/v1/runtimes/{id}") => Some(runtimes(Verb::Delete)),
         (_, "/api/v1/provisions/{id}/kubeconfig") => Some(Action::on(Subresource::Kubeconfig)),
         (_, "/api/v1/provisions/{id}/logs" | "/api/v1/operations/{id}/logs") => Some(Action::on(Subresource::Logs)),
         (_, "/api/v1/openapi.json") => None,
@@ -180,6 +186,11 @@ mod tests {
             (Method::GET, "/api/v1/operations/{id}/logs", Some(Action::on(Subresource::Logs))),
             (Method::GET, "/api/v1/runtimes", Some(Action::on_runtimes(Verb::List))),
             (Method::GET, "/api/v1/runtimes/{id}", Some(Action::on_runtimes(Verb::Get))),
+            (Method::POST, "/api/v1/runtimes", Some(Action::on_runtimes(Verb::Create))),
+            (Method::PATCH, "/api/v1/runtimes/{id}", Some(Action::on_runtimes(Verb::Update))),
+            (Method::POST, "/api/v1/runtimes/{id}/hibernate", Some(Action::on_runtimes(Verb::Update))),
+            (Method::POST, "/api/v1/runtimes/{id}/wake", Some(Action::on_runtimes(Verb::Update))),
+            (Method::DELETE, "/api/v1/runtimes/{id}", Some(Action::on_runtimes(Verb::Delete))),
             (Method::GET, "/api/v1/openapi.json", None),
             (Method::GET, "/api/v1/a-route-added-later", Some(Action::on_runtimes(Verb::Get))),
         ];

@@ -169,8 +169,10 @@ fn protected_routes(
                 },
             ),
         )
-        .route("/api/v1/runtimes", get(rest::list_runtimes))
-        .route("/api/v1/runtimes/{id}", get(rest::get_runtime))
+        .route("/api/v1/runtimes", get(rest::list_runtimes).post(rest::create_runtime))
+        .route("/api/v1/runtimes/{id}", get(rest::get_runtime).patch(rest::patch_runtime).delete(rest::delete_runtime))
+        .route("/api/v1/runtimes/{id}/hibernate", post(rest::hibernate_runtime))
+        .route("/api/v1/runtimes/{id}/wake", post(rest::wake_runtime))
         .route("/api/v1/provisions", get(rest::list_provisions).post(rest::create_provision))
         .route("/api/v1/provisions/{id}/operations", get(rest::list_operations))
         .route("/api/v1/operations/{id}", get(rest::get_operation))

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::{Serialize, Serializer};
 use utoipa::ToSchema;
 
-use crate::domain::{LastError, Operation, OperationState, OperationType, PlanSummary, StageEntry};
+use crate::domain::{FailureReason, LastError, Operation, OperationState, OperationType, PlanSummary, StageEntry};
 use crate::service::{self, HibernationStatus, OperationWithStages};
 
 /// The seed's words for an operation's state, one to one with GraphQL's `OperationState`.
@@ -54,6 +54,28 @@ impl From<OperationType> for OperationKind {
     }
 }
 
+/// How an operation ended: a cancelled operation is told apart from a failed one (Kyma's `state` shows both as
+/// `Failed`, with the reason `cancelled`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema, async_graphql::Enum)]
+#[graphql(rename_items = "PascalCase")]
+pub enum OperationOutcome {
+    Succeeded,
+    Failed,
+    Cancelled,
+}
+
+impl OperationOutcome {
+    fn of(operation: &Operation) -> Option<Self> {
+        let cancelled = operation.last_error.as_ref().is_some_and(|error| error.reason == FailureReason::Cancelled);
+        match operation.state {
+            OperationState::Pending | OperationState::InProgress => None,
+            OperationState::Succeeded => Some(OperationOutcome::Succeeded),
+            OperationState::Failed if cancelled => Some(OperationOutcome::Cancelled),
+            OperationState::Failed => Some(OperationOutcome::Failed),
+        }
+    }
+}
+
 fn as_provision_status<S: Serializer>(state: &OperationState, serializer: S) -> Result<S::Ok, S::Error> {
     ProvisionStatus::from(*state).serialize(serializer)
 }
@@ -88,7 +110,17 @@ pub struct OperationView {
     /// The step the operation is at (for example `Queued`).
     stage: String,
     message: String,
+    /// The error of its last attempt: while it runs, that of a step being retried (see `retrying`); once it
+    /// failed, the failure (see `error`). Kyma's field, kept as Kyma's clients read it.
     last_error: Option<LastError>,
+    /// It has ended: `outcome` says how.
+    done: bool,
+    /// How it ended; null while it is queued or running.
+    outcome: Option<OperationOutcome>,
+    /// Why it failed or who cancelled it, once it did; null otherwise.
+    error: Option<LastError>,
+    /// While it runs: the error of a step that is being tried again (not a failure); null otherwise.
+    retrying: Option<LastError>,
     /// What the plan of the operation's run changed, once its Job succeeded.
     plan_summary: Option<PlanSummary>,
     /// The operation only plans: nothing is applied.
@@ -132,6 +164,10 @@ impl From<OperationWithStages> for OperationView {
             stage: operation.stage.as_str().to_owned(),
             message: operation.message.clone(),
             last_error: operation.last_error.clone(),
+            done: !operation.state.is_active(),
+            outcome: OperationOutcome::of(&operation),
+            error: operation.last_error.clone().filter(|_| operation.state == OperationState::Failed),
+            retrying: operation.last_error.clone().filter(|_| operation.state.is_active()),
             plan_summary: operation.plan_summary.clone(),
             dry_run: operation.dry_run,
             attempts: operation.attempts,

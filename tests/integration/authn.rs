@@ -422,7 +422,9 @@ async fn rbac_decides_what_each_caller_may_do() {
         StatusCode::FORBIDDEN,
         "forbidden",
     );
-    assert_refused(&setup.call("DELETE", &path, None, Some(&reader)).await, StatusCode::FORBIDDEN, "forbidden");
+    for path in [&path, &resource] {
+        assert_refused(&setup.call("DELETE", path, None, Some(&reader)).await, StatusCode::FORBIDDEN, "forbidden");
+    }
     let kubeconfig = format!("{path}/kubeconfig");
     assert_refused(&setup.call("GET", &kubeconfig, None, Some(&reader)).await, StatusCode::FORBIDDEN, "forbidden");
 

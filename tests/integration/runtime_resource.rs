@@ -11,6 +11,7 @@ on_both_databases!(
     a_runtime_reads_back_what_was_asked_for_and_its_state_follows_its_life,
     lists_leave_out_deprovisioned_runtimes_and_previews_unless_asked,
     a_list_filtered_by_state_holds_exactly_the_runtimes_that_show_it,
+    changes_of_a_runtime_answer_with_their_operation_which_says_whether_and_how_it_ended,
 );
 
 /// Every state a runtime shows.
@@ -248,4 +249,97 @@ async fn request(app: &TestApp, method: &str, path: &str, body: Option<&Value>) 
 async fn runtime_named(app: &TestApp, name: &str) -> String {
     let list = app.get(&format!("/api/v1/runtimes?name={name}")).await.json();
     list["runtimes"][0]["id"].as_str().unwrap_or_else(|| panic!("no runtime {name}: {list}")).to_owned()
+}
+
+/// A change under `/api/v1/runtimes`: 202 with the operation itself and its `Location`.
+async fn change(app: &TestApp, method: &str, path: &str, body: Option<&Value>, operation_type: &str) -> Value {
+    let answer = app.request(method, path, body, &[]).await;
+    assert_eq!(answer.status, StatusCode::ACCEPTED, "{method} {path}: {}", answer.text);
+    let operation = answer.json();
+    let location = answer.headers.get("location").expect("a Location").to_str().unwrap().to_owned();
+    assert_eq!(location, format!("/api/v1/operations/{}", operation["id"].as_str().unwrap()));
+    assert_eq!(operation["operation"], operation_type, "{operation}");
+    assert_eq!((operation["done"].as_bool(), &operation["outcome"]), (Some(false), &Value::Null), "{operation}");
+    assert_eq!(operation["stages"][0]["stage"], "Queued", "the whole record: {operation}");
+    let read = app.get(&location).await.json();
+    assert_eq!((&read["id"], &read["status"]), (&operation["id"], &operation["status"]), "{read}");
+    operation
+}
+
+async fn operation(app: &TestApp, id: &Value) -> Value {
+    app.get(&format!("/api/v1/operations/{}", id.as_str().unwrap())).await.json()
+}
+
+/// Every change under `/api/v1/runtimes` answers 202 with its whole operation and `Location:
+/// /api/v1/operations/{id}`; the operation says whether it is `done` and its `outcome` (a cancelled one is told
+/// apart from a failed one, while Kyma's `state` shows both `Failed`), its final `error` apart from the error of a
+/// step being `retrying`.
+async fn changes_of_a_runtime_answer_with_their_operation_which_says_whether_and_how_it_ended(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let cancelled = change(&app, "POST", "/api/v1/runtimes", Some(&eks_body("changed-cancelled")), "provision").await;
+    let cancel = format!("/api/v1/operations/{}/cancel", cancelled["id"].as_str().unwrap());
+    assert_eq!(app.request("POST", &cancel, None, &[]).await.status, StatusCode::ACCEPTED);
+    let cancelled = operation(&app, &cancelled["id"]).await;
+    assert_eq!((cancelled["done"].as_bool(), cancelled["outcome"].as_str()), (Some(true), Some("Cancelled")));
+    assert_eq!(
+        (cancelled["status"].as_str(), cancelled["error"]["reason"].as_str()),
+        (Some("failed"), Some("cancelled"))
+    );
+    let kyma = app
+        .graphql(
+            "query($id: String!) { runtimeOperationStatus(id: $id) { state outcome done } }",
+            json!({"id": cancelled["id"]}),
+        )
+        .await;
+    assert_eq!(
+        kyma["data"]["runtimeOperationStatus"],
+        json!({"state": "Failed", "outcome": "Cancelled", "done": true}),
+        "{kyma}"
+    );
+
+    let id = app.provisioned(&eks_body("changed")).await;
+    let path = format!("/api/v1/runtimes/{id}");
+    let upgrade = change(&app, "PATCH", &path, Some(&json!({"workerPool": {"maxSize": 4}})), "upgrade").await;
+    // The worker retries a step: its error shows as `retrying`, not as a failure.
+    let store =
+        provisioner::store::Store::connect(&app.database.url, 2, std::time::Duration::from_secs(5)).await.unwrap();
+    let claim = store.claim_operation("test", std::time::Duration::from_secs(60), false, &[]).await.unwrap().unwrap();
+    let error = provisioner::domain::LastError::new(
+        provisioner::domain::FailureReason::AuthServiceError,
+        provisioner::domain::Component::AuthService,
+        "auth-service did not answer",
+    );
+    let retrying = provisioner::store::Progress::Retrying { message: "retrying".into(), error };
+    assert!(store.record_progress(&claim.operation, claim.token, retrying).await.unwrap());
+    let running = operation(&app, &upgrade["id"]).await;
+    assert_eq!(running["retrying"]["reason"], "auth_service_error", "{running}");
+    assert_eq!((&running["error"], running["done"].as_bool()), (&Value::Null, Some(false)), "{running}");
+    let failed = provisioner::store::Progress::Finished {
+        state: OperationState::Failed,
+        stage: provisioner::domain::run::Stage::Done,
+        message: "failed".into(),
+    };
+    assert!(store.record_progress(&claim.operation, claim.token, failed).await.unwrap());
+    let failed = operation(&app, &upgrade["id"]).await;
+    assert_eq!((failed["done"].as_bool(), failed["outcome"].as_str()), (Some(true), Some("Failed")), "{failed}");
+    assert_eq!((&failed["retrying"], failed["error"]["reason"].as_str()), (&Value::Null, Some("auth_service_error")));
+
+    change(&app, "POST", &format!("{path}/hibernate"), None, "hibernate").await;
+    app.run_queued_operation(&[], OperationState::Succeeded).await;
+    change(&app, "POST", &format!("{path}/wake"), None, "wake_up").await;
+    let woken = app.run_queued_operation(&[], OperationState::Succeeded).await;
+    let woken = operation(&app, &json!(woken)).await;
+    assert_eq!(
+        (woken["done"].as_bool(), woken["outcome"].as_str(), &woken["error"]),
+        (Some(true), Some("Succeeded"), &Value::Null)
+    );
+    change(&app, "DELETE", &path, None, "deprovision").await;
+
+    // The seed's paths answer as they always did.
+    let seed = app.post_provision(&eks_body("changed-seed")).await;
+    assert_eq!(seed.status, StatusCode::ACCEPTED);
+    let seed_location = seed.headers.get("location").unwrap().to_str().unwrap().to_owned();
+    let seed = seed.json();
+    assert_eq!(seed_location, format!("/api/v1/provisions/{}", seed["id"].as_str().unwrap()));
+    assert_eq!(seed.as_object().unwrap().len(), 5, "{seed}");
 }

@@ -15,14 +15,16 @@ pub use provisions::{
     create_provision, delete_provision, get_kubeconfig, get_provision, hibernate_provision, list_provisions,
     patch_provision, wake_provision,
 };
-pub use runtimes::{get_runtime, list_runtimes};
+pub use runtimes::{
+    create_runtime, delete_runtime, get_runtime, hibernate_runtime, list_runtimes, patch_runtime, wake_runtime,
+};
 pub use views::{Accepted, OperationList, ProvisionList, ProvisionStatusResponse, RuntimeList, RuntimeView};
 
 use axum::Json;
 use axum::body::Body;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::AppState;
@@ -30,6 +32,7 @@ use super::audit::ApiKind;
 use super::authentication::Identity;
 use super::browser_guard;
 use super::error::ApiError;
+use super::views::OperationView;
 use crate::domain::Operation;
 use crate::domain::{OperationId, RuntimeId};
 use crate::service::{self, Service};
@@ -54,15 +57,31 @@ impl axum::extract::FromRequestParts<AppState> for Caller {
     }
 }
 
-/// 202 with the operation.
-fn accepted(operation: &Operation) -> Response {
-    (StatusCode::ACCEPTED, Json(Accepted::from(operation))).into_response()
+/// How a change is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Answer {
+    /// The seed's short `Accepted` body, under `/api/v1/provisions` (kept as it was for its clients).
+    Accepted,
+    /// The operation itself with `Location: /api/v1/operations/{id}` (AIP-151), under `/api/v1/runtimes`.
+    Operation,
+}
+
+/// 202 with the operation, in `answer`'s shape.
+async fn respond(answer: Answer, service: &Service, operation: Operation) -> ApiResult<Response> {
+    match answer {
+        Answer::Accepted => Ok((StatusCode::ACCEPTED, Json(Accepted::from(&operation))).into_response()),
+        Answer::Operation => {
+            let location = format!("/api/v1/operations/{}", operation.id);
+            let view = OperationView::from(service.with_stages(operation).await?);
+            Ok((StatusCode::ACCEPTED, [(header::LOCATION, location)], Json(view)).into_response())
+        }
+    }
 }
 
 /// 202 with an operation just queued for `identity`, after its audit line.
-fn queued(identity: &Identity, operation: &Operation) -> Response {
-    identity.audit(ApiKind::Rest, operation);
-    accepted(operation)
+async fn queued(answer: Answer, identity: &Identity, service: &Service, operation: Operation) -> ApiResult<Response> {
+    identity.audit(ApiKind::Rest, &operation);
+    respond(answer, service, operation).await
 }
 
 /// Reads a JSON body within the size limit, refusing other content types with 415.

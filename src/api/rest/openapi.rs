@@ -11,7 +11,12 @@ use utoipa::{Modify, OpenApi};
     info(title = "cluster-provisioner", description = "Provisions and deprovisions Kubernetes clusters."),
     paths(
         super::runtimes::list_runtimes,
+        super::runtimes::create_runtime,
         super::runtimes::get_runtime,
+        super::runtimes::patch_runtime,
+        super::runtimes::hibernate_runtime,
+        super::runtimes::wake_runtime,
+        super::runtimes::delete_runtime,
         super::provisions::list_provisions,
         super::provisions::create_provision,
         super::provisions::get_provision,

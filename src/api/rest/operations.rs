@@ -6,7 +6,7 @@ use axum::extract::{Path, Query};
 use axum::response::Response;
 
 use super::{
-    Accepted, ApiResult, Caller, OperationList, PageQuery, accepted, operation_id, path_id, query, runtime_id,
+    Accepted, Answer, ApiResult, Caller, OperationList, PageQuery, operation_id, path_id, query, respond, runtime_id,
 };
 use crate::api::audit::ApiKind;
 use crate::api::error::ErrorBody;
@@ -78,5 +78,5 @@ pub async fn cancel_operation(
     let id = path_id(id)?;
     let operation = service.cancel_operation(operation_id(&id)?, &identity.username).await?;
     identity.audit_cancel(ApiKind::Rest, &operation);
-    Ok(accepted(&operation))
+    respond(Answer::Accepted, &service, operation).await
 }

@@ -8,8 +8,8 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::{
-    Accepted, ApiResult, Caller, DryRunQuery, ProvisionList, ProvisionStatusResponse, dry_run, json_body, path_id,
-    query, queued, runtime_id,
+    Accepted, Answer, ApiResult, Caller, DryRunQuery, ProvisionList, ProvisionStatusResponse, dry_run, json_body,
+    path_id, query, queued, respond, runtime_id,
 };
 use crate::api::audit::{ApiKind, AuditEvent};
 use crate::api::error::ErrorBody;
@@ -43,6 +43,17 @@ use crate::service::{self, RuntimeQuery};
     )
 )]
 pub async fn create_provision(
+    caller: Caller,
+    query: Result<Query<DryRunQuery>, QueryRejection>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    create(Answer::Accepted, caller, query, headers, body).await
+}
+
+/// Queues a provisioning, answered in `answer`'s shape.
+pub(super) async fn create(
+    answer: Answer,
     Caller { identity, service }: Caller,
     query: Result<Query<DryRunQuery>, QueryRejection>,
     headers: HeaderMap,
@@ -63,6 +74,9 @@ pub async fn create_provision(
     // A replayed request changed nothing: its audit line is the first request's.
     if !accepted.replayed {
         identity.audit(ApiKind::Rest, &accepted.operation);
+    }
+    if answer == Answer::Operation {
+        return respond(answer, &service, accepted.operation).await;
     }
     let location = format!("/api/v1/provisions/{}", accepted.operation.runtime_id);
     Ok((StatusCode::ACCEPTED, [(header::LOCATION, location)], Json(Accepted::from(&accepted.operation)))
@@ -183,6 +197,18 @@ pub async fn get_kubeconfig(
     )
 )]
 pub async fn patch_provision(
+    caller: Caller,
+    id: Result<Path<String>, PathRejection>,
+    query: Result<Query<DryRunQuery>, QueryRejection>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    patch(Answer::Accepted, caller, id, query, headers, body).await
+}
+
+/// Queues an upgrade, answered in `answer`'s shape.
+pub(super) async fn patch(
+    answer: Answer,
     Caller { identity, service }: Caller,
     id: Result<Path<String>, PathRejection>,
     query: Result<Query<DryRunQuery>, QueryRejection>,
@@ -194,7 +220,7 @@ pub async fn patch_provision(
     let body: serde_json::Value = json_body(&headers, body).await?;
     let upgrade = service::upgrade_from_json(&body).map_err(service::Error::from)?;
     let operation = service.upgrade_cluster(runtime_id(&id)?, upgrade, dry_run, &identity.username).await?;
-    Ok(queued(&identity, &operation))
+    queued(answer, &identity, &service, operation).await
 }
 
 #[utoipa::path(
@@ -209,13 +235,19 @@ pub async fn patch_provision(
         (status = 409, description = "An operation is active, the runtime is already hibernated, not provisioned, deprovisioned or a preview", body = ErrorBody),
     )
 )]
-pub async fn hibernate_provision(
+pub async fn hibernate_provision(caller: Caller, id: Result<Path<String>, PathRejection>) -> ApiResult<Response> {
+    hibernate(Answer::Accepted, caller, id).await
+}
+
+/// Queues a hibernation, answered in `answer`'s shape.
+pub(super) async fn hibernate(
+    answer: Answer,
     Caller { identity, service }: Caller,
     id: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
     let operation = service.hibernate_runtime(runtime_id(&id)?, &identity.username).await?;
-    Ok(queued(&identity, &operation))
+    queued(answer, &identity, &service, operation).await
 }
 
 #[utoipa::path(
@@ -230,13 +262,19 @@ pub async fn hibernate_provision(
         (status = 409, description = "An operation is active, or the runtime is not hibernated, deprovisioned or a preview", body = ErrorBody),
     )
 )]
-pub async fn wake_provision(
+pub async fn wake_provision(caller: Caller, id: Result<Path<String>, PathRejection>) -> ApiResult<Response> {
+    wake(Answer::Accepted, caller, id).await
+}
+
+/// Queues a wake-up, answered in `answer`'s shape.
+pub(super) async fn wake(
+    answer: Answer,
     Caller { identity, service }: Caller,
     id: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
     let operation = service.wake_up_runtime(runtime_id(&id)?, &identity.username).await?;
-    Ok(queued(&identity, &operation))
+    queued(answer, &identity, &service, operation).await
 }
 
 #[utoipa::path(
@@ -251,11 +289,17 @@ pub async fn wake_provision(
         (status = 409, description = "An operation is active or the runtime is already deprovisioned", body = ErrorBody),
     )
 )]
-pub async fn delete_provision(
+pub async fn delete_provision(caller: Caller, id: Result<Path<String>, PathRejection>) -> ApiResult<Response> {
+    delete(Answer::Accepted, caller, id).await
+}
+
+/// Queues a deprovisioning, answered in `answer`'s shape.
+pub(super) async fn delete(
+    answer: Answer,
     Caller { identity, service }: Caller,
     id: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
     let operation = service.deprovision_runtime(runtime_id(&id)?, &identity.username).await?;
-    Ok(queued(&identity, &operation))
+    queued(answer, &identity, &service, operation).await
 }

@@ -1,14 +1,18 @@
-//! `/api/v1/runtimes`: a runtime as a resource, with its configuration, state and conditions, and lists that
-//! leave out deprovisioned runtimes and previews unless asked.
+//! `/api/v1/runtimes`: a runtime as a resource, with its configuration, state and conditions; lists that leave
+//! out deprovisioned runtimes and previews unless asked; changes answered with their operation (AIP-151).
 
 use axum::Json;
-use axum::extract::Path;
-use axum::extract::Query;
+use axum::body::Body;
 use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query};
+use axum::http::HeaderMap;
+use axum::response::Response;
 
-use super::{ApiResult, Caller, RuntimeList, RuntimeView, path_id, query, runtime_id};
+use super::{Answer, ApiResult, Caller, DryRunQuery, RuntimeList, RuntimeView, path_id, provisions, query, runtime_id};
 use crate::api::error::ErrorBody;
+use crate::api::views::OperationView;
 use crate::domain::RuntimeState;
+use crate::domain::{ProvisionRequest, UpgradeClusterInput};
 use crate::service::{self, RuntimeQuery};
 
 #[utoipa::path(
@@ -90,4 +94,111 @@ pub async fn list_runtimes(
     let page = service.runtimes(query, list.after.as_deref(), list.first).await?;
     let next_cursor = page.has_next_page.then(|| page.items.last().map(|last| last.runtime.id.to_string())).flatten();
     Ok(Json(RuntimeList { runtimes: page.items.into_iter().map(RuntimeView::from).collect(), next_cursor }))
+}
+
+#[utoipa::path(
+    post,
+    tag = "runtimes",
+    path = "/api/v1/runtimes",
+    summary = "Create a runtime",
+    request_body(content = ProvisionRequest, description = "As `POST /api/v1/provisions`"),
+    params(
+        ("Idempotency-Key" = Option<String>, Header, description = "Retries with the same key get the first answer"),
+        ("dryRun" = Option<bool>, Query, description = "Only validate, render and plan: the runtime is recorded as a preview (its name stays free) and nothing is built"),
+    ),
+    responses(
+        (status = 202, description = "The provisioning, queued; `Location` is the operation", body = OperationView, headers(("Location" = String, description = "/api/v1/operations/{operationId}"))),
+        (status = 400, description = "Invalid input; `field` names the first invalid field, `errors` every one", body = ErrorBody),
+        (status = 409, description = "The name is taken", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
+        (status = 422, description = "Idempotency-Key reused for a different request", body = ErrorBody),
+    )
+)]
+pub async fn create_runtime(
+    caller: Caller,
+    query: Result<Query<DryRunQuery>, QueryRejection>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    provisions::create(Answer::Operation, caller, query, headers, body).await
+}
+
+#[utoipa::path(
+    patch,
+    tag = "runtimes",
+    path = "/api/v1/runtimes/{id}",
+    summary = "Upgrade a runtime",
+    request_body(content = UpgradeClusterInput, content_type = "application/json", description = "The changeable part of `clusterConfig` (JSON merge semantics: what is left out stays)"),
+    params(
+        ("id" = uuid::Uuid, Path, description = "Runtime id"),
+        ("dryRun" = Option<bool>, Query, description = "Only plan the change: the operation ends with its plan summary and nothing is applied"),
+    ),
+    responses(
+        (status = 202, description = "The upgrade, queued; `Location` is the operation", body = OperationView, headers(("Location" = String, description = "/api/v1/operations/{operationId}"))),
+        (status = 400, description = "Invalid input, a field that cannot change (`errors` lists every one), or `nothing_to_change`", body = ErrorBody),
+        (status = 404, description = "Unknown runtime", body = ErrorBody),
+        (status = 409, description = "An operation is active, the runtime is hibernated, not provisioned, deprovisioned or a preview", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
+    )
+)]
+pub async fn patch_runtime(
+    caller: Caller,
+    id: Result<Path<String>, PathRejection>,
+    query: Result<Query<DryRunQuery>, QueryRejection>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    provisions::patch(Answer::Operation, caller, id, query, headers, body).await
+}
+
+#[utoipa::path(
+    post,
+    tag = "runtimes",
+    path = "/api/v1/runtimes/{id}/hibernate",
+    summary = "Hibernate a runtime",
+    params(("id" = uuid::Uuid, Path, description = "Runtime id")),
+    responses(
+        (status = 202, description = "The hibernation, queued; `Location` is the operation", body = OperationView, headers(("Location" = String, description = "/api/v1/operations/{operationId}"))),
+        (status = 400, description = "The id is not a UUID", body = ErrorBody),
+        (status = 404, description = "Unknown runtime", body = ErrorBody),
+        (status = 409, description = "An operation is active, the runtime is already hibernated, not provisioned, deprovisioned or a preview", body = ErrorBody),
+    )
+)]
+pub async fn hibernate_runtime(caller: Caller, id: Result<Path<String>, PathRejection>) -> ApiResult<Response> {
+    provisions::hibernate(Answer::Operation, caller, id).await
+}
+
+#[utoipa::path(
+    post,
+    tag = "runtimes",
+    path = "/api/v1/runtimes/{id}/wake",
+    summary = "Wake a runtime",
+    params(("id" = uuid::Uuid, Path, description = "Runtime id")),
+    responses(
+        (status = 202, description = "The wake-up, queued; `Location` is the operation", body = OperationView, headers(("Location" = String, description = "/api/v1/operations/{operationId}"))),
+        (status = 400, description = "The id is not a UUID", body = ErrorBody),
+        (status = 404, description = "Unknown runtime", body = ErrorBody),
+        (status = 409, description = "An operation is active, or the runtime is not hibernated, deprovisioned or a preview", body = ErrorBody),
+    )
+)]
+pub async fn wake_runtime(caller: Caller, id: Result<Path<String>, PathRejection>) -> ApiResult<Response> {
+    provisions::wake(Answer::Operation, caller, id).await
+}
+
+#[utoipa::path(
+    delete,
+    tag = "runtimes",
+    path = "/api/v1/runtimes/{id}",
+    summary = "Deprovision a runtime",
+    params(("id" = uuid::Uuid, Path, description = "Runtime id")),
+    responses(
+        (status = 202, description = "The deprovisioning, queued; `Location` is the operation", body = OperationView, headers(("Location" = String, description = "/api/v1/operations/{operationId}"))),
+        (status = 400, description = "The id is not a UUID", body = ErrorBody),
+        (status = 404, description = "Unknown runtime", body = ErrorBody),
+        (status = 409, description = "An operation is active or the runtime is already deprovisioned", body = ErrorBody),
+    )
+)]
+pub async fn delete_runtime(caller: Caller, id: Result<Path<String>, PathRejection>) -> ApiResult<Response> {
+    provisions::delete(Answer::Operation, caller, id).await
 }
