@@ -4,18 +4,67 @@
 use tracing::instrument;
 
 use super::{Conflict, Error, JOB_CACHE_SYNC, Latest, Result, Service, executor_error, operation_in_progress};
-use crate::domain::{Operation, OperationId, OperationType, ProviderVersion, Runtime, RuntimeId, UpgradeClusterInput};
+use crate::domain::{
+    FailureReason, Operation, OperationId, OperationType, ProviderVersion, Runtime, RuntimeId, UpgradeClusterInput,
+};
 use crate::store::{self, Cancel};
 
+/// What a change request led to: a new operation, or, for a repeated request, the operation that already makes
+/// the change or the last one once its target is reached (so a retry after a timeout is answered, not refused).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Requested {
+    /// Queued now (for a cancel: the operation, now ended or being stopped).
+    Queued(Operation),
+    /// The same change, already queued or running.
+    Running(Operation),
+    /// The target is reached and nothing runs: the runtime's last operation (for a cancel: the cancelled one).
+    Done(Operation),
+}
+
+impl Requested {
+    pub fn operation(&self) -> &Operation {
+        match self {
+            Requested::Queued(operation) | Requested::Running(operation) | Requested::Done(operation) => operation,
+        }
+    }
+
+    pub fn into_operation(self) -> Operation {
+        match self {
+            Requested::Queued(operation) | Requested::Running(operation) | Requested::Done(operation) => operation,
+        }
+    }
+}
+
+/// The answer to a repeated request for `operation_type`: that change already active (not a dry run), or, when
+/// nothing is active and the runtime is where the change would take it (`reached`), its last operation.
+fn repeated(status: &Latest, operation_type: OperationType, reached: bool) -> Option<Requested> {
+    let last = &status.last_operation;
+    if last.state.is_active() {
+        let same = last.operation_type == operation_type && !last.dry_run;
+        return same.then(|| Requested::Running(last.clone()));
+    }
+    reached.then(|| Requested::Done(last.clone()))
+}
+
+/// Neither deprovisioned nor a preview.
+fn is_live(runtime: &Runtime) -> bool {
+    runtime.deleted_at.is_none() && !runtime.preview
+}
+
 impl Service {
-    /// Queues the teardown of a runtime. Refused while another operation on it is active.
+    /// Queues the teardown of a runtime. Refused while another operation on it is active; a repeated request
+    /// gets the deprovisioning that runs or ran.
     #[instrument(skip_all, fields(runtime_id = %runtime_id))]
-    pub async fn deprovision_runtime(&self, runtime_id: RuntimeId, requested_by: &str) -> Result<Operation> {
+    pub async fn deprovision_runtime(&self, runtime_id: RuntimeId, requested_by: &str) -> Result<Requested> {
         let status = self.latest(runtime_id).await?;
+        let deleted = status.runtime.deleted_at.is_some();
+        if let Some(repeated) = repeated(&status, OperationType::Deprovision, deleted) {
+            return Ok(repeated);
+        }
         self.check_changeable(&status).await?;
         // The provider that last wrote the cluster's state destroys it, whatever this release pins; a hibernated
         // cluster is destroyed as it is.
-        self.queue_run(&status, OperationType::Deprovision, requested_by).await
+        Ok(Requested::Queued(self.queue_run(&status, OperationType::Deprovision, requested_by).await?))
     }
 
     /// Queues a change of a provisioned cluster: the configuration `upgrade` makes of the one last applied, checked
@@ -57,9 +106,12 @@ impl Service {
     /// Queues the hibernation of a provisioned cluster: every worker pool scaled to zero (a vanilla control plane
     /// stopped too); the configuration keeps the sizes a wake-up restores.
     #[instrument(skip_all, fields(runtime_id = %runtime_id))]
-    pub async fn hibernate_runtime(&self, runtime_id: RuntimeId, requested_by: &str) -> Result<Operation> {
+    pub async fn hibernate_runtime(&self, runtime_id: RuntimeId, requested_by: &str) -> Result<Requested> {
         let status = self.latest(runtime_id).await?;
         let runtime = &status.runtime;
+        if let Some(repeated) = repeated(&status, OperationType::Hibernate, runtime.hibernated && is_live(runtime)) {
+            return Ok(repeated);
+        }
         self.check_changeable(&status).await?;
         if runtime.hibernated {
             return Err(Error::Conflict {
@@ -68,14 +120,19 @@ impl Service {
             });
         }
         self.check_provisioned(runtime, "hibernate").await?;
-        self.queue_run(&status, OperationType::Hibernate, requested_by).await
+        Ok(Requested::Queued(self.queue_run(&status, OperationType::Hibernate, requested_by).await?))
     }
 
     /// Queues the wake-up of a hibernated cluster: back at its configured sizes (a vanilla control plane started,
     /// and the run ends once its API server answers).
     #[instrument(skip_all, fields(runtime_id = %runtime_id))]
-    pub async fn wake_up_runtime(&self, runtime_id: RuntimeId, requested_by: &str) -> Result<Operation> {
+    pub async fn wake_up_runtime(&self, runtime_id: RuntimeId, requested_by: &str) -> Result<Requested> {
         let status = self.latest(runtime_id).await?;
+        let runtime = &status.runtime;
+        let awake = !runtime.hibernated && is_live(runtime) && self.store.was_provisioned(runtime.id).await?;
+        if let Some(repeated) = repeated(&status, OperationType::WakeUp, awake) {
+            return Ok(repeated);
+        }
         self.check_changeable(&status).await?;
         if !status.runtime.hibernated {
             return Err(Error::Conflict {
@@ -83,7 +140,7 @@ impl Service {
                 message: format!("runtime {} is not hibernated; there is nothing to wake up", status.runtime.id),
             });
         }
-        self.queue_run(&status, OperationType::WakeUp, requested_by).await
+        Ok(Requested::Queued(self.queue_run(&status, OperationType::WakeUp, requested_by).await?))
     }
 
     /// A change of a cluster needs a cluster: a provisioning of the runtime succeeded.
@@ -183,21 +240,31 @@ impl Service {
 
     /// Cancels an operation for `requested_by`: a queued one ends at once, `Failed` with reason `cancelled`; a
     /// running one is stopped by the worker that runs it (its Job's pod gets its grace period, in which Terraform
-    /// stops at a safe point and releases the state lock), then it ends the same way. 409 once it has ended.
+    /// stops at a safe point and releases the state lock), then it ends the same way. A repeated cancel gets the
+    /// operation (still being stopped, or cancelled); 409 once it has ended otherwise.
     #[instrument(skip_all, fields(operation_id = %operation_id))]
-    pub async fn cancel_operation(&self, operation_id: OperationId, requested_by: &str) -> Result<Operation> {
+    pub async fn cancel_operation(&self, operation_id: OperationId, requested_by: &str) -> Result<Requested> {
         let id = operation_id.0;
         if self.tenant.is_some() {
             self.visible_operation(operation_id).await?;
         }
         match self.store.cancel_operation(id, requested_by).await? {
-            Cancel::Ended | Cancel::Requested => self.visible_operation(operation_id).await,
-            Cancel::AlreadyEnded(state) => Err(Error::Conflict {
-                conflict: Conflict::AlreadyEnded,
-                message: format!(
-                    "operation {id} has already ended ({state}); only a queued or running one can be cancelled"
-                ),
-            }),
+            Cancel::Ended | Cancel::Requested => Ok(Requested::Queued(self.visible_operation(operation_id).await?)),
+            Cancel::AlreadyEnded(_) => {
+                let operation = self.visible_operation(operation_id).await?;
+                let cancelled =
+                    operation.last_error.as_ref().is_some_and(|error| error.reason == FailureReason::Cancelled);
+                if cancelled {
+                    return Ok(Requested::Done(operation));
+                }
+                Err(Error::Conflict {
+                    conflict: Conflict::AlreadyEnded,
+                    message: format!(
+                        "operation {id} has already ended ({}); only a queued or running one can be cancelled",
+                        operation.state
+                    ),
+                })
+            }
             Cancel::NotFound => Err(Error::NotFound { what: "operation", id: id.to_string() }),
         }
     }

@@ -25,6 +25,7 @@ use crate::domain::tenant::Tenant;
 use crate::executor::Executor;
 pub use crate::store::ArchivedLog;
 use crate::store::Store;
+pub use changes::Requested;
 pub use error::{Conflict, Error, Result};
 use error::{executor_error, operation_in_progress, over_budget, too_many};
 pub use health::ExecutorHealth;

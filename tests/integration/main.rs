@@ -25,6 +25,7 @@ mod playground;
 mod providers;
 mod real_node;
 mod render;
+mod retries;
 mod rolling_update;
 mod runner;
 mod runtime_resource;

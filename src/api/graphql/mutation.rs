@@ -7,7 +7,7 @@ use crate::api::audit::ApiKind;
 use crate::api::authentication::Identity;
 use crate::api::authorization::{Action, Verb};
 use crate::domain::{Operation, ProvisionRequest, UpgradeClusterInput};
-use crate::service::Service;
+use crate::service::{Requested, Service};
 
 pub struct Mutation;
 
@@ -60,45 +60,56 @@ impl Mutation {
     }
 
     /// Scales every worker pool to zero (and stops a vanilla control plane); the configuration is kept for the
-    /// wake-up. A hibernated runtime refuses upgrades until it is woken up; it can be deprovisioned.
+    /// wake-up. A hibernated runtime refuses upgrades until it is woken up; it can be deprovisioned. A repeated
+    /// request returns the hibernation already queued or running, or the last operation once it sleeps.
     async fn hibernate_runtime(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationView> {
         authorize(context, Action::on_runtimes(Verb::Update)).await?;
         let identity = context.data::<Identity>()?;
         let service = service(context);
-        let operation = service.hibernate_runtime(runtime_id(&id)?, &identity.username).await.map_err(graphql_error)?;
-        identity.audit(ApiKind::Graphql, &operation);
-        view(&service, operation).await
+        let change = service.hibernate_runtime(runtime_id(&id)?, &identity.username).await.map_err(graphql_error)?;
+        audit_queued(identity, &change);
+        view(&service, change.into_operation()).await
     }
 
     /// Brings a hibernated cluster back at its configured sizes; a vanilla one ends once its API server answers.
+    /// A repeated request returns the wake-up already queued or running, or the last operation once it is awake.
     async fn wake_up_runtime(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationView> {
         authorize(context, Action::on_runtimes(Verb::Update)).await?;
         let identity = context.data::<Identity>()?;
         let service = service(context);
-        let operation = service.wake_up_runtime(runtime_id(&id)?, &identity.username).await.map_err(graphql_error)?;
-        identity.audit(ApiKind::Graphql, &operation);
-        view(&service, operation).await
+        let change = service.wake_up_runtime(runtime_id(&id)?, &identity.username).await.map_err(graphql_error)?;
+        audit_queued(identity, &change);
+        view(&service, change.into_operation()).await
     }
 
     /// Cancels an operation: a queued one ends at once; a running one is stopped (its Terraform interrupted at a
-    /// safe point) and ends `Failed` with reason `cancelled`. An error once it has ended.
+    /// safe point) and ends `Failed` with reason `cancelled`. A repeated cancel returns the operation; an error
+    /// once it has ended otherwise.
     async fn cancel_operation(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationView> {
         authorize(context, Action::on_runtimes(Verb::Update)).await?;
         let identity = context.data::<Identity>()?;
         let service = service(context);
-        let operation =
-            service.cancel_operation(operation_id(&id)?, &identity.username).await.map_err(graphql_error)?;
-        identity.audit_cancel(ApiKind::Graphql, &operation);
-        view(&service, operation).await
+        let change = service.cancel_operation(operation_id(&id)?, &identity.username).await.map_err(graphql_error)?;
+        if !matches!(change, Requested::Done(_)) {
+            identity.audit_cancel(ApiKind::Graphql, change.operation());
+        }
+        view(&service, change.into_operation()).await
     }
 
-    /// Returns the id of the deprovisioning operation.
+    /// Returns the id of the deprovisioning operation (for a repeated request, of the one queued, running or done).
     async fn deprovision_runtime(&self, context: &Context<'_>, id: String) -> GraphQLResult<String> {
         authorize(context, Action::on_runtimes(Verb::Delete)).await?;
         let identity = context.data::<Identity>()?;
-        let operation =
+        let change =
             service(context).deprovision_runtime(runtime_id(&id)?, &identity.username).await.map_err(graphql_error)?;
-        identity.audit(ApiKind::Graphql, &operation);
-        Ok(operation.id.to_string())
+        audit_queued(identity, &change);
+        Ok(change.operation().id.to_string())
+    }
+}
+
+/// The audit line of an operation queued now; a repeated request changed nothing.
+fn audit_queued(identity: &Identity, change: &Requested) {
+    if let Requested::Queued(operation) = change {
+        identity.audit(ApiKind::Graphql, operation);
     }
 }

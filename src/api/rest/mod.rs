@@ -35,7 +35,7 @@ use super::error::ApiError;
 use super::views::OperationView;
 use crate::domain::Operation;
 use crate::domain::{OperationId, RuntimeId};
-use crate::service::{self, Service};
+use crate::service::{self, Requested, Service};
 
 type ApiResult<T> = Result<T, ApiError>;
 
@@ -66,14 +66,14 @@ enum Answer {
     Operation,
 }
 
-/// 202 with the operation, in `answer`'s shape.
-async fn respond(answer: Answer, service: &Service, operation: Operation) -> ApiResult<Response> {
+/// `status` with the operation, in `answer`'s shape.
+async fn respond(answer: Answer, status: StatusCode, service: &Service, operation: Operation) -> ApiResult<Response> {
     match answer {
-        Answer::Accepted => Ok((StatusCode::ACCEPTED, Json(Accepted::from(&operation))).into_response()),
+        Answer::Accepted => Ok((status, Json(Accepted::from(&operation))).into_response()),
         Answer::Operation => {
             let location = format!("/api/v1/operations/{}", operation.id);
             let view = OperationView::from(service.with_stages(operation).await?);
-            Ok((StatusCode::ACCEPTED, [(header::LOCATION, location)], Json(view)).into_response())
+            Ok((status, [(header::LOCATION, location)], Json(view)).into_response())
         }
     }
 }
@@ -81,7 +81,22 @@ async fn respond(answer: Answer, service: &Service, operation: Operation) -> Api
 /// 202 with an operation just queued for `identity`, after its audit line.
 async fn queued(answer: Answer, identity: &Identity, service: &Service, operation: Operation) -> ApiResult<Response> {
     identity.audit(ApiKind::Rest, &operation);
-    respond(answer, service, operation).await
+    respond(answer, StatusCode::ACCEPTED, service, operation).await
+}
+
+/// What a change request led to: 202 with the operation queued now (after its audit line) or already running
+/// the same change, 200 with the last operation once the target is reached (a retry changes nothing).
+async fn requested(
+    answer: Answer,
+    identity: &Identity,
+    service: &Service,
+    requested: Requested,
+) -> ApiResult<Response> {
+    match requested {
+        Requested::Queued(operation) => queued(answer, identity, service, operation).await,
+        Requested::Running(operation) => respond(answer, StatusCode::ACCEPTED, service, operation).await,
+        Requested::Done(operation) => respond(answer, StatusCode::OK, service, operation).await,
+    }
 }
 
 /// Reads a JSON body within the size limit, refusing other content types with 415.

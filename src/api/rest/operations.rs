@@ -3,6 +3,7 @@
 use axum::Json;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query};
+use axum::http::StatusCode;
 use axum::response::Response;
 
 use super::{
@@ -11,6 +12,7 @@ use super::{
 use crate::api::audit::ApiKind;
 use crate::api::error::ErrorBody;
 use crate::api::views::OperationView;
+use crate::service::Requested;
 
 #[utoipa::path(
     get,
@@ -66,9 +68,10 @@ pub async fn get_operation(
     params(("operationId" = uuid::Uuid, Path, description = "Operation id")),
     responses(
         (status = 202, description = "Cancelled: a queued operation has ended (`failed`, reason `cancelled`); a running one is being stopped and ends the same way", body = Accepted),
+        (status = 200, description = "Already cancelled: the operation, unchanged", body = Accepted),
         (status = 400, description = "The id is not a UUID", body = ErrorBody),
         (status = 404, description = "Unknown operation", body = ErrorBody),
-        (status = 409, description = "The operation has already ended (`already_ended`)", body = ErrorBody),
+        (status = 409, description = "The operation has already ended otherwise (`already_ended`)", body = ErrorBody),
     )
 )]
 pub async fn cancel_operation(
@@ -76,7 +79,13 @@ pub async fn cancel_operation(
     id: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
-    let operation = service.cancel_operation(operation_id(&id)?, &identity.username).await?;
-    identity.audit_cancel(ApiKind::Rest, &operation);
-    respond(Answer::Accepted, &service, operation).await
+    let change = service.cancel_operation(operation_id(&id)?, &identity.username).await?;
+    let status = match &change {
+        Requested::Done(_) => StatusCode::OK,
+        Requested::Queued(operation) | Requested::Running(operation) => {
+            identity.audit_cancel(ApiKind::Rest, operation);
+            StatusCode::ACCEPTED
+        }
+    };
+    respond(Answer::Accepted, status, &service, change.into_operation()).await
 }

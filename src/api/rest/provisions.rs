@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::{
     Accepted, Answer, ApiResult, Caller, DryRunQuery, ProvisionList, ProvisionStatusResponse, dry_run, json_body,
-    path_id, query, queued, respond, runtime_id,
+    path_id, query, queued, requested, respond, runtime_id,
 };
 use crate::api::audit::{ApiKind, AuditEvent};
 use crate::api::error::ErrorBody;
@@ -76,7 +76,7 @@ pub(super) async fn create(
         identity.audit(ApiKind::Rest, &accepted.operation);
     }
     if answer == Answer::Operation {
-        return respond(answer, &service, accepted.operation).await;
+        return respond(answer, StatusCode::ACCEPTED, &service, accepted.operation).await;
     }
     let location = format!("/api/v1/provisions/{}", accepted.operation.runtime_id);
     Ok((StatusCode::ACCEPTED, [(header::LOCATION, location)], Json(Accepted::from(&accepted.operation)))
@@ -229,10 +229,11 @@ pub(super) async fn patch(
     path = "/api/v1/provisions/{id}/hibernate",
     params(("id" = uuid::Uuid, Path, description = "Runtime id")),
     responses(
-        (status = 202, description = "Hibernation queued: every worker pool goes to zero, a vanilla control plane stops", body = Accepted),
+        (status = 202, description = "Hibernation queued (or, for a repeated request, already queued or running): every worker pool goes to zero, a vanilla control plane stops", body = Accepted),
+        (status = 200, description = "Already hibernated: the runtime's last operation, nothing queued", body = Accepted),
         (status = 400, description = "The id is not a UUID", body = ErrorBody),
         (status = 404, description = "Unknown runtime", body = ErrorBody),
-        (status = 409, description = "An operation is active, the runtime is already hibernated, not provisioned, deprovisioned or a preview", body = ErrorBody),
+        (status = 409, description = "Another operation is active, or the runtime is not provisioned, deprovisioned or a preview", body = ErrorBody),
     )
 )]
 pub async fn hibernate_provision(caller: Caller, id: Result<Path<String>, PathRejection>) -> ApiResult<Response> {
@@ -246,8 +247,8 @@ pub(super) async fn hibernate(
     id: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
-    let operation = service.hibernate_runtime(runtime_id(&id)?, &identity.username).await?;
-    queued(answer, &identity, &service, operation).await
+    let change = service.hibernate_runtime(runtime_id(&id)?, &identity.username).await?;
+    requested(answer, &identity, &service, change).await
 }
 
 #[utoipa::path(
@@ -256,10 +257,11 @@ pub(super) async fn hibernate(
     path = "/api/v1/provisions/{id}/wake",
     params(("id" = uuid::Uuid, Path, description = "Runtime id")),
     responses(
-        (status = 202, description = "Wake-up queued: the configured sizes come back (and a vanilla control plane, whose API server the run waits for)", body = Accepted),
+        (status = 202, description = "Wake-up queued (or, for a repeated request, already queued or running): the configured sizes come back (and a vanilla control plane, whose API server the run waits for)", body = Accepted),
+        (status = 200, description = "Already awake: the runtime's last operation, nothing queued", body = Accepted),
         (status = 400, description = "The id is not a UUID", body = ErrorBody),
         (status = 404, description = "Unknown runtime", body = ErrorBody),
-        (status = 409, description = "An operation is active, or the runtime is not hibernated, deprovisioned or a preview", body = ErrorBody),
+        (status = 409, description = "Another operation is active, or the runtime was never provisioned, is deprovisioned or a preview", body = ErrorBody),
     )
 )]
 pub async fn wake_provision(caller: Caller, id: Result<Path<String>, PathRejection>) -> ApiResult<Response> {
@@ -273,8 +275,8 @@ pub(super) async fn wake(
     id: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
-    let operation = service.wake_up_runtime(runtime_id(&id)?, &identity.username).await?;
-    queued(answer, &identity, &service, operation).await
+    let change = service.wake_up_runtime(runtime_id(&id)?, &identity.username).await?;
+    requested(answer, &identity, &service, change).await
 }
 
 #[utoipa::path(
@@ -283,10 +285,11 @@ pub(super) async fn wake(
     path = "/api/v1/provisions/{id}",
     params(("id" = uuid::Uuid, Path, description = "Runtime id")),
     responses(
-        (status = 202, description = "Deprovisioning queued", body = Accepted),
+        (status = 202, description = "Deprovisioning queued (or, for a repeated request, already queued or running)", body = Accepted),
+        (status = 200, description = "Already deprovisioned: its deprovisioning, nothing queued", body = Accepted),
         (status = 400, description = "The id is not a UUID", body = ErrorBody),
         (status = 404, description = "Unknown runtime", body = ErrorBody),
-        (status = 409, description = "An operation is active or the runtime is already deprovisioned", body = ErrorBody),
+        (status = 409, description = "Another operation is active", body = ErrorBody),
     )
 )]
 pub async fn delete_provision(caller: Caller, id: Result<Path<String>, PathRejection>) -> ApiResult<Response> {
@@ -300,6 +303,6 @@ pub(super) async fn delete(
     id: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
-    let operation = service.deprovision_runtime(runtime_id(&id)?, &identity.username).await?;
-    queued(answer, &identity, &service, operation).await
+    let change = service.deprovision_runtime(runtime_id(&id)?, &identity.username).await?;
+    requested(answer, &identity, &service, change).await
 }

@@ -159,10 +159,11 @@ pub async fn patch_runtime(
     summary = "Hibernate a runtime",
     params(("id" = uuid::Uuid, Path, description = "Runtime id")),
     responses(
-        (status = 202, description = "The hibernation, queued; `Location` is the operation", body = OperationView, headers(("Location" = String, description = "/api/v1/operations/{operationId}"))),
+        (status = 202, description = "The hibernation, queued (or, for a repeated request, already queued or running); `Location` is the operation", body = OperationView, headers(("Location" = String, description = "/api/v1/operations/{operationId}"))),
+        (status = 200, description = "Already hibernated: the runtime's last operation, nothing queued", body = OperationView),
         (status = 400, description = "The id is not a UUID", body = ErrorBody),
         (status = 404, description = "Unknown runtime", body = ErrorBody),
-        (status = 409, description = "An operation is active, the runtime is already hibernated, not provisioned, deprovisioned or a preview", body = ErrorBody),
+        (status = 409, description = "Another operation is active, or the runtime is not provisioned, deprovisioned or a preview", body = ErrorBody),
     )
 )]
 pub async fn hibernate_runtime(caller: Caller, id: Result<Path<String>, PathRejection>) -> ApiResult<Response> {
@@ -176,10 +177,11 @@ pub async fn hibernate_runtime(caller: Caller, id: Result<Path<String>, PathReje
     summary = "Wake a runtime",
     params(("id" = uuid::Uuid, Path, description = "Runtime id")),
     responses(
-        (status = 202, description = "The wake-up, queued; `Location` is the operation", body = OperationView, headers(("Location" = String, description = "/api/v1/operations/{operationId}"))),
+        (status = 202, description = "The wake-up, queued (or, for a repeated request, already queued or running); `Location` is the operation", body = OperationView, headers(("Location" = String, description = "/api/v1/operations/{operationId}"))),
+        (status = 200, description = "Already awake: the runtime's last operation, nothing queued", body = OperationView),
         (status = 400, description = "The id is not a UUID", body = ErrorBody),
         (status = 404, description = "Unknown runtime", body = ErrorBody),
-        (status = 409, description = "An operation is active, or the runtime is not hibernated, deprovisioned or a preview", body = ErrorBody),
+        (status = 409, description = "Another operation is active, or the runtime was never provisioned, is deprovisioned or a preview", body = ErrorBody),
     )
 )]
 pub async fn wake_runtime(caller: Caller, id: Result<Path<String>, PathRejection>) -> ApiResult<Response> {
@@ -193,10 +195,11 @@ pub async fn wake_runtime(caller: Caller, id: Result<Path<String>, PathRejection
     summary = "Deprovision a runtime",
     params(("id" = uuid::Uuid, Path, description = "Runtime id")),
     responses(
-        (status = 202, description = "The deprovisioning, queued; `Location` is the operation", body = OperationView, headers(("Location" = String, description = "/api/v1/operations/{operationId}"))),
+        (status = 202, description = "The deprovisioning, queued (or, for a repeated request, already queued or running); `Location` is the operation", body = OperationView, headers(("Location" = String, description = "/api/v1/operations/{operationId}"))),
+        (status = 200, description = "Already deprovisioned: its deprovisioning, nothing queued", body = OperationView),
         (status = 400, description = "The id is not a UUID", body = ErrorBody),
         (status = 404, description = "Unknown runtime", body = ErrorBody),
-        (status = 409, description = "An operation is active or the runtime is already deprovisioned", body = ErrorBody),
+        (status = 409, description = "Another operation is active", body = ErrorBody),
     )
 )]
 pub async fn delete_runtime(caller: Caller, id: Result<Path<String>, PathRejection>) -> ApiResult<Response> {
