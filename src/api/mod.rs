@@ -178,6 +178,7 @@ fn protected_routes(
         .route("/api/v1/operations/{id}", get(rest::get_operation))
         .route("/api/v1/operations/{id}/cancel", post(rest::cancel_operation))
         .route("/api/v1/operations/{id}/logs", get(rest::get_operation_logs))
+        .route("/api/v1/operations/{id}/events", get(rest::get_operation_events))
         .route(
             "/api/v1/provisions/{id}",
             get(rest::get_provision).patch(rest::patch_provision).delete(rest::delete_provision),

@@ -427,6 +427,10 @@ async fn rbac_decides_what_each_caller_may_do() {
     }
     let kubeconfig = format!("{path}/kubeconfig");
     assert_refused(&setup.call("GET", &kubeconfig, None, Some(&reader)).await, StatusCode::FORBIDDEN, "forbidden");
+    let operation_id = created.json()["operationId"].as_str().unwrap().to_owned();
+    let events_with_logs = format!("/api/v1/operations/{operation_id}/events?logs=true");
+    let refused = setup.call("GET", &events_with_logs, None, Some(&reader)).await;
+    assert_refused(&refused, StatusCode::FORBIDDEN, "forbidden");
 
     let query = documents::KUBECONFIG;
     let read = setup.graphql(query, json!({ "id": id }), Some(&reader)).await.json();

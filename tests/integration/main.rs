@@ -12,6 +12,7 @@ mod day_two;
 mod docs;
 mod end_to_end;
 mod engine;
+mod events;
 mod fuzz_api;
 mod gcp_smoke;
 mod generated;

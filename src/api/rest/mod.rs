@@ -1,6 +1,7 @@
 //! REST adapter with the cluster-provisioner's paths. Handlers only translate HTTP to service calls and back;
 //! [`ApiError`] is the one place where errors get their HTTP status and JSON body.
 
+mod events;
 mod logs;
 mod openapi;
 mod operations;
@@ -8,6 +9,7 @@ mod provisions;
 mod runtimes;
 mod views;
 
+pub use events::get_operation_events;
 pub use logs::{get_logs, get_operation_logs};
 pub use openapi::{ApiDoc, OPENAPI_PATH, openapi, openapi_json};
 pub use operations::{cancel_operation, get_operation, list_operations};

@@ -30,6 +30,7 @@ use utoipa::{Modify, OpenApi};
         super::operations::list_operations,
         super::operations::get_operation,
         super::operations::cancel_operation,
+        super::events::get_operation_events,
         crate::api::probes::healthz,
         crate::api::probes::livez,
         crate::api::probes::readyz,
