@@ -138,6 +138,8 @@ pub enum ApiError {
     NoRoute(String),
     /// The path exists, but not with this method.
     MethodNotAllowed(String),
+    /// `If-Match` names another version of the resource than the current one.
+    PreconditionFailed(String),
 }
 
 impl From<ParseRequestError> for ApiError {
@@ -209,6 +211,12 @@ impl IntoResponse for ApiError {
                 "method_not_allowed".to_owned(),
                 format!("{method} is not allowed on this path"),
                 None,
+            ),
+            ApiError::PreconditionFailed(message) => (
+                StatusCode::PRECONDITION_FAILED,
+                "precondition_failed".to_owned(),
+                message,
+                Some("If-Match".to_owned()),
             ),
             ApiError::Service(error) => {
                 let classified = classify(error);

@@ -1,5 +1,6 @@
 //! Reads: runtimes and operations with their stages, the live Job state, pages, and the kubeconfig.
 
+use chrono::{DateTime, Utc};
 use runner_contract::report::kubeconfig_digest;
 
 use super::validation::Invalid;
@@ -83,6 +84,8 @@ pub struct RuntimeQuery<'a> {
     pub include_deleted: bool,
     /// Only previews (`true`) or only runtimes that are none (`false`); both when `None`.
     pub preview: Option<bool>,
+    /// Only those whose record or last operation changed at or after this time.
+    pub updated_since: Option<DateTime<Utc>>,
 }
 
 impl RuntimeQuery<'_> {
@@ -279,6 +282,7 @@ impl Service {
             name: query.name,
             include_deleted: query.include_deleted,
             preview: query.preview,
+            updated_since: query.updated_since,
         };
         let page = self.store.list_runtimes(&filter, after, first).await?;
         let runtimes = page

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 
-use sea_orm::sea_query::Expr;
+use sea_orm::sea_query::{Condition, Expr};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, DbBackend, EntityTrait, IntoActiveModel, JoinType, QueryFilter, QueryOrder,
     QuerySelect, RelationDef, TransactionTrait,
@@ -35,6 +35,8 @@ pub struct RuntimeFilter<'a> {
     pub include_deleted: bool,
     /// Only previews (`true`) or only runtimes that are none (`false`); both when `None`.
     pub preview: Option<bool>,
+    /// Only those whose record or last operation changed at or after this time.
+    pub updated_since: Option<DateTime<Utc>>,
 }
 
 impl Store {
@@ -103,6 +105,12 @@ impl Store {
         }
         if let Some(preview) = filter.preview {
             query = query.filter(runtime::Column::Preview.eq(preview));
+        }
+        if let Some(since) = filter.updated_since {
+            let changed = Condition::any()
+                .add(runtime::Column::UpdatedAt.gte(since))
+                .add(operation::Column::UpdatedAt.gte(since));
+            query = query.filter(changed);
         }
         if let Some(after) = after {
             query = query.filter(runtime::Column::Id.gt(after));

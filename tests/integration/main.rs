@@ -7,6 +7,7 @@ mod api;
 mod auth_client;
 mod authn;
 mod cancel;
+mod change_detection;
 mod chart;
 mod day_two;
 mod docs;

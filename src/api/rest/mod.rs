@@ -1,6 +1,7 @@
 //! REST adapter with the cluster-provisioner's paths. Handlers only translate HTTP to service calls and back;
 //! [`ApiError`] is the one place where errors get their HTTP status and JSON body.
 
+mod conditional;
 mod events;
 mod logs;
 mod openapi;

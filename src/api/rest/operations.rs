@@ -3,11 +3,12 @@
 use axum::Json;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 
 use super::{
-    Accepted, Answer, ApiResult, Caller, OperationList, PageQuery, operation_id, path_id, query, respond, runtime_id,
+    Accepted, Answer, ApiResult, Caller, OperationList, PageQuery, conditional, operation_id, path_id, query, respond,
+    runtime_id,
 };
 use crate::api::audit::ApiKind;
 use crate::api::error::ErrorBody;
@@ -46,9 +47,13 @@ pub async fn list_operations(
     get,
     tag = "operations",
     path = "/api/v1/operations/{operationId}",
-    params(("operationId" = uuid::Uuid, Path, description = "Operation id")),
+    params(
+        ("operationId" = uuid::Uuid, Path, description = "Operation id"),
+        ("If-None-Match" = Option<String>, Header, description = "The `ETag` of an earlier read: 304 while the operation is unchanged"),
+    ),
     responses(
-        (status = 200, description = "The operation with its record and stages", body = OperationView),
+        (status = 200, description = "The operation with its record and stages", body = OperationView, headers(("ETag" = String, description = "This version of the operation"))),
+        (status = 304, description = "Unchanged since the read whose `ETag` If-None-Match names", headers(("ETag" = String))),
         (status = 400, description = "The id is not a UUID", body = ErrorBody),
         (status = 404, description = "Unknown operation", body = ErrorBody),
     )
@@ -56,9 +61,11 @@ pub async fn list_operations(
 pub async fn get_operation(
     Caller { service, .. }: Caller,
     id: Result<Path<String>, PathRejection>,
-) -> ApiResult<Json<OperationView>> {
+    headers: HeaderMap,
+) -> ApiResult<Response> {
     let id = path_id(id)?;
-    Ok(Json(service.operation_status(operation_id(&id)?).await?.into()))
+    let operation = OperationView::from(service.operation_status(operation_id(&id)?).await?);
+    Ok(conditional::tagged(&headers, &operation))
 }
 
 #[utoipa::path(

@@ -8,13 +8,13 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::{
-    Accepted, Answer, ApiResult, Caller, DryRunQuery, ProvisionList, ProvisionStatusResponse, dry_run, json_body,
-    path_id, query, queued, requested, respond, runtime_id,
+    Accepted, Answer, ApiResult, Caller, DryRunQuery, ProvisionList, ProvisionStatusResponse, RuntimeView, conditional,
+    dry_run, json_body, path_id, query, queued, requested, respond, runtime_id,
 };
 use crate::api::audit::{ApiKind, AuditEvent};
 use crate::api::error::ErrorBody;
-use crate::domain::{OperationState, ProvisionRequest, UpgradeClusterInput};
-use crate::service::{self, RuntimeQuery};
+use crate::domain::{OperationState, ProvisionRequest, RuntimeId, UpgradeClusterInput};
+use crate::service::{self, RuntimeQuery, Service};
 
 #[utoipa::path(
     post,
@@ -87,9 +87,13 @@ pub(super) async fn create(
     get,
     tag = "provisions",
     path = "/api/v1/provisions/{id}",
-    params(("id" = uuid::Uuid, Path, description = "Runtime id")),
+    params(
+        ("id" = uuid::Uuid, Path, description = "Runtime id"),
+        ("If-None-Match" = Option<String>, Header, description = "The `ETag` of an earlier read: 304 while it is unchanged"),
+    ),
     responses(
-        (status = 200, description = "Status of the runtime's last operation", body = ProvisionStatusResponse),
+        (status = 200, description = "Status of the runtime's last operation", body = ProvisionStatusResponse, headers(("ETag" = String, description = "This version of the answer, for If-None-Match and If-Match"))),
+        (status = 304, description = "Unchanged since the read whose `ETag` If-None-Match names", headers(("ETag" = String))),
         (status = 400, description = "The id is not a UUID", body = ErrorBody),
         (status = 404, description = "Unknown runtime", body = ErrorBody),
     )
@@ -97,9 +101,25 @@ pub(super) async fn create(
 pub async fn get_provision(
     Caller { service, .. }: Caller,
     id: Result<Path<String>, PathRejection>,
-) -> ApiResult<Json<ProvisionStatusResponse>> {
+    headers: HeaderMap,
+) -> ApiResult<Response> {
     let id = path_id(id)?;
-    Ok(Json(service.runtime_status(runtime_id(&id)?).await?.into()))
+    let status = ProvisionStatusResponse::from(service.runtime_status(runtime_id(&id)?).await?);
+    Ok(conditional::tagged(&headers, &status))
+}
+
+/// Refuses the change (412) when `If-Match` does not name the runtime's current `ETag`: that of its read in
+/// `answer`'s shape (`/api/v1/provisions/{id}` or `/api/v1/runtimes/{id}`). Reads the runtime only when asked.
+async fn check_if_match(answer: Answer, headers: &HeaderMap, service: &Service, id: RuntimeId) -> ApiResult<()> {
+    if !headers.contains_key(header::IF_MATCH) {
+        return Ok(());
+    }
+    let status = service.runtime_status(id).await?;
+    let current = match answer {
+        Answer::Accepted => conditional::entity_tag_of(&ProvisionStatusResponse::from(status)),
+        Answer::Operation => conditional::entity_tag_of(&RuntimeView::from(status)),
+    };
+    conditional::check_if_match(headers, &current)
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -187,9 +207,11 @@ pub async fn get_kubeconfig(
     params(
         ("id" = uuid::Uuid, Path, description = "Runtime id"),
         ("dryRun" = Option<bool>, Query, description = "Only plan the change: the operation ends with its plan summary and nothing is applied"),
+        ("If-Match" = Option<String>, Header, description = "The `ETag` of the read the change is based on: 412 if it changed since"),
     ),
     responses(
         (status = 202, description = "Upgrade queued", body = Accepted),
+        (status = 412, description = "If-Match does not name the current `ETag` (`precondition_failed`)", body = ErrorBody),
         (status = 400, description = "Invalid input, a field that cannot change (`errors` lists every one), or `nothing_to_change`", body = ErrorBody),
         (status = 404, description = "Unknown runtime", body = ErrorBody),
         (status = 409, description = "An operation is active, the runtime is hibernated, not provisioned, deprovisioned or a preview", body = ErrorBody),
@@ -219,7 +241,9 @@ pub(super) async fn patch(
     let dry_run = dry_run(query)?;
     let body: serde_json::Value = json_body(&headers, body).await?;
     let upgrade = service::upgrade_from_json(&body).map_err(service::Error::from)?;
-    let operation = service.upgrade_cluster(runtime_id(&id)?, upgrade, dry_run, &identity.username).await?;
+    let id = runtime_id(&id)?;
+    check_if_match(answer, &headers, &service, id).await?;
+    let operation = service.upgrade_cluster(id, upgrade, dry_run, &identity.username).await?;
     queued(answer, &identity, &service, operation).await
 }
 
@@ -283,8 +307,12 @@ pub(super) async fn wake(
     delete,
     tag = "provisions",
     path = "/api/v1/provisions/{id}",
-    params(("id" = uuid::Uuid, Path, description = "Runtime id")),
+    params(
+        ("id" = uuid::Uuid, Path, description = "Runtime id"),
+        ("If-Match" = Option<String>, Header, description = "The `ETag` of the read the deletion is based on: 412 if it changed since"),
+    ),
     responses(
+        (status = 412, description = "If-Match does not name the current `ETag` (`precondition_failed`)", body = ErrorBody),
         (status = 202, description = "Deprovisioning queued (or, for a repeated request, already queued or running)", body = Accepted),
         (status = 200, description = "Already deprovisioned: its deprovisioning, nothing queued", body = Accepted),
         (status = 400, description = "The id is not a UUID", body = ErrorBody),
@@ -292,8 +320,12 @@ pub(super) async fn wake(
         (status = 409, description = "Another operation is active", body = ErrorBody),
     )
 )]
-pub async fn delete_provision(caller: Caller, id: Result<Path<String>, PathRejection>) -> ApiResult<Response> {
-    delete(Answer::Accepted, caller, id).await
+pub async fn delete_provision(
+    caller: Caller,
+    id: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    delete(Answer::Accepted, caller, id, headers).await
 }
 
 /// Queues a deprovisioning, answered in `answer`'s shape.
@@ -301,8 +333,10 @@ pub(super) async fn delete(
     answer: Answer,
     Caller { identity, service }: Caller,
     id: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let id = path_id(id)?;
-    let change = service.deprovision_runtime(runtime_id(&id)?, &identity.username).await?;
+    let id = runtime_id(&path_id(id)?)?;
+    check_if_match(answer, &headers, &service, id).await?;
+    let change = service.deprovision_runtime(id, &identity.username).await?;
     requested(answer, &identity, &service, change).await
 }

@@ -8,7 +8,10 @@ use axum::extract::{Path, Query};
 use axum::http::HeaderMap;
 use axum::response::Response;
 
-use super::{Answer, ApiResult, Caller, DryRunQuery, RuntimeList, RuntimeView, path_id, provisions, query, runtime_id};
+use super::{
+    Answer, ApiResult, Caller, DryRunQuery, RuntimeList, RuntimeView, conditional, path_id, provisions, query,
+    runtime_id,
+};
 use crate::api::error::ErrorBody;
 use crate::api::views::OperationView;
 use crate::domain::RuntimeState;
@@ -20,9 +23,13 @@ use crate::service::{self, RuntimeQuery};
     tag = "runtimes",
     path = "/api/v1/runtimes/{id}",
     summary = "Read a runtime",
-    params(("id" = uuid::Uuid, Path, description = "Runtime id")),
+    params(
+        ("id" = uuid::Uuid, Path, description = "Runtime id"),
+        ("If-None-Match" = Option<String>, Header, description = "The `ETag` of an earlier read: 304 while the runtime is unchanged"),
+    ),
     responses(
-        (status = 200, description = "The runtime: its configuration, state, conditions and last operation", body = RuntimeView),
+        (status = 200, description = "The runtime: its configuration, state, conditions and last operation", body = RuntimeView, headers(("ETag" = String, description = "This version of the runtime, for If-None-Match and If-Match"))),
+        (status = 304, description = "Unchanged since the read whose `ETag` If-None-Match names", headers(("ETag" = String))),
         (status = 400, description = "The id is not a UUID", body = ErrorBody),
         (status = 404, description = "Unknown runtime", body = ErrorBody),
     )
@@ -30,9 +37,11 @@ use crate::service::{self, RuntimeQuery};
 pub async fn get_runtime(
     Caller { service, .. }: Caller,
     id: Result<Path<String>, PathRejection>,
-) -> ApiResult<Json<RuntimeView>> {
+    headers: HeaderMap,
+) -> ApiResult<Response> {
     let id = path_id(id)?;
-    Ok(Json(service.runtime_status(runtime_id(&id)?).await?.into()))
+    let runtime = RuntimeView::from(service.runtime_status(runtime_id(&id)?).await?);
+    Ok(conditional::tagged(&headers, &runtime))
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -45,6 +54,7 @@ pub struct RuntimeListQuery {
     include_deleted: bool,
     #[serde(default)]
     preview: bool,
+    updated_since: Option<chrono::DateTime<chrono::Utc>>,
     first: Option<i32>,
     after: Option<String>,
 }
@@ -69,6 +79,7 @@ fn runtime_state(state: &str) -> ApiResult<RuntimeState> {
         ("label" = Option<String>, Query, description = "Only runtimes with this label, as `key=value`"),
         ("includeDeleted" = Option<bool>, Query, description = "Deprovisioned runtimes too (left out by default)"),
         ("preview" = Option<bool>, Query, description = "Only previews, the runtimes of dry-run provisionings (left out by default)"),
+        ("updatedSince" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "Only the runtimes whose record or last operation changed at or after this time (RFC 3339)"),
         ("first" = Option<i32>, Query, minimum = 1, maximum = 100, description = "Page size (20 when left out)"),
         ("after" = Option<String>, Query, description = "`nextCursor` of the previous page"),
     ),
@@ -90,6 +101,7 @@ pub async fn list_runtimes(
         name: list.name.as_deref(),
         include_deleted: list.include_deleted,
         preview: Some(list.preview),
+        updated_since: list.updated_since,
     };
     let page = service.runtimes(query, list.after.as_deref(), list.first).await?;
     let next_cursor = page.has_next_page.then(|| page.items.last().map(|last| last.runtime.id.to_string())).flatten();
@@ -133,8 +145,10 @@ pub async fn create_runtime(
     params(
         ("id" = uuid::Uuid, Path, description = "Runtime id"),
         ("dryRun" = Option<bool>, Query, description = "Only plan the change: the operation ends with its plan summary and nothing is applied"),
+        ("If-Match" = Option<String>, Header, description = "The `ETag` of the read the change is based on: 412 if the runtime changed since"),
     ),
     responses(
+        (status = 412, description = "If-Match does not name the runtime's current `ETag` (`precondition_failed`)", body = ErrorBody),
         (status = 202, description = "The upgrade, queued; `Location` is the operation", body = OperationView, headers(("Location" = String, description = "/api/v1/operations/{operationId}"))),
         (status = 400, description = "Invalid input, a field that cannot change (`errors` lists every one), or `nothing_to_change`", body = ErrorBody),
         (status = 404, description = "Unknown runtime", body = ErrorBody),
@@ -193,8 +207,12 @@ pub async fn wake_runtime(caller: Caller, id: Result<Path<String>, PathRejection
     tag = "runtimes",
     path = "/api/v1/runtimes/{id}",
     summary = "Deprovision a runtime",
-    params(("id" = uuid::Uuid, Path, description = "Runtime id")),
+    params(
+        ("id" = uuid::Uuid, Path, description = "Runtime id"),
+        ("If-Match" = Option<String>, Header, description = "The `ETag` of the read the deletion is based on: 412 if the runtime changed since"),
+    ),
     responses(
+        (status = 412, description = "If-Match does not name the runtime's current `ETag` (`precondition_failed`)", body = ErrorBody),
         (status = 202, description = "The deprovisioning, queued (or, for a repeated request, already queued or running); `Location` is the operation", body = OperationView, headers(("Location" = String, description = "/api/v1/operations/{operationId}"))),
         (status = 200, description = "Already deprovisioned: its deprovisioning, nothing queued", body = OperationView),
         (status = 400, description = "The id is not a UUID", body = ErrorBody),
@@ -202,6 +220,10 @@ pub async fn wake_runtime(caller: Caller, id: Result<Path<String>, PathRejection
         (status = 409, description = "Another operation is active", body = ErrorBody),
     )
 )]
-pub async fn delete_runtime(caller: Caller, id: Result<Path<String>, PathRejection>) -> ApiResult<Response> {
-    provisions::delete(Answer::Operation, caller, id).await
+pub async fn delete_runtime(
+    caller: Caller,
+    id: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    provisions::delete(Answer::Operation, caller, id, headers).await
 }
