@@ -13,11 +13,17 @@ use super::error::ApiError;
 
 /// Whether the body is declared as `application/json` (parameters such as `charset` allowed).
 pub fn is_json(headers: &HeaderMap) -> bool {
+    is_media_type(headers, "application/json")
+}
+
+/// Whether the body is declared as `media_type` (parameters such as `charset` allowed). Neither JSON type is one
+/// a page of another site may send without a CORS preflight.
+pub fn is_media_type(headers: &HeaderMap, media_type: &str) -> bool {
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.split(';').next())
-        .is_some_and(|media_type| media_type.trim().eq_ignore_ascii_case("application/json"))
+        .is_some_and(|declared| declared.trim().eq_ignore_ascii_case(media_type))
 }
 
 /// An `Origin` other than the request's own host (a page of another site, or an opaque `null` origin).

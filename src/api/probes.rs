@@ -17,6 +17,7 @@ use crate::service::ExecutorHealth;
     get,
     tag = "health",
     path = "/livez",
+    summary = "Liveness",
     security(()),
     responses((status = 200, description = "The process is serving", body = Liveness))
 )]
@@ -36,6 +37,7 @@ pub struct Liveness {
     get,
     tag = "health",
     path = "/readyz",
+    summary = "Readiness",
     security(()),
     responses(
         (status = 200, description = "Ready", body = Health),
@@ -54,6 +56,7 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
     get,
     tag = "health",
     path = "/healthz",
+    summary = "Health of the service and its dependencies",
     security(()),
     responses(
         (status = 200, description = "Healthy", body = Health),
@@ -128,6 +131,7 @@ async fn health(state: &AppState) -> Health {
     get,
     tag = "health",
     path = "/version",
+    summary = "The running version",
     security(()),
     responses((status = 200, description = "The running build", body = Version))
 )]

@@ -7,7 +7,10 @@ use chrono::{DateTime, Utc};
 use serde::{Serialize, Serializer};
 use utoipa::ToSchema;
 
-use crate::domain::{FailureReason, LastError, Operation, OperationState, OperationType, PlanSummary, StageEntry};
+use crate::domain::run::Stage;
+use crate::domain::{
+    Component, FailureReason, LastError, Operation, OperationState, OperationType, PlanSummary, StageEntry,
+};
 use crate::service::{self, HibernationStatus, OperationWithStages};
 
 /// The seed's words for an operation's state, one to one with GraphQL's `OperationState`.
@@ -76,6 +79,26 @@ impl OperationOutcome {
     }
 }
 
+/// The OpenAPI document lists these closed sets as enums of their `as_str()` spellings, the values both APIs show.
+macro_rules! openapi_enum {
+    ($($name:ty),+ $(,)?) => {
+        $(
+            impl utoipa::PartialSchema for $name {
+                fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                    utoipa::openapi::ObjectBuilder::new()
+                        .schema_type(utoipa::openapi::schema::Type::String)
+                        .enum_values(Some(<$name>::ALL.iter().map(|value| value.as_str())))
+                        .into()
+                }
+            }
+
+            impl utoipa::ToSchema for $name {}
+        )+
+    };
+}
+
+openapi_enum!(Stage, FailureReason, Component);
+
 fn as_provision_status<S: Serializer>(state: &OperationState, serializer: S) -> Result<S::Ok, S::Error> {
     ProvisionStatus::from(*state).serialize(serializer)
 }
@@ -108,6 +131,7 @@ pub struct OperationView {
     #[schema(value_type = ProvisionStatus)]
     state: OperationState,
     /// The step the operation is at (for example `Queued`).
+    #[schema(value_type = Stage)]
     stage: String,
     message: String,
     /// The error of its last attempt: while it runs, that of a step being retried (see `retrying`); once it
@@ -144,6 +168,7 @@ pub struct OperationView {
 #[schema(as = StageRecord)]
 #[graphql(name = "StageEntry")]
 pub struct StageView {
+    #[schema(value_type = Stage)]
     stage: String,
     entered_at: DateTime<Utc>,
 }

@@ -393,10 +393,8 @@ impl Runtime {
 pub struct LastError {
     pub err_message: String,
     #[graphql(skip)]
-    #[schema(value_type = String)]
     pub reason: FailureReason,
     #[graphql(skip)]
-    #[schema(value_type = String)]
     pub component: Component,
 }
 

@@ -87,3 +87,41 @@ fn the_openapi_document_is_served_and_names_every_path() {
     assert!(runtime["patch"]["requestBody"].is_object(), "the upgrade is PATCH on the runtime: {runtime}");
     assert!(document["components"]["schemas"]["UpgradeClusterInput"].is_object());
 }
+
+/// The OpenAPI document tells a client what it needs to generate code: every operation has a tag and a summary,
+/// the closed sets (stage, failure reason, component, runtime state, condition fields) are enums of the values
+/// the server sends, and PATCH takes a JSON merge patch.
+#[test]
+fn the_openapi_document_has_tags_summaries_and_enums() {
+    let document: serde_json::Value = serde_json::from_str(&provisioner::api::rest::openapi_json()).unwrap();
+    for (path, operations) in document["paths"].as_object().unwrap() {
+        for (method, operation) in operations.as_object().unwrap() {
+            assert!(operation["tags"].as_array().is_some_and(|tags| !tags.is_empty()), "{method} {path}: no tag");
+            assert!(
+                operation["summary"].as_str().is_some_and(|summary| !summary.is_empty()),
+                "{method} {path}: no summary"
+            );
+        }
+    }
+    let schemas = &document["components"]["schemas"];
+    let values = |name: &str| -> Vec<String> {
+        let values = schemas[name]["enum"].as_array().unwrap_or_else(|| panic!("{name} is no enum: {}", schemas[name]));
+        values.iter().map(|value| value.as_str().unwrap().to_owned()).collect()
+    };
+    assert!(values("Stage").iter().any(|stage| stage == "WaitForJob"));
+    assert!(values("FailureReason").iter().any(|reason| reason == "destructive_plan"));
+    assert_eq!(
+        values("Component"),
+        ["provisioner", "kubernetes", "auth-service", "database", "renderer", "terraform-runner"]
+    );
+    assert_eq!(values("RuntimeState").len(), 8);
+    for name in ["ConditionType", "ConditionStatus", "ConditionReason", "OperationOutcome"] {
+        assert!(!values(name).is_empty(), "{name}");
+    }
+    let stage = &schemas["OperationRecord"]["properties"]["stage"]["$ref"];
+    assert_eq!(stage, "#/components/schemas/Stage");
+    for path in ["/api/v1/provisions/{id}", "/api/v1/runtimes/{id}"] {
+        let content = &document["paths"][path]["patch"]["requestBody"]["content"];
+        assert!(content["application/merge-patch+json"].is_object(), "{path}: {content}");
+    }
+}

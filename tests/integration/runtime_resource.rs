@@ -12,6 +12,7 @@ on_both_databases!(
     lists_leave_out_deprovisioned_runtimes_and_previews_unless_asked,
     a_list_filtered_by_state_holds_exactly_the_runtimes_that_show_it,
     changes_of_a_runtime_answer_with_their_operation_which_says_whether_and_how_it_ended,
+    a_patch_is_a_json_merge_patch_and_a_runtimes_logs_are_never_silently_a_snapshot,
 );
 
 /// Every state a runtime shows.
@@ -342,4 +343,28 @@ async fn changes_of_a_runtime_answer_with_their_operation_which_says_whether_and
     let seed = seed.json();
     assert_eq!(seed_location, format!("/api/v1/provisions/{}", seed["id"].as_str().unwrap()));
     assert_eq!(seed.as_object().unwrap().len(), 5, "{seed}");
+}
+
+/// What the OpenAPI document promises: PATCH takes `application/merge-patch+json` as well as JSON (and nothing
+/// else), and `follow` on a runtime's logs is refused, naming it, rather than answered with a snapshot.
+async fn a_patch_is_a_json_merge_patch_and_a_runtimes_logs_are_never_silently_a_snapshot(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let id = app.provisioned(&eks_body("merge-patched")).await;
+    let patch = |path: String, content_type: &'static str| {
+        let request = axum::http::Request::builder()
+            .method("PATCH")
+            .uri(path)
+            .header("content-type", content_type)
+            .body(axum::body::Body::from(r#"{"workerPool": {"maxSize": 8}}"#))
+            .unwrap();
+        test_support::call(&app.app.router, request)
+    };
+    let refused = patch(format!("/api/v1/runtimes/{id}"), "text/plain").await;
+    assert_eq!(refused.status, StatusCode::UNSUPPORTED_MEDIA_TYPE, "{}", refused.text);
+    let accepted = patch(format!("/api/v1/runtimes/{id}"), "application/merge-patch+json").await;
+    assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
+    assert_eq!(accepted.json()["operation"], "upgrade");
+
+    let follow = app.get(&format!("/api/v1/provisions/{id}/logs?follow=true")).await;
+    assert_eq!((follow.status, follow.json()["error"]["field"].as_str()), (StatusCode::BAD_REQUEST, Some("follow")));
 }

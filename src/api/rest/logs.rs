@@ -18,14 +18,16 @@ use crate::service;
     get,
     tag = "logs",
     path = "/api/v1/provisions/{id}/logs",
+    summary = "Read the logs of a runtime's operation",
     params(
         ("id" = uuid::Uuid, Path, description = "Runtime id"),
         ("operationId" = Option<uuid::Uuid>, Query, description = "One of the runtime's operations (default: its last)"),
         ("tailLines" = Option<i64>, Query, minimum = 1, description = "Only the last lines of each container"),
+        ("follow" = Option<bool>, Query, description = "Refused here (400): an operation's log is followed at `/api/v1/operations/{operationId}/logs?follow=true`"),
     ),
     responses(
         (status = 200, description = "Logs of the `init` and `terraform-runner` containers of the operation's run: kept in the database once it ended, from its pod while it runs", body = String, content_type = "text/plain"),
-        (status = 400, description = "An id is not a UUID, or `tailLines` is not a positive number", body = ErrorBody),
+        (status = 400, description = "An id is not a UUID, `tailLines` is not a positive number, or `follow=true`", body = ErrorBody),
         (status = 404, description = "Unknown runtime, or the operation is not one of its own", body = ErrorBody),
         (status = 409, description = "No runner pod exists yet, or the run ended without one (`no_runner_pod`)", body = ErrorBody),
     )
@@ -37,6 +39,14 @@ pub async fn get_logs(
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
     let query = logs_query(query)?;
+    if query.follow == Some(true) {
+        return Err(ApiError::MalformedBody {
+            field: Some("follow".into()),
+            message: "a runtime's logs are a snapshot: follow an operation's log at \
+                      /api/v1/operations/{operationId}/logs?follow=true"
+                .into(),
+        });
+    }
     let budget = service.log_budget();
     let logs = service.logs(runtime_id(&id)?, query_operation_id(&query)?, query.tail_lines, &budget).await?;
     identity.audit_read(ApiKind::Rest, AuditEvent::LogsRead, &id, query.operation_id.as_deref());
@@ -47,6 +57,7 @@ pub async fn get_logs(
     get,
     tag = "logs",
     path = "/api/v1/operations/{operationId}/logs",
+    summary = "Read or follow an operation's logs",
     params(
         ("operationId" = uuid::Uuid, Path, description = "Operation id"),
         ("tailLines" = Option<i64>, Query, minimum = 1, description = "Only the last lines of each container"),

@@ -107,6 +107,19 @@ async fn json_body<T: serde::de::DeserializeOwned>(headers: &HeaderMap, body: Bo
     if !browser_guard::is_json(headers) {
         return Err(ApiError::UnsupportedMediaType);
     }
+    read_json(body).await
+}
+
+/// Reads a PATCH body: JSON, or a JSON merge patch (RFC 7396, `application/merge-patch+json`), which the upgrade
+/// body already is; other content types get 415.
+async fn merge_patch_body<T: serde::de::DeserializeOwned>(headers: &HeaderMap, body: Body) -> ApiResult<T> {
+    if !browser_guard::is_json(headers) && !browser_guard::is_media_type(headers, "application/merge-patch+json") {
+        return Err(ApiError::UnsupportedMediaType);
+    }
+    read_json(body).await
+}
+
+async fn read_json<T: serde::de::DeserializeOwned>(body: Body) -> ApiResult<T> {
     // The body limit layer (`limit_body` in api/mod.rs) has already read the whole body within the limit.
     let bytes = axum::body::to_bytes(body, usize::MAX)
         .await

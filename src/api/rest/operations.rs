@@ -19,6 +19,7 @@ use crate::service::Requested;
     get,
     tag = "operations",
     path = "/api/v1/provisions/{id}/operations",
+    summary = "List a runtime's operations",
     params(
         ("id" = uuid::Uuid, Path, description = "Runtime id"),
         ("first" = Option<i32>, Query, minimum = 1, maximum = 100, description = "Page size (20 when left out)"),
@@ -47,6 +48,7 @@ pub async fn list_operations(
     get,
     tag = "operations",
     path = "/api/v1/operations/{operationId}",
+    summary = "Read an operation",
     params(
         ("operationId" = uuid::Uuid, Path, description = "Operation id"),
         ("If-None-Match" = Option<String>, Header, description = "The `ETag` of an earlier read: 304 while the operation is unchanged"),
@@ -72,6 +74,7 @@ pub async fn get_operation(
     post,
     tag = "operations",
     path = "/api/v1/operations/{operationId}/cancel",
+    summary = "Cancel an operation",
     params(("operationId" = uuid::Uuid, Path, description = "Operation id")),
     responses(
         (status = 202, description = "Cancelled: a queued operation has ended (`failed`, reason `cancelled`); a running one is being stopped and ends the same way", body = Accepted),

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::{
     Accepted, Answer, ApiResult, Caller, DryRunQuery, ProvisionList, ProvisionStatusResponse, RuntimeView, conditional,
-    dry_run, json_body, path_id, query, queued, requested, respond, runtime_id,
+    dry_run, json_body, merge_patch_body, path_id, query, queued, requested, respond, runtime_id,
 };
 use crate::api::audit::{ApiKind, AuditEvent};
 use crate::api::error::ErrorBody;
@@ -20,6 +20,7 @@ use crate::service::{self, RuntimeQuery, Service};
     post,
     tag = "provisions",
     path = "/api/v1/provisions",
+    summary = "Create a runtime (the seed's answer)",
     request_body(content = ProvisionRequest, example = json!({
         "runtimeInput": {"name": "demo", "description": "first cluster", "labels": {"team": "platform"}},
         "clusterConfig": {
@@ -87,6 +88,7 @@ pub(super) async fn create(
     get,
     tag = "provisions",
     path = "/api/v1/provisions/{id}",
+    summary = "Read a runtime's last operation (the seed's shape)",
     params(
         ("id" = uuid::Uuid, Path, description = "Runtime id"),
         ("If-None-Match" = Option<String>, Header, description = "The `ETag` of an earlier read: 304 while it is unchanged"),
@@ -150,6 +152,7 @@ fn operation_state(status: &str) -> ApiResult<OperationState> {
     get,
     tag = "provisions",
     path = "/api/v1/provisions",
+    summary = "List runtimes in the seed's shape",
     params(
         ("status" = Option<String>, Query, description = "Only runtimes whose last operation is `queued`, `running`, `succeeded` or `failed`"),
         ("label" = Option<String>, Query, description = "Only runtimes with this label, as `key=value`"),
@@ -179,6 +182,7 @@ pub async fn list_provisions(
     get,
     tag = "provisions",
     path = "/api/v1/provisions/{id}/kubeconfig",
+    summary = "Read a runtime's kubeconfig",
     params(("id" = uuid::Uuid, Path, description = "Runtime id")),
     responses(
         (status = 200, description = "The kubeconfig", body = String, content_type = "application/yaml"),
@@ -201,9 +205,13 @@ pub async fn get_kubeconfig(
     patch,
     tag = "provisions",
     path = "/api/v1/provisions/{id}",
-    request_body(content = UpgradeClusterInput, content_type = "application/json", description = "The changeable part of `clusterConfig` (JSON merge semantics: what is left out stays)", example = json!({
+    summary = "Upgrade a runtime (the seed's answer)",
+    request_body(description = "The changeable part of `clusterConfig`, as a JSON merge patch (RFC 7396: what is left out stays)", content(
+        (UpgradeClusterInput = "application/json", example = json!({
         "kubernetesVersion": "1.35", "workerPool": {"maxSize": 5}
     })),
+        (UpgradeClusterInput = "application/merge-patch+json"),
+    )),
     params(
         ("id" = uuid::Uuid, Path, description = "Runtime id"),
         ("dryRun" = Option<bool>, Query, description = "Only plan the change: the operation ends with its plan summary and nothing is applied"),
@@ -215,7 +223,7 @@ pub async fn get_kubeconfig(
         (status = 400, description = "Invalid input, a field that cannot change (`errors` lists every one), or `nothing_to_change`", body = ErrorBody),
         (status = 404, description = "Unknown runtime", body = ErrorBody),
         (status = 409, description = "An operation is active, the runtime is hibernated, not provisioned, deprovisioned or a preview", body = ErrorBody),
-        (status = 415, description = "Not JSON", body = ErrorBody),
+        (status = 415, description = "Neither `application/json` nor `application/merge-patch+json`", body = ErrorBody),
     )
 )]
 pub async fn patch_provision(
@@ -239,7 +247,7 @@ pub(super) async fn patch(
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
     let dry_run = dry_run(query)?;
-    let body: serde_json::Value = json_body(&headers, body).await?;
+    let body: serde_json::Value = merge_patch_body(&headers, body).await?;
     let upgrade = service::upgrade_from_json(&body).map_err(service::Error::from)?;
     let id = runtime_id(&id)?;
     check_if_match(answer, &headers, &service, id).await?;
@@ -251,6 +259,7 @@ pub(super) async fn patch(
     post,
     tag = "provisions",
     path = "/api/v1/provisions/{id}/hibernate",
+    summary = "Hibernate a runtime (the seed's answer)",
     params(("id" = uuid::Uuid, Path, description = "Runtime id")),
     responses(
         (status = 202, description = "Hibernation queued (or, for a repeated request, already queued or running): every worker pool goes to zero, a vanilla control plane stops", body = Accepted),
@@ -279,6 +288,7 @@ pub(super) async fn hibernate(
     post,
     tag = "provisions",
     path = "/api/v1/provisions/{id}/wake",
+    summary = "Wake a runtime (the seed's answer)",
     params(("id" = uuid::Uuid, Path, description = "Runtime id")),
     responses(
         (status = 202, description = "Wake-up queued (or, for a repeated request, already queued or running): the configured sizes come back (and a vanilla control plane, whose API server the run waits for)", body = Accepted),
@@ -307,6 +317,7 @@ pub(super) async fn wake(
     delete,
     tag = "provisions",
     path = "/api/v1/provisions/{id}",
+    summary = "Deprovision a runtime (the seed's answer)",
     params(
         ("id" = uuid::Uuid, Path, description = "Runtime id"),
         ("If-Match" = Option<String>, Header, description = "The `ETag` of the read the deletion is based on: 412 if it changed since"),

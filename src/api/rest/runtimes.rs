@@ -141,7 +141,10 @@ pub async fn create_runtime(
     tag = "runtimes",
     path = "/api/v1/runtimes/{id}",
     summary = "Upgrade a runtime",
-    request_body(content = UpgradeClusterInput, content_type = "application/json", description = "The changeable part of `clusterConfig` (JSON merge semantics: what is left out stays)"),
+    request_body(description = "The changeable part of `clusterConfig`, as a JSON merge patch (RFC 7396: what is left out stays)", content(
+        (UpgradeClusterInput = "application/json"),
+        (UpgradeClusterInput = "application/merge-patch+json"),
+    )),
     params(
         ("id" = uuid::Uuid, Path, description = "Runtime id"),
         ("dryRun" = Option<bool>, Query, description = "Only plan the change: the operation ends with its plan summary and nothing is applied"),
@@ -153,7 +156,7 @@ pub async fn create_runtime(
         (status = 400, description = "Invalid input, a field that cannot change (`errors` lists every one), or `nothing_to_change`", body = ErrorBody),
         (status = 404, description = "Unknown runtime", body = ErrorBody),
         (status = 409, description = "An operation is active, the runtime is hibernated, not provisioned, deprovisioned or a preview", body = ErrorBody),
-        (status = 415, description = "Not JSON", body = ErrorBody),
+        (status = 415, description = "Neither `application/json` nor `application/merge-patch+json`", body = ErrorBody),
     )
 )]
 pub async fn patch_runtime(

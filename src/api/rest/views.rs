@@ -43,6 +43,7 @@ pub struct ProvisionStatusResponse {
     operation_id: String,
     operation: OperationKind,
     status: ProvisionStatus,
+    #[schema(value_type = crate::domain::run::Stage)]
     stage: String,
     message: String,
     last_error: Option<LastError>,
