@@ -13,8 +13,12 @@ use utoipa::ToSchema;
 use crate::domain::Component;
 use crate::service;
 
-/// When a caller refused a stream should try again.
+/// When a caller refused a stream should try again: streams are long-lived, a place frees when one closes.
 const STREAM_RETRY_AFTER_SECONDS: &str = "10";
+/// When a caller turned away by the concurrency limit should try again: requests end quickly.
+const OVERLOADED_RETRY_AFTER_SECONDS: &str = "1";
+/// When a caller answered 503 (a dependency down, or out of time) should try again.
+pub const UNAVAILABLE_RETRY_AFTER_SECONDS: &str = "5";
 
 /// A service error as both APIs present it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -159,6 +163,7 @@ impl From<service::Error> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let overloaded = matches!(self, ApiError::Overloaded);
         let mut component = None;
         let mut errors = Vec::new();
         let (status, code, message, field) = match self {
@@ -192,7 +197,7 @@ impl IntoResponse for ApiError {
                 (StatusCode::SERVICE_UNAVAILABLE, "unavailable".to_owned(), message, None)
             }
             ApiError::Overloaded => (
-                StatusCode::SERVICE_UNAVAILABLE,
+                StatusCode::TOO_MANY_REQUESTS,
                 "overloaded".to_owned(),
                 "too many requests at once: retry shortly".to_owned(),
                 None,
@@ -233,9 +238,14 @@ impl IntoResponse for ApiError {
             // RFC 6750: names the scheme the client has to use.
             response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
-        if status == StatusCode::TOO_MANY_REQUESTS {
-            // Streams are long-lived: a place frees when one closes, not at once.
-            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static(STREAM_RETRY_AFTER_SECONDS));
+        let retry_after = match (status, overloaded) {
+            (StatusCode::TOO_MANY_REQUESTS, true) => Some(OVERLOADED_RETRY_AFTER_SECONDS),
+            (StatusCode::TOO_MANY_REQUESTS, false) => Some(STREAM_RETRY_AFTER_SECONDS),
+            (StatusCode::SERVICE_UNAVAILABLE, _) => Some(UNAVAILABLE_RETRY_AFTER_SECONDS),
+            _ => None,
+        };
+        if let Some(seconds) = retry_after {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static(seconds));
         }
         response
     }

@@ -2,7 +2,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -88,8 +88,11 @@ pub struct Health {
 
 impl IntoResponse for Health {
     fn into_response(self) -> Response {
-        let status = if self.status == "ok" { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-        (status, Json(self)).into_response()
+        if self.status == "ok" {
+            return (StatusCode::OK, Json(self)).into_response();
+        }
+        let retry_after = [(header::RETRY_AFTER, crate::api::error::UNAVAILABLE_RETRY_AFTER_SECONDS)];
+        (StatusCode::SERVICE_UNAVAILABLE, retry_after, Json(self)).into_response()
     }
 }
 

@@ -210,7 +210,7 @@ pub(super) struct Variables {
     /// cached.
     #[serde(deserialize_with = "duration", serialize_with = "help::duration")]
     pub(super) app_websocket_reauthentication_interval: Duration,
-    /// Requests served at once; more answer 503 `overloaded` at once.
+    /// Requests served at once; more answer 429 `overloaded` at once (with `Retry-After`).
     #[serde(deserialize_with = "parsed")]
     pub(super) app_max_concurrent_requests: usize,
     /// After SIGTERM, how long `/readyz` answers 503 `draining` while everything else still serves; then requests

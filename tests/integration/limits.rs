@@ -70,11 +70,12 @@ async fn a_request_over_the_time_limit_answers_503() {
     .await
     .expect("the service answers by itself");
     assert_error(&answer, StatusCode::SERVICE_UNAVAILABLE, "timeout");
+    assert_eq!(answer.headers["retry-after"], "5", "every 503 says when to try again");
     assert!(answer.json()["error"]["message"].as_str().unwrap().contains("300ms"), "{}", answer.text);
 }
 
 #[tokio::test]
-async fn a_request_over_the_concurrency_limit_answers_503_at_once() {
+async fn a_request_over_the_concurrency_limit_answers_429_at_once() {
     let app = app_with(&[("APP_MAX_CONCURRENT_REQUESTS", "2")]).await;
     let (started, mut running) = mpsc::unbounded_channel();
     let in_flight: Vec<_> = (0..2)
@@ -90,7 +91,8 @@ async fn a_request_over_the_concurrency_limit_answers_503_at_once() {
 
     let limited = "/api/v1/provisions";
     let answer = tokio::time::timeout(Duration::from_secs(5), app.get(limited)).await.expect("answered at once");
-    assert_error(&answer, StatusCode::SERVICE_UNAVAILABLE, "overloaded");
+    assert_error(&answer, StatusCode::TOO_MANY_REQUESTS, "overloaded");
+    assert_eq!(answer.headers["retry-after"], "1", "overloaded: try again shortly");
     // The probes are outside the limit.
     for probe in ["/livez", "/readyz", "/healthz"] {
         assert_eq!(app.get(probe).await.status, StatusCode::OK, "{probe}");

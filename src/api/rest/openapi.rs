@@ -2,6 +2,8 @@
 
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
+use utoipa::openapi::header::HeaderBuilder;
+use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
@@ -68,6 +70,35 @@ impl Modify for BearerToken {
                 for (status, description) in refusals {
                     let body = ContentBuilder::new().schema(Some(Ref::from_schema_name("ErrorBody"))).build();
                     let response = ResponseBuilder::new().description(description).content("application/json", body);
+                    operation.responses.responses.entry(status.to_owned()).or_insert(response.build().into());
+                }
+            }
+        }
+
+        // Every operation can be turned away by the request limits, or find a dependency down: listed here once.
+        let limits = [
+            (
+                "429",
+                "More requests at once than APP_MAX_CONCURRENT_REQUESTS (`overloaded`); try again after `Retry-After`",
+            ),
+            (
+                "503",
+                "A dependency did not answer (`unavailable`, with its `component`) or the request ran out of time (`timeout`); try again after `Retry-After`",
+            ),
+        ];
+        for item in openapi.paths.paths.values_mut() {
+            let operations = [&mut item.get, &mut item.post, &mut item.put, &mut item.patch, &mut item.delete];
+            for operation in operations.into_iter().flatten() {
+                for (status, description) in limits {
+                    let body = ContentBuilder::new().schema(Some(Ref::from_schema_name("ErrorBody"))).build();
+                    let retry_after = HeaderBuilder::new()
+                        .schema(ObjectBuilder::new().schema_type(Type::Integer))
+                        .description(Some("Seconds to wait before trying again"))
+                        .build();
+                    let response = ResponseBuilder::new()
+                        .description(description)
+                        .header("Retry-After", retry_after)
+                        .content("application/json", body);
                     operation.responses.responses.entry(status.to_owned()).or_insert(response.build().into());
                 }
             }
