@@ -263,16 +263,7 @@ async fn idempotency_key_replays_the_first_answer(backend: Backend) {
     assert_eq!(reused.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", reused.text);
     assert_eq!(reused.json()["error"]["field"], "Idempotency-Key");
 
-    assert_eq!(
-        app.app
-            .service
-            .runtimes(provisioner::service::RuntimeQuery::everything(), None, Some(100))
-            .await
-            .unwrap()
-            .items
-            .len(),
-        1
-    );
+    assert_eq!(runtimes_recorded(&app).await, 1);
 }
 
 /// An `Idempotency-Key` is its caller's: another caller's same key is another request. And it expires: after
@@ -419,16 +410,7 @@ async fn missing_credentials_fail_fast_and_record_nothing(backend: Backend) {
     // Retried a bounded number of times before answering.
     assert!(app.auth.credential_requests() - requests_before >= 1);
 
-    assert_eq!(
-        app.app
-            .service
-            .runtimes(provisioner::service::RuntimeQuery::everything(), None, Some(100))
-            .await
-            .unwrap()
-            .items
-            .len(),
-        0
-    );
+    assert_eq!(runtimes_recorded(&app).await, 0);
     app.auth.set_unavailable(false);
     assert_eq!(app.post_provision(&provision_body("mu")).await.status, StatusCode::ACCEPTED);
 }
@@ -469,16 +451,7 @@ async fn injected_credential_values_are_refused_and_record_nothing(backend: Back
     let answer = app.post_provision(&body).await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.text);
     assert!(answer.text.contains("has an invalid serviceAccountKey"), "{}", answer.text);
-    assert_eq!(
-        app.app
-            .service
-            .runtimes(provisioner::service::RuntimeQuery::everything(), None, Some(100))
-            .await
-            .unwrap()
-            .items
-            .len(),
-        0
-    );
+    assert_eq!(runtimes_recorded(&app).await, 0);
 }
 
 /// A request that names a tenant (Kyma's `Tenant` header) creates runtimes of that tenant and sees no other:
@@ -685,4 +658,10 @@ async fn sqlite_keeps_every_committed_operation_through_kills() {
         "SQLite through 10 SIGKILLs: {sent} requests answered, {} accepted, all stored, integrity ok",
         accepted.len()
     );
+}
+
+/// How many runtimes the service has recorded, deprovisioned ones and previews included.
+async fn runtimes_recorded(app: &TestApp) -> usize {
+    let everything = provisioner::service::RuntimeQuery::everything();
+    app.app.service.runtimes(everything, None, Some(100)).await.unwrap().items.len()
 }
