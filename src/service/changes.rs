@@ -3,6 +3,7 @@
 
 use tracing::instrument;
 
+use super::idempotency::Keyed;
 use super::{Conflict, Error, JOB_CACHE_SYNC, Latest, Result, Service, executor_error, operation_in_progress};
 use crate::domain::{
     FailureReason, Operation, OperationId, OperationType, ProviderVersion, Runtime, RuntimeId, UpgradeClusterInput,
@@ -19,18 +20,26 @@ pub enum Requested {
     Running(Operation),
     /// The target is reached and nothing runs: the runtime's last operation (for a cancel: the cancelled one).
     Done(Operation),
+    /// A retry of a request with the same `Idempotency-Key`: the operation the first one queued.
+    Replayed(Operation),
 }
 
 impl Requested {
     pub fn operation(&self) -> &Operation {
         match self {
-            Requested::Queued(operation) | Requested::Running(operation) | Requested::Done(operation) => operation,
+            Requested::Queued(operation)
+            | Requested::Running(operation)
+            | Requested::Done(operation)
+            | Requested::Replayed(operation) => operation,
         }
     }
 
     pub fn into_operation(self) -> Operation {
         match self {
-            Requested::Queued(operation) | Requested::Running(operation) | Requested::Done(operation) => operation,
+            Requested::Queued(operation)
+            | Requested::Running(operation)
+            | Requested::Done(operation)
+            | Requested::Replayed(operation) => operation,
         }
     }
 }
@@ -55,8 +64,18 @@ impl Service {
     /// Queues the teardown of a runtime. Refused while another operation on it is active; a repeated request
     /// gets the deprovisioning that runs or ran.
     #[instrument(skip_all, fields(runtime_id = %runtime_id))]
-    pub async fn deprovision_runtime(&self, runtime_id: RuntimeId, requested_by: &str) -> Result<Requested> {
+    pub async fn deprovision_runtime(
+        &self,
+        runtime_id: RuntimeId,
+        requested_by: &str,
+        idempotency_key: Option<&str>,
+    ) -> Result<Requested> {
         let status = self.latest(runtime_id).await?;
+        let request = (OperationType::Deprovision.as_str(), runtime_id.0);
+        let (keyed, earlier) = self.keyed(requested_by, idempotency_key, &request).await?;
+        if let Some(operation) = earlier {
+            return Ok(Requested::Replayed(operation));
+        }
         let deleted = status.runtime.deleted_at.is_some();
         if let Some(repeated) = repeated(&status, OperationType::Deprovision, deleted) {
             return Ok(repeated);
@@ -64,7 +83,7 @@ impl Service {
         self.check_changeable(&status).await?;
         // The provider that last wrote the cluster's state destroys it, whatever this release pins; a hibernated
         // cluster is destroyed as it is.
-        Ok(Requested::Queued(self.queue_run(&status, OperationType::Deprovision, requested_by).await?))
+        self.queue_run(&status, OperationType::Deprovision, requested_by, keyed.as_ref()).await
     }
 
     /// Queues a change of a provisioned cluster: the configuration `upgrade` makes of the one last applied, checked
@@ -77,8 +96,14 @@ impl Service {
         upgrade: UpgradeClusterInput,
         dry_run: bool,
         requested_by: &str,
-    ) -> Result<Operation> {
+        idempotency_key: Option<&str>,
+    ) -> Result<Requested> {
         let status = self.latest(runtime_id).await?;
+        let request = (OperationType::Upgrade.as_str(), runtime_id.0, &upgrade, dry_run);
+        let (keyed, earlier) = self.keyed(requested_by, idempotency_key, &request).await?;
+        if let Some(operation) = earlier {
+            return Ok(Requested::Replayed(operation));
+        }
         let runtime = &status.runtime;
         // Validation first: a bad request is answered the same whatever the runtime is doing.
         let target = self
@@ -100,14 +125,24 @@ impl Service {
             requested_by: Some(requested_by.to_owned()),
             ..Operation::queued(status.runtime.id, OperationType::Upgrade, provider, store::now())
         };
-        self.queue(runtime_id, operation).await
+        self.queue(runtime_id, operation, keyed.as_ref()).await
     }
 
     /// Queues the hibernation of a provisioned cluster: every worker pool scaled to zero (a vanilla control plane
     /// stopped too); the configuration keeps the sizes a wake-up restores.
     #[instrument(skip_all, fields(runtime_id = %runtime_id))]
-    pub async fn hibernate_runtime(&self, runtime_id: RuntimeId, requested_by: &str) -> Result<Requested> {
+    pub async fn hibernate_runtime(
+        &self,
+        runtime_id: RuntimeId,
+        requested_by: &str,
+        idempotency_key: Option<&str>,
+    ) -> Result<Requested> {
         let status = self.latest(runtime_id).await?;
+        let request = (OperationType::Hibernate.as_str(), runtime_id.0);
+        let (keyed, earlier) = self.keyed(requested_by, idempotency_key, &request).await?;
+        if let Some(operation) = earlier {
+            return Ok(Requested::Replayed(operation));
+        }
         let runtime = &status.runtime;
         if let Some(repeated) = repeated(&status, OperationType::Hibernate, runtime.hibernated && is_live(runtime)) {
             return Ok(repeated);
@@ -120,14 +155,24 @@ impl Service {
             });
         }
         self.check_provisioned(runtime, "hibernate").await?;
-        Ok(Requested::Queued(self.queue_run(&status, OperationType::Hibernate, requested_by).await?))
+        self.queue_run(&status, OperationType::Hibernate, requested_by, keyed.as_ref()).await
     }
 
     /// Queues the wake-up of a hibernated cluster: back at its configured sizes (a vanilla control plane started,
     /// and the run ends once its API server answers).
     #[instrument(skip_all, fields(runtime_id = %runtime_id))]
-    pub async fn wake_up_runtime(&self, runtime_id: RuntimeId, requested_by: &str) -> Result<Requested> {
+    pub async fn wake_up_runtime(
+        &self,
+        runtime_id: RuntimeId,
+        requested_by: &str,
+        idempotency_key: Option<&str>,
+    ) -> Result<Requested> {
         let status = self.latest(runtime_id).await?;
+        let request = (OperationType::WakeUp.as_str(), runtime_id.0);
+        let (keyed, earlier) = self.keyed(requested_by, idempotency_key, &request).await?;
+        if let Some(operation) = earlier {
+            return Ok(Requested::Replayed(operation));
+        }
         let runtime = &status.runtime;
         let awake = !runtime.hibernated && is_live(runtime) && self.store.was_provisioned(runtime.id).await?;
         if let Some(repeated) = repeated(&status, OperationType::WakeUp, awake) {
@@ -140,7 +185,7 @@ impl Service {
                 message: format!("runtime {} is not hibernated; there is nothing to wake up", status.runtime.id),
             });
         }
-        Ok(Requested::Queued(self.queue_run(&status, OperationType::WakeUp, requested_by).await?))
+        self.queue_run(&status, OperationType::WakeUp, requested_by, keyed.as_ref()).await
     }
 
     /// A change of a cluster needs a cluster: a provisioning of the runtime succeeded.
@@ -155,13 +200,19 @@ impl Service {
     }
 
     /// Queues a run of the runtime's own configuration with the provider that last wrote its state.
-    async fn queue_run(&self, status: &Latest, operation_type: OperationType, requested_by: &str) -> Result<Operation> {
+    async fn queue_run(
+        &self,
+        status: &Latest,
+        operation_type: OperationType,
+        requested_by: &str,
+        keyed: Option<&Keyed<'_>>,
+    ) -> Result<Requested> {
         let provider = self.state_provider(&status.runtime).await?;
         let operation = Operation {
             requested_by: Some(requested_by.to_owned()),
             ..Operation::queued(status.runtime.id, operation_type, provider, store::now())
         };
-        self.queue(RuntimeId(status.runtime.id), operation).await
+        self.queue(RuntimeId(status.runtime.id), operation, keyed).await
     }
 
     /// Whether a new operation may be queued on the runtime: live, not a preview, no active operation, and no
@@ -214,8 +265,11 @@ impl Service {
         })
     }
 
-    async fn queue(&self, runtime_id: RuntimeId, operation: Operation) -> Result<Operation> {
-        match self.store.insert_operation(&operation).await {
+    /// Records `operation` (with its key's record, when keyed): a concurrent request with the same key that
+    /// recorded first gets its operation replayed.
+    async fn queue(&self, runtime_id: RuntimeId, operation: Operation, keyed: Option<&Keyed<'_>>) -> Result<Requested> {
+        let record = keyed.map(|keyed| keyed.record(&operation));
+        match self.store.insert_keyed_operation(&operation, record.as_ref()).await {
             Ok(()) => {
                 tracing::info!(
                     operation_id = %operation.id,
@@ -224,7 +278,12 @@ impl Service {
                     "operation queued"
                 );
                 self.wake.notify_one();
-                Ok(operation)
+                Ok(Requested::Queued(operation))
+            }
+            Err(store::Error::IdempotencyKeyTaken) => {
+                let keyed = keyed.expect("only a keyed operation records a key");
+                let earlier = self.earlier_answer(keyed).await?;
+                Ok(Requested::Replayed(earlier.ok_or(Error::IdempotencyKeyReused)?))
             }
             // Another request queued an operation since we read the status: report that one.
             Err(store::Error::ActiveOperationExists) => {

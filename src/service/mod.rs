@@ -4,6 +4,7 @@
 mod changes;
 mod error;
 mod health;
+mod idempotency;
 mod live_logs;
 mod log_followers;
 mod logs;

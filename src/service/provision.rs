@@ -4,6 +4,7 @@
 use sha2::{Digest, Sha256};
 use tracing::instrument;
 
+use super::idempotency::check_idempotency_key;
 use super::validation::Invalid;
 use super::{Conflict, Error, Result, Service};
 use crate::credentials;
@@ -17,17 +18,6 @@ pub struct ProvisionAccepted {
     pub operation: Operation,
     /// True when an `Idempotency-Key` matched an earlier request and nothing new was recorded.
     pub replayed: bool,
-}
-
-fn check_idempotency_key(key: &str) -> Result<(), Invalid> {
-    let valid = !key.is_empty() && key.len() <= 255 && key.bytes().all(|byte| byte.is_ascii_graphic());
-    if !valid {
-        return Err(Invalid {
-            field: "Idempotency-Key".into(),
-            message: "must be 1 to 255 visible ASCII characters".into(),
-        });
-    }
-    Ok(())
 }
 
 /// A digest of the validated request, to tell a retry from a different request under the same key (a dry run
@@ -58,8 +48,7 @@ impl Service {
     ) -> Result<ProvisionAccepted> {
         self.policy.validate(&request)?;
         let fingerprint = request_fingerprint(&request, dry_run, self.tenant.as_ref());
-        let not_before =
-            store::now().checked_sub_signed(self.idempotency_ttl).unwrap_or(chrono::DateTime::<chrono::Utc>::MIN_UTC);
+        let not_before = self.idempotency_not_before();
         if let Some(key) = idempotency_key {
             check_idempotency_key(key)?;
             if let Some(record) = self.store.find_idempotency_record(requested_by, key, not_before).await? {

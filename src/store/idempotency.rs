@@ -1,14 +1,14 @@
-//! Idempotency records: what a keyed provisioning request created, per caller.
+//! Idempotency records: what a keyed request (a provisioning or a change) created, per caller.
 
 use chrono::{DateTime, Utc};
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+use sea_orm::{ActiveModelTrait, ColumnTrait, DatabaseTransaction, EntityTrait, IntoActiveModel, QueryFilter};
 use uuid::Uuid;
 
 use super::entity::caller_idempotency_key;
-use super::{Result, Store};
+use super::{Error, Result, Store, unique_violation_as};
 
-/// What a provisioning request with an `Idempotency-Key` created, so that a retry gets the same answer. A key is
-/// its caller's: the same key from another caller is another request.
+/// What a request with an `Idempotency-Key` created, so that a retry gets the same answer. A key is its caller's:
+/// the same key from another caller is another request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IdempotencyRecord {
     pub caller: String,
@@ -63,4 +63,25 @@ impl Store {
             .await?;
         Ok(deleted.rows_affected)
     }
+}
+
+/// Writes `record` in `txn`, made at `created_at`; `IdempotencyKeyTaken` when the caller's key is recorded already.
+pub(super) async fn insert_record(
+    txn: &DatabaseTransaction,
+    record: &IdempotencyRecord,
+    created_at: DateTime<Utc>,
+) -> Result<()> {
+    caller_idempotency_key::Model {
+        caller: record.caller.clone(),
+        key: record.key.clone(),
+        request_fingerprint: record.request_fingerprint.clone(),
+        runtime_id: record.runtime_id,
+        operation_id: record.operation_id,
+        created_at,
+    }
+    .into_active_model()
+    .insert(txn)
+    .await
+    .map_err(|error| unique_violation_as(error, Error::IdempotencyKeyTaken))?;
+    Ok(())
 }

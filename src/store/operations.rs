@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use super::convert::{corrupt, operation_from_model, operation_to_model, state_from_str, type_from_str};
 use super::entity::{operation, operation_stage, runtime};
-use super::{Error, Result, Store, now, page, unique_violation_as};
+use super::{Error, IdempotencyRecord, Result, Store, now, page, unique_violation_as};
 use crate::domain::run::Stage;
 use crate::domain::{LastError, Operation, OperationPage, OperationState, OperationType, StageEntry};
 
@@ -39,8 +39,17 @@ pub enum Cancel {
 impl Store {
     /// Records a further operation on a live runtime and makes it the runtime's last operation.
     pub async fn insert_operation(&self, operation: &Operation) -> Result<()> {
+        self.insert_keyed_operation(operation, None).await
+    }
+
+    /// [`Store::insert_operation`], with the record of the `Idempotency-Key` that asked for it in the same
+    /// transaction (`IdempotencyKeyTaken` when a concurrent request recorded the key first).
+    pub async fn insert_keyed_operation(&self, operation: &Operation, key: Option<&IdempotencyRecord>) -> Result<()> {
         let txn = self.db.begin().await?;
         insert_with_first_stage(&txn, operation).await?;
+        if let Some(record) = key {
+            super::idempotency::insert_record(&txn, record, operation.created_at).await?;
+        }
         let updated = runtime::Entity::update_many()
             .col_expr(runtime::Column::LastOperationId, Expr::value(operation.id))
             .col_expr(runtime::Column::UpdatedAt, Expr::value(operation.created_at))

@@ -12,7 +12,7 @@ use sea_orm::{
 use uuid::Uuid;
 
 use super::convert::{operation_from_model, provider_from_str, runtime_from_model, runtime_to_model};
-use super::entity::{caller_idempotency_key, operation, runtime};
+use super::entity::{operation, runtime};
 use super::operations::insert_with_first_stage;
 use super::{Error, IdempotencyRecord, Result, Store, page, unique_violation_as};
 use crate::domain::tenant::Tenant;
@@ -55,18 +55,7 @@ impl Store {
             .map_err(|error| unique_violation_as(error, Error::NameTaken))?;
         insert_with_first_stage(&txn, operation).await?;
         if let Some(record) = idempotency {
-            caller_idempotency_key::Model {
-                caller: record.caller.clone(),
-                key: record.key.clone(),
-                request_fingerprint: record.request_fingerprint.clone(),
-                runtime_id: record.runtime_id,
-                operation_id: record.operation_id,
-                created_at: operation.created_at,
-            }
-            .into_active_model()
-            .insert(&txn)
-            .await
-            .map_err(|error| unique_violation_as(error, Error::IdempotencyKeyTaken))?;
+            super::idempotency::insert_record(&txn, record, operation.created_at).await?;
         }
         txn.commit().await?;
         Ok(())

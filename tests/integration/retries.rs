@@ -8,7 +8,10 @@ use provisioner::domain::OperationState;
 use serde_json::{Value, json};
 use test_support::{Backend, TestApp, eks_body, on_both_databases, spawn_app};
 
-on_both_databases!(a_repeated_change_is_answered_with_its_operation_and_never_queued_twice);
+on_both_databases!(
+    a_repeated_change_is_answered_with_its_operation_and_never_queued_twice,
+    a_change_retried_with_its_idempotency_key_gets_the_first_answer,
+);
 
 /// `(status, operation id, operation type)` of a change's answer, in either REST shape.
 async fn ask(app: &TestApp, method: &str, path: &str) -> (StatusCode, String, String) {
@@ -73,4 +76,44 @@ async fn a_repeated_change_is_answered_with_its_operation_and_never_queued_twice
         (refused.status, refused.json()["error"]["code"].clone()),
         (StatusCode::CONFLICT, json!("already_ended"))
     );
+}
+
+/// An upgrade retried with its `Idempotency-Key` while the first is queued gets that upgrade (without the key:
+/// 409), even through the other path family and after it ran; the same key with another body, or for another
+/// change, is refused (422).
+async fn a_change_retried_with_its_idempotency_key_gets_the_first_answer(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let id = app.provisioned(&eks_body("keyed")).await;
+    let upgrade = json!({"workerPool": {"maxSize": 7}});
+    let key = [("idempotency-key", "upgrade-7")];
+    let first = app.request("PATCH", &format!("/api/v1/runtimes/{id}"), Some(&upgrade), &key).await;
+    assert_eq!(first.status, StatusCode::ACCEPTED, "{}", first.text);
+    let first = first.json()["id"].as_str().unwrap().to_owned();
+
+    let unkeyed = app.patch(&format!("/api/v1/provisions/{id}"), &upgrade).await;
+    assert_eq!(unkeyed.json()["error"]["code"], "operation_in_progress", "{}", unkeyed.text);
+    let retried = app.request("PATCH", &format!("/api/v1/provisions/{id}"), Some(&upgrade), &key).await;
+    assert_eq!((retried.status, retried.json()["operationId"].as_str()), (StatusCode::ACCEPTED, Some(first.as_str())));
+    assert_eq!(operations_of(&app, &id).await, 2, "the provisioning and one upgrade");
+
+    let other_body = json!({"workerPool": {"maxSize": 8}});
+    let reused = app.request("PATCH", &format!("/api/v1/runtimes/{id}"), Some(&other_body), &key).await;
+    assert_eq!(
+        (reused.status, reused.json()["error"]["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("idempotency_key_reused"))
+    );
+    let reused = app.request("DELETE", &format!("/api/v1/runtimes/{id}"), None, &key).await;
+    assert_eq!(reused.status, StatusCode::UNPROCESSABLE_ENTITY, "another change under the key: {}", reused.text);
+
+    // Once the upgrade ran, its retry still gets it (not 400 nothing_to_change).
+    app.run_queued_operation(&[], OperationState::Succeeded).await;
+    let late = app.request("PATCH", &format!("/api/v1/runtimes/{id}"), Some(&upgrade), &key).await;
+    assert_eq!(
+        (late.status, late.json()["id"].as_str()),
+        (StatusCode::ACCEPTED, Some(first.as_str())),
+        "{}",
+        late.text
+    );
+    let bad = app.request("POST", &format!("/api/v1/runtimes/{id}/hibernate"), None, &[("idempotency-key", "")]).await;
+    assert_eq!((bad.status, bad.json()["error"]["field"].as_str()), (StatusCode::BAD_REQUEST, Some("Idempotency-Key")));
 }

@@ -52,11 +52,11 @@ impl Mutation {
         let dry_run = dry_run.unwrap_or_default();
         let service = service(context);
         let operation = service
-            .upgrade_cluster(runtime_id(&id)?, config, dry_run, &identity.username)
+            .upgrade_cluster(runtime_id(&id)?, config, dry_run, &identity.username, None)
             .await
             .map_err(graphql_error)?;
-        identity.audit(ApiKind::Graphql, &operation);
-        view(&service, operation).await
+        audit_queued(identity, &operation);
+        view(&service, operation.into_operation()).await
     }
 
     /// Scales every worker pool to zero (and stops a vanilla control plane); the configuration is kept for the
@@ -66,7 +66,8 @@ impl Mutation {
         authorize(context, Action::on_runtimes(Verb::Update)).await?;
         let identity = context.data::<Identity>()?;
         let service = service(context);
-        let change = service.hibernate_runtime(runtime_id(&id)?, &identity.username).await.map_err(graphql_error)?;
+        let change =
+            service.hibernate_runtime(runtime_id(&id)?, &identity.username, None).await.map_err(graphql_error)?;
         audit_queued(identity, &change);
         view(&service, change.into_operation()).await
     }
@@ -77,7 +78,8 @@ impl Mutation {
         authorize(context, Action::on_runtimes(Verb::Update)).await?;
         let identity = context.data::<Identity>()?;
         let service = service(context);
-        let change = service.wake_up_runtime(runtime_id(&id)?, &identity.username).await.map_err(graphql_error)?;
+        let change =
+            service.wake_up_runtime(runtime_id(&id)?, &identity.username, None).await.map_err(graphql_error)?;
         audit_queued(identity, &change);
         view(&service, change.into_operation()).await
     }
@@ -100,8 +102,10 @@ impl Mutation {
     async fn deprovision_runtime(&self, context: &Context<'_>, id: String) -> GraphQLResult<String> {
         authorize(context, Action::on_runtimes(Verb::Delete)).await?;
         let identity = context.data::<Identity>()?;
-        let change =
-            service(context).deprovision_runtime(runtime_id(&id)?, &identity.username).await.map_err(graphql_error)?;
+        let change = service(context)
+            .deprovision_runtime(runtime_id(&id)?, &identity.username, None)
+            .await
+            .map_err(graphql_error)?;
         audit_queued(identity, &change);
         Ok(change.operation().id.to_string())
     }

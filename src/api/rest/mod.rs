@@ -97,9 +97,23 @@ async fn requested(
 ) -> ApiResult<Response> {
     match requested {
         Requested::Queued(operation) => queued(answer, identity, service, operation).await,
-        Requested::Running(operation) => respond(answer, StatusCode::ACCEPTED, service, operation).await,
+        Requested::Running(operation) | Requested::Replayed(operation) => {
+            respond(answer, StatusCode::ACCEPTED, service, operation).await
+        }
         Requested::Done(operation) => respond(answer, StatusCode::OK, service, operation).await,
     }
+}
+
+/// The `Idempotency-Key` header, if sent (checked further by the service).
+fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<&str>> {
+    let Some(value) = headers.get("idempotency-key") else { return Ok(None) };
+    let key = value.to_str().map_err(|_| {
+        service::Error::from(service::Invalid {
+            field: "Idempotency-Key".into(),
+            message: "must be visible ASCII".into(),
+        })
+    })?;
+    Ok(Some(key))
 }
 
 /// Reads a JSON body within the size limit, refusing other content types with 415.

@@ -92,6 +92,7 @@ pub async fn cancel_operation(
     let change = service.cancel_operation(operation_id(&id)?, &identity.username).await?;
     let status = match &change {
         Requested::Done(_) => StatusCode::OK,
+        Requested::Replayed(_) => StatusCode::ACCEPTED,
         Requested::Queued(operation) | Requested::Running(operation) => {
             identity.audit_cancel(ApiKind::Rest, operation);
             StatusCode::ACCEPTED

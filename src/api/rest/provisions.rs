@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::{
     Accepted, Answer, ApiResult, Caller, DryRunQuery, ProvisionList, ProvisionStatusResponse, RuntimeView, conditional,
-    dry_run, json_body, merge_patch_body, path_id, query, queued, requested, respond, runtime_id,
+    dry_run, idempotency_key, json_body, merge_patch_body, path_id, query, requested, respond, runtime_id,
 };
 use crate::api::audit::{ApiKind, AuditEvent};
 use crate::api::error::ErrorBody;
@@ -62,15 +62,7 @@ pub(super) async fn create(
 ) -> ApiResult<Response> {
     let dry_run = dry_run(query)?;
     let request: ProvisionRequest = json_body(&headers, body).await?;
-    let idempotency_key = match headers.get("idempotency-key") {
-        Some(value) => Some(value.to_str().map_err(|_| {
-            service::Error::from(service::Invalid {
-                field: "Idempotency-Key".into(),
-                message: "must be visible ASCII".into(),
-            })
-        })?),
-        None => None,
-    };
+    let idempotency_key = idempotency_key(&headers)?;
     let accepted = service.provision_runtime(request, idempotency_key, dry_run, &identity.username).await?;
     // A replayed request changed nothing: its audit line is the first request's.
     if !accepted.replayed {
@@ -213,11 +205,13 @@ pub async fn get_kubeconfig(
         (UpgradeClusterInput = "application/merge-patch+json"),
     )),
     params(
+        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key and request gets the first answer (the same operation) within APP_IDEMPOTENCY_KEY_TTL"),
         ("id" = uuid::Uuid, Path, description = "Runtime id"),
         ("dryRun" = Option<bool>, Query, description = "Only plan the change: the operation ends with its plan summary and nothing is applied"),
         ("If-Match" = Option<String>, Header, description = "The `ETag` of the read the change is based on: 412 if it changed since"),
     ),
     responses(
+        (status = 422, description = "Idempotency-Key reused for a different request", body = ErrorBody),
         (status = 202, description = "Upgrade queued", body = Accepted),
         (status = 412, description = "If-Match does not name the current `ETag` (`precondition_failed`)", body = ErrorBody),
         (status = 400, description = "Invalid input, a field that cannot change (`errors` lists every one), or `nothing_to_change`", body = ErrorBody),
@@ -251,8 +245,9 @@ pub(super) async fn patch(
     let upgrade = service::upgrade_from_json(&body).map_err(service::Error::from)?;
     let id = runtime_id(&id)?;
     check_if_match(answer, &headers, &service, id).await?;
-    let operation = service.upgrade_cluster(id, upgrade, dry_run, &identity.username).await?;
-    queued(answer, &identity, &service, operation).await
+    let key = idempotency_key(&headers)?;
+    let change = service.upgrade_cluster(id, upgrade, dry_run, &identity.username, key).await?;
+    requested(answer, &identity, &service, change).await
 }
 
 #[utoipa::path(
@@ -260,8 +255,12 @@ pub(super) async fn patch(
     tag = "provisions",
     path = "/api/v1/provisions/{id}/hibernate",
     summary = "Hibernate a runtime (the seed's answer)",
-    params(("id" = uuid::Uuid, Path, description = "Runtime id")),
+    params(
+        ("id" = uuid::Uuid, Path, description = "Runtime id"),
+        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key and request gets the first answer (the same operation) within APP_IDEMPOTENCY_KEY_TTL"),
+    ),
     responses(
+        (status = 422, description = "Idempotency-Key reused for a different request", body = ErrorBody),
         (status = 202, description = "Hibernation queued (or, for a repeated request, already queued or running): every worker pool goes to zero, a vanilla control plane stops", body = Accepted),
         (status = 200, description = "Already hibernated: the runtime's last operation, nothing queued", body = Accepted),
         (status = 400, description = "The id is not a UUID", body = ErrorBody),
@@ -269,8 +268,12 @@ pub(super) async fn patch(
         (status = 409, description = "Another operation is active, or the runtime is not provisioned, deprovisioned or a preview", body = ErrorBody),
     )
 )]
-pub async fn hibernate_provision(caller: Caller, id: Result<Path<String>, PathRejection>) -> ApiResult<Response> {
-    hibernate(Answer::Accepted, caller, id).await
+pub async fn hibernate_provision(
+    caller: Caller,
+    id: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    hibernate(Answer::Accepted, caller, id, headers).await
 }
 
 /// Queues a hibernation, answered in `answer`'s shape.
@@ -278,9 +281,11 @@ pub(super) async fn hibernate(
     answer: Answer,
     Caller { identity, service }: Caller,
     id: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
-    let change = service.hibernate_runtime(runtime_id(&id)?, &identity.username).await?;
+    let key = idempotency_key(&headers)?;
+    let change = service.hibernate_runtime(runtime_id(&id)?, &identity.username, key).await?;
     requested(answer, &identity, &service, change).await
 }
 
@@ -289,8 +294,12 @@ pub(super) async fn hibernate(
     tag = "provisions",
     path = "/api/v1/provisions/{id}/wake",
     summary = "Wake a runtime (the seed's answer)",
-    params(("id" = uuid::Uuid, Path, description = "Runtime id")),
+    params(
+        ("id" = uuid::Uuid, Path, description = "Runtime id"),
+        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key and request gets the first answer (the same operation) within APP_IDEMPOTENCY_KEY_TTL"),
+    ),
     responses(
+        (status = 422, description = "Idempotency-Key reused for a different request", body = ErrorBody),
         (status = 202, description = "Wake-up queued (or, for a repeated request, already queued or running): the configured sizes come back (and a vanilla control plane, whose API server the run waits for)", body = Accepted),
         (status = 200, description = "Already awake: the runtime's last operation, nothing queued", body = Accepted),
         (status = 400, description = "The id is not a UUID", body = ErrorBody),
@@ -298,8 +307,12 @@ pub(super) async fn hibernate(
         (status = 409, description = "Another operation is active, or the runtime was never provisioned, is deprovisioned or a preview", body = ErrorBody),
     )
 )]
-pub async fn wake_provision(caller: Caller, id: Result<Path<String>, PathRejection>) -> ApiResult<Response> {
-    wake(Answer::Accepted, caller, id).await
+pub async fn wake_provision(
+    caller: Caller,
+    id: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    wake(Answer::Accepted, caller, id, headers).await
 }
 
 /// Queues a wake-up, answered in `answer`'s shape.
@@ -307,9 +320,11 @@ pub(super) async fn wake(
     answer: Answer,
     Caller { identity, service }: Caller,
     id: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
-    let change = service.wake_up_runtime(runtime_id(&id)?, &identity.username).await?;
+    let key = idempotency_key(&headers)?;
+    let change = service.wake_up_runtime(runtime_id(&id)?, &identity.username, key).await?;
     requested(answer, &identity, &service, change).await
 }
 
@@ -319,10 +334,12 @@ pub(super) async fn wake(
     path = "/api/v1/provisions/{id}",
     summary = "Deprovision a runtime (the seed's answer)",
     params(
+        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key and request gets the first answer (the same operation) within APP_IDEMPOTENCY_KEY_TTL"),
         ("id" = uuid::Uuid, Path, description = "Runtime id"),
         ("If-Match" = Option<String>, Header, description = "The `ETag` of the read the deletion is based on: 412 if it changed since"),
     ),
     responses(
+        (status = 422, description = "Idempotency-Key reused for a different request", body = ErrorBody),
         (status = 412, description = "If-Match does not name the current `ETag` (`precondition_failed`)", body = ErrorBody),
         (status = 202, description = "Deprovisioning queued (or, for a repeated request, already queued or running)", body = Accepted),
         (status = 200, description = "Already deprovisioned: its deprovisioning, nothing queued", body = Accepted),
@@ -348,6 +365,6 @@ pub(super) async fn delete(
 ) -> ApiResult<Response> {
     let id = runtime_id(&path_id(id)?)?;
     check_if_match(answer, &headers, &service, id).await?;
-    let change = service.deprovision_runtime(id, &identity.username).await?;
+    let change = service.deprovision_runtime(id, &identity.username, idempotency_key(&headers)?).await?;
     requested(answer, &identity, &service, change).await
 }

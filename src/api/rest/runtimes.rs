@@ -146,11 +146,13 @@ pub async fn create_runtime(
         (UpgradeClusterInput = "application/merge-patch+json"),
     )),
     params(
+        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key and request gets the first answer (the same operation) within APP_IDEMPOTENCY_KEY_TTL"),
         ("id" = uuid::Uuid, Path, description = "Runtime id"),
         ("dryRun" = Option<bool>, Query, description = "Only plan the change: the operation ends with its plan summary and nothing is applied"),
         ("If-Match" = Option<String>, Header, description = "The `ETag` of the read the change is based on: 412 if the runtime changed since"),
     ),
     responses(
+        (status = 422, description = "Idempotency-Key reused for a different request", body = ErrorBody),
         (status = 412, description = "If-Match does not name the runtime's current `ETag` (`precondition_failed`)", body = ErrorBody),
         (status = 202, description = "The upgrade, queued; `Location` is the operation", body = OperationView, headers(("Location" = String, description = "/api/v1/operations/{operationId}"))),
         (status = 400, description = "Invalid input, a field that cannot change (`errors` lists every one), or `nothing_to_change`", body = ErrorBody),
@@ -174,8 +176,12 @@ pub async fn patch_runtime(
     tag = "runtimes",
     path = "/api/v1/runtimes/{id}/hibernate",
     summary = "Hibernate a runtime",
-    params(("id" = uuid::Uuid, Path, description = "Runtime id")),
+    params(
+        ("id" = uuid::Uuid, Path, description = "Runtime id"),
+        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key and request gets the first answer (the same operation) within APP_IDEMPOTENCY_KEY_TTL"),
+    ),
     responses(
+        (status = 422, description = "Idempotency-Key reused for a different request", body = ErrorBody),
         (status = 202, description = "The hibernation, queued (or, for a repeated request, already queued or running); `Location` is the operation", body = OperationView, headers(("Location" = String, description = "/api/v1/operations/{operationId}"))),
         (status = 200, description = "Already hibernated: the runtime's last operation, nothing queued", body = OperationView),
         (status = 400, description = "The id is not a UUID", body = ErrorBody),
@@ -183,8 +189,12 @@ pub async fn patch_runtime(
         (status = 409, description = "Another operation is active, or the runtime is not provisioned, deprovisioned or a preview", body = ErrorBody),
     )
 )]
-pub async fn hibernate_runtime(caller: Caller, id: Result<Path<String>, PathRejection>) -> ApiResult<Response> {
-    provisions::hibernate(Answer::Operation, caller, id).await
+pub async fn hibernate_runtime(
+    caller: Caller,
+    id: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    provisions::hibernate(Answer::Operation, caller, id, headers).await
 }
 
 #[utoipa::path(
@@ -192,8 +202,12 @@ pub async fn hibernate_runtime(caller: Caller, id: Result<Path<String>, PathReje
     tag = "runtimes",
     path = "/api/v1/runtimes/{id}/wake",
     summary = "Wake a runtime",
-    params(("id" = uuid::Uuid, Path, description = "Runtime id")),
+    params(
+        ("id" = uuid::Uuid, Path, description = "Runtime id"),
+        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key and request gets the first answer (the same operation) within APP_IDEMPOTENCY_KEY_TTL"),
+    ),
     responses(
+        (status = 422, description = "Idempotency-Key reused for a different request", body = ErrorBody),
         (status = 202, description = "The wake-up, queued (or, for a repeated request, already queued or running); `Location` is the operation", body = OperationView, headers(("Location" = String, description = "/api/v1/operations/{operationId}"))),
         (status = 200, description = "Already awake: the runtime's last operation, nothing queued", body = OperationView),
         (status = 400, description = "The id is not a UUID", body = ErrorBody),
@@ -201,8 +215,12 @@ pub async fn hibernate_runtime(caller: Caller, id: Result<Path<String>, PathReje
         (status = 409, description = "Another operation is active, or the runtime was never provisioned, is deprovisioned or a preview", body = ErrorBody),
     )
 )]
-pub async fn wake_runtime(caller: Caller, id: Result<Path<String>, PathRejection>) -> ApiResult<Response> {
-    provisions::wake(Answer::Operation, caller, id).await
+pub async fn wake_runtime(
+    caller: Caller,
+    id: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    provisions::wake(Answer::Operation, caller, id, headers).await
 }
 
 #[utoipa::path(
@@ -211,10 +229,12 @@ pub async fn wake_runtime(caller: Caller, id: Result<Path<String>, PathRejection
     path = "/api/v1/runtimes/{id}",
     summary = "Deprovision a runtime",
     params(
+        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key and request gets the first answer (the same operation) within APP_IDEMPOTENCY_KEY_TTL"),
         ("id" = uuid::Uuid, Path, description = "Runtime id"),
         ("If-Match" = Option<String>, Header, description = "The `ETag` of the read the deletion is based on: 412 if the runtime changed since"),
     ),
     responses(
+        (status = 422, description = "Idempotency-Key reused for a different request", body = ErrorBody),
         (status = 412, description = "If-Match does not name the runtime's current `ETag` (`precondition_failed`)", body = ErrorBody),
         (status = 202, description = "The deprovisioning, queued (or, for a repeated request, already queued or running); `Location` is the operation", body = OperationView, headers(("Location" = String, description = "/api/v1/operations/{operationId}"))),
         (status = 200, description = "Already deprovisioned: its deprovisioning, nothing queued", body = OperationView),
