@@ -238,15 +238,20 @@ impl IntoResponse for ApiError {
             // RFC 6750: names the scheme the client has to use.
             response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
-        let retry_after = match (status, overloaded) {
-            (StatusCode::TOO_MANY_REQUESTS, true) => Some(OVERLOADED_RETRY_AFTER_SECONDS),
-            (StatusCode::TOO_MANY_REQUESTS, false) => Some(STREAM_RETRY_AFTER_SECONDS),
-            (StatusCode::SERVICE_UNAVAILABLE, _) => Some(UNAVAILABLE_RETRY_AFTER_SECONDS),
-            _ => None,
-        };
-        if let Some(seconds) = retry_after {
+        if let Some(seconds) = retry_after(status, overloaded) {
             response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static(seconds));
         }
         response
+    }
+}
+
+/// When a caller answered `status` should try again, if it should (`overloaded`: turned away by the concurrency
+/// limit rather than by the limit of open streams).
+fn retry_after(status: StatusCode, overloaded: bool) -> Option<&'static str> {
+    match (status, overloaded) {
+        (StatusCode::TOO_MANY_REQUESTS, true) => Some(OVERLOADED_RETRY_AFTER_SECONDS),
+        (StatusCode::TOO_MANY_REQUESTS, false) => Some(STREAM_RETRY_AFTER_SECONDS),
+        (StatusCode::SERVICE_UNAVAILABLE, _) => Some(UNAVAILABLE_RETRY_AFTER_SECONDS),
+        _ => None,
     }
 }
