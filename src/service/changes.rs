@@ -3,7 +3,7 @@
 
 use tracing::instrument;
 
-use super::idempotency::Keyed;
+use super::idempotency::{Keyed, fingerprint};
 use super::{Conflict, Error, JOB_CACHE_SYNC, Latest, Result, Service, executor_error, operation_in_progress};
 use crate::domain::{
     FailureReason, Operation, OperationId, OperationType, ProviderVersion, Runtime, RuntimeId, UpgradeClusterInput,
@@ -72,7 +72,7 @@ impl Service {
     ) -> Result<Requested> {
         let status = self.latest(runtime_id).await?;
         let request = (OperationType::Deprovision.as_str(), runtime_id.0);
-        let (keyed, earlier) = self.keyed(requested_by, idempotency_key, &request).await?;
+        let (keyed, earlier) = self.keyed(requested_by, idempotency_key, fingerprint(&request)).await?;
         if let Some(operation) = earlier {
             return Ok(Requested::Replayed(operation));
         }
@@ -100,7 +100,7 @@ impl Service {
     ) -> Result<Requested> {
         let status = self.latest(runtime_id).await?;
         let request = (OperationType::Upgrade.as_str(), runtime_id.0, &upgrade, dry_run);
-        let (keyed, earlier) = self.keyed(requested_by, idempotency_key, &request).await?;
+        let (keyed, earlier) = self.keyed(requested_by, idempotency_key, fingerprint(&request)).await?;
         if let Some(operation) = earlier {
             return Ok(Requested::Replayed(operation));
         }
@@ -139,7 +139,7 @@ impl Service {
     ) -> Result<Requested> {
         let status = self.latest(runtime_id).await?;
         let request = (OperationType::Hibernate.as_str(), runtime_id.0);
-        let (keyed, earlier) = self.keyed(requested_by, idempotency_key, &request).await?;
+        let (keyed, earlier) = self.keyed(requested_by, idempotency_key, fingerprint(&request)).await?;
         if let Some(operation) = earlier {
             return Ok(Requested::Replayed(operation));
         }
@@ -169,7 +169,7 @@ impl Service {
     ) -> Result<Requested> {
         let status = self.latest(runtime_id).await?;
         let request = (OperationType::WakeUp.as_str(), runtime_id.0);
-        let (keyed, earlier) = self.keyed(requested_by, idempotency_key, &request).await?;
+        let (keyed, earlier) = self.keyed(requested_by, idempotency_key, fingerprint(&request)).await?;
         if let Some(operation) = earlier {
             return Ok(Requested::Replayed(operation));
         }

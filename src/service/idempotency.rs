@@ -31,7 +31,7 @@ impl Keyed<'_> {
     }
 }
 
-pub(super) fn check_idempotency_key(key: &str) -> Result<(), Invalid> {
+fn check_idempotency_key(key: &str) -> Result<(), Invalid> {
     let valid = !key.is_empty() && key.len() <= 255 && key.bytes().all(|byte| byte.is_ascii_graphic());
     if !valid {
         return Err(Invalid {
@@ -54,17 +54,17 @@ impl Service {
         store::now().checked_sub_signed(self.idempotency_ttl).unwrap_or(DateTime::<Utc>::MIN_UTC)
     }
 
-    /// For a keyed change request (`request` is what it asks): the operation an earlier request with the key
-    /// queued (422 when that one asked for something else), or the key to record with the operation it queues.
+    /// For a keyed request (`fingerprint` is a digest of what it asks): the operation an earlier request with the
+    /// key queued (422 when that one asked for something else), or the key to record with the operation it queues.
     pub(super) async fn keyed<'a>(
         &self,
         caller: &'a str,
         key: Option<&'a str>,
-        request: &impl Serialize,
+        fingerprint: String,
     ) -> Result<(Option<Keyed<'a>>, Option<Operation>)> {
         let Some(key) = key else { return Ok((None, None)) };
         check_idempotency_key(key)?;
-        let keyed = Keyed { caller, key, fingerprint: fingerprint(request) };
+        let keyed = Keyed { caller, key, fingerprint };
         let earlier = self.earlier_answer(&keyed).await?;
         Ok((Some(keyed), earlier))
     }

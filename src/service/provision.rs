@@ -4,13 +4,12 @@
 use sha2::{Digest, Sha256};
 use tracing::instrument;
 
-use super::idempotency::check_idempotency_key;
 use super::validation::Invalid;
 use super::{Conflict, Error, Result, Service};
 use crate::credentials;
 use crate::domain::tenant::Tenant;
 use crate::domain::{ClusterConfig, Component, Operation, ProvisionRequest, Runtime};
-use crate::store::{self, IdempotencyRecord};
+use crate::store;
 
 /// The answer to an accepted provisioning request.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,13 +47,9 @@ impl Service {
     ) -> Result<ProvisionAccepted> {
         self.policy.validate(&request)?;
         let fingerprint = request_fingerprint(&request, dry_run, self.tenant.as_ref());
-        let not_before = self.idempotency_not_before();
-        if let Some(key) = idempotency_key {
-            check_idempotency_key(key)?;
-            if let Some(record) = self.store.find_idempotency_record(requested_by, key, not_before).await? {
-                return self.replay(record, &fingerprint).await;
-            }
-            self.store.forget_expired_idempotency_record(requested_by, key, not_before).await?;
+        let (keyed, earlier) = self.keyed(requested_by, idempotency_key, fingerprint).await?;
+        if let Some(operation) = earlier {
+            return Ok(ProvisionAccepted { operation, replayed: true });
         }
 
         // Fail fast: nothing is recorded for a credential that does not exist or does not fit the topology.
@@ -63,17 +58,10 @@ impl Service {
         let (mut runtime, mut operation) = Runtime::requested(request, dry_run, store::now());
         runtime.tenant = self.tenant.clone();
         operation.requested_by = Some(requested_by.to_owned());
-        let runtime_id = runtime.id;
-        let record = idempotency_key.map(|key| IdempotencyRecord {
-            caller: requested_by.to_owned(),
-            key: key.to_owned(),
-            request_fingerprint: fingerprint.clone(),
-            runtime_id,
-            operation_id: operation.id,
-        });
+        let record = keyed.as_ref().map(|keyed| keyed.record(&operation));
         match self.store.insert_runtime(&runtime, &operation, record.as_ref()).await {
             Ok(()) => {
-                tracing::info!(runtime_id = %runtime_id, operation_id = %operation.id, dry_run, "provisioning queued");
+                tracing::info!(runtime_id = %runtime.id, operation_id = %operation.id, dry_run, "provisioning queued");
                 self.wake.notify_one();
                 Ok(ProvisionAccepted { operation, replayed: false })
             }
@@ -83,10 +71,9 @@ impl Service {
             }),
             // A concurrent request with the same key won the race: answer as it did.
             Err(store::Error::IdempotencyKeyTaken) => {
-                let key = idempotency_key.unwrap_or_default();
-                let record = self.store.find_idempotency_record(requested_by, key, not_before).await?;
-                let record = record.ok_or(Error::IdempotencyKeyReused)?;
-                self.replay(record, &fingerprint).await
+                let keyed = keyed.expect("only a keyed provisioning records a key");
+                let operation = self.earlier_answer(&keyed).await?.ok_or(Error::IdempotencyKeyReused)?;
+                Ok(ProvisionAccepted { operation, replayed: true })
             }
             Err(error) => Err(error.into()),
         }
@@ -127,17 +114,5 @@ impl Service {
                 })
             }
         }
-    }
-
-    async fn replay(&self, record: IdempotencyRecord, fingerprint: &str) -> Result<ProvisionAccepted> {
-        if record.request_fingerprint != fingerprint {
-            return Err(Error::IdempotencyKeyReused);
-        }
-        let operation = self
-            .store
-            .find_operation(record.operation_id)
-            .await?
-            .ok_or_else(|| Error::NotFound { what: "operation", id: record.operation_id.to_string() })?;
-        Ok(ProvisionAccepted { operation, replayed: true })
     }
 }
