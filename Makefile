@@ -143,11 +143,12 @@ dev-cluster: control-plane
 gqlgen:
 	./gqlgen.sh
 
-## Writes every generated file: schema.graphql, assets/openapi.json, assets/database/provisioner.sql, and
-## resources/cluster-provisioner.yaml (the chart rendered for `kubectl apply -k resources/`).
+## Writes every generated file: schema.graphql, assets/openapi.json, assets/database/provisioner.sql,
+## docs/api/errors.md and resources/cluster-provisioner.yaml (the chart rendered for `kubectl apply -k resources/`).
 generate: gqlgen
 	cargo run --quiet --bin generate -- openapi > assets/openapi.json
 	cargo run --quiet --bin generate -- sql > assets/database/provisioner.sql
+	cargo run --quiet --bin generate -- errors > docs/api/errors.md
 	cargo run --quiet --bin generate -- readme > README.md.generated && mv README.md.generated README.md
 	tools/render-chart.sh "$$(tools/build-helm.sh | tail -n1)/helm" > resources/cluster-provisioner.yaml
 

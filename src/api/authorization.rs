@@ -81,7 +81,7 @@ impl Action {
 }
 
 /// What a REST route does, by its method and path template; `None` for what any authenticated caller may read
-/// (the OpenAPI document). A route not listed reads runtimes, so a new route is never open to every caller.
+/// (the OpenAPI document, the problem type pages). A route not listed reads runtimes, so a new route is never open to every caller.
 /// GraphQL is checked field by field instead.
 pub fn rest_action(method: &axum::http::Method, route: &str) -> Option<Action> {
     use axum::http::Method;
@@ -101,7 +101,7 @@ pub fn rest_action(method: &axum::http::Method, route: &str) -> Option<Action> {
         (&Method::DELETE, "/api/v1/provisions/{id}" | "/api/v1/runtimes/{id}") => Some(runtimes(Verb::Delete)),
         (_, "/api/v1/provisions/{id}/kubeconfig") => Some(Action::on(Subresource::Kubeconfig)),
         (_, "/api/v1/provisions/{id}/logs" | "/api/v1/operations/{id}/logs") => Some(Action::on(Subresource::Logs)),
-        (_, "/api/v1/openapi.json") => None,
+        (_, "/api/v1/openapi.json" | "/api/v1/problems/{code}") => None,
         _ => Some(runtimes(Verb::Get)),
     }
 }

@@ -1,17 +1,16 @@
 //! The one place where a service error gets its HTTP status, its code, the component that caused it and the
-//! message a caller may see; the REST and GraphQL adapters both render from this. Also every REST error body.
+//! message a caller may see; the REST and GraphQL adapters both render from this.
 
 use std::time::Duration;
 
+use super::error_code::{ErrorCode, Retry};
+use super::problem::{FieldError, PROBLEM_JSON, Problem};
+use crate::domain::Component;
+use crate::service;
 use async_graphql::ParseRequestError;
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde::Serialize;
-use utoipa::ToSchema;
-
-use crate::domain::Component;
-use crate::service;
 
 /// When a caller refused a stream should try again: streams are long-lived, a place frees when one closes.
 const STREAM_RETRY_AFTER_SECONDS: &str = "10";
@@ -23,9 +22,8 @@ pub const UNAVAILABLE_RETRY_AFTER_SECONDS: &str = "5";
 /// A service error as both APIs present it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Classified {
-    pub status: StatusCode,
-    /// REST `error.code`, GraphQL `extensions.error_reason`: `invalid_input`, `operation_in_progress`, ...
-    pub code: &'static str,
+    /// REST `code`, GraphQL `extensions.error_reason`; it decides the HTTP status.
+    pub code: ErrorCode,
     /// Which part of the system the error comes from: `provisioner`, `database`, `auth-service`, `kubernetes`.
     pub component: Component,
     /// The offending request field (or header), for invalid input: the first of `errors`.
@@ -36,52 +34,36 @@ pub struct Classified {
     pub message: String,
 }
 
-/// One invalid field of a request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
-pub struct FieldError {
-    /// A path into the request body, for example `clusterConfig.workerPool.minSize`.
-    pub field: String,
-    pub message: String,
+impl Classified {
+    pub fn status(&self) -> StatusCode {
+        self.code.status()
+    }
 }
 
 pub fn classify(error: service::Error) -> Classified {
     let message = error.to_string();
     let mut errors = Vec::new();
-    let (status, code, component, field) = match error {
+    let (code, component, field) = match error {
         service::Error::Invalid(rejected) => {
             errors = rejected
                 .all()
                 .map(|invalid| FieldError { field: invalid.field.clone(), message: invalid.message.clone() })
                 .collect();
-            (StatusCode::BAD_REQUEST, "invalid_input", Component::Provisioner, Some(rejected.first.field))
+            (ErrorCode::InvalidInput, Component::Provisioner, Some(rejected.first.field))
         }
-        service::Error::NothingToChange { .. } => {
-            (StatusCode::BAD_REQUEST, "nothing_to_change", Component::Provisioner, None)
+        service::Error::NothingToChange { .. } => (ErrorCode::NothingToChange, Component::Provisioner, None),
+        service::Error::NotFound { .. } => (ErrorCode::NotFound, Component::Provisioner, None),
+        service::Error::Conflict { conflict, .. } => (ErrorCode::Conflict(conflict), Component::Provisioner, None),
+        service::Error::IdempotencyKeyReused => {
+            (ErrorCode::IdempotencyKeyReused, Component::Provisioner, Some("Idempotency-Key".into()))
         }
-        service::Error::NotFound { .. } => (StatusCode::NOT_FOUND, "not_found", Component::Provisioner, None),
-        service::Error::Conflict { conflict, .. } => {
-            (StatusCode::CONFLICT, conflict.as_str(), Component::Provisioner, None)
-        }
-        service::Error::IdempotencyKeyReused => (
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "idempotency_key_reused",
-            Component::Provisioner,
-            Some("Idempotency-Key".into()),
-        ),
-        service::Error::OverBudget { .. } => {
-            (StatusCode::PAYLOAD_TOO_LARGE, "over_budget", Component::Provisioner, None)
-        }
-        service::Error::TooManyStreams { .. } => {
-            (StatusCode::TOO_MANY_REQUESTS, "too_many_streams", Component::Provisioner, None)
-        }
-        service::Error::Unavailable { component, .. } => {
-            (StatusCode::SERVICE_UNAVAILABLE, "unavailable", component, None)
-        }
+        service::Error::OverBudget { .. } => (ErrorCode::OverBudget, Component::Provisioner, None),
+        service::Error::TooManyStreams { .. } => (ErrorCode::TooManyStreams, Component::Provisioner, None),
+        service::Error::Unavailable { component, .. } => (ErrorCode::Unavailable, component, None),
         service::Error::Store(store_error) => {
             tracing::error!(error = %store_error, "store failure while answering a request");
             return Classified {
-                status: StatusCode::INTERNAL_SERVER_ERROR,
-                code: "internal",
+                code: ErrorCode::Internal,
                 component: Component::Database,
                 field: None,
                 errors,
@@ -89,28 +71,7 @@ pub fn classify(error: service::Error) -> Classified {
             };
         }
     };
-    Classified { status, code, component, field, errors, message }
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ErrorBody {
-    error: ErrorDetail,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ErrorDetail {
-    /// A stable machine-readable code, for example `invalid_input` or `operation_in_progress`.
-    code: String,
-    message: String,
-    /// The offending field, as a path into the request body (or a header name): the first of `errors`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    field: Option<String>,
-    /// For `invalid_input`: every invalid field of the request at once.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    errors: Vec<FieldError>,
-    /// For `unavailable`: the dependency that did not answer (`database`, `auth-service`, `kubernetes`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    component: Option<String>,
+    Classified { code, component, field, errors, message }
 }
 
 /// Every REST error, with its status and JSON body decided in [`IntoResponse`] below.
@@ -161,97 +122,79 @@ impl From<service::Error> for ApiError {
     }
 }
 
+impl ApiError {
+    fn classify(self) -> Classified {
+        let plain = |code, message: String| Classified {
+            code,
+            component: Component::Provisioner,
+            field: None,
+            errors: Vec::new(),
+            message,
+        };
+        match self {
+            ApiError::Service(error) => classify(error),
+            ApiError::UnsupportedMediaType => Classified {
+                field: Some("Content-Type".to_owned()),
+                ..plain(
+                    ErrorCode::UnsupportedMediaType,
+                    "the body must be JSON sent with Content-Type: application/json".to_owned(),
+                )
+            },
+            ApiError::PayloadTooLarge { limit } => {
+                plain(ErrorCode::PayloadTooLarge, format!("the body is larger than {limit} bytes"))
+            }
+            ApiError::MalformedBody { field, message } => Classified {
+                errors: field
+                    .iter()
+                    .map(|field| FieldError { field: field.clone(), message: message.clone() })
+                    .collect(),
+                field,
+                ..plain(ErrorCode::InvalidInput, message)
+            },
+            ApiError::BatchUnsupported => plain(
+                ErrorCode::BatchNotSupported,
+                "batch requests are not supported: send one GraphQL operation per request".to_owned(),
+            ),
+            ApiError::Unauthenticated(message) => plain(ErrorCode::Unauthenticated, message),
+            ApiError::Forbidden(message) => plain(ErrorCode::Forbidden, message),
+            ApiError::Unavailable(message) => plain(ErrorCode::Unavailable, message),
+            ApiError::Overloaded => plain(ErrorCode::Overloaded, "too many requests at once: retry shortly".to_owned()),
+            ApiError::Timeout(limit) => {
+                plain(ErrorCode::Timeout, format!("the request took longer than {}", humantime::format_duration(limit)))
+            }
+            ApiError::NoRoute(path) => plain(ErrorCode::NotFound, format!("no such path: {path}")),
+            ApiError::MethodNotAllowed(method) => {
+                plain(ErrorCode::MethodNotAllowed, format!("{method} is not allowed on this path"))
+            }
+            ApiError::PreconditionFailed(message) => {
+                Classified { field: Some("If-Match".to_owned()), ..plain(ErrorCode::PreconditionFailed, message) }
+            }
+        }
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let overloaded = matches!(self, ApiError::Overloaded);
-        let mut component = None;
-        let mut errors = Vec::new();
-        let (status, code, message, field) = match self {
-            ApiError::UnsupportedMediaType => (
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "unsupported_media_type".to_owned(),
-                "the body must be JSON sent with Content-Type: application/json".to_owned(),
-                Some("Content-Type".to_owned()),
-            ),
-            ApiError::PayloadTooLarge { limit } => (
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "payload_too_large".to_owned(),
-                format!("the body is larger than {limit} bytes"),
-                None,
-            ),
-            ApiError::MalformedBody { field, message } => {
-                errors.extend(field.iter().map(|field| FieldError { field: field.clone(), message: message.clone() }));
-                (StatusCode::BAD_REQUEST, "invalid_input".to_owned(), message, field)
-            }
-            ApiError::BatchUnsupported => (
-                StatusCode::BAD_REQUEST,
-                "batch_not_supported".to_owned(),
-                "batch requests are not supported: send one GraphQL operation per request".to_owned(),
-                None,
-            ),
-            ApiError::Unauthenticated(message) => {
-                (StatusCode::UNAUTHORIZED, "unauthenticated".to_owned(), message, None)
-            }
-            ApiError::Forbidden(message) => (StatusCode::FORBIDDEN, "forbidden".to_owned(), message, None),
-            ApiError::Unavailable(message) => {
-                (StatusCode::SERVICE_UNAVAILABLE, "unavailable".to_owned(), message, None)
-            }
-            ApiError::Overloaded => (
-                StatusCode::TOO_MANY_REQUESTS,
-                "overloaded".to_owned(),
-                "too many requests at once: retry shortly".to_owned(),
-                None,
-            ),
-            ApiError::Timeout(limit) => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "timeout".to_owned(),
-                format!("the request took longer than {}", humantime::format_duration(limit)),
-                None,
-            ),
-            ApiError::NoRoute(path) => {
-                (StatusCode::NOT_FOUND, "not_found".to_owned(), format!("no such path: {path}"), None)
-            }
-            ApiError::MethodNotAllowed(method) => (
-                StatusCode::METHOD_NOT_ALLOWED,
-                "method_not_allowed".to_owned(),
-                format!("{method} is not allowed on this path"),
-                None,
-            ),
-            ApiError::PreconditionFailed(message) => (
-                StatusCode::PRECONDITION_FAILED,
-                "precondition_failed".to_owned(),
-                message,
-                Some("If-Match".to_owned()),
-            ),
-            ApiError::Service(error) => {
-                let classified = classify(error);
-                if classified.status == StatusCode::SERVICE_UNAVAILABLE {
-                    component = Some(classified.component.as_str().to_owned());
-                }
-                errors = classified.errors;
-                (classified.status, classified.code.to_owned(), classified.message, classified.field)
-            }
-        };
-        let mut response = (status, Json(ErrorBody { error: ErrorDetail { code, message, field, errors, component } }))
-            .into_response();
-        if status == StatusCode::UNAUTHORIZED {
+        let Classified { code, component, field, errors, message } = self.classify();
+        let problem = Problem::new(code, message, field, errors, component);
+        let mut response = (code.status(), [(header::CONTENT_TYPE, PROBLEM_JSON)], Json(problem)).into_response();
+        if code == ErrorCode::Unauthenticated {
             // RFC 6750: names the scheme the client has to use.
             response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
-        if let Some(seconds) = retry_after(status, overloaded) {
+        if let Some(seconds) = retry_after(code) {
             response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static(seconds));
         }
         response
     }
 }
 
-/// When a caller answered `status` should try again, if it should (`overloaded`: turned away by the concurrency
-/// limit rather than by the limit of open streams).
-fn retry_after(status: StatusCode, overloaded: bool) -> Option<&'static str> {
-    match (status, overloaded) {
-        (StatusCode::TOO_MANY_REQUESTS, true) => Some(OVERLOADED_RETRY_AFTER_SECONDS),
-        (StatusCode::TOO_MANY_REQUESTS, false) => Some(STREAM_RETRY_AFTER_SECONDS),
-        (StatusCode::SERVICE_UNAVAILABLE, _) => Some(UNAVAILABLE_RETRY_AFTER_SECONDS),
+/// When a caller answered with `code` should try again, if it should.
+fn retry_after(code: ErrorCode) -> Option<&'static str> {
+    match code {
+        ErrorCode::Overloaded => Some(OVERLOADED_RETRY_AFTER_SECONDS),
+        ErrorCode::TooManyStreams => Some(STREAM_RETRY_AFTER_SECONDS),
+        code if code.entry().retry == Retry::AfterRetryAfter => Some(UNAVAILABLE_RETRY_AFTER_SECONDS),
         _ => None,
     }
 }

@@ -17,6 +17,7 @@ use tower_http::trace::TraceLayer;
 
 use super::browser_guard;
 use super::error::ApiError;
+use super::problem;
 use crate::telemetry::Metrics;
 
 /// The limited routes under the time and concurrency limits, then with `health` the security headers, the
@@ -42,6 +43,7 @@ pub(super) fn around(
         .merge(health)
         .layer(middleware::from_fn(browser_guard::response_headers))
         .layer(middleware::from_fn(record_metrics))
+        .layer(middleware::from_fn(problem::with_request_id))
         .layer(
             ServiceBuilder::new()
                 .layer(SetRequestIdLayer::new(x_request_id.clone(), MakeRequestUuid))

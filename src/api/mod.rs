@@ -6,10 +6,13 @@ pub mod authentication;
 pub mod authorization;
 pub mod browser_guard;
 pub mod error;
+pub mod error_catalogue;
+pub mod error_code;
 pub mod graphql;
 mod middleware;
 pub mod playground;
 pub mod probes;
+pub mod problem;
 pub mod rest;
 pub mod setup_progress;
 pub mod views;
@@ -188,6 +191,7 @@ fn protected_routes(
         .route("/api/v1/provisions/{id}/logs", get(rest::get_logs))
         .route("/api/v1/provisions/{id}/kubeconfig", get(rest::get_kubeconfig))
         .route(rest::OPENAPI_PATH, get(rest::openapi))
+        .route(&format!("{}/{{code}}", error_code::PROBLEM_TYPES_PATH), get(rest::get_problem_type))
         // The body is read (within its limit) only once the caller is known: a stranger's request is refused
         // before it can hold a request slot by sending its body slowly.
         .route_layer(axum::middleware::from_fn_with_state(settings.max_body_bytes, middleware::limit_body))

@@ -48,6 +48,7 @@ pub(crate) use spelled;
 
 #[cfg(any(test, feature = "examples"))]
 mod example;
+pub mod failure_reasons;
 mod ids;
 pub mod policy;
 pub mod run;

@@ -9,7 +9,7 @@ use crate::store::{self};
 
 spelled! {
     /// Why a request conflicts with the state of a runtime; `as_str()` is the code both APIs show.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
     pub enum Conflict {
         /// Only one asynchronous operation per runtime at a time.
         OperationInProgress => "operation_in_progress",

@@ -122,10 +122,30 @@ async fn invalid_input_names_the_field_in_both_apis(backend: Backend) {
     body["clusterConfig"]["workerPool"]["minSize"] = json!(5);
     let answer = app.post_provision(&body).await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.text);
-    let error = &answer.json()["error"];
-    assert_eq!(error["code"], "invalid_input");
-    assert_eq!(error["field"], "clusterConfig.workerPool.minSize");
-    assert!(error["message"].as_str().unwrap().contains("maxSize"), "{error}");
+    assert_eq!(answer.headers["content-type"], "application/problem+json");
+    let problem = answer.json();
+    let request_id = answer.headers["x-request-id"].to_str().unwrap();
+    assert_eq!(
+        (&problem["type"], &problem["title"], &problem["status"], &problem["instance"]),
+        (&json!("/api/v1/problems/invalid_input"), &json!("Invalid input"), &json!(400), &json!(request_id)),
+        "{problem}"
+    );
+    assert_eq!((&problem["code"], &problem["component"]), (&json!("invalid_input"), &json!("provisioner")));
+    assert_eq!(problem["field"], "clusterConfig.workerPool.minSize");
+    assert_eq!(problem["errors"][0]["field"], "clusterConfig.workerPool.minSize");
+    assert!(problem["detail"].as_str().unwrap().contains("maxSize"), "{problem}");
+    // The shape before problems stays for one release.
+    let legacy = &problem["error"];
+    assert_eq!(
+        (&legacy["code"], &legacy["field"], &legacy["message"]),
+        (&problem["code"], &problem["field"], &problem["detail"])
+    );
+
+    // The problem's type is a page that says what the code means and whether to retry.
+    let page = app.get(problem["type"].as_str().unwrap()).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    let page = page.json();
+    assert_eq!((&page["code"], &page["status"], &page["retry"]), (&json!("invalid_input"), &json!(400), &json!("no")));
 
     let mut input = provision_input("gamma");
     input["clusterConfig"]["workerPool"]["minSize"] = json!(5);
@@ -134,7 +154,7 @@ async fn invalid_input_names_the_field_in_both_apis(backend: Backend) {
     assert_eq!(extensions["code"], "BAD_REQUEST", "{response}");
     assert_eq!(extensions["error_code"], 400);
     assert_eq!(extensions["field"], "clusterConfig.workerPool.minSize");
-    assert_eq!(response["errors"][0]["message"], error["message"]);
+    assert_eq!(response["errors"][0]["message"], problem["detail"]);
 
     // Nothing was recorded for either request.
     let list = app.graphql("{ runtimes { edges { cursor } } }", json!({})).await;
@@ -148,31 +168,31 @@ async fn malformed_bodies_are_refused_clearly(backend: Backend) {
     body["clusterConfig"].as_object_mut().unwrap().remove("region");
     let answer = app.post_provision(&body).await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST);
-    let error = &answer.json()["error"];
+    let error = &answer.json();
     assert_eq!(error["field"], "clusterConfig");
-    assert!(error["message"].as_str().unwrap().contains("missing field `region`"), "{error}");
+    assert!(error["detail"].as_str().unwrap().contains("missing field `region`"), "{error}");
 
     let mut body = provision_body("delta");
     body["clusterConfig"]["topology"] = json!("openstack");
     let answer = app.post_provision(&body).await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST);
-    assert_eq!(answer.json()["error"]["field"], "clusterConfig.topology");
+    assert_eq!(answer.json()["field"], "clusterConfig.topology");
 
     let mut body = provision_body("delta");
     body["clusterConfig"]["workerPool"]["surprise"] = json!(true);
     let answer = app.post_provision(&body).await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST);
-    assert_eq!(answer.json()["error"]["field"], "clusterConfig.workerPool.surprise");
+    assert_eq!(answer.json()["field"], "clusterConfig.workerPool.surprise");
 
     let answer = app.request("POST", "/api/v1/provisions", None, &[("content-type", "text/plain")]).await;
     assert_eq!(answer.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
-    assert_eq!(answer.json()["error"]["code"], "unsupported_media_type");
+    assert_eq!(answer.json()["code"], "unsupported_media_type");
 
     let mut body = provision_body("delta");
     body["runtimeInput"]["description"] = json!("x".repeat(70 * 1024));
     let answer = app.post_provision(&body).await;
     assert_eq!(answer.status, StatusCode::PAYLOAD_TOO_LARGE);
-    assert_eq!(answer.json()["error"]["code"], "payload_too_large");
+    assert_eq!(answer.json()["code"], "payload_too_large");
 }
 
 async fn deprovisioning_while_provisioning_is_active_conflicts(backend: Backend) {
@@ -182,9 +202,9 @@ async fn deprovisioning_while_provisioning_is_active_conflicts(backend: Backend)
 
     let answer = app.delete(&format!("/api/v1/provisions/{runtime_id}")).await;
     assert_eq!(answer.status, StatusCode::CONFLICT, "{}", answer.text);
-    let error = &answer.json()["error"];
+    let error = &answer.json();
     assert_eq!(error["code"], "operation_in_progress");
-    let message = error["message"].as_str().unwrap();
+    let message = error["detail"].as_str().unwrap();
     assert!(message.contains(accepted["operationId"].as_str().unwrap()), "{message}");
     assert!(message.contains("only one operation per runtime"), "{message}");
 
@@ -206,7 +226,7 @@ async fn names_are_unique_among_live_runtimes_even_under_concurrency(backend: Ba
     let conflicts: Vec<_> = answers.iter().filter(|answer| answer.status == StatusCode::CONFLICT).collect();
     assert_eq!(accepted, 1, "{answers:?}");
     assert_eq!(conflicts.len(), 7, "{answers:?}");
-    assert_eq!(conflicts[0].json()["error"]["code"], "name_taken");
+    assert_eq!(conflicts[0].json()["code"], "name_taken");
 
     let response = app.graphql(documents::PROVISION, json!({ "config": provision_input("zeta") })).await;
     assert_eq!(response["errors"][0]["extensions"]["error_reason"], "name_taken", "{response}");
@@ -222,13 +242,13 @@ async fn unknown_and_malformed_ids(backend: Backend) {
     ] {
         let answer = app.get(&path).await;
         assert_eq!(answer.status, StatusCode::NOT_FOUND, "{path}: {}", answer.text);
-        assert_eq!(answer.json()["error"]["code"], "not_found");
+        assert_eq!(answer.json()["code"], "not_found");
     }
     assert_eq!(app.delete(&format!("/api/v1/provisions/{unknown}")).await.status, StatusCode::NOT_FOUND);
 
     let answer = app.get("/api/v1/provisions/not-a-uuid").await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST);
-    assert_eq!(answer.json()["error"]["field"], "id");
+    assert_eq!(answer.json()["field"], "id");
 
     let response = app
         .graphql("query($id: String!) { runtimeOperationStatus(id: $id) { id } }", json!({ "id": unknown.to_string() }))
@@ -242,10 +262,10 @@ async fn kubeconfig_and_logs_conflict_before_the_run(backend: Backend) {
     let runtime_id = app.post_provision(&provision_body("eta")).await.json()["id"].as_str().unwrap().to_owned();
     let answer = app.get(&format!("/api/v1/provisions/{runtime_id}/kubeconfig")).await;
     assert_eq!(answer.status, StatusCode::CONFLICT, "{}", answer.text);
-    assert_eq!(answer.json()["error"]["code"], "not_ready");
+    assert_eq!(answer.json()["code"], "not_ready");
     let answer = app.get(&format!("/api/v1/provisions/{runtime_id}/logs")).await;
     assert_eq!(answer.status, StatusCode::CONFLICT, "{}", answer.text);
-    assert_eq!(answer.json()["error"]["code"], "no_runner_pod");
+    assert_eq!(answer.json()["code"], "no_runner_pod");
 }
 
 async fn idempotency_key_replays_the_first_answer(backend: Backend) {
@@ -261,7 +281,7 @@ async fn idempotency_key_replays_the_first_answer(backend: Backend) {
     let other = provision_body("theta-2");
     let reused = app.request("POST", "/api/v1/provisions", Some(&other), &headers).await;
     assert_eq!(reused.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", reused.text);
-    assert_eq!(reused.json()["error"]["field"], "Idempotency-Key");
+    assert_eq!(reused.json()["field"], "Idempotency-Key");
 
     assert_eq!(runtimes_recorded(&app).await, 1);
 }
@@ -377,7 +397,7 @@ async fn health_and_metrics(backend: Backend) {
         // A read that needs the database says which dependency is missing, not 500.
         let answer = app.get(&format!("/api/v1/provisions/{}", uuid::Uuid::now_v7())).await;
         assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE, "{}", answer.text);
-        assert_eq!(answer.json()["error"]["component"], "database", "{}", answer.text);
+        assert_eq!(answer.json()["component"], "database", "{}", answer.text);
     }
 }
 
@@ -387,23 +407,23 @@ async fn missing_credentials_fail_fast_and_record_nothing(backend: Backend) {
     body["clusterConfig"]["credentialId"] = json!("cred-unknown");
     let answer = app.post_provision(&body).await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.text);
-    let error = &answer.json()["error"];
+    let error = &answer.json();
     assert_eq!(error["field"], "clusterConfig.credentialId");
-    assert!(error["message"].as_str().unwrap().contains("does not exist"), "{error}");
+    assert!(error["detail"].as_str().unwrap().contains("does not exist"), "{error}");
 
     let mut body = provision_body("mu");
     body["clusterConfig"]["credentialId"] = json!("cred-gcp-1");
     let answer = app.post_provision(&body).await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.text);
-    assert!(answer.json()["error"]["message"].as_str().unwrap().contains("gcp_service_account"), "{}", answer.text);
+    assert!(answer.json()["detail"].as_str().unwrap().contains("gcp_service_account"), "{}", answer.text);
 
     app.auth.set_unavailable(true);
     let requests_before = app.auth.credential_requests();
     let answer = app.post_provision(&provision_body("mu")).await;
     assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE, "{}", answer.text);
-    let error = &answer.json()["error"];
+    let error = &answer.json();
     assert_eq!(error["component"], "auth-service", "{error}");
-    let message = error["message"].as_str().unwrap();
+    let message = error["detail"].as_str().unwrap();
     assert!(message.starts_with("auth-service is unavailable: no answer"), "{message}");
     assert!(!message.contains("http://") && !message.contains("127.0.0.1"), "an internal address: {message}");
     assert_eq!(message.matches("unavailable").count(), 1, "{message}");
@@ -434,9 +454,9 @@ async fn injected_credential_values_are_refused_and_record_nothing(backend: Back
         app.auth.add_credential("cred-aws-1", credential);
         let answer = app.post_provision(&provision_body("injected")).await;
         assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.text);
-        let error = &answer.json()["error"];
+        let error = &answer.json();
         assert_eq!(error["field"], "clusterConfig.credentialId", "{error}");
-        let message = error["message"].as_str().unwrap();
+        let message = error["detail"].as_str().unwrap();
         assert!(message.contains(&format!("has an invalid {field}")), "{field}: {message}");
         assert!(!message.contains("credential_process"), "the value is not echoed: {message}");
     }
@@ -486,7 +506,7 @@ async fn a_tenant_sees_and_changes_only_its_own_runtimes(backend: Backend) {
     ] {
         let answer = as_a(method, path.clone()).await;
         assert_eq!(
-            (answer.status, answer.json()["error"]["code"].clone()),
+            (answer.status, answer.json()["code"].clone()),
             (StatusCode::NOT_FOUND, json!("not_found")),
             "{method} {path}: {}",
             answer.text
@@ -525,7 +545,7 @@ async fn a_tenant_sees_and_changes_only_its_own_runtimes(backend: Backend) {
     assert_eq!(everyone, [runtime_a, runtime_b, runtime_c], "a request without a tenant sees every runtime");
 
     let refused = app.request("GET", "/api/v1/provisions", None, &[("Tenant", "a/../b")]).await;
-    assert_eq!((refused.status, refused.json()["error"]["field"].clone()), (StatusCode::BAD_REQUEST, json!("Tenant")));
+    assert_eq!((refused.status, refused.json()["field"].clone()), (StatusCode::BAD_REQUEST, json!("Tenant")));
 }
 
 on_both_databases!(
@@ -553,12 +573,19 @@ async fn unknown_paths_and_methods_answer_json_errors() {
     let app = spawn_app(Backend::Sqlite).await;
     let answer = app.get("/api/v1/no-such-thing").await;
     assert_eq!(answer.status, StatusCode::NOT_FOUND);
-    assert_eq!(answer.json()["error"]["code"], "not_found");
-    assert_eq!(answer.json()["error"]["message"], "no such path: /api/v1/no-such-thing");
+    assert_eq!(answer.json()["code"], "not_found");
+    assert_eq!(answer.json()["detail"], "no such path: /api/v1/no-such-thing");
+    let answer = app.get("/api/v1/problems/no_such_code").await;
+    assert_eq!(
+        (answer.status, &answer.json()["code"]),
+        (StatusCode::NOT_FOUND, &json!("not_found")),
+        "{}",
+        answer.text
+    );
 
     let answer = call(&app.app.router, Request::put("/api/v1/provisions").body(Body::empty()).unwrap()).await;
     assert_eq!(answer.status, StatusCode::METHOD_NOT_ALLOWED, "{}", answer.text);
-    assert_eq!(answer.json()["error"]["code"], "method_not_allowed");
+    assert_eq!(answer.json()["code"], "method_not_allowed");
     assert!(answer.headers.contains_key("allow"), "405 names the allowed methods");
 }
 

@@ -43,12 +43,7 @@ async fn hibernation(app: &TestApp, runtime_id: &str) -> Value {
 }
 
 fn error_fields(answer: &Value) -> Vec<String> {
-    answer["error"]["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|error| error["field"].as_str().unwrap().to_owned())
-        .collect()
+    answer["errors"].as_array().unwrap().iter().map(|error| error["field"].as_str().unwrap().to_owned()).collect()
 }
 
 async fn an_upgrade_changes_the_configuration_only_once_it_succeeded(backend: Backend) {
@@ -72,8 +67,8 @@ async fn an_upgrade_changes_the_configuration_only_once_it_succeeded(backend: Ba
     // One operation per runtime: a second upgrade and a deprovisioning wait for this one.
     let second = app.patch(&path, &json!({ "workerPool": { "maxSize": 6 } })).await;
     assert_eq!(second.status, StatusCode::CONFLICT, "{}", second.text);
-    assert_eq!(second.json()["error"]["code"], "operation_in_progress");
-    assert_eq!(app.delete(&path).await.json()["error"]["code"], "operation_in_progress");
+    assert_eq!(second.json()["code"], "operation_in_progress");
+    assert_eq!(app.delete(&path).await.json()["code"], "operation_in_progress");
     let response = app.graphql(UPGRADE, json!({ "id": runtime_id, "config": { "kubernetesVersion": "1.35" } })).await;
     assert_eq!(response["errors"][0]["extensions"]["error_reason"], "operation_in_progress", "{response}");
 
@@ -102,7 +97,7 @@ async fn an_upgrade_changes_the_configuration_only_once_it_succeeded(backend: Ba
     // Upgrading to what it already is changes nothing.
     let same = app.patch(&path, &json!({ "kubernetesVersion": "1.35" })).await;
     assert_eq!(same.status, StatusCode::BAD_REQUEST, "{}", same.text);
-    assert_eq!(same.json()["error"]["code"], "nothing_to_change");
+    assert_eq!(same.json()["code"], "nothing_to_change");
     let response = app.graphql(UPGRADE, json!({ "id": runtime_id, "config": {} })).await;
     assert_eq!(response["errors"][0]["extensions"]["error_reason"], "nothing_to_change", "{response}");
     assert_eq!(response["errors"][0]["extensions"]["code"], "BAD_REQUEST");
@@ -137,7 +132,7 @@ async fn a_dry_run_upgrade_plans_and_leaves_the_configuration(backend: Backend) 
     let answer =
         app.request("PATCH", &format!("/api/v1/provisions/{runtime_id}?dryRun=maybe"), Some(&json!({})), &[]).await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.text);
-    assert_eq!(answer.json()["error"]["field"], "dryRun");
+    assert_eq!(answer.json()["field"], "dryRun");
 }
 
 async fn upgrades_name_every_field_they_may_not_change(backend: Backend) {
@@ -149,8 +144,8 @@ async fn upgrades_name_every_field_they_may_not_change(backend: Backend) {
     let answer = app.patch(&path, &body).await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.text);
     let answer = answer.json();
-    assert_eq!(answer["error"]["code"], "invalid_input");
-    assert_eq!(answer["error"]["field"], "clusterConfig.aws");
+    assert_eq!(answer["code"], "invalid_input");
+    assert_eq!(answer["field"], "clusterConfig.aws");
     assert_eq!(
         error_fields(&answer),
         ["clusterConfig.aws", "clusterConfig.controlPlane.count", "clusterConfig.credentialId", "clusterConfig.region"]
@@ -161,7 +156,7 @@ async fn upgrades_name_every_field_they_may_not_change(backend: Backend) {
         .await
         .json();
     assert_eq!(error_fields(&answer), ["clusterConfig.kubernetesVersion", "clusterConfig.workerPool.minSize"]);
-    assert!(answer["error"]["message"].as_str().unwrap().contains("the next upgrade is to 1.35"), "{answer}");
+    assert!(answer["detail"].as_str().unwrap().contains("the next upgrade is to 1.35"), "{answer}");
 
     let response = app.graphql(UPGRADE, json!({ "id": runtime_id, "config": { "kubernetesVersion": "1.33" } })).await;
     let extensions = &response["errors"][0]["extensions"];
@@ -195,7 +190,7 @@ async fn upgrades_name_every_field_they_may_not_change(backend: Backend) {
     // A body that is not JSON names no field.
     let answer = app.request("PATCH", &path, None, &[("content-type", "application/json")]).await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.text);
-    assert!(answer.json()["error"].get("field").is_none(), "{}", answer.text);
+    assert!(answer.json().get("field").is_none(), "{}", answer.text);
 }
 
 async fn only_a_provisioned_live_runtime_can_be_upgraded(backend: Backend) {
@@ -204,19 +199,19 @@ async fn only_a_provisioned_live_runtime_can_be_upgraded(backend: Backend) {
 
     let queued = app.post_provision(&provision_body("upgrade-d")).await.json()["id"].as_str().unwrap().to_owned();
     let answer = app.patch(&format!("/api/v1/provisions/{queued}"), &upgrade).await;
-    assert_eq!(answer.json()["error"]["code"], "operation_in_progress", "{}", answer.text);
+    assert_eq!(answer.json()["code"], "operation_in_progress", "{}", answer.text);
 
     app.run_queued_operation(&[], OperationState::Failed).await;
     let answer = app.patch(&format!("/api/v1/provisions/{queued}"), &upgrade).await;
     assert_eq!(answer.status, StatusCode::CONFLICT, "{}", answer.text);
-    assert_eq!(answer.json()["error"]["code"], "not_ready");
+    assert_eq!(answer.json()["code"], "not_ready");
 
     let runtime_id = app.provisioned(&eks_body("upgrade-e")).await;
     assert_eq!(app.delete(&format!("/api/v1/provisions/{runtime_id}")).await.status, StatusCode::ACCEPTED);
     app.run_queued_operation(&[], OperationState::Succeeded).await;
     let answer = app.patch(&format!("/api/v1/provisions/{runtime_id}"), &upgrade).await;
     assert_eq!(answer.status, StatusCode::CONFLICT, "{}", answer.text);
-    assert_eq!(answer.json()["error"]["code"], "already_deprovisioned");
+    assert_eq!(answer.json()["code"], "already_deprovisioned");
 
     let unknown = uuid::Uuid::now_v7();
     assert_eq!(app.patch(&format!("/api/v1/provisions/{unknown}"), &upgrade).await.status, StatusCode::NOT_FOUND);
@@ -264,13 +259,13 @@ async fn a_dry_run_provisioning_is_a_preview_that_keeps_the_name_free(backend: B
     app.database.set_operation_columns(operation_id, [("state", "Succeeded".into()), ("stage", "Done".into())]).await;
     let answer = app.patch(&path, &json!({ "workerPool": { "maxSize": 4 } })).await;
     assert_eq!(
-        (answer.status, answer.json()["error"]["code"].clone()),
+        (answer.status, answer.json()["code"].clone()),
         (StatusCode::CONFLICT, json!("preview")),
         "{}",
         answer.text
     );
-    assert_eq!(app.delete(&path).await.json()["error"]["code"], "preview");
-    assert_eq!(app.get(&format!("{path}/kubeconfig")).await.json()["error"]["code"], "not_ready");
+    assert_eq!(app.delete(&path).await.json()["code"], "preview");
+    assert_eq!(app.get(&format!("{path}/kubeconfig")).await.json()["code"], "not_ready");
 
     // The same Idempotency-Key for a dry run and a real request is a different request.
     let key = [("idempotency-key", "preview-b-1")];
@@ -290,7 +285,7 @@ async fn every_invalid_field_of_a_provisioning_is_listed_in_both_apis(backend: B
     let answer = answer.json();
     let fields = ["runtimeInput.name", "clusterConfig.region", "clusterConfig.workerPool.diskSizeGb"];
     assert_eq!(error_fields(&answer), fields);
-    assert_eq!(answer["error"]["field"], fields[0]);
+    assert_eq!(answer["field"], fields[0]);
 
     let mut input = provision_input("Bad Name");
     input["clusterConfig"]["region"] = json!("nowhere");
@@ -301,7 +296,7 @@ async fn every_invalid_field_of_a_provisioning_is_listed_in_both_apis(backend: B
     let listed: Vec<&str> =
         extensions["errors"].as_array().unwrap().iter().map(|error| error["field"].as_str().unwrap()).collect();
     assert_eq!(listed, fields);
-    assert_eq!(extensions["errors"], answer["error"]["errors"]);
+    assert_eq!(extensions["errors"], answer["errors"]);
 }
 
 async fn a_hibernated_runtime_refuses_upgrades_until_it_is_woken_up(backend: Backend) {
@@ -328,7 +323,7 @@ async fn a_hibernated_runtime_refuses_upgrades_until_it_is_woken_up(backend: Bac
     // Asleep: no upgrade (from either API); a second hibernation gets the first; the kubeconfig is still the
     // runtime's.
     let upgrade = app.patch(&path, &json!({ "workerPool": { "maxSize": 4 } })).await;
-    assert_eq!((upgrade.status, upgrade.json()["error"]["code"].clone()), (StatusCode::CONFLICT, json!("hibernated")));
+    assert_eq!((upgrade.status, upgrade.json()["code"].clone()), (StatusCode::CONFLICT, json!("hibernated")));
     let response =
         app.graphql(UPGRADE, json!({ "id": runtime_id, "config": { "workerPool": { "maxSize": 4 } } })).await;
     assert_eq!(response["errors"][0]["extensions"]["error_reason"], "hibernated", "{response}");
@@ -337,7 +332,7 @@ async fn a_hibernated_runtime_refuses_upgrades_until_it_is_woken_up(backend: Bac
         app.graphql("mutation($id: String!) { hibernateRuntime(id: $id) { id } }", json!({ "id": runtime_id })).await;
     assert_eq!(response["data"]["hibernateRuntime"]["id"], accepted.json()["operationId"], "{response}");
     let kubeconfig = app.get(&format!("{path}/kubeconfig")).await;
-    assert_ne!(kubeconfig.json()["error"]["code"], "not_ready", "{}", kubeconfig.text);
+    assert_ne!(kubeconfig.json()["code"], "not_ready", "{}", kubeconfig.text);
 
     // A failed wake-up leaves it asleep; a successful one wakes it, and upgrades are accepted again.
     let response = app
@@ -363,7 +358,7 @@ async fn a_hibernated_runtime_can_be_deprovisioned_and_only_a_cluster_can_sleep(
     assert_eq!(deprovision.status, StatusCode::ACCEPTED, "{}", deprovision.text);
     app.run_queued_operation(&[], OperationState::Succeeded).await;
     let hibernate = app.request("POST", &format!("{path}/hibernate"), None, &[]).await;
-    assert_eq!(hibernate.json()["error"]["code"], "already_deprovisioned", "{}", hibernate.text);
+    assert_eq!(hibernate.json()["code"], "already_deprovisioned", "{}", hibernate.text);
     assert_eq!(hibernation(&app, &runtime_id).await["hibernationPossible"], false);
 
     // A runtime whose provisioning failed has no cluster to put to sleep; a preview neither.
@@ -371,14 +366,11 @@ async fn a_hibernated_runtime_can_be_deprovisioned_and_only_a_cluster_can_sleep(
     app.run_queued_operation(&[], OperationState::Failed).await;
     assert_eq!(hibernation(&app, &failed).await, json!({ "hibernated": false, "hibernationPossible": false }));
     let hibernate = app.request("POST", &format!("/api/v1/provisions/{failed}/hibernate"), None, &[]).await;
-    assert_eq!(
-        (hibernate.status, hibernate.json()["error"]["code"].clone()),
-        (StatusCode::CONFLICT, json!("not_ready"))
-    );
+    assert_eq!((hibernate.status, hibernate.json()["code"].clone()), (StatusCode::CONFLICT, json!("not_ready")));
     let preview = app.request("POST", "/api/v1/provisions?dryRun=true", Some(&provision_body("sleepy-d")), &[]).await;
     let preview = preview.json()["id"].as_str().unwrap().to_owned();
     let hibernate = app.request("POST", &format!("/api/v1/provisions/{preview}/hibernate"), None, &[]).await;
-    assert_eq!(hibernate.json()["error"]["code"], "preview", "{}", hibernate.text);
+    assert_eq!(hibernate.json()["code"], "preview", "{}", hibernate.text);
     let unknown = uuid::Uuid::now_v7();
     let wake = app.request("POST", &format!("/api/v1/provisions/{unknown}/wake"), None, &[]).await;
     assert_eq!(wake.status, StatusCode::NOT_FOUND, "{}", wake.text);

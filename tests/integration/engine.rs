@@ -266,7 +266,7 @@ async fn a_runs_logs_are_kept_redacted_and_capped_after_its_pod_is_gone(backend:
     let unknown = engine.app.get(&format!("/api/v1/operations/{}/logs", uuid::Uuid::now_v7())).await;
     assert_eq!(unknown.status, StatusCode::NOT_FOUND, "{}", unknown.text);
     let zero = engine.app.get(&format!("/api/v1/operations/{operation_id}/logs?tailLines=0")).await;
-    assert_eq!((zero.status, zero.json()["error"]["field"].clone()), (StatusCode::BAD_REQUEST, json!("tailLines")));
+    assert_eq!((zero.status, zero.json()["field"].clone()), (StatusCode::BAD_REQUEST, json!("tailLines")));
     process.stop().await;
 }
 
@@ -343,7 +343,7 @@ async fn a_running_operations_log_is_streamed_until_its_container_ends(backend: 
     let kept = engine.app.get(&path).await;
     assert_eq!(kept.text, "Initializing the backend...\nPlan: 3 to add, 0 to change, 0 to destroy.\nApply complete!\n");
     let both = engine.app.get(&format!("{path}&tailLines=2")).await;
-    assert_eq!((both.status, both.json()["error"]["field"].clone()), (StatusCode::BAD_REQUEST, json!("tailLines")));
+    assert_eq!((both.status, both.json()["field"].clone()), (StatusCode::BAD_REQUEST, json!("tailLines")));
     process.stop().await;
 }
 
@@ -455,7 +455,7 @@ async fn kept_logs_go_after_their_retention(backend: Backend) {
     for _ in 0..100 {
         let answer = engine.app.get(&path).await;
         if answer.status == StatusCode::CONFLICT {
-            assert_eq!(answer.json()["error"]["code"], "no_runner_pod", "{}", answer.text);
+            assert_eq!(answer.json()["code"], "no_runner_pod", "{}", answer.text);
             process.stop().await;
             return;
         }
@@ -681,7 +681,7 @@ async fn a_kubeconfig_another_runner_wrote_is_never_served() {
     engine.publish_outputs(&outputs, planted).await;
     let refused = engine.app.get(&kubeconfig).await;
     assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.text);
-    assert_eq!(refused.json()["error"]["code"], "untrusted_outputs", "{}", refused.text);
+    assert_eq!(refused.json()["code"], "untrusted_outputs", "{}", refused.text);
     assert!(!refused.text.contains("exec"), "{}", refused.text);
     let query = documents::KUBECONFIG;
     let response = engine.app.graphql(query, json!({ "id": runtime_id })).await;
@@ -1059,9 +1059,9 @@ async fn no_second_job_starts_while_one_of_the_runtime_runs(backend: Backend) {
     // A process that just started waits for its Job cache's first list before it answers.
     let refused = engine.app.delete(&format!("/api/v1/provisions/{runtime_id}")).await;
     assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.text);
-    let error = &refused.json()["error"];
+    let error = &refused.json();
     assert_eq!(error["code"], "job_still_running", "{error}");
-    assert!(error["message"].as_str().unwrap().contains(&provision_job), "{error}");
+    assert!(error["detail"].as_str().unwrap().contains(&provision_job), "{error}");
     let query = documents::DEPROVISION;
     let response = engine.app.graphql(query, json!({ "id": runtime_id })).await;
     assert_eq!(response["errors"][0]["extensions"]["error_reason"], "job_still_running", "{response}");
@@ -1237,9 +1237,9 @@ async fn runs_survive_database_and_api_server_outages() {
             let (status, body, took) = timed_get(&http, &status_url).await;
             assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
             assert!(took < limit, "a status read took {took:?} to answer 503");
-            assert_eq!(body["error"]["code"], "unavailable", "{body}");
-            assert_eq!(body["error"]["component"], "database", "{body}");
-            let message = body["error"]["message"].as_str().unwrap();
+            assert_eq!(body["code"], "unavailable", "{body}");
+            assert_eq!(body["component"], "database", "{body}");
+            let message = body["detail"].as_str().unwrap();
             assert!(!message.contains("127.0.0.1") && !message.contains("os error"), "internal detail: {message}");
             let (status, body, took) = timed_get(&http, &health_url).await;
             assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");

@@ -22,6 +22,12 @@ fn postgres_schema_is_current() {
     assert_current("assets/database/provisioner.sql", &migrations::postgres_schema_sql());
 }
 
+/// The catalogue of error codes and failure reasons is the code's own.
+#[test]
+fn the_error_catalogue_is_current() {
+    assert_current("docs/api/errors.md", &provisioner::api::error_catalogue::errors_markdown());
+}
+
 /// The README's table of variables is the settings' own: each variable's default and its field's doc comment.
 #[test]
 fn the_readmes_table_of_variables_is_current() {

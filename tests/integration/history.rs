@@ -121,10 +121,10 @@ async fn bad_history_requests_are_refused_naming_the_parameter(backend: Backend)
     for (query, field) in [("first=0", "first"), ("first=101", "first"), ("after=nope", "after")] {
         let answer = app.get(&format!("/api/v1/provisions/{runtime_id}/operations?{query}")).await;
         assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{query}: {}", answer.text);
-        assert_eq!(answer.json()["error"]["field"], field, "{query}");
+        assert_eq!(answer.json()["field"], field, "{query}");
     }
     let answer = app.get("/api/v1/provisions/nope/operations").await;
-    assert_eq!(answer.json()["error"]["field"], "id", "{}", answer.text);
+    assert_eq!(answer.json()["field"], "id", "{}", answer.text);
     let response = app.graphql(OPERATIONS, json!({ "id": unknown.to_string() })).await;
     assert_eq!(response["errors"][0]["extensions"]["code"], "NOT_FOUND", "{response}");
 }
@@ -177,7 +177,7 @@ async fn runtimes_are_listed_with_filters_by_status_and_label(backend: Backend) 
     for (query, field) in [("status=sleeping", "status"), ("label=team", "label"), ("label=Bad%20Key%3Dx", "label")] {
         let answer = app.get(&format!("/api/v1/provisions?{query}")).await;
         assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{query}: {}", answer.text);
-        assert_eq!(answer.json()["error"]["field"], field, "{query}");
+        assert_eq!(answer.json()["field"], field, "{query}");
     }
 }
 

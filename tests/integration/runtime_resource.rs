@@ -366,5 +366,5 @@ async fn a_patch_is_a_json_merge_patch_and_a_runtimes_logs_are_never_silently_a_
     assert_eq!(accepted.json()["operation"], "upgrade");
 
     let follow = app.get(&format!("/api/v1/provisions/{id}/logs?follow=true")).await;
-    assert_eq!((follow.status, follow.json()["error"]["field"].as_str()), (StatusCode::BAD_REQUEST, Some("follow")));
+    assert_eq!((follow.status, follow.json()["field"].as_str()), (StatusCode::BAD_REQUEST, Some("follow")));
 }

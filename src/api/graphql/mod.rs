@@ -98,7 +98,7 @@ pub fn schema_sdl() -> String {
 /// (a GraphQL-style name), the Kyma-style `error_code`, `error_reason` and `error_component`, and `field`.
 pub fn graphql_error(error: service::Error) -> async_graphql::Error {
     let classified = classify(error);
-    let code = match classified.status {
+    let code = match classified.status() {
         StatusCode::BAD_REQUEST | StatusCode::UNPROCESSABLE_ENTITY | StatusCode::PAYLOAD_TOO_LARGE => "BAD_REQUEST",
         StatusCode::NOT_FOUND => "NOT_FOUND",
         StatusCode::CONFLICT => "CONFLICT",
@@ -106,10 +106,11 @@ pub fn graphql_error(error: service::Error) -> async_graphql::Error {
         StatusCode::TOO_MANY_REQUESTS => "TOO_MANY_REQUESTS",
         _ => "INTERNAL",
     };
+    let status = classified.status();
     async_graphql::Error::new(classified.message).extend_with(|_, extensions| {
         extensions.set("code", code);
-        extensions.set("error_code", classified.status.as_u16());
-        extensions.set("error_reason", classified.code);
+        extensions.set("error_code", status.as_u16());
+        extensions.set("error_reason", classified.code.as_str());
         extensions.set("error_component", classified.component.as_str());
         if let Some(field) = &classified.field {
             extensions.set("field", field.as_str());

@@ -16,7 +16,8 @@ use futures::StreamExt as _;
 use super::{ApiResult, Caller, operation_id, path_id, query};
 use crate::api::audit::ApiKind;
 use crate::api::authorization::{Action, Subresource};
-use crate::api::error::{ApiError, ErrorBody};
+use crate::api::error::ApiError;
+use crate::api::problem::Problem;
 use crate::api::views::OperationView;
 use crate::domain::Operation;
 use crate::service::{OperationEvent, Service};
@@ -40,9 +41,9 @@ pub struct EventsQuery {
     ),
     responses(
         (status = 200, description = "Server-Sent Events: `status` (the operation, as `/api/v1/operations/{id}`) and `log` (a runner line); the stream ends after the final state", body = String, content_type = "text/event-stream"),
-        (status = 400, description = "The id is not a UUID, or an invalid `logs` or `Last-Event-ID`", body = ErrorBody),
-        (status = 404, description = "Unknown operation", body = ErrorBody),
-        (status = 429, description = "The caller, or everyone together, holds as many open streams as allowed (`too_many_streams`); `Retry-After` says when to try again", body = ErrorBody),
+        (status = 400, description = "The id is not a UUID, or an invalid `logs` or `Last-Event-ID`", body = Problem),
+        (status = 404, description = "Unknown operation", body = Problem),
+        (status = 429, description = "The caller, or everyone together, holds as many open streams as allowed (`too_many_streams`); `Retry-After` says when to try again", body = Problem),
     )
 )]
 pub async fn get_operation_events(

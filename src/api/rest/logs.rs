@@ -9,7 +9,8 @@ use futures::StreamExt as _;
 
 use super::{ApiResult, Caller, operation_id, path_id, runtime_id};
 use crate::api::audit::{ApiKind, AuditEvent};
-use crate::api::error::{ApiError, ErrorBody};
+use crate::api::error::ApiError;
+use crate::api::problem::Problem;
 use crate::domain::OperationId;
 use crate::domain::run_log::ContainerLog;
 use crate::service;
@@ -27,9 +28,9 @@ use crate::service;
     ),
     responses(
         (status = 200, description = "Logs of the `init` and `terraform-runner` containers of the operation's run: kept in the database once it ended, from its pod while it runs", body = String, content_type = "text/plain"),
-        (status = 400, description = "An id is not a UUID, `tailLines` is not a positive number, or `follow=true`", body = ErrorBody),
-        (status = 404, description = "Unknown runtime, or the operation is not one of its own", body = ErrorBody),
-        (status = 409, description = "No runner pod exists yet, or the run ended without one (`no_runner_pod`)", body = ErrorBody),
+        (status = 400, description = "An id is not a UUID, `tailLines` is not a positive number, or `follow=true`", body = Problem),
+        (status = 404, description = "Unknown runtime, or the operation is not one of its own", body = Problem),
+        (status = 409, description = "No runner pod exists yet, or the run ended without one (`no_runner_pod`)", body = Problem),
     )
 )]
 pub async fn get_logs(
@@ -65,11 +66,11 @@ pub async fn get_logs(
     ),
     responses(
         (status = 200, description = "Logs of the `init` and `terraform-runner` containers of the operation's run: kept in the database once it ended, from its pod while it runs; with `follow`, the runner's log as a stream", body = String, content_type = "text/plain"),
-        (status = 400, description = "The id is not a UUID, `tailLines` is not a positive number, or both `tailLines` and `follow` are given", body = ErrorBody),
-        (status = 404, description = "Unknown operation", body = ErrorBody),
-        (status = 409, description = "No runner pod exists yet, or the run ended without one (`no_runner_pod`)", body = ErrorBody),
-        (status = 413, description = "The logs are longer than one request may read (`over_budget`)", body = ErrorBody),
-        (status = 429, description = "With `follow`: the caller, or everyone together, holds as many open streams as allowed (`too_many_streams`); `Retry-After` says when to try again", body = ErrorBody),
+        (status = 400, description = "The id is not a UUID, `tailLines` is not a positive number, or both `tailLines` and `follow` are given", body = Problem),
+        (status = 404, description = "Unknown operation", body = Problem),
+        (status = 409, description = "No runner pod exists yet, or the run ended without one (`no_runner_pod`)", body = Problem),
+        (status = 413, description = "The logs are longer than one request may read (`over_budget`)", body = Problem),
+        (status = 429, description = "With `follow`: the caller, or everyone together, holds as many open streams as allowed (`too_many_streams`); `Retry-After` says when to try again", body = Problem),
     )
 )]
 pub async fn get_operation_logs(

@@ -1,11 +1,12 @@
 //! REST adapter with the cluster-provisioner's paths. Handlers only translate HTTP to service calls and back;
-//! [`ApiError`] is the one place where errors get their HTTP status and JSON body.
+//! [`ApiError`] is the one place where errors get their HTTP status and problem body.
 
 mod conditional;
 mod events;
 mod logs;
 mod openapi;
 mod operations;
+mod problems;
 mod provisions;
 mod runtimes;
 mod views;
@@ -14,6 +15,7 @@ pub use events::get_operation_events;
 pub use logs::{get_logs, get_operation_logs};
 pub use openapi::{ApiDoc, OPENAPI_PATH, openapi, openapi_json};
 pub use operations::{cancel_operation, get_operation, list_operations};
+pub use problems::get_problem_type;
 pub use provisions::{
     create_provision, delete_provision, get_kubeconfig, get_provision, hibernate_provision, list_provisions,
     patch_provision, wake_provision,
@@ -163,8 +165,6 @@ fn dry_run(query: Result<Query<DryRunQuery>, QueryRejection>) -> ApiResult<bool>
     })
 }
 
-/// The `{id}` path segment; axum's own rejection (a segment that is not UTF-8 once percent-decoded) would answer
-/// text/plain, every other error here is JSON.
 /// The runtime id a path names, checked as every id is (400 naming `id`).
 fn runtime_id(id: &str) -> ApiResult<RuntimeId> {
     Ok(service::parse_runtime_id("id", id).map_err(service::Error::from)?)
@@ -175,6 +175,8 @@ fn operation_id(id: &str) -> ApiResult<OperationId> {
     Ok(service::parse_operation_id("id", id).map_err(service::Error::from)?)
 }
 
+/// The `{id}` path segment; axum's own rejection (a segment that is not UTF-8 once percent-decoded) would answer
+/// text/plain, every other error here is a problem.
 fn path_id(id: Result<Path<String>, PathRejection>) -> ApiResult<String> {
     id.map(|Path(id)| id).map_err(|rejection| ApiError::MalformedBody {
         field: Some("id".into()),

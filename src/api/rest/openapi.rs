@@ -5,8 +5,10 @@ use axum::response::{IntoResponse, Response};
 use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+use utoipa::openapi::{Content, ContentBuilder, Ref, RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
+
+use crate::api::problem::PROBLEM_JSON;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -33,6 +35,7 @@ use utoipa::{Modify, OpenApi};
         super::operations::get_operation,
         super::operations::cancel_operation,
         super::events::get_operation_events,
+        super::problems::get_problem_type,
         crate::api::probes::healthz,
         crate::api::probes::livez,
         crate::api::probes::readyz,
@@ -68,8 +71,8 @@ impl Modify for BearerToken {
                     continue;
                 }
                 for (status, description) in refusals {
-                    let body = ContentBuilder::new().schema(Some(Ref::from_schema_name("ErrorBody"))).build();
-                    let response = ResponseBuilder::new().description(description).content("application/json", body);
+                    let body = ContentBuilder::new().schema(Some(Ref::from_schema_name("Problem"))).build();
+                    let response = ResponseBuilder::new().description(description).content(PROBLEM_JSON, body);
                     operation.responses.responses.entry(status.to_owned()).or_insert(response.build().into());
                 }
             }
@@ -90,7 +93,7 @@ impl Modify for BearerToken {
             let operations = [&mut item.get, &mut item.post, &mut item.put, &mut item.patch, &mut item.delete];
             for operation in operations.into_iter().flatten() {
                 for (status, description) in limits {
-                    let body = ContentBuilder::new().schema(Some(Ref::from_schema_name("ErrorBody"))).build();
+                    let body = ContentBuilder::new().schema(Some(Ref::from_schema_name("Problem"))).build();
                     let retry_after = HeaderBuilder::new()
                         .schema(ObjectBuilder::new().schema_type(Type::Integer))
                         .description(Some("Seconds to wait before trying again"))
@@ -98,8 +101,28 @@ impl Modify for BearerToken {
                     let response = ResponseBuilder::new()
                         .description(description)
                         .header("Retry-After", retry_after)
-                        .content("application/json", body);
+                        .content(PROBLEM_JSON, body);
                     operation.responses.responses.entry(status.to_owned()).or_insert(response.build().into());
+                }
+            }
+        }
+        problems_as_problem_json(openapi);
+    }
+}
+
+/// Every error body is served as `application/problem+json`; the paths declare their error bodies with the
+/// `Problem` schema, which utoipa files under `application/json`.
+fn problems_as_problem_json(openapi: &mut utoipa::openapi::OpenApi) {
+    let problem = RefOr::Ref(Ref::from_schema_name("Problem"));
+    for item in openapi.paths.paths.values_mut() {
+        let operations = [&mut item.get, &mut item.post, &mut item.put, &mut item.patch, &mut item.delete];
+        for operation in operations.into_iter().flatten() {
+            for response in operation.responses.responses.values_mut() {
+                let RefOr::T(response) = response else { continue };
+                let is_problem = |content: &Content| content.schema.as_ref() == Some(&problem);
+                if let Some(content) = response.content.shift_remove("application/json") {
+                    let media_type = if is_problem(&content) { PROBLEM_JSON } else { "application/json" };
+                    response.content.insert(media_type.to_owned(), content);
                 }
             }
         }

@@ -11,7 +11,7 @@ use super::{
     runtime_id,
 };
 use crate::api::audit::ApiKind;
-use crate::api::error::ErrorBody;
+use crate::api::problem::Problem;
 use crate::api::views::OperationView;
 use crate::service::Requested;
 
@@ -27,8 +27,8 @@ use crate::service::Requested;
     ),
     responses(
         (status = 200, description = "Every operation of the runtime, newest first", body = OperationList),
-        (status = 400, description = "The id is not a UUID, or an invalid page size or cursor", body = ErrorBody),
-        (status = 404, description = "Unknown runtime", body = ErrorBody),
+        (status = 400, description = "The id is not a UUID, or an invalid page size or cursor", body = Problem),
+        (status = 404, description = "Unknown runtime", body = Problem),
     )
 )]
 pub async fn list_operations(
@@ -56,8 +56,8 @@ pub async fn list_operations(
     responses(
         (status = 200, description = "The operation with its record and stages", body = OperationView, headers(("ETag" = String, description = "This version of the operation"))),
         (status = 304, description = "Unchanged since the read whose `ETag` If-None-Match names", headers(("ETag" = String))),
-        (status = 400, description = "The id is not a UUID", body = ErrorBody),
-        (status = 404, description = "Unknown operation", body = ErrorBody),
+        (status = 400, description = "The id is not a UUID", body = Problem),
+        (status = 404, description = "Unknown operation", body = Problem),
     )
 )]
 pub async fn get_operation(
@@ -79,9 +79,9 @@ pub async fn get_operation(
     responses(
         (status = 202, description = "Cancelled: a queued operation has ended (`failed`, reason `cancelled`); a running one is being stopped and ends the same way", body = Accepted),
         (status = 200, description = "Already cancelled: the operation, unchanged", body = Accepted),
-        (status = 400, description = "The id is not a UUID", body = ErrorBody),
-        (status = 404, description = "Unknown operation", body = ErrorBody),
-        (status = 409, description = "The operation has already ended otherwise (`already_ended`)", body = ErrorBody),
+        (status = 400, description = "The id is not a UUID", body = Problem),
+        (status = 404, description = "Unknown operation", body = Problem),
+        (status = 409, description = "The operation has already ended otherwise (`already_ended`)", body = Problem),
     )
 )]
 pub async fn cancel_operation(

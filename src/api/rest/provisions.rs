@@ -12,7 +12,7 @@ use super::{
     dry_run, idempotency_key, json_body, merge_patch_body, path_id, query, requested, respond, runtime_id,
 };
 use crate::api::audit::{ApiKind, AuditEvent};
-use crate::api::error::ErrorBody;
+use crate::api::problem::Problem;
 use crate::domain::{OperationState, ProvisionRequest, RuntimeId, UpgradeClusterInput};
 use crate::service::{self, RuntimeQuery, Service};
 
@@ -36,11 +36,11 @@ use crate::service::{self, RuntimeQuery, Service};
     ),
     responses(
         (status = 202, description = "Provisioning queued", body = Accepted),
-        (status = 400, description = "Invalid input; `field` names the first invalid field, `errors` every one", body = ErrorBody),
-        (status = 409, description = "The name is taken", body = ErrorBody),
-        (status = 413, description = "Body too large", body = ErrorBody),
-        (status = 415, description = "Not JSON", body = ErrorBody),
-        (status = 422, description = "Idempotency-Key reused for a different request", body = ErrorBody),
+        (status = 400, description = "Invalid input; `field` names the first invalid field, `errors` every one", body = Problem),
+        (status = 409, description = "The name is taken", body = Problem),
+        (status = 413, description = "Body too large", body = Problem),
+        (status = 415, description = "Not JSON", body = Problem),
+        (status = 422, description = "Idempotency-Key reused for a different request", body = Problem),
     )
 )]
 pub async fn create_provision(
@@ -88,8 +88,8 @@ pub(super) async fn create(
     responses(
         (status = 200, description = "Status of the runtime's last operation", body = ProvisionStatusResponse, headers(("ETag" = String, description = "This version of the answer, for If-None-Match and If-Match"))),
         (status = 304, description = "Unchanged since the read whose `ETag` If-None-Match names", headers(("ETag" = String))),
-        (status = 400, description = "The id is not a UUID", body = ErrorBody),
-        (status = 404, description = "Unknown runtime", body = ErrorBody),
+        (status = 400, description = "The id is not a UUID", body = Problem),
+        (status = 404, description = "Unknown runtime", body = Problem),
     )
 )]
 pub async fn get_provision(
@@ -153,7 +153,7 @@ fn operation_state(status: &str) -> ApiResult<OperationState> {
     ),
     responses(
         (status = 200, description = "Runtimes in creation order, with their last operation", body = ProvisionList),
-        (status = 400, description = "An invalid filter, page size or cursor", body = ErrorBody),
+        (status = 400, description = "An invalid filter, page size or cursor", body = Problem),
     )
 )]
 pub async fn list_provisions(
@@ -178,9 +178,9 @@ pub async fn list_provisions(
     params(("id" = uuid::Uuid, Path, description = "Runtime id")),
     responses(
         (status = 200, description = "The kubeconfig", body = String, content_type = "application/yaml"),
-        (status = 400, description = "The id is not a UUID", body = ErrorBody),
-        (status = 404, description = "Unknown runtime", body = ErrorBody),
-        (status = 409, description = "The provisioning has not succeeded", body = ErrorBody),
+        (status = 400, description = "The id is not a UUID", body = Problem),
+        (status = 404, description = "Unknown runtime", body = Problem),
+        (status = 409, description = "The provisioning has not succeeded", body = Problem),
     )
 )]
 pub async fn get_kubeconfig(
@@ -211,13 +211,13 @@ pub async fn get_kubeconfig(
         ("If-Match" = Option<String>, Header, description = "The `ETag` of the read the change is based on: 412 if it changed since"),
     ),
     responses(
-        (status = 422, description = "Idempotency-Key reused for a different request", body = ErrorBody),
+        (status = 422, description = "Idempotency-Key reused for a different request", body = Problem),
         (status = 202, description = "Upgrade queued", body = Accepted),
-        (status = 412, description = "If-Match does not name the current `ETag` (`precondition_failed`)", body = ErrorBody),
-        (status = 400, description = "Invalid input, a field that cannot change (`errors` lists every one), or `nothing_to_change`", body = ErrorBody),
-        (status = 404, description = "Unknown runtime", body = ErrorBody),
-        (status = 409, description = "An operation is active, the runtime is hibernated, not provisioned, deprovisioned or a preview", body = ErrorBody),
-        (status = 415, description = "Neither `application/json` nor `application/merge-patch+json`", body = ErrorBody),
+        (status = 412, description = "If-Match does not name the current `ETag` (`precondition_failed`)", body = Problem),
+        (status = 400, description = "Invalid input, a field that cannot change (`errors` lists every one), or `nothing_to_change`", body = Problem),
+        (status = 404, description = "Unknown runtime", body = Problem),
+        (status = 409, description = "An operation is active, the runtime is hibernated, not provisioned, deprovisioned or a preview", body = Problem),
+        (status = 415, description = "Neither `application/json` nor `application/merge-patch+json`", body = Problem),
     )
 )]
 pub async fn patch_provision(
@@ -260,12 +260,12 @@ pub(super) async fn patch(
         ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key and request gets the first answer (the same operation) within APP_IDEMPOTENCY_KEY_TTL"),
     ),
     responses(
-        (status = 422, description = "Idempotency-Key reused for a different request", body = ErrorBody),
+        (status = 422, description = "Idempotency-Key reused for a different request", body = Problem),
         (status = 202, description = "Hibernation queued (or, for a repeated request, already queued or running): every worker pool goes to zero, a vanilla control plane stops", body = Accepted),
         (status = 200, description = "Already hibernated: the runtime's last operation, nothing queued", body = Accepted),
-        (status = 400, description = "The id is not a UUID", body = ErrorBody),
-        (status = 404, description = "Unknown runtime", body = ErrorBody),
-        (status = 409, description = "Another operation is active, or the runtime is not provisioned, deprovisioned or a preview", body = ErrorBody),
+        (status = 400, description = "The id is not a UUID", body = Problem),
+        (status = 404, description = "Unknown runtime", body = Problem),
+        (status = 409, description = "Another operation is active, or the runtime is not provisioned, deprovisioned or a preview", body = Problem),
     )
 )]
 pub async fn hibernate_provision(
@@ -299,12 +299,12 @@ pub(super) async fn hibernate(
         ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key and request gets the first answer (the same operation) within APP_IDEMPOTENCY_KEY_TTL"),
     ),
     responses(
-        (status = 422, description = "Idempotency-Key reused for a different request", body = ErrorBody),
+        (status = 422, description = "Idempotency-Key reused for a different request", body = Problem),
         (status = 202, description = "Wake-up queued (or, for a repeated request, already queued or running): the configured sizes come back (and a vanilla control plane, whose API server the run waits for)", body = Accepted),
         (status = 200, description = "Already awake: the runtime's last operation, nothing queued", body = Accepted),
-        (status = 400, description = "The id is not a UUID", body = ErrorBody),
-        (status = 404, description = "Unknown runtime", body = ErrorBody),
-        (status = 409, description = "Another operation is active, or the runtime was never provisioned, is deprovisioned or a preview", body = ErrorBody),
+        (status = 400, description = "The id is not a UUID", body = Problem),
+        (status = 404, description = "Unknown runtime", body = Problem),
+        (status = 409, description = "Another operation is active, or the runtime was never provisioned, is deprovisioned or a preview", body = Problem),
     )
 )]
 pub async fn wake_provision(
@@ -339,13 +339,13 @@ pub(super) async fn wake(
         ("If-Match" = Option<String>, Header, description = "The `ETag` of the read the deletion is based on: 412 if it changed since"),
     ),
     responses(
-        (status = 422, description = "Idempotency-Key reused for a different request", body = ErrorBody),
-        (status = 412, description = "If-Match does not name the current `ETag` (`precondition_failed`)", body = ErrorBody),
+        (status = 422, description = "Idempotency-Key reused for a different request", body = Problem),
+        (status = 412, description = "If-Match does not name the current `ETag` (`precondition_failed`)", body = Problem),
         (status = 202, description = "Deprovisioning queued (or, for a repeated request, already queued or running)", body = Accepted),
         (status = 200, description = "Already deprovisioned: its deprovisioning, nothing queued", body = Accepted),
-        (status = 400, description = "The id is not a UUID", body = ErrorBody),
-        (status = 404, description = "Unknown runtime", body = ErrorBody),
-        (status = 409, description = "Another operation is active", body = ErrorBody),
+        (status = 400, description = "The id is not a UUID", body = Problem),
+        (status = 404, description = "Unknown runtime", body = Problem),
+        (status = 409, description = "Another operation is active", body = Problem),
     )
 )]
 pub async fn delete_provision(

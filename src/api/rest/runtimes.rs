@@ -12,7 +12,7 @@ use super::{
     Answer, ApiResult, Caller, DryRunQuery, RuntimeList, RuntimeView, conditional, path_id, provisions, query,
     runtime_id,
 };
-use crate::api::error::ErrorBody;
+use crate::api::problem::Problem;
 use crate::api::views::OperationView;
 use crate::domain::RuntimeState;
 use crate::domain::{ProvisionRequest, UpgradeClusterInput};
@@ -30,8 +30,8 @@ use crate::service::{self, RuntimeQuery};
     responses(
         (status = 200, description = "The runtime: its configuration, state, conditions and last operation", body = RuntimeView, headers(("ETag" = String, description = "This version of the runtime, for If-None-Match and If-Match"))),
         (status = 304, description = "Unchanged since the read whose `ETag` If-None-Match names", headers(("ETag" = String))),
-        (status = 400, description = "The id is not a UUID", body = ErrorBody),
-        (status = 404, description = "Unknown runtime", body = ErrorBody),
+        (status = 400, description = "The id is not a UUID", body = Problem),
+        (status = 404, description = "Unknown runtime", body = Problem),
     )
 )]
 pub async fn get_runtime(
@@ -85,7 +85,7 @@ fn runtime_state(state: &str) -> ApiResult<RuntimeState> {
     ),
     responses(
         (status = 200, description = "Runtimes in creation order", body = RuntimeList),
-        (status = 400, description = "An invalid filter, page size or cursor", body = ErrorBody),
+        (status = 400, description = "An invalid filter, page size or cursor", body = Problem),
     )
 )]
 pub async fn list_runtimes(
@@ -120,11 +120,11 @@ pub async fn list_runtimes(
     ),
     responses(
         (status = 202, description = "The provisioning, queued; `Location` is the operation", body = OperationView, headers(("Location" = String, description = "/api/v1/operations/{operationId}"))),
-        (status = 400, description = "Invalid input; `field` names the first invalid field, `errors` every one", body = ErrorBody),
-        (status = 409, description = "The name is taken", body = ErrorBody),
-        (status = 413, description = "Body too large", body = ErrorBody),
-        (status = 415, description = "Not JSON", body = ErrorBody),
-        (status = 422, description = "Idempotency-Key reused for a different request", body = ErrorBody),
+        (status = 400, description = "Invalid input; `field` names the first invalid field, `errors` every one", body = Problem),
+        (status = 409, description = "The name is taken", body = Problem),
+        (status = 413, description = "Body too large", body = Problem),
+        (status = 415, description = "Not JSON", body = Problem),
+        (status = 422, description = "Idempotency-Key reused for a different request", body = Problem),
     )
 )]
 pub async fn create_runtime(
@@ -152,13 +152,13 @@ pub async fn create_runtime(
         ("If-Match" = Option<String>, Header, description = "The `ETag` of the read the change is based on: 412 if the runtime changed since"),
     ),
     responses(
-        (status = 422, description = "Idempotency-Key reused for a different request", body = ErrorBody),
-        (status = 412, description = "If-Match does not name the runtime's current `ETag` (`precondition_failed`)", body = ErrorBody),
+        (status = 422, description = "Idempotency-Key reused for a different request", body = Problem),
+        (status = 412, description = "If-Match does not name the runtime's current `ETag` (`precondition_failed`)", body = Problem),
         (status = 202, description = "The upgrade, queued; `Location` is the operation", body = OperationView, headers(("Location" = String, description = "/api/v1/operations/{operationId}"))),
-        (status = 400, description = "Invalid input, a field that cannot change (`errors` lists every one), or `nothing_to_change`", body = ErrorBody),
-        (status = 404, description = "Unknown runtime", body = ErrorBody),
-        (status = 409, description = "An operation is active, the runtime is hibernated, not provisioned, deprovisioned or a preview", body = ErrorBody),
-        (status = 415, description = "Neither `application/json` nor `application/merge-patch+json`", body = ErrorBody),
+        (status = 400, description = "Invalid input, a field that cannot change (`errors` lists every one), or `nothing_to_change`", body = Problem),
+        (status = 404, description = "Unknown runtime", body = Problem),
+        (status = 409, description = "An operation is active, the runtime is hibernated, not provisioned, deprovisioned or a preview", body = Problem),
+        (status = 415, description = "Neither `application/json` nor `application/merge-patch+json`", body = Problem),
     )
 )]
 pub async fn patch_runtime(
@@ -181,12 +181,12 @@ pub async fn patch_runtime(
         ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key and request gets the first answer (the same operation) within APP_IDEMPOTENCY_KEY_TTL"),
     ),
     responses(
-        (status = 422, description = "Idempotency-Key reused for a different request", body = ErrorBody),
+        (status = 422, description = "Idempotency-Key reused for a different request", body = Problem),
         (status = 202, description = "The hibernation, queued (or, for a repeated request, already queued or running); `Location` is the operation", body = OperationView, headers(("Location" = String, description = "/api/v1/operations/{operationId}"))),
         (status = 200, description = "Already hibernated: the runtime's last operation, nothing queued", body = OperationView),
-        (status = 400, description = "The id is not a UUID", body = ErrorBody),
-        (status = 404, description = "Unknown runtime", body = ErrorBody),
-        (status = 409, description = "Another operation is active, or the runtime is not provisioned, deprovisioned or a preview", body = ErrorBody),
+        (status = 400, description = "The id is not a UUID", body = Problem),
+        (status = 404, description = "Unknown runtime", body = Problem),
+        (status = 409, description = "Another operation is active, or the runtime is not provisioned, deprovisioned or a preview", body = Problem),
     )
 )]
 pub async fn hibernate_runtime(
@@ -207,12 +207,12 @@ pub async fn hibernate_runtime(
         ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key and request gets the first answer (the same operation) within APP_IDEMPOTENCY_KEY_TTL"),
     ),
     responses(
-        (status = 422, description = "Idempotency-Key reused for a different request", body = ErrorBody),
+        (status = 422, description = "Idempotency-Key reused for a different request", body = Problem),
         (status = 202, description = "The wake-up, queued (or, for a repeated request, already queued or running); `Location` is the operation", body = OperationView, headers(("Location" = String, description = "/api/v1/operations/{operationId}"))),
         (status = 200, description = "Already awake: the runtime's last operation, nothing queued", body = OperationView),
-        (status = 400, description = "The id is not a UUID", body = ErrorBody),
-        (status = 404, description = "Unknown runtime", body = ErrorBody),
-        (status = 409, description = "Another operation is active, or the runtime was never provisioned, is deprovisioned or a preview", body = ErrorBody),
+        (status = 400, description = "The id is not a UUID", body = Problem),
+        (status = 404, description = "Unknown runtime", body = Problem),
+        (status = 409, description = "Another operation is active, or the runtime was never provisioned, is deprovisioned or a preview", body = Problem),
     )
 )]
 pub async fn wake_runtime(
@@ -234,13 +234,13 @@ pub async fn wake_runtime(
         ("If-Match" = Option<String>, Header, description = "The `ETag` of the read the deletion is based on: 412 if the runtime changed since"),
     ),
     responses(
-        (status = 422, description = "Idempotency-Key reused for a different request", body = ErrorBody),
-        (status = 412, description = "If-Match does not name the runtime's current `ETag` (`precondition_failed`)", body = ErrorBody),
+        (status = 422, description = "Idempotency-Key reused for a different request", body = Problem),
+        (status = 412, description = "If-Match does not name the runtime's current `ETag` (`precondition_failed`)", body = Problem),
         (status = 202, description = "The deprovisioning, queued (or, for a repeated request, already queued or running); `Location` is the operation", body = OperationView, headers(("Location" = String, description = "/api/v1/operations/{operationId}"))),
         (status = 200, description = "Already deprovisioned: its deprovisioning, nothing queued", body = OperationView),
-        (status = 400, description = "The id is not a UUID", body = ErrorBody),
-        (status = 404, description = "Unknown runtime", body = ErrorBody),
-        (status = 409, description = "Another operation is active", body = ErrorBody),
+        (status = 400, description = "The id is not a UUID", body = Problem),
+        (status = 404, description = "Unknown runtime", body = Problem),
+        (status = 409, description = "Another operation is active", body = Problem),
     )
 )]
 pub async fn delete_runtime(

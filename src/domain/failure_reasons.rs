@@ -1,0 +1,129 @@
+//! What each `lastError.reason` means to a caller: whether the worker tries again by itself, and what to do.
+//! `docs/api/errors.md` is generated from here.
+
+use super::FailureReason;
+
+/// Whether the worker tries the step again by itself (the operation shows `retrying` meanwhile).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retried {
+    /// Always, until the operation's deadline.
+    ByTheWorker,
+    /// When the cause is transient (no answer, a server error); a refusal fails the operation at once.
+    WhenTransient,
+    /// Never: the operation fails.
+    Never,
+}
+
+impl Retried {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Retried::ByTheWorker => "yes, until the deadline",
+            Retried::WhenTransient => "when transient",
+            Retried::Never => "no: the operation fails",
+        }
+    }
+}
+
+/// What one failure reason means to a caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReasonEntry {
+    pub meaning: &'static str,
+    pub retried: Retried,
+    pub action: &'static str,
+}
+
+impl FailureReason {
+    pub fn entry(self) -> ReasonEntry {
+        let (meaning, retried, action) = match self {
+            FailureReason::KubernetesError => (
+                "A request to the Kubernetes cluster the Jobs run in failed, or its API server did not answer.",
+                Retried::WhenTransient,
+                "Tell the operator if it lasts: the message names the request.",
+            ),
+            FailureReason::CredentialNotFound => (
+                "auth-service has no credential with the runtime's `credentialId`.",
+                Retried::Never,
+                "Create the credential in auth-service, then send the operation again.",
+            ),
+            FailureReason::InvalidCredential => (
+                "A value auth-service sent for the credential does not have its format; nothing was written.",
+                Retried::Never,
+                "Fix the credential in auth-service, then send the operation again.",
+            ),
+            FailureReason::AuthServiceError => (
+                "auth-service did not answer, answered with an error, or sent an invalid response.",
+                Retried::WhenTransient,
+                "Tell the operator if it lasts; send the operation again once auth-service answers.",
+            ),
+            FailureReason::CredentialMismatch => (
+                "The credential is not of the kind the topology needs (an AWS key for GKE, another account, ...).",
+                Retried::Never,
+                "Point the runtime at a credential of the topology's cloud.",
+            ),
+            FailureReason::DatabaseError => (
+                "The provisioner's database did not answer.",
+                Retried::ByTheWorker,
+                "Nothing: the step runs again once the database answers.",
+            ),
+            FailureReason::StepTimeout => (
+                "One try of a step took longer than its limit.",
+                Retried::ByTheWorker,
+                "Nothing: the step runs again until the operation's deadline.",
+            ),
+            FailureReason::Timeout => (
+                "The operation's deadline passed before it ended; its Job was stopped.",
+                Retried::Never,
+                "Read its logs; send the operation again (Terraform continues from the state it left).",
+            ),
+            FailureReason::JobStillRunning => (
+                "A Job of another operation on the runtime is still running: only one Terraform per runtime.",
+                Retried::ByTheWorker,
+                "Nothing: the step waits until the earlier Job ends.",
+            ),
+            FailureReason::RenderFailed => (
+                "The Terraform configuration could not be rendered from the runtime's configuration.",
+                Retried::Never,
+                "Tell the operator: the message names what did not render.",
+            ),
+            FailureReason::JobFailed => (
+                "Terraform failed in the Job (a cloud error, a quota, a refused request).",
+                Retried::Never,
+                "Read the operation's logs, fix the cause in the cloud account, and send the operation again.",
+            ),
+            FailureReason::DestructivePlan => (
+                "The plan destroys or replaces a protected resource, so it was not applied; nothing changed.",
+                Retried::Never,
+                "Review the plan (a dry run shows it) and change the request so it keeps the resource.",
+            ),
+            FailureReason::JobMissing => (
+                "The operation's Job disappeared before it finished (deleted by someone else).",
+                Retried::Never,
+                "Send the operation again; tell the operator who deletes Jobs.",
+            ),
+            FailureReason::MissingOutputs => (
+                "The Job succeeded but published no kubeconfig.",
+                Retried::Never,
+                "Tell the operator: the runner's logs say why.",
+            ),
+            FailureReason::UntrustedOutputs => (
+                "The outputs Secret does not hold the kubeconfig the run's own pod reported publishing.",
+                Retried::Never,
+                "Tell the operator: something other than the runner changed the outputs Secret.",
+            ),
+            FailureReason::RuntimeMissing => {
+                ("The runtime record disappeared while its operation ran.", Retried::Never, "Tell the operator.")
+            }
+            FailureReason::AttemptsExhausted => (
+                "The operation was started too often without progress (the service restarted during it each time).",
+                Retried::Never,
+                "Tell the operator; send the operation again once the service is stable.",
+            ),
+            FailureReason::Cancelled => (
+                "A caller cancelled the operation (the message names who); its outcome is Cancelled.",
+                Retried::Never,
+                "Send the operation again if it is still wanted.",
+            ),
+        };
+        ReasonEntry { meaning, retried, action }
+    }
+}
