@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::error_code::{ErrorCode, Retry};
 use super::problem::{FieldError, PROBLEM_JSON, Problem};
 use crate::domain::Component;
-use crate::service;
+use crate::service::{self, InvalidReason};
 use async_graphql::ParseRequestError;
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -47,7 +47,11 @@ pub fn classify(error: service::Error) -> Classified {
         service::Error::Invalid(rejected) => {
             errors = rejected
                 .all()
-                .map(|invalid| FieldError { field: invalid.field.clone(), message: invalid.message.clone() })
+                .map(|invalid| FieldError {
+                    field: invalid.field.clone(),
+                    reason: invalid.reason,
+                    message: invalid.message.clone(),
+                })
                 .collect();
             (ErrorCode::InvalidInput, Component::Provisioner, Some(rejected.first.field))
         }
@@ -146,7 +150,11 @@ impl ApiError {
             ApiError::MalformedBody { field, message } => Classified {
                 errors: field
                     .iter()
-                    .map(|field| FieldError { field: field.clone(), message: message.clone() })
+                    .map(|field| FieldError {
+                        field: field.clone(),
+                        reason: InvalidReason::Format,
+                        message: message.clone(),
+                    })
                     .collect(),
                 field,
                 ..plain(ErrorCode::InvalidInput, message)

@@ -11,6 +11,7 @@ use utoipa::ToSchema;
 
 use super::error_code::ErrorCode;
 use crate::domain::Component;
+use crate::service::InvalidReason;
 
 /// The media type of every REST error body.
 pub const PROBLEM_JSON: &str = "application/problem+json";
@@ -35,6 +36,8 @@ pub struct FieldError {
     /// A path into the request body (for example `clusterConfig.workerPool.minSize`), or a header, query
     /// parameter or path segment.
     pub field: String,
+    /// Why the field was refused, for a program to branch on.
+    pub reason: InvalidReason,
     pub message: String,
 }
 

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::validation::Invalid;
+use super::validation::{Invalid, InvalidReason};
 use super::{Error, Result, Service};
 use crate::domain::Operation;
 use crate::store::{self, IdempotencyRecord};
@@ -36,6 +36,7 @@ fn check_idempotency_key(key: &str) -> Result<(), Invalid> {
     if !valid {
         return Err(Invalid {
             field: "Idempotency-Key".into(),
+            reason: InvalidReason::Format,
             message: "must be 1 to 255 visible ASCII characters".into(),
         });
     }

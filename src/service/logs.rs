@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use runner_contract::redact::Redactor;
 use uuid::Uuid;
 
-use super::validation::Invalid;
+use super::validation::{Invalid, InvalidReason};
 use super::{Conflict, Error, Result, Service, executor_error, live_logs, over_budget};
 use crate::domain::run::{RunNames, Stage};
 use crate::domain::run_log::{self, ContainerLog, KeptLog, LogBudget};
@@ -128,7 +128,7 @@ impl Service {
                 usize::try_from(lines)
                     .ok()
                     .filter(|lines| *lines >= 1)
-                    .ok_or_else(|| Invalid { field: "tailLines".into(), message: "must be at least 1".into() })?,
+                    .ok_or_else(|| Invalid::new(InvalidReason::OutOfRange, "tailLines", "must be at least 1"))?,
             ),
         };
         if let Some(kept) = kept_logs(archived, budget)? {

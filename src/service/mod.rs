@@ -37,7 +37,10 @@ pub use status::{
     DEFAULT_PAGE_SIZE, HibernationStatus, MAX_PAGE_SIZE, OperationWithStages, Page, RuntimeQuery, RuntimeStatus,
     duration_seconds,
 };
-pub use validation::{Invalid, Rejected, parse_operation_id, parse_runtime_id, upgrade_from_json};
+pub use validation::{
+    Invalid, InvalidReason, Rejected, deserialize_naming_every_field, parse_operation_id, parse_runtime_id,
+    upgrade_from_json,
+};
 
 #[derive(Clone)]
 pub struct Service {

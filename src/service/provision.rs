@@ -4,7 +4,7 @@
 use sha2::{Digest, Sha256};
 use tracing::instrument;
 
-use super::validation::Invalid;
+use super::validation::{Invalid, InvalidReason};
 use super::{Conflict, Error, Result, Service};
 use crate::credentials;
 use crate::domain::tenant::Tenant;
@@ -89,16 +89,17 @@ impl Service {
                     credential.cloud(),
                 ) {
                     None => Ok(()),
-                    Some(message) => Err(Invalid { field: field.into(), message }.into()),
+                    Some(message) => Err(Invalid::new(InvalidReason::Conflict, field, message).into()),
                 }
             }
-            Err(credentials::Error::NotFound { id }) => Err(Invalid {
-                field: field.into(),
-                message: format!("credential {id:?} does not exist in auth-service"),
-            }
+            Err(credentials::Error::NotFound { id }) => Err(Invalid::new(
+                InvalidReason::NotFound,
+                field,
+                format!("credential {id:?} does not exist in auth-service"),
+            )
             .into()),
             Err(error @ credentials::Error::InvalidCredential { .. }) => {
-                Err(Invalid { field: field.into(), message: error.to_string() }.into())
+                Err(Invalid::new(InvalidReason::UnsupportedValue, field, error.to_string()).into())
             }
             Err(error) => {
                 tracing::warn!(%error, "could not resolve the credential at request time");

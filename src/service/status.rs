@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use runner_contract::report::kubeconfig_digest;
 
-use super::validation::Invalid;
+use super::validation::{Invalid, InvalidReason};
 use super::{Conflict, Error, Result, Service, executor_error, validation};
 use crate::domain::run::{JobState, RunNames, Stage};
 use crate::domain::{
@@ -115,7 +115,7 @@ pub fn duration_seconds(operation: &Operation) -> Option<f64> {
 fn page_size(first: Option<i32>) -> Result<u64> {
     let first = first.unwrap_or(DEFAULT_PAGE_SIZE);
     if !(1..=MAX_PAGE_SIZE).contains(&first) {
-        return Err(Invalid { field: "first".into(), message: format!("must be 1 to {MAX_PAGE_SIZE}") }.into());
+        return Err(Invalid::new(InvalidReason::OutOfRange, "first", format!("must be 1 to {MAX_PAGE_SIZE}")).into());
     }
     Ok(first as u64)
 }

@@ -180,7 +180,8 @@ async fn missing_malformed_and_foreign_tokens_are_refused() {
     }
 
     // Health and the static playground page stay open.
-    assert_eq!(setup.call("GET", "/healthz", None, None).await.status, StatusCode::OK);
+    let health = setup.call("GET", "/healthz", None, None).await;
+    assert_eq!(health.status, StatusCode::OK, "{}", health.text);
     assert_eq!(setup.call("GET", "/graphql", None, None).await.status, StatusCode::OK);
     assert!(
         setup

@@ -187,10 +187,11 @@ async fn upgrades_name_every_field_they_may_not_change(backend: Backend) {
     // Nothing was queued by any of them.
     assert_eq!(app.get(&path).await.json()["operation"], "provision");
 
-    // A body that is not JSON names no field.
+    // A body that is not JSON is named as the body.
     let answer = app.request("PATCH", &path, None, &[("content-type", "application/json")]).await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.text);
-    assert!(answer.json().get("field").is_none(), "{}", answer.text);
+    let refused = &answer.json()["errors"][0];
+    assert_eq!((&refused["field"], &refused["reason"]), (&json!("body"), &json!("format")), "{}", answer.text);
 }
 
 async fn only_a_provisioned_live_runtime_can_be_upgraded(backend: Backend) {

@@ -18,7 +18,7 @@ use crate::api::authorization::{Action, Authorizer, User};
 use crate::api::error::ApiError;
 use crate::domain::Operation;
 use crate::domain::tenant::Tenant;
-use crate::service::{Invalid, Service};
+use crate::service::{Invalid, InvalidReason, Service};
 use token_review::{Review, TokenReviewer};
 
 /// The authenticated caller, with what it may do and the trail its changes are written to.
@@ -152,7 +152,8 @@ const TENANT_HEADER: &str = "Tenant";
 /// The tenant a request names in its `Tenant` header; a malformed one is refused, naming the header.
 fn tenant_header(headers: &HeaderMap) -> Result<Option<Tenant>, ApiError> {
     let Some(value) = headers.get(TENANT_HEADER) else { return Ok(None) };
-    let refused = |message: String| ApiError::Service(Invalid::new(TENANT_HEADER, message).into());
+    let refused =
+        |message: String| ApiError::Service(Invalid::new(InvalidReason::Format, TENANT_HEADER, message).into());
     let value = value.to_str().map_err(|_| refused("must be plain ASCII".to_owned()))?;
     Tenant::parse(value).map(Some).map_err(refused)
 }

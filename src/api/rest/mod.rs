@@ -110,10 +110,11 @@ async fn requested(
 fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<&str>> {
     let Some(value) = headers.get("idempotency-key") else { return Ok(None) };
     let key = value.to_str().map_err(|_| {
-        service::Error::from(service::Invalid {
-            field: "Idempotency-Key".into(),
-            message: "must be visible ASCII".into(),
-        })
+        service::Error::from(service::Invalid::new(
+            service::InvalidReason::Format,
+            "Idempotency-Key",
+            "must be visible ASCII",
+        ))
     })?;
     Ok(Some(key))
 }
@@ -140,14 +141,9 @@ async fn read_json<T: serde::de::DeserializeOwned>(body: Body) -> ApiResult<T> {
     let bytes = axum::body::to_bytes(body, usize::MAX)
         .await
         .map_err(|error| ApiError::MalformedBody { field: None, message: format!("unreadable body: {error}") })?;
-    let deserializer = &mut serde_json::Deserializer::from_slice(&bytes);
-    serde_path_to_error::deserialize(deserializer).map_err(|error| {
-        let path = error.path().to_string();
-        ApiError::MalformedBody {
-            field: (path != ".").then_some(path),
-            message: format!("invalid request body: {}", error.inner()),
-        }
-    })
+    let value = serde_json::from_slice(&bytes)
+        .map_err(|error| service::Error::from(service::Invalid::from_serde(None, ".", &error)))?;
+    Ok(service::deserialize_naming_every_field(value, None).map_err(service::Error::from)?)
 }
 
 #[derive(Debug, serde::Deserialize)]

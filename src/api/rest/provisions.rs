@@ -134,7 +134,12 @@ fn operation_state(status: &str) -> ApiResult<OperationState> {
         "failed" => OperationState::Failed,
         other => {
             let message = format!("{other:?} is not queued, running, succeeded or failed");
-            return Err(service::Error::from(service::Invalid { field: "status".into(), message }).into());
+            return Err(service::Error::from(service::Invalid::new(
+                service::InvalidReason::UnsupportedValue,
+                "status",
+                message,
+            ))
+            .into());
         }
     };
     Ok(state)

@@ -64,7 +64,7 @@ fn runtime_state(state: &str) -> ApiResult<RuntimeState> {
     RuntimeState::parse(state).ok_or_else(|| {
         let states: Vec<&str> = RuntimeState::ALL.iter().map(|state| state.as_str()).collect();
         let message = format!("{state:?} is not one of {}", states.join(", "));
-        service::Error::from(service::Invalid { field: "state".into(), message }).into()
+        service::Error::from(service::Invalid::new(service::InvalidReason::UnsupportedValue, "state", message)).into()
     })
 }
 

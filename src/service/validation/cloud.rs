@@ -2,7 +2,7 @@
 
 use ipnet::Ipv4Net;
 
-use super::{Check, Findings, Invalid};
+use super::{Check, Findings, Invalid, InvalidReason};
 use crate::domain::{ClusterConfig, Topology};
 
 /// Each topology needs its own cloud section and no other; vanilla_kubeadm alone has control-plane nodes. Zones
@@ -12,13 +12,19 @@ pub(super) fn check_topology_sections(config: &ClusterConfig, region_valid: bool
     match config.topology {
         Topology::VanillaKubeadm | Topology::Eks => {
             if config.gcp.is_some() {
-                findings
-                    .check(Err(Invalid::new("clusterConfig.gcp", format!("must be absent for topology {topology}"))));
+                findings.check(Err(Invalid::new(
+                    InvalidReason::NotAllowed,
+                    "clusterConfig.gcp",
+                    format!("must be absent for topology {topology}"),
+                )));
             }
             match &config.aws {
                 None => {
-                    findings
-                        .check(Err(Invalid::new("clusterConfig.aws", format!("is required for topology {topology}"))));
+                    findings.check(Err(Invalid::new(
+                        InvalidReason::Required,
+                        "clusterConfig.aws",
+                        format!("is required for topology {topology}"),
+                    )));
                 }
                 Some(aws) if region_valid => {
                     findings.check(check_zones(
@@ -33,11 +39,19 @@ pub(super) fn check_topology_sections(config: &ClusterConfig, region_valid: bool
         }
         Topology::Gke => {
             if config.aws.is_some() {
-                findings.check(Err(Invalid::new("clusterConfig.aws", "must be absent for topology gke")));
+                findings.check(Err(Invalid::new(
+                    InvalidReason::NotAllowed,
+                    "clusterConfig.aws",
+                    "must be absent for topology gke",
+                )));
             }
             match &config.gcp {
                 None => {
-                    findings.check(Err(Invalid::new("clusterConfig.gcp", "is required for topology gke")));
+                    findings.check(Err(Invalid::new(
+                        InvalidReason::Required,
+                        "clusterConfig.gcp",
+                        "is required for topology gke",
+                    )));
                 }
                 Some(gcp) => {
                     findings.check(check_gcp_project("clusterConfig.gcp.projectId", &gcp.project_id));
@@ -54,10 +68,13 @@ pub(super) fn check_topology_sections(config: &ClusterConfig, region_valid: bool
         }
     }
     let control_plane = match (config.topology, &config.control_plane) {
-        (Topology::VanillaKubeadm, None) => {
-            Err(Invalid::new("clusterConfig.controlPlane", "is required for topology vanilla_kubeadm"))
-        }
+        (Topology::VanillaKubeadm, None) => Err(Invalid::new(
+            InvalidReason::Required,
+            "clusterConfig.controlPlane",
+            "is required for topology vanilla_kubeadm",
+        )),
         (Topology::Eks | Topology::Gke, Some(_)) => Err(Invalid::new(
+            InvalidReason::NotAllowed,
             "clusterConfig.controlPlane",
             format!("must be absent for topology {topology}: its control plane is managed by the cloud"),
         )),
@@ -78,6 +95,7 @@ pub(super) fn check_region(topology: Topology, region: &str) -> Check {
             Topology::Gke => "europe-west3",
         };
         return Err(Invalid::new(
+            InvalidReason::UnsupportedValue,
             field,
             format!("{region:?} is not a region of {} (for example {example})", topology.cloud().as_str()),
         ));
@@ -126,18 +144,23 @@ fn is_gcp_zone_suffix(suffix: &str) -> bool {
 /// Zones are the region followed by the cloud's zone suffix (`eu-central-1a`, `europe-west3-b`).
 fn check_zones(field: &str, region: &str, zones: &[String], valid_suffix: fn(&str) -> bool) -> Check {
     if zones.is_empty() || zones.len() > 6 {
-        return Err(Invalid::new(field, "must list 1 to 6 zones"));
+        return Err(Invalid::new(InvalidReason::OutOfRange, field, "must list 1 to 6 zones"));
     }
     for (index, zone) in zones.iter().enumerate() {
         let in_region = zone.strip_prefix(region).is_some_and(valid_suffix);
         if !in_region {
             return Err(Invalid::new(
+                InvalidReason::UnsupportedValue,
                 format!("{field}[{index}]"),
                 format!("{zone:?} is not a zone of region {region}"),
             ));
         }
         if zones[..index].contains(zone) {
-            return Err(Invalid::new(format!("{field}[{index}]"), format!("{zone:?} is listed twice")));
+            return Err(Invalid::new(
+                InvalidReason::Conflict,
+                format!("{field}[{index}]"),
+                format!("{zone:?} is listed twice"),
+            ));
         }
     }
     Ok(())
@@ -150,26 +173,35 @@ fn check_gcp_project(field: &str, value: &str) -> Check {
         && !value.ends_with('-')
         && value.bytes().all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-');
     if !valid {
-        return Err(Invalid::new(field, format!("{value:?} is not a GCP project id")));
+        return Err(Invalid::new(InvalidReason::Format, field, format!("{value:?} is not a GCP project id")));
     }
     Ok(())
 }
 
 pub(super) fn parse_cidr(field: &str, value: &str) -> Result<Ipv4Net, Invalid> {
-    let network: Ipv4Net =
-        value.parse().map_err(|_| Invalid::new(field, format!("{value:?} is not an IPv4 CIDR such as 10.0.0.0/16")))?;
+    let network: Ipv4Net = value.parse().map_err(|_| {
+        Invalid::new(InvalidReason::Format, field, format!("{value:?} is not an IPv4 CIDR such as 10.0.0.0/16"))
+    })?;
     if network.trunc() != network {
-        return Err(Invalid::new(field, format!("{value:?} has host bits set; did you mean {}?", network.trunc())));
+        return Err(Invalid::new(
+            InvalidReason::Format,
+            field,
+            format!("{value:?} has host bits set; did you mean {}?", network.trunc()),
+        ));
     }
     if !(8..=28).contains(&network.prefix_len()) {
-        return Err(Invalid::new(field, format!("{value:?} must have a prefix length between 8 and 28")));
+        return Err(Invalid::new(
+            InvalidReason::OutOfRange,
+            field,
+            format!("{value:?} must have a prefix length between 8 and 28"),
+        ));
     }
     Ok(network)
 }
 
 pub(super) fn check_disjoint(field: &str, network: Ipv4Net, other_name: &str, other: Ipv4Net) -> Check {
     if network.contains(&other.network()) || other.contains(&network.network()) {
-        return Err(Invalid::new(field, format!("{network} overlaps {other_name} {other}")));
+        return Err(Invalid::new(InvalidReason::Conflict, field, format!("{network} overlaps {other_name} {other}")));
     }
     Ok(())
 }

@@ -4,6 +4,8 @@
 
 mod cloud;
 mod fields;
+mod json;
+mod reason;
 mod upgrade;
 
 use crate::domain::policy::{KubernetesVersion, ValidationPolicy};
@@ -11,6 +13,8 @@ use crate::domain::{ClusterConfig, ProvisionRequest};
 use cloud::{check_disjoint, check_region, check_topology_sections, parse_cidr};
 use fields::{check_credential_id, check_dns_label, check_environment, check_labels, check_machine_type, check_text};
 pub use fields::{parse_id, parse_label_filter, parse_operation_id, parse_runtime_id};
+pub use json::deserialize_naming_every_field;
+pub use reason::InvalidReason;
 pub use upgrade::upgrade_from_json;
 
 /// The longest runtime name: the name ends up in cloud resource names with tighter limits than Kubernetes
@@ -30,12 +34,13 @@ const CONTROL_PLANE_COUNTS: [i32; 3] = [1, 3, 5];
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Invalid {
     pub field: String,
+    pub reason: InvalidReason,
     pub message: String,
 }
 
 impl Invalid {
-    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        Invalid { field: field.into(), message: message.into() }
+    pub fn new(reason: InvalidReason, field: impl Into<String>, message: impl Into<String>) -> Self {
+        Invalid { field: field.into(), reason, message: message.into() }
     }
 }
 
@@ -110,6 +115,7 @@ impl ValidationPolicy {
         if let Some(control_plane) = &config.control_plane {
             if !CONTROL_PLANE_COUNTS.contains(&control_plane.count) {
                 findings.check(Err(Invalid::new(
+                    InvalidReason::UnsupportedValue,
                     "clusterConfig.controlPlane.count",
                     format!("must be 1, 3 or 5 (an odd number keeps etcd quorum), got {}", control_plane.count),
                 )));
@@ -122,6 +128,7 @@ impl ValidationPolicy {
         let min_valid = (0..=MAX_WORKERS).contains(&workers.min_size);
         if !min_valid {
             findings.check(Err(Invalid::new(
+                InvalidReason::OutOfRange,
                 "clusterConfig.workerPool.minSize",
                 format!("must be between 0 and {MAX_WORKERS}, got {}", workers.min_size),
             )));
@@ -129,18 +136,21 @@ impl ValidationPolicy {
         let max_valid = (1..=MAX_WORKERS).contains(&workers.max_size);
         if !max_valid {
             findings.check(Err(Invalid::new(
+                InvalidReason::OutOfRange,
                 "clusterConfig.workerPool.maxSize",
                 format!("must be between 1 and {MAX_WORKERS}, got {}", workers.max_size),
             )));
         }
         if min_valid && max_valid && workers.min_size > workers.max_size {
             findings.check(Err(Invalid::new(
+                InvalidReason::Conflict,
                 "clusterConfig.workerPool.minSize",
                 format!("must not exceed maxSize ({} > {})", workers.min_size, workers.max_size),
             )));
         }
         if !(MIN_DISK_GB..=MAX_DISK_GB).contains(&workers.disk_size_gb) {
             findings.check(Err(Invalid::new(
+                InvalidReason::OutOfRange,
                 "clusterConfig.workerPool.diskSizeGb",
                 format!("must be between {MIN_DISK_GB} and {MAX_DISK_GB}, got {}", workers.disk_size_gb),
             )));
@@ -166,9 +176,11 @@ impl ValidationPolicy {
 
     fn check_kubernetes_version(&self, value: &str) -> Check {
         let field = "clusterConfig.kubernetesVersion";
-        let version: KubernetesVersion = value.parse().map_err(|message: String| Invalid::new(field, message))?;
+        let version: KubernetesVersion =
+            value.parse().map_err(|message: String| Invalid::new(InvalidReason::Format, field, message))?;
         if version < self.min_kubernetes_version || version > self.max_kubernetes_version {
             return Err(Invalid::new(
+                InvalidReason::UnsupportedValue,
                 field,
                 format!(
                     "{version} is outside the supported window {} to {}",

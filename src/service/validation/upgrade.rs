@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::{Check, Findings, Invalid, Rejected};
+use super::{Check, Findings, Invalid, InvalidReason, Rejected, deserialize_naming_every_field};
 use crate::domain::policy::{KubernetesVersion, ValidationPolicy};
 use crate::domain::{ClusterConfig, UpgradeClusterInput};
 
@@ -24,6 +24,7 @@ impl ValidationPolicy {
         let mut findings = Findings::default();
         if upgrade.control_plane.is_some() && current.control_plane.is_none() {
             findings.check(Err(Invalid::new(
+                InvalidReason::Conflict,
                 "clusterConfig.controlPlane",
                 format!(
                     "cannot be changed for topology {}: its control plane is managed by the cloud",
@@ -49,11 +50,16 @@ fn check_version_step(current: &str, requested: &str) -> Check {
         return Ok(());
     };
     if to < from {
-        return Err(Invalid::new(field, format!("{to} is older than the cluster's {from}: versions only go up")));
+        return Err(Invalid::new(
+            InvalidReason::Conflict,
+            field,
+            format!("{to} is older than the cluster's {from}: versions only go up"),
+        ));
     }
     if to.major != from.major || to.minor > from.minor + 1 {
         let next = KubernetesVersion { minor: from.minor + 1, ..from };
         return Err(Invalid::new(
+            InvalidReason::Conflict,
             field,
             format!("{to} skips a minor version: the cluster runs {from}, so the next upgrade is to {next}"),
         ));
@@ -66,7 +72,7 @@ fn check_version_step(current: &str, requested: &str) -> Check {
 /// remove a field in a merge patch) is refused since every changeable field is required.
 pub fn upgrade_from_json(body: &Value) -> Result<UpgradeClusterInput, Rejected> {
     let Some(fields) = body.as_object() else {
-        return Err(Invalid::new("clusterConfig", "must be a JSON object").into());
+        return Err(Invalid::new(InvalidReason::Format, "clusterConfig", "must be a JSON object").into());
     };
     let mut findings = Findings::default();
     for (key, value) in fields {
@@ -76,16 +82,24 @@ pub fn upgrade_from_json(body: &Value) -> Result<UpgradeClusterInput, Rejected> 
             "controlPlane" => &["machineType"],
             "kubernetesVersion" => &[],
             fixed if FIXED_FIELDS.contains(&fixed) => {
-                findings.check(Err(Invalid::new(field, fixed_message())));
+                findings.check(Err(Invalid::new(InvalidReason::NotAllowed, field, fixed_message())));
                 continue;
             }
             _ => {
-                findings.check(Err(Invalid::new(field, format!("unknown field; {}", fixed_message()))));
+                findings.check(Err(Invalid::new(
+                    InvalidReason::NotAllowed,
+                    field,
+                    format!("unknown field; {}", fixed_message()),
+                )));
                 continue;
             }
         };
         if value.is_null() {
-            findings.check(Err(Invalid::new(field, "must not be null: leave it out to keep it as it is")));
+            findings.check(Err(Invalid::new(
+                InvalidReason::NotAllowed,
+                field,
+                "must not be null: leave it out to keep it as it is",
+            )));
             continue;
         }
         let Some(inner) = value.as_object().filter(|_| !allowed.is_empty()) else { continue };
@@ -96,18 +110,18 @@ pub fn upgrade_from_json(body: &Value) -> Result<UpgradeClusterInput, Rejected> 
                     ("controlPlane", "count") => fixed_message().to_owned(),
                     _ => format!("unknown field; {}", fixed_message()),
                 };
-                findings.check(Err(Invalid::new(field, message)));
+                findings.check(Err(Invalid::new(InvalidReason::NotAllowed, field, message)));
             } else if inner_value.is_null() {
-                findings.check(Err(Invalid::new(field, "must not be null: leave it out to keep it as it is")));
+                findings.check(Err(Invalid::new(
+                    InvalidReason::NotAllowed,
+                    field,
+                    "must not be null: leave it out to keep it as it is",
+                )));
             }
         }
     }
     findings.into_result()?;
-    serde_path_to_error::deserialize(body.clone()).map_err(|error| {
-        let path = error.path().to_string();
-        let field = if path == "." { "clusterConfig".to_owned() } else { format!("clusterConfig.{path}") };
-        Rejected::from(Invalid::new(field, error.inner().to_string()))
-    })
+    deserialize_naming_every_field(body.clone(), Some("clusterConfig"))
 }
 
 fn fixed_message() -> &'static str {
