@@ -282,14 +282,18 @@ pub struct GcpConfig {
 }
 
 /// What an upgrade changes; every field left out stays as it is (JSON merge semantics for REST's PATCH). Only
-/// these can change on a running cluster: the rest of its configuration is fixed when it is provisioned.
+/// these can change on a running cluster: the rest of its configuration is fixed when it is provisioned. `null`
+/// is refused (in a merge patch it would remove the field): leave a field out to keep it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, InputObject, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpgradeClusterInput {
     /// `MAJOR.MINOR`: only upwards, one minor version at a time.
+    #[schema(nullable = false)]
     pub kubernetes_version: Option<String>,
+    #[schema(nullable = false)]
     pub worker_pool: Option<WorkerPoolUpgrade>,
     /// vanilla_kubeadm only.
+    #[schema(nullable = false)]
     pub control_plane: Option<ControlPlaneUpgrade>,
 }
 
@@ -297,9 +301,13 @@ pub struct UpgradeClusterInput {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[graphql(name = "WorkerPoolUpgradeInput")]
 pub struct WorkerPoolUpgrade {
+    #[schema(nullable = false)]
     pub machine_type: Option<String>,
+    #[schema(nullable = false)]
     pub min_size: Option<i32>,
+    #[schema(nullable = false)]
     pub max_size: Option<i32>,
+    #[schema(nullable = false)]
     pub disk_size_gb: Option<i32>,
 }
 
@@ -307,6 +315,7 @@ pub struct WorkerPoolUpgrade {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[graphql(name = "ControlPlaneUpgradeInput")]
 pub struct ControlPlaneUpgrade {
+    #[schema(nullable = false)]
     pub machine_type: Option<String>,
 }
 

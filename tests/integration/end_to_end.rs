@@ -4,8 +4,9 @@
 //! (in-cluster configuration), and every Job's pod runs in containers of the same image: the init container clones
 //! the modules from a git server over HTTPS (a private CA and credentials, pinned to a commit), the runner applies
 //! with OpenTofu and the real AWS provider on moto. Through the REST API as host-cluster-controller (a
-//! ServiceAccount token): an EKS cluster is provisioned while the Deployment restarts, its kubeconfig read, the
-//! cluster upgraded, hibernated, woken and deprovisioned, and nothing of it is left in moto.
+//! ServiceAccount token), by the example client (examples/rest-client): an EKS cluster is provisioned while the
+//! Deployment restarts, its kubeconfig read, the cluster upgraded, hibernated, woken and deprovisioned, and
+//! nothing of it is left in moto.
 //!
 //! The node has no pod network, so the chart's `hostNetwork` puts the service and the Jobs on the node's (the
 //! machine's loopback); with no kube-proxy either, `KUBERNETES_SERVICE_HOST/PORT` name the API server itself, as
@@ -21,6 +22,7 @@ use kube::api::{ListParams, LogParams, ObjectMeta, Patch, PatchParams, PostParam
 use kube::{Api, Client};
 use provisioner::domain::state_bucket::state_bucket_name;
 use reqwest::StatusCode;
+use rest_client_example::{Step, lifecycle};
 use serde_json::{Value, json};
 use test_control_plane::{ControlPlane, RealNode, free_port};
 use test_support::auth_service::FakeAuthService;
@@ -119,62 +121,31 @@ async fn prepare_core(admin: &Client, around: &Surroundings) {
     Api::<ServiceAccount>::namespaced(admin.clone(), CORE).create(&PostParams::default(), &caller).await.unwrap();
 }
 
-/// host-cluster-controller's side: REST calls with its ServiceAccount token.
-struct Caller {
-    http: reqwest::Client,
-    base_url: String,
-    token: String,
+/// Waits until the service is ready: `helm install --wait` counts one replica with `maxUnavailable: 1` as
+/// available before its pod is.
+async fn wait_until_ready(base_url: &str, diagnose: impl AsyncFn() -> String) {
+    let deadline = Instant::now() + RUN_TIMEOUT;
+    let http = reqwest::Client::new();
+    loop {
+        let ready = http.get(format!("{base_url}/readyz")).send().await;
+        if ready.is_ok_and(|response| response.status() == StatusCode::OK) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the service never became ready\n{}", diagnose().await);
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
 }
 
-impl Caller {
-    /// Waits until the service is ready: `helm install --wait` counts one replica with `maxUnavailable: 1` as
-    /// available before its pod is.
-    async fn wait_until_ready(&self, diagnose: impl AsyncFn() -> String) {
-        let deadline = Instant::now() + RUN_TIMEOUT;
-        loop {
-            let ready = self.http.get(format!("{}/readyz", self.base_url)).send().await;
-            if ready.is_ok_and(|response| response.status() == StatusCode::OK) {
-                return;
-            }
-            assert!(Instant::now() < deadline, "the service never became ready\n{}", diagnose().await);
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
-    }
-
-    async fn send(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> (StatusCode, String) {
-        let mut request = self.http.request(method, format!("{}{path}", self.base_url)).bearer_auth(&self.token);
-        if let Some(body) = body {
-            request = request.json(body);
-        }
-        let response = request.send().await.expect("the service answers");
-        (response.status(), response.text().await.unwrap())
-    }
-
-    /// Sends a request that starts an operation; returns the accepted answer.
-    async fn start(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> Value {
-        let (status, text) = self.send(method, path, body).await;
-        assert_eq!(status, StatusCode::ACCEPTED, "{path}: {text}");
-        serde_json::from_str(&text).unwrap()
-    }
-
-    /// Polls the runtime until its last operation, `operation`, ended; returns its status.
-    async fn wait_until_done(&self, runtime_id: &str, operation: &str, diagnose: impl AsyncFn() -> String) -> Value {
-        let deadline = Instant::now() + RUN_TIMEOUT;
-        loop {
-            let (_, text) = self.send(reqwest::Method::GET, &format!("/api/v1/provisions/{runtime_id}"), None).await;
-            let status: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-            let ended = ["succeeded", "failed"].iter().any(|ended| status["status"] == *ended);
-            if status["operation"] == operation && ended {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{operation} did not end in {RUN_TIMEOUT:?}: {status}\n{}",
-                diagnose().await
-            );
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-    }
+/// One Job ran the provisioning, in one pod, whose runner log the real kubelet serves.
+async fn the_provisioning_ran_once_on_the_real_node(admin: &Client, runtime_id: &str) {
+    let jobs = Api::<Job>::namespaced(admin.clone(), PROVISIONING).list(&ListParams::default()).await.unwrap();
+    assert_eq!(jobs.items.len(), 1, "one Job for the provisioning");
+    let pods = job_pods(admin, &format!("provision-{runtime_id}")).await;
+    assert_eq!(pods.len(), 1, "one pod ran terraform");
+    let pod = pods[0].metadata.name.clone().unwrap();
+    let runner_log = LogParams { container: Some("terraform-runner".into()), ..LogParams::default() };
+    let printed = Api::<Pod>::namespaced(admin.clone(), PROVISIONING).logs(&pod, &runner_log).await.unwrap();
+    assert!(printed.contains("Apply complete! Resources: 30 added"), "the real kubelet serves the log: {printed}");
 }
 
 /// The pods of both namespaces with their phases, the service's log and the node's: what a failed run needs.
@@ -286,49 +257,41 @@ async fn the_image_installed_by_the_chart_runs_an_eks_clusters_life_on_the_real_
     let modules_secret = [("username", user), ("password", password), ("ca.crt", around.git.ca_pem())];
     create_secret(&admin, PROVISIONING, MODULES_SECRET, &modules_secret).await;
     let token = control_plane.service_account_token(CORE, CALLER, &["cluster-provisioner"]).await.unwrap();
-    let caller = Caller { http: reqwest::Client::new(), base_url: format!("http://127.0.0.1:{port}"), token };
-    caller.wait_until_ready(&diagnose).await;
+    let base_url = format!("http://127.0.0.1:{port}");
+    wait_until_ready(&base_url, &diagnose).await;
     eprintln!("end-to-end: installed (migrations, then the service ready) in {:.1?}", installing.elapsed());
 
-    // Provisioning, with a rolling restart of the service while the runner applies: the next pod takes the
-    // operation over and follows the same Job.
-    let posted = Instant::now();
-    let accepted = caller.start(reqwest::Method::POST, "/api/v1/provisions", Some(&eks_body("e2e"))).await;
-    let runtime_id = accepted["id"].as_str().unwrap().to_owned();
-    let job = format!("provision-{runtime_id}");
-    wait_for_the_runner(&admin, &job, &diagnose).await;
-    eprintln!("end-to-end: POST -> the runner container running on the real node in {:.1?}", posted.elapsed());
-    restart_the_deployment(&admin, &diagnose).await;
-    let done = caller.wait_until_done(&runtime_id, "provision", &diagnose).await;
-    assert_eq!(done["status"], "succeeded", "{done}\n{}", diagnose().await);
-    eprintln!("end-to-end: provisioned in {:.1?} (with a restart of the service)", posted.elapsed());
-    let jobs = Api::<Job>::namespaced(admin.clone(), PROVISIONING).list(&ListParams::default()).await.unwrap();
-    assert_eq!(jobs.items.len(), 1, "one Job for the provisioning");
-    let pods = job_pods(&admin, &job).await;
-    assert_eq!(pods.len(), 1, "one pod ran terraform");
-    let pod = pods[0].metadata.name.clone().unwrap();
-    let runner_log = LogParams { container: Some("terraform-runner".into()), ..LogParams::default() };
-    let printed = Api::<Pod>::namespaced(admin.clone(), PROVISIONING).logs(&pod, &runner_log).await.unwrap();
-    assert!(printed.contains("Apply complete! Resources: 30 added"), "the real kubelet serves the log: {printed}");
-
-    let runtime = format!("/api/v1/provisions/{runtime_id}");
-    let (status, kubeconfig_text) = caller.send(reqwest::Method::GET, &format!("{runtime}/kubeconfig"), None).await;
-    assert_eq!(status, StatusCode::OK, "{kubeconfig_text}");
-    assert!(kubeconfig_text.contains("get-token") && kubeconfig_text.contains("e2e"), "{kubeconfig_text}");
-
+    // A runtime's whole life as the example client (examples/rest-client) lives it, retrying through a rolling
+    // restart of the service while the runner applies: the next pod takes the operation over and follows the same
+    // Job. The checks of each step run as the client reports it.
+    let client = rest_client_example::Client::new(base_url, token, RUN_TIMEOUT);
     let upgrade = json!({"kubernetesVersion": "1.35", "workerPool": {"maxSize": 5}});
-    let steps = [
-        (reqwest::Method::PATCH, runtime.clone(), Some(upgrade), "upgrade"),
-        (reqwest::Method::POST, format!("{runtime}/hibernate"), None, "hibernate"),
-        (reqwest::Method::POST, format!("{runtime}/wake"), None, "wake_up"),
-        (reqwest::Method::DELETE, runtime.clone(), None, "deprovision"),
-    ];
-    for (method, path, body, operation) in steps {
-        let started = Instant::now();
-        caller.start(method, &path, body.as_ref()).await;
-        let done = caller.wait_until_done(&runtime_id, operation, &diagnose).await;
-        assert_eq!(done["status"], "succeeded", "{operation}: {done}\n{}", diagnose().await);
-        eprintln!("end-to-end: {operation} in {:.1?}", started.elapsed());
+    let mut runtime_id = String::new();
+    let mut step_started = Instant::now();
+    let observe = async |step: &Step| {
+        match step {
+            Step::Created { id } => {
+                runtime_id = id.clone();
+                wait_for_the_runner(&admin, &format!("provision-{id}"), &diagnose).await;
+                eprintln!(
+                    "end-to-end: POST -> the runner container running on the real node in {:.1?}",
+                    step_started.elapsed()
+                );
+                restart_the_deployment(&admin, &diagnose).await;
+            }
+            Step::Settled { change: "provision", .. } => {
+                eprintln!("end-to-end: provisioned in {:.1?} (with a restart of the service)", step_started.elapsed());
+                the_provisioning_ran_once_on_the_real_node(&admin, &runtime_id).await;
+            }
+            Step::Kubeconfig { text } => {
+                assert!(text.contains("get-token") && text.contains("e2e"), "{text}");
+            }
+            Step::Settled { change, .. } => eprintln!("end-to-end: {change} in {:.1?}", step_started.elapsed()),
+        }
+        step_started = Instant::now();
+    };
+    if let Err(error) = lifecycle(&client, &eks_body("e2e"), &upgrade, observe).await {
+        panic!("the example client's lifecycle: {error}\n{}", diagnose().await);
     }
     let moto = &around.moto;
     let clusters = moto.aws(&["eks", "list-clusters", "--region", "eu-central-1", "--output", "json"]);

@@ -131,3 +131,16 @@ fn the_openapi_document_has_tags_summaries_and_enums() {
         assert!(content["application/merge-patch+json"].is_object(), "{path}: {content}");
     }
 }
+
+/// The upgrade body offers no `null`: the server refuses it (in a merge patch it would remove the field), so a
+/// client generated from the document must not send it (day_two::upgrades_name_every_field_they_may_not_change).
+#[test]
+fn the_upgrade_schema_offers_no_null_the_server_refuses() {
+    let document: serde_json::Value = serde_json::from_str(&provisioner::api::rest::openapi_json()).unwrap();
+    for schema in ["UpgradeClusterInput", "WorkerPoolUpgrade", "ControlPlaneUpgrade"] {
+        let properties = document["components"]["schemas"][schema]["properties"].as_object().unwrap();
+        for (name, property) in properties {
+            assert!(!property.to_string().contains(r#""null""#), "{schema}.{name} is nullable: {property}");
+        }
+    }
+}
