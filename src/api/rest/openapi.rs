@@ -3,6 +3,7 @@
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use utoipa::openapi::header::HeaderBuilder;
+use utoipa::openapi::link::LinkBuilder;
 use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{Content, ContentBuilder, Ref, RefOr, ResponseBuilder};
@@ -107,7 +108,31 @@ impl Modify for BearerToken {
             }
         }
         problems_as_problem_json(openapi);
+        lifecycle_links(openapi);
     }
+}
+
+/// Links from a created runtime's answer to what a client does next with it (read, upgrade, hibernate, wake,
+/// delete, follow the operation): a generated client and Schemathesis's stateful phase walk a runtime's life by
+/// them.
+fn lifecycle_links(openapi: &mut utoipa::openapi::OpenApi) {
+    let next = [
+        ("ReadRuntime", "get_runtime"),
+        ("UpgradeRuntime", "patch_runtime"),
+        ("HibernateRuntime", "hibernate_runtime"),
+        ("WakeRuntime", "wake_runtime"),
+        ("DeleteRuntime", "delete_runtime"),
+    ];
+    let Some(created) = openapi.paths.paths.get_mut("/api/v1/runtimes").and_then(|item| item.post.as_mut()) else {
+        return;
+    };
+    let Some(RefOr::T(accepted)) = created.responses.responses.get_mut("202") else { return };
+    for (name, operation_id) in next {
+        let link = LinkBuilder::new().operation_id(operation_id).parameter("id", "$response.body#/runtimeId");
+        accepted.links.insert(name.to_owned(), RefOr::T(link.build()));
+    }
+    let operation = LinkBuilder::new().operation_id("get_operation").parameter("operationId", "$response.body#/id");
+    accepted.links.insert("ReadOperation".to_owned(), RefOr::T(operation.build()));
 }
 
 /// Every error body is served as `application/problem+json`; the paths declare their error bodies with the
@@ -134,7 +159,9 @@ pub const OPENAPI_PATH: &str = "/api/v1/openapi.json";
 
 /// The OpenAPI document served at [`OPENAPI_PATH`] and kept in `assets/openapi.json`.
 pub fn openapi_json() -> String {
-    ApiDoc::openapi().to_pretty_json().expect("the OpenAPI document serializes")
+    let document = ApiDoc::openapi().to_pretty_json().expect("the OpenAPI document serializes");
+    // utoipa 5.5 writes a Link's `operationId` in snake case, which no OpenAPI tool reads.
+    document.replace(r#""operation_id": "#, r#""operationId": "#)
 }
 
 pub async fn openapi() -> Response {
