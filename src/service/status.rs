@@ -191,9 +191,16 @@ impl Service {
     pub(super) async fn latest(&self, runtime_id: RuntimeId) -> Result<Latest> {
         let id = runtime_id.0;
         let not_found = || Error::NotFound { what: "runtime", id: id.to_string() };
-        let runtime = self.store.find_runtime(id).await?.filter(|runtime| self.sees(runtime)).ok_or_else(not_found)?;
+        let find_runtime = async || -> Result<Runtime> {
+            self.store.find_runtime(id).await?.filter(|runtime| self.sees(runtime)).ok_or_else(not_found)
+        };
+        let mut runtime = find_runtime().await?;
         let operation_id = runtime.last_operation_id.ok_or_else(not_found)?;
         let last_operation = self.store.find_operation(operation_id).await?.ok_or_else(not_found)?;
+        if !runtime.shows_the_end_of(&last_operation) {
+            // The operation ended between the two reads: the record as its end left it.
+            runtime = find_runtime().await?;
+        }
         Ok(Latest { runtime, last_operation: self.with_live_job_state(last_operation) })
     }
 
