@@ -60,3 +60,5 @@ CREATE INDEX "caller_idempotency_key_created_at_idx" ON "caller_idempotency_key"
 ALTER TABLE "runtime" ADD COLUMN "tenant" varchar(64) NULL;
 
 CREATE INDEX "runtime_by_tenant" ON "runtime" ("tenant", "id");
+
+ALTER TABLE "operation" ADD COLUMN "retry_of" uuid NULL;

@@ -11,6 +11,8 @@ use k8s_openapi::api::authorization::v1::{ResourceAttributes, SubjectAccessRevie
 use kube::Api;
 use kube::api::PostParams;
 
+use crate::domain::OperationType;
+
 /// The API group of the virtual resource RBAC rules name.
 pub const API_GROUP: &str = "provisioner.kubeopera.io";
 pub const RESOURCE: &str = "runtimes";
@@ -71,6 +73,18 @@ impl Action {
         Action { verb: Verb::Get, subresource: Some(subresource) }
     }
 
+    /// What a retry of an operation of `operation_type` needs besides `update`: what asking for it needed (a
+    /// deprovisioning `delete`, a provisioning `create`).
+    pub fn to_retry(operation_type: OperationType) -> Action {
+        match operation_type {
+            OperationType::Provision => Action::on_runtimes(Verb::Create),
+            OperationType::Deprovision => Action::on_runtimes(Verb::Delete),
+            OperationType::Upgrade | OperationType::Hibernate | OperationType::WakeUp => {
+                Action::on_runtimes(Verb::Update)
+            }
+        }
+    }
+
     /// As RBAC spells it: `get runtimes/kubeconfig`.
     pub fn describe(self) -> String {
         match self.subresource {
@@ -96,7 +110,8 @@ pub fn rest_action(method: &axum::http::Method, route: &str) -> Option<Action> {
             | "/api/v1/provisions/{id}/wake"
             | "/api/v1/runtimes/{id}/hibernate"
             | "/api/v1/runtimes/{id}/wake"
-            | "/api/v1/operations/{id}/cancel",
+            | "/api/v1/operations/{id}/cancel"
+            | "/api/v1/operations/{id}/retry",
         ) => Some(runtimes(Verb::Update)),
         (&Method::DELETE, "/api/v1/provisions/{id}" | "/api/v1/runtimes/{id}") => Some(runtimes(Verb::Delete)),
         (_, "/api/v1/provisions/{id}/kubeconfig") => Some(Action::on(Subresource::Kubeconfig)),
@@ -181,6 +196,7 @@ mod tests {
             (Method::PATCH, "/api/v1/provisions/{id}", Some(Action::on_runtimes(Verb::Update))),
             (Method::DELETE, "/api/v1/provisions/{id}", Some(Action::on_runtimes(Verb::Delete))),
             (Method::POST, "/api/v1/operations/{id}/cancel", Some(Action::on_runtimes(Verb::Update))),
+            (Method::POST, "/api/v1/operations/{id}/retry", Some(Action::on_runtimes(Verb::Update))),
             (Method::GET, "/api/v1/operations/{id}", Some(Action::on_runtimes(Verb::Get))),
             (Method::GET, "/api/v1/provisions/{id}/kubeconfig", Some(Action::on(Subresource::Kubeconfig))),
             (Method::GET, "/api/v1/operations/{id}/logs", Some(Action::on(Subresource::Logs))),

@@ -40,10 +40,12 @@ const REASONS: &str = "
 ## Why an operation failed: `lastError.reason`
 
 An operation's `error` (REST) and `lastError` (both APIs) carry `errMessage`, `reason` and `component`. While the
-worker tries a step again, the same fields are under `retrying`, and the operation has not failed.
+worker tries a step again, the same fields are under `retrying`, and the operation has not failed. `retryOperation`
+(`POST /api/v1/operations/{id}/retry`) says whether a caller may retry the failed operation: a new operation of the
+same type and target (refused with `not_retryable` otherwise).
 
-| Reason | Meaning | Retried by the worker | What to do |
-|---|---|---|---|
+| Reason | Meaning | Retried by the worker | retryOperation | What to do |
+|---|---|---|---|---|
 ";
 
 /// The markdown of `docs/api/errors.md`.
@@ -71,10 +73,11 @@ pub fn errors_markdown() -> String {
         let entry = reason.entry();
         let _ = writeln!(
             markdown,
-            "| `{}` | {} | {} | {} |",
+            "| `{}` | {} | {} | {} | {} |",
             reason.as_str(),
             cell(entry.meaning),
             entry.retried.as_str(),
+            reason.retryable().as_str(),
             cell(entry.action),
         );
     }

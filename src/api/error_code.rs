@@ -356,6 +356,13 @@ fn conflict_entry(conflict: Conflict) -> Entry {
             Retry::No,
             "Tell the operator: something other than the provisioner changed the outputs Secret.",
         ),
+        Conflict::NotRetryable => (
+            "Not retryable",
+            "A retry of an operation that has not failed, is not its runtime's last operation, or failed for a \
+             reason a new run cannot fix (the catalogue of reasons says which).",
+            Retry::No,
+            "Read the message: retry the runtime's last operation, or send a new request that removes the cause.",
+        ),
     };
     Entry { title, meaning, retry, action }
 }

@@ -153,6 +153,8 @@ pub struct OperationView {
     attempts: i32,
     /// The authenticated caller that asked for it; null for operations recorded before callers were kept.
     requested_by: Option<String>,
+    /// The failed operation this one retries (`retryOperation`); null for one asked for directly.
+    retry_of: Option<String>,
     created_at: DateTime<Utc>,
     started_at: Option<DateTime<Utc>>,
     finished_at: Option<DateTime<Utc>>,
@@ -197,6 +199,7 @@ impl From<OperationWithStages> for OperationView {
             dry_run: operation.dry_run,
             attempts: operation.attempts,
             requested_by: operation.requested_by.clone(),
+            retry_of: operation.retry_of.map(|id| id.to_string()),
             created_at: operation.created_at,
             started_at: operation.started_at,
             finished_at: operation.finished_at,

@@ -43,17 +43,17 @@ impl FailureReason {
             FailureReason::CredentialNotFound => (
                 "auth-service has no credential with the runtime's `credentialId`.",
                 Retried::Never,
-                "Create the credential in auth-service, then send the operation again.",
+                "Create the credential in auth-service, then retry the operation.",
             ),
             FailureReason::InvalidCredential => (
                 "A value auth-service sent for the credential does not have its format; nothing was written.",
                 Retried::Never,
-                "Fix the credential in auth-service, then send the operation again.",
+                "Fix the credential in auth-service, then retry the operation.",
             ),
             FailureReason::AuthServiceError => (
                 "auth-service did not answer, answered with an error, or sent an invalid response.",
                 Retried::WhenTransient,
-                "Tell the operator if it lasts; send the operation again once auth-service answers.",
+                "Tell the operator if it lasts; retry the operation once auth-service answers.",
             ),
             FailureReason::CredentialMismatch => (
                 "The credential is not of the kind the topology needs (an AWS key for GKE, another account, ...).",
@@ -73,7 +73,7 @@ impl FailureReason {
             FailureReason::Timeout => (
                 "The operation's deadline passed before it ended; its Job was stopped.",
                 Retried::Never,
-                "Read its logs; send the operation again (Terraform continues from the state it left).",
+                "Read its logs; retry the operation (Terraform continues from the state it left).",
             ),
             FailureReason::JobStillRunning => (
                 "A Job of another operation on the runtime is still running: only one Terraform per runtime.",
@@ -88,7 +88,7 @@ impl FailureReason {
             FailureReason::JobFailed => (
                 "Terraform failed in the Job (a cloud error, a quota, a refused request).",
                 Retried::Never,
-                "Read the operation's logs, fix the cause in the cloud account, and send the operation again.",
+                "Read the operation's logs, fix the cause in the cloud account, and retry the operation.",
             ),
             FailureReason::DestructivePlan => (
                 "The plan destroys or replaces a protected resource, so it was not applied; nothing changed.",
@@ -98,7 +98,7 @@ impl FailureReason {
             FailureReason::JobMissing => (
                 "The operation's Job disappeared before it finished (deleted by someone else).",
                 Retried::Never,
-                "Send the operation again; tell the operator who deletes Jobs.",
+                "Retry the operation; tell the operator who deletes Jobs.",
             ),
             FailureReason::MissingOutputs => (
                 "The Job succeeded but published no kubeconfig.",
@@ -116,12 +116,12 @@ impl FailureReason {
             FailureReason::AttemptsExhausted => (
                 "The operation was started too often without progress (the service restarted during it each time).",
                 Retried::Never,
-                "Tell the operator; send the operation again once the service is stable.",
+                "Tell the operator; retry the operation once the service is stable.",
             ),
             FailureReason::Cancelled => (
                 "A caller cancelled the operation (the message names who); its outcome is Cancelled.",
                 Retried::Never,
-                "Send the operation again if it is still wanted.",
+                "Retry the operation if it is still wanted.",
             ),
         };
         ReasonEntry { meaning, retried, action }

@@ -51,6 +51,7 @@ mod example;
 pub mod failure_reasons;
 mod ids;
 pub mod policy;
+pub mod retry;
 pub mod run;
 pub mod run_log;
 mod runtime_state;
@@ -470,6 +471,8 @@ pub struct Operation {
     pub requested_by: Option<String>,
     /// Who asked to cancel it while it ran: the worker stops its Job and fails it.
     pub cancel_requested_by: Option<String>,
+    /// The failed operation this one retries (same type and target); `None` for one a caller asked for directly.
+    pub retry_of: Option<Uuid>,
     pub created_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,
     pub updated_at: DateTime<Utc>,
@@ -501,6 +504,7 @@ impl Operation {
             dry_run: false,
             requested_by: None,
             cancel_requested_by: None,
+            retry_of: None,
             created_at: now,
             started_at: None,
             updated_at: now,

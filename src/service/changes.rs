@@ -189,7 +189,7 @@ impl Service {
     }
 
     /// A change of a cluster needs a cluster: a provisioning of the runtime succeeded.
-    async fn check_provisioned(&self, runtime: &Runtime, what: &str) -> Result<()> {
+    pub(super) async fn check_provisioned(&self, runtime: &Runtime, what: &str) -> Result<()> {
         if self.store.was_provisioned(runtime.id).await? {
             return Ok(());
         }
@@ -218,7 +218,7 @@ impl Service {
     /// Whether a new operation may be queued on the runtime: live, not a preview, no active operation, and no
     /// Job of an earlier operation still running (a run that ended without stopping it): a second Terraform on
     /// the same state must not start beside it.
-    async fn check_changeable(&self, status: &Latest) -> Result<()> {
+    pub(super) async fn check_changeable(&self, status: &Latest) -> Result<()> {
         let runtime = &status.runtime;
         if runtime.deleted_at.is_some() {
             return Err(Error::Conflict {
@@ -258,7 +258,7 @@ impl Service {
 
     /// The provider version the runtime's state was last written with (a cluster keeps the provider that built
     /// it until a release moves it on deliberately).
-    async fn state_provider(&self, runtime: &Runtime) -> Result<ProviderVersion> {
+    pub(super) async fn state_provider(&self, runtime: &Runtime) -> Result<ProviderVersion> {
         Ok(match self.store.last_terraform_provider(runtime.id).await? {
             Some(provider) => provider,
             None => ProviderVersion::pinned(runtime.cluster_config.topology.cloud()),
@@ -267,7 +267,12 @@ impl Service {
 
     /// Records `operation` (with its key's record, when keyed): a concurrent request with the same key that
     /// recorded first gets its operation replayed.
-    async fn queue(&self, runtime_id: RuntimeId, operation: Operation, keyed: Option<&Keyed<'_>>) -> Result<Requested> {
+    pub(super) async fn queue(
+        &self,
+        runtime_id: RuntimeId,
+        operation: Operation,
+        keyed: Option<&Keyed<'_>>,
+    ) -> Result<Requested> {
         let record = keyed.map(|keyed| keyed.record(&operation));
         match self.store.insert_keyed_operation(&operation, record.as_ref()).await {
             Ok(()) => {

@@ -31,6 +31,9 @@ spelled! {
         AlreadyEnded => "already_ended",
         /// The outputs Secret does not hold the kubeconfig the runtime's last checked apply published.
         UntrustedOutputs => "untrusted_outputs",
+        /// A retry of an operation that has not failed, is not the runtime's last, or failed for a reason a new
+        /// run cannot fix.
+        NotRetryable => "not_retryable",
     }
 }
 

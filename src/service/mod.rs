@@ -11,6 +11,7 @@ mod logs;
 mod operation_changes;
 mod operation_events;
 mod provision;
+mod retry;
 mod status;
 mod streams;
 pub mod validation;

@@ -79,7 +79,7 @@ impl Service {
         }
     }
 
-    async fn check_credential(&self, config: &ClusterConfig) -> Result<()> {
+    pub(super) async fn check_credential(&self, config: &ClusterConfig) -> Result<()> {
         let field = "clusterConfig.credentialId";
         match self.auth.credential(&config.credential_id).await {
             Ok(credential) => {

@@ -445,4 +445,16 @@ async fn rbac_decides_what_each_caller_may_do() {
     let cancel = format!("/api/v1/operations/{}/cancel", created.json()["operationId"].as_str().unwrap());
     assert_refused(&setup.call("POST", &cancel, None, Some(&reader)).await, StatusCode::FORBIDDEN, "forbidden");
     assert_eq!(setup.call("POST", &cancel, None, Some(&full)).await.status, StatusCode::ACCEPTED);
+
+    // A retry needs what asking for the operation needed: the cancelled provisioning's retry `create`, which
+    // `update` alone does not give.
+    grant(&setup, "stranger", &["update"], &["runtimes"]).await;
+    let retry = format!("/api/v1/operations/{operation_id}/retry");
+    let refused = setup.call("POST", &retry, None, Some(&stranger)).await;
+    assert_refused(&refused, StatusCode::FORBIDDEN, "forbidden");
+    assert!(refused.text.contains("may not create runtimes"), "{}", refused.text);
+    // host-cluster-controller gets past authorization to the service (which, without a Job cache in this setup,
+    // cannot tell whether a Job still runs).
+    let retried = setup.call("POST", &retry, None, Some(&full)).await;
+    assert_refused(&retried, StatusCode::SERVICE_UNAVAILABLE, "unavailable");
 }

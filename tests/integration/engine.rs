@@ -178,6 +178,9 @@ async fn an_upgrade_whose_plan_is_destructive_fails_and_keeps_the_configuration(
     let response = engine.app.graphql(query, json!({ "id": runtime_id })).await;
     let kept = &response["data"]["runtimeStatus"]["runtimeConfiguration"]["clusterConfig"]["workerPool"]["maxSize"];
     assert_eq!(kept.as_i64(), Some(max_size), "the configuration last applied stays: {response}");
+    // The same plan would be refused again: a retry is refused, naming the reason.
+    let retry = engine.app.request("POST", &format!("/api/v1/operations/{operation_id}/retry"), None, &[]).await;
+    assert_eq!((retry.status, retry.json()["code"].clone()), (StatusCode::CONFLICT, json!("not_retryable")));
     process.stop().await;
 }
 

@@ -28,6 +28,7 @@ mod providers;
 mod real_node;
 mod render;
 mod retries;
+mod retry_operation;
 mod rolling_update;
 mod runner;
 mod runtime_resource;

@@ -289,6 +289,18 @@ impl TestApp {
         accepted["id"].as_str().expect("a runtime id").to_owned()
     }
 
+    /// Ends an operation `Failed` with `reason` in the database, as a worker records a failure.
+    pub async fn fail_operation(&self, operation_id: &str, reason: &str) {
+        let columns = [
+            ("state", "Failed".into()),
+            ("stage", "Done".into()),
+            ("last_error_message", format!("failed with {reason} by the test").into()),
+            ("last_error_reason", reason.into()),
+            ("last_error_component", "terraform-runner".into()),
+        ];
+        self.database.set_operation_columns(operation_id, columns).await;
+    }
+
     /// Runs the oldest queued operation as a worker would, without a cluster: claimed, moved through `stages`,
     /// then finished with `state`. Returns its id.
     pub async fn run_queued_operation(

@@ -98,6 +98,22 @@ impl Mutation {
         view(&service, change.into_operation()).await
     }
 
+    /// Retries a failed operation: a new operation of the same type and target (`retryOf` names the failed one) on
+    /// the runtime whose last operation it is. Refused (`not_retryable`) when it has not failed, another came
+    /// after it, or its `lastError.reason` is one a new run cannot fix. A repeated request returns the retry that
+    /// runs or succeeded. Retrying a deprovisioning needs `delete`, a provisioning `create`.
+    async fn retry_operation(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationView> {
+        authorize(context, Action::on_runtimes(Verb::Update)).await?;
+        let identity = context.data::<Identity>()?;
+        let service = service(context);
+        let id = operation_id(&id)?;
+        let failed = service.operation_status(id).await.map_err(graphql_error)?;
+        authorize(context, Action::to_retry(failed.operation.operation_type)).await?;
+        let change = service.retry_operation(id, &identity.username, None).await.map_err(graphql_error)?;
+        audit_queued(identity, &change);
+        view(&service, change.into_operation()).await
+    }
+
     /// Returns the id of the deprovisioning operation (for a repeated request, of the one queued, running or done).
     async fn deprovision_runtime(&self, context: &Context<'_>, id: String) -> GraphQLResult<String> {
         authorize(context, Action::on_runtimes(Verb::Delete)).await?;

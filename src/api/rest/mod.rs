@@ -14,7 +14,7 @@ mod views;
 pub use events::get_operation_events;
 pub use logs::{get_logs, get_operation_logs};
 pub use openapi::{ApiDoc, OPENAPI_PATH, openapi, openapi_json};
-pub use operations::{cancel_operation, get_operation, list_operations};
+pub use operations::{cancel_operation, get_operation, list_operations, retry_operation};
 pub use problems::get_problem_type;
 pub use provisions::{
     create_provision, delete_provision, get_kubeconfig, get_provision, hibernate_provision, list_provisions,

@@ -35,6 +35,7 @@ use crate::api::problem::PROBLEM_JSON;
         super::operations::list_operations,
         super::operations::get_operation,
         super::operations::cancel_operation,
+        super::operations::retry_operation,
         super::events::get_operation_events,
         super::problems::get_problem_type,
         crate::api::probes::healthz,

@@ -1,4 +1,4 @@
-//! `/api/v1/operations` and a runtime's operations: read, list and cancel.
+//! `/api/v1/operations` and a runtime's operations: read, list, cancel and retry.
 
 use axum::Json;
 use axum::extract::rejection::{PathRejection, QueryRejection};
@@ -7,10 +7,11 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 
 use super::{
-    Accepted, Answer, ApiResult, Caller, OperationList, PageQuery, conditional, operation_id, path_id, query, respond,
-    runtime_id,
+    Accepted, Answer, ApiResult, Caller, OperationList, PageQuery, conditional, idempotency_key, operation_id, path_id,
+    query, requested, respond, runtime_id,
 };
 use crate::api::audit::ApiKind;
+use crate::api::authorization::Action;
 use crate::api::problem::Problem;
 use crate::api::views::OperationView;
 use crate::service::Requested;
@@ -99,4 +100,42 @@ pub async fn cancel_operation(
         }
     };
     respond(Answer::Accepted, status, &service, change.into_operation()).await
+}
+
+#[utoipa::path(
+    post,
+    tag = "operations",
+    path = "/api/v1/operations/{operationId}/retry",
+    summary = "Retry a failed operation",
+    description = "Queues a new operation of the same type and target (an upgrade's configuration, a dry run's \
+        plan-only) on the runtime whose last operation the failed one is: a provisioning resumes against the state \
+        it left, an upgrade plans again. Refused with `not_retryable` when the operation has not failed, another \
+        came after it, or its `lastError.reason` is one a new run cannot fix (the catalogue of reasons says which; \
+        a credential that caused it is checked again first). Retrying a deprovisioning needs `delete`, a \
+        provisioning `create`.",
+    params(
+        ("operationId" = uuid::Uuid, Path, description = "Id of the failed operation"),
+        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key and request gets the first answer (the same operation) within APP_IDEMPOTENCY_KEY_TTL"),
+    ),
+    responses(
+        (status = 202, description = "The retry, queued (or, for a repeated request, already queued or running); `retryOf` names the failed operation, `Location` is the new one", body = OperationView, headers(("Location" = String, description = "/api/v1/operations/{operationId}"))),
+        (status = 200, description = "Retried already: the retry, which succeeded", body = OperationView),
+        (status = 400, description = "The id is not a UUID", body = Problem),
+        (status = 403, description = "The caller may not make the change the operation makes", body = Problem),
+        (status = 404, description = "Unknown operation", body = Problem),
+        (status = 409, description = "Not retryable (`not_retryable`), another operation is active, or the runtime is no longer in a state for the change", body = Problem),
+        (status = 422, description = "Idempotency-Key reused for a different request", body = Problem),
+    )
+)]
+pub async fn retry_operation(
+    Caller { identity, service }: Caller,
+    id: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let id = operation_id(&path_id(id)?)?;
+    let key = idempotency_key(&headers)?;
+    let failed = service.operation_status(id).await?;
+    identity.authorize(Action::to_retry(failed.operation.operation_type)).await?;
+    let change = service.retry_operation(id, &identity.username, key).await?;
+    requested(Answer::Operation, &identity, &service, change).await
 }

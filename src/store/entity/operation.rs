@@ -30,6 +30,7 @@ pub struct Model {
     pub requested_by: Option<String>,
     pub cancel_requested_by: Option<String>,
     pub kubeconfig_sha256: Option<String>,
+    pub retry_of: Option<Uuid>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
