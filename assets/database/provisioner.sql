@@ -62,3 +62,5 @@ ALTER TABLE "runtime" ADD COLUMN "tenant" varchar(64) NULL;
 CREATE INDEX "runtime_by_tenant" ON "runtime" ("tenant", "id");
 
 ALTER TABLE "operation" ADD COLUMN "retry_of" uuid NULL;
+
+ALTER TABLE "runtime" ADD COLUMN "deletion_protection" bool NOT NULL DEFAULT FALSE;

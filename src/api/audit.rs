@@ -1,5 +1,5 @@
-//! The audit trail: one entry per accepted change and per read of a secret or a log, naming who asked for it. In production each entry is a JSON
-//! log line at target `audit`; the trail is a handle of the application (not a log subscriber) so that a test
+//! The audit trail: one entry per accepted change (an operation, a deletion protection) and per read of a secret
+//! or a log, naming who asked for it. In production each entry is a JSON log line at target `audit`; the trail is a handle of the application (not a log subscriber) so that a test
 //! can keep the entries of its own app while other tests log from other threads.
 
 use std::sync::Arc;
@@ -33,6 +33,8 @@ pub enum AuditEvent {
     KubeconfigRead,
     /// A run's logs were served (or a follow started).
     LogsRead,
+    DeletionProtectionOn,
+    DeletionProtectionOff,
 }
 
 impl AuditEvent {
@@ -43,6 +45,8 @@ impl AuditEvent {
             AuditEvent::CancelRequested => "operation cancel requested",
             AuditEvent::KubeconfigRead => "kubeconfig read",
             AuditEvent::LogsRead => "logs read",
+            AuditEvent::DeletionProtectionOn => "deletion protection turned on",
+            AuditEvent::DeletionProtectionOff => "deletion protection turned off",
         }
     }
 }
@@ -71,8 +75,9 @@ impl AuditEntry {
         }
     }
 
-    /// A read of what a runtime or an operation holds.
-    pub fn read(
+    /// An entry about a runtime or an operation without an operation queued: a read of what it holds, a change of
+    /// the runtime's own record.
+    pub fn about(
         user: &str,
         api: ApiKind,
         event: AuditEvent,

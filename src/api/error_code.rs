@@ -363,6 +363,13 @@ fn conflict_entry(conflict: Conflict) -> Entry {
             Retry::No,
             "Read the message: retry the runtime's last operation, or send a new request that removes the cause.",
         ),
+        Conflict::DeletionProtected => (
+            "Deletion protected",
+            "The runtime has deletion protection: it cannot be deprovisioned while that is on.",
+            Retry::AfterStateChange,
+            "Turn the protection off (PATCH `{\"deletionProtection\": false}` or `setDeletionProtection`), then \
+             deprovision it.",
+        ),
     };
     Entry { title, meaning, retry, action }
 }

@@ -33,6 +33,7 @@ impl ProvisionRequest {
                 name: "team-a".into(),
                 description: Some("Team A's cluster".into()),
                 labels: Some(Labels([("owner".to_owned(), "team-a".to_owned())].into())),
+                deletion_protection: None,
             },
             cluster_config: ClusterConfig {
                 topology,

@@ -46,6 +46,7 @@ macro_rules! spelled {
 }
 pub(crate) use spelled;
 
+pub mod deletion;
 #[cfg(any(test, feature = "examples"))]
 mod example;
 pub mod failure_reasons;
@@ -207,6 +208,10 @@ pub struct RuntimeInput {
     pub name: String,
     pub description: Option<String>,
     pub labels: Option<Labels>,
+    /// Refuse deprovisionings until it is turned off; left out, on for the environments the operator protects
+    /// (`APP_PROTECTED_ENVIRONMENTS`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_protection: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, InputObject, SimpleObject, ToSchema)]
@@ -366,6 +371,8 @@ pub struct Runtime {
     pub state_bucket: String,
     /// The tenant it was created for, if the request named one.
     pub tenant: Option<tenant::Tenant>,
+    /// A deprovisioning is refused until this is turned off.
+    pub deletion_protection: bool,
 }
 
 impl Runtime {
@@ -391,6 +398,7 @@ impl Runtime {
             hibernated: false,
             state_bucket,
             tenant: None,
+            deletion_protection: request.runtime_input.deletion_protection.unwrap_or(false),
         };
         (runtime, operation)
     }

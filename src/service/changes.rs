@@ -3,8 +3,10 @@
 
 use tracing::instrument;
 
+use super::deletion::deletion_refused;
 use super::idempotency::{Keyed, fingerprint};
 use super::{Conflict, Error, JOB_CACHE_SYNC, Latest, Result, Service, executor_error, operation_in_progress};
+use crate::domain::deletion::{self, DeletionRefusal};
 use crate::domain::{
     FailureReason, Operation, OperationId, OperationType, ProviderVersion, Runtime, RuntimeId, UpgradeClusterInput,
 };
@@ -61,12 +63,14 @@ fn is_live(runtime: &Runtime) -> bool {
 }
 
 impl Service {
-    /// Queues the teardown of a runtime. Refused while another operation on it is active; a repeated request
-    /// gets the deprovisioning that runs or ran.
+    /// Queues the teardown of a runtime. `confirm`, when sent (and always when the operator requires it), names
+    /// the runtime. Refused while its deletion protection is on or another operation on it is active; a repeated
+    /// request gets the deprovisioning that runs or ran.
     #[instrument(skip_all, fields(runtime_id = %runtime_id))]
     pub async fn deprovision_runtime(
         &self,
         runtime_id: RuntimeId,
+        confirm: Option<&str>,
         requested_by: &str,
         idempotency_key: Option<&str>,
     ) -> Result<Requested> {
@@ -76,10 +80,13 @@ impl Service {
         if let Some(operation) = earlier {
             return Ok(Requested::Replayed(operation));
         }
+        let refused = |refusal| deletion_refused(runtime_id, refusal);
+        self.deletion.check_confirmation(&status.runtime, confirm).map_err(refused)?;
         let deleted = status.runtime.deleted_at.is_some();
         if let Some(repeated) = repeated(&status, OperationType::Deprovision, deleted) {
             return Ok(repeated);
         }
+        deletion::check_protection(&status.runtime).map_err(refused)?;
         self.check_changeable(&status).await?;
         // The provider that last wrote the cluster's state destroys it, whatever this release pins; a hibernated
         // cluster is destroyed as it is.
@@ -294,6 +301,7 @@ impl Service {
             Err(store::Error::ActiveOperationExists) => {
                 Err(operation_in_progress(&self.latest(runtime_id).await?.last_operation))
             }
+            Err(store::Error::DeletionProtected(_)) => Err(deletion_refused(runtime_id, DeletionRefusal::Protected)),
             Err(store::Error::RuntimeNotFound(id)) => Err(Error::Conflict {
                 conflict: Conflict::AlreadyDeprovisioned,
                 message: format!("runtime {id} is already deprovisioned"),

@@ -34,6 +34,8 @@ spelled! {
         /// A retry of an operation that has not failed, is not the runtime's last, or failed for a reason a new
         /// run cannot fix.
         NotRetryable => "not_retryable",
+        /// A deprovisioning of a runtime whose deletion protection is on.
+        DeletionProtected => "deletion_protected",
     }
 }
 

@@ -2,6 +2,7 @@
 //! validation, conflicts and errors are the same whichever door a request comes through.
 
 mod changes;
+mod deletion;
 mod error;
 mod health;
 mod idempotency;
@@ -22,6 +23,7 @@ use tokio::sync::Notify;
 
 use crate::credentials::AuthClient;
 use crate::domain::Runtime;
+use crate::domain::deletion::DeletionPolicy;
 pub use crate::domain::policy::{KubernetesVersion, ValidationPolicy};
 use crate::domain::tenant::Tenant;
 use crate::executor::Executor;
@@ -39,8 +41,8 @@ pub use status::{
     duration_seconds,
 };
 pub use validation::{
-    Invalid, InvalidReason, Rejected, deserialize_naming_every_field, parse_operation_id, parse_runtime_id,
-    upgrade_from_json,
+    DeletionProtectionChange, Invalid, InvalidReason, Rejected, RuntimePatch, deserialize_naming_every_field,
+    parse_operation_id, parse_runtime_id, runtime_patch_from_json, upgrade_from_json,
 };
 
 #[derive(Clone)]
@@ -62,6 +64,8 @@ pub struct Service {
     sockets: streams::Streams,
     /// The tenant this service acts for (see [`Service::for_tenant`]); `None` sees every runtime.
     tenant: Option<Tenant>,
+    /// Which runtimes are protected from deletion when created, and whether a deletion must be confirmed.
+    deletion: Arc<DeletionPolicy>,
 }
 
 /// The service's own settings.
@@ -70,6 +74,7 @@ pub struct ServiceSettings {
     pub idempotency_key_ttl: std::time::Duration,
     pub log_bytes_per_request: usize,
     pub stream_limits: StreamLimits,
+    pub deletion: DeletionPolicy,
 }
 
 pub use operation_events::OperationEvent;
@@ -99,6 +104,7 @@ impl Service {
             streams: streams::Streams::new(settings.stream_limits),
             sockets: streams::Streams::new(settings.stream_limits),
             tenant: None,
+            deletion: Arc::new(settings.deletion),
         }
     }
 

@@ -55,8 +55,11 @@ impl Service {
         // Fail fast: nothing is recorded for a credential that does not exist or does not fit the topology.
         self.check_credential(&request.cluster_config).await?;
 
+        let protected = (request.runtime_input.deletion_protection)
+            .unwrap_or_else(|| self.deletion.protects(&request.cluster_config.environment));
         let (mut runtime, mut operation) = Runtime::requested(request, dry_run, store::now());
         runtime.tenant = self.tenant.clone();
+        runtime.deletion_protection = protected;
         operation.requested_by = Some(requested_by.to_owned());
         let record = keyed.as_ref().map(|keyed| keyed.record(&operation));
         match self.store.insert_runtime(&runtime, &operation, record.as_ref()).await {

@@ -4,8 +4,10 @@
 
 use tracing::instrument;
 
+use super::deletion::deletion_refused;
 use super::idempotency::fingerprint;
 use super::{Conflict, Error, Latest, Requested, Result, Service};
+use crate::domain::deletion;
 use crate::domain::retry::{Retryable, retried_already, retry_refusal};
 use crate::domain::{Operation, OperationId, OperationType, RuntimeId};
 use crate::store;
@@ -73,7 +75,9 @@ impl Service {
                     message: format!("runtime {} is not hibernated; there is nothing to wake up", runtime.id),
                 });
             }
-            OperationType::WakeUp | OperationType::Provision | OperationType::Deprovision => {}
+            OperationType::Deprovision => deletion::check_protection(runtime)
+                .map_err(|refusal| deletion_refused(RuntimeId(runtime.id), refusal))?,
+            OperationType::WakeUp | OperationType::Provision => {}
         }
         let cause = failed.last_error.as_ref().map(|error| error.reason);
         if cause.map(|reason| reason.retryable()) != Some(Retryable::OnceTheCredentialPasses) {

@@ -14,6 +14,7 @@ use secrecy::{ExposeSecret, SecretString};
 use crate::api::HttpSettings;
 use crate::api::graphql;
 use crate::credentials::AuthSettings;
+use crate::domain::deletion::DeletionPolicy;
 use crate::domain::policy::ValidationPolicy;
 use crate::executor::{JobSettings, ModulesSettings, RunnerResources};
 use crate::listener_tls::TlsFiles;
@@ -386,6 +387,14 @@ impl Variables {
             stream_limits: StreamLimits {
                 per_caller: within("APP_MAX_STREAMS_PER_CALLER", self.app_max_streams_per_caller, 1..=10_000)?,
                 total: within("APP_MAX_STREAMS", self.app_max_streams, 1..=100_000)?,
+            },
+            deletion: DeletionPolicy {
+                protected_environments: (self.app_protected_environments.split(','))
+                    .map(str::trim)
+                    .filter(|environment| !environment.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+                require_confirmation: self.app_require_delete_confirmation,
             },
         })
     }

@@ -187,6 +187,16 @@ pub(super) struct Variables {
     /// How many followed logs and subscriptions (and, apart, WebSockets) may be open in total.
     #[serde(deserialize_with = "parsed")]
     pub(super) app_max_streams: usize,
+    /// Comma-separated `clusterConfig.environment` values whose runtimes are created with deletion protection on
+    /// (a request's `runtimeInput.deletionProtection` wins); a protected runtime refuses deprovisionings (409
+    /// `deletion_protected`) until the protection is turned off.
+    #[serde(deserialize_with = "text")]
+    pub(super) app_protected_environments: String,
+    /// Every deprovisioning names the runtime: `DELETE ...?confirm=<name>`, `deprovisionRuntime(id, confirm:)`.
+    /// Off by default so that Kyma's `deprovisionRuntime(id)` and the seed's `DELETE` keep working; a `confirm`
+    /// that is sent must name the runtime either way.
+    #[serde(deserialize_with = "parsed")]
+    pub(super) app_require_delete_confirmation: bool,
     /// Resume operations left `InProgress` by a stopped process once their lease expired.
     #[serde(deserialize_with = "parsed")]
     pub(super) app_enqueue_in_progress_operations: bool,
@@ -308,6 +318,8 @@ impl Default for Variables {
             app_max_log_bytes_per_request: 64 * 1024 * 1024,
             app_max_streams_per_caller: 16,
             app_max_streams: 512,
+            app_protected_environments: String::new(),
+            app_require_delete_confirmation: false,
             app_enqueue_in_progress_operations: true,
             app_kubernetes_version_min: ValidationPolicy::DEFAULT.min_kubernetes_version,
             app_kubernetes_version_max: ValidationPolicy::DEFAULT.max_kubernetes_version,

@@ -31,6 +31,7 @@ pub(super) fn runtime_to_model(runtime: &Runtime) -> Result<runtime::Model> {
         hibernated: runtime.hibernated,
         state_bucket: Some(runtime.state_bucket.clone()),
         tenant: runtime.tenant.as_ref().map(|tenant| tenant.as_str().to_owned()),
+        deletion_protection: runtime.deletion_protection,
     })
 }
 
@@ -61,6 +62,7 @@ pub(super) fn runtime_from_model(model: runtime::Model) -> Result<Runtime> {
         tenant,
         preview: model.preview,
         hibernated: model.hibernated,
+        deletion_protection: model.deletion_protection,
         cluster_config,
     })
 }

@@ -42,6 +42,9 @@ pub enum Error {
     OverBudget { max_bytes: usize },
     #[error("the runtime {0} does not exist")]
     RuntimeNotFound(Uuid),
+    /// A deprovisioning of a runtime whose deletion protection is on (checked in the statement that queues it).
+    #[error("the runtime {0} has deletion protection")]
+    DeletionProtected(Uuid),
     #[error("stored data is not readable: {0}")]
     Corrupt(String),
     /// The database's schema does not fit this release ([`schema`]).

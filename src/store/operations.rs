@@ -50,18 +50,27 @@ impl Store {
         if let Some(record) = key {
             super::idempotency::insert_record(&txn, record, operation.created_at).await?;
         }
-        let updated = runtime::Entity::update_many()
+        let mut queued = runtime::Entity::update_many()
             .col_expr(runtime::Column::LastOperationId, Expr::value(operation.id))
             .col_expr(runtime::Column::UpdatedAt, Expr::value(operation.created_at))
             .filter(runtime::Column::Id.eq(operation.runtime_id))
-            .filter(runtime::Column::DeletedAt.is_null())
-            .exec(&txn)
-            .await?;
-        if updated.rows_affected != 1 {
-            return Err(Error::RuntimeNotFound(operation.runtime_id));
+            .filter(runtime::Column::DeletedAt.is_null());
+        // A protection turned on after the service checked it still stops the deprovisioning.
+        let deprovisioning = operation.operation_type == OperationType::Deprovision;
+        if deprovisioning {
+            queued = queued.filter(runtime::Column::DeletionProtection.eq(false));
         }
-        txn.commit().await?;
-        Ok(())
+        if queued.exec(&txn).await?.rows_affected == 1 {
+            txn.commit().await?;
+            return Ok(());
+        }
+        let runtime = runtime::Entity::find_by_id(operation.runtime_id).one(&txn).await?;
+        match runtime {
+            Some(runtime) if deprovisioning && runtime.deleted_at.is_none() => {
+                Err(Error::DeletionProtected(operation.runtime_id))
+            }
+            _ => Err(Error::RuntimeNotFound(operation.runtime_id)),
+        }
     }
 
     pub async fn find_operation(&self, id: Uuid) -> Result<Option<Operation>> {

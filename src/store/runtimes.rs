@@ -40,6 +40,18 @@ pub struct RuntimeFilter<'a> {
 }
 
 impl Store {
+    /// Turns the deletion protection of a live runtime on or off; false when there is no such runtime.
+    pub async fn set_deletion_protection(&self, runtime_id: Uuid, enabled: bool, now: DateTime<Utc>) -> Result<bool> {
+        let updated = runtime::Entity::update_many()
+            .col_expr(runtime::Column::DeletionProtection, Expr::value(enabled))
+            .col_expr(runtime::Column::UpdatedAt, Expr::value(now))
+            .filter(runtime::Column::Id.eq(runtime_id))
+            .filter(runtime::Column::DeletedAt.is_null())
+            .exec(&self.db)
+            .await?;
+        Ok(updated.rows_affected == 1)
+    }
+
     /// Records a new runtime with its first operation (and the idempotency record, if any) atomically.
     pub async fn insert_runtime(
         &self,

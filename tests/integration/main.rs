@@ -10,6 +10,7 @@ mod cancel;
 mod change_detection;
 mod chart;
 mod day_two;
+mod deletion_protection;
 mod docs;
 mod end_to_end;
 mod engine;

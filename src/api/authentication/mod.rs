@@ -16,8 +16,8 @@ use axum::response::{IntoResponse, Response};
 use crate::api::audit::{ApiKind, AuditEntry, AuditEvent, AuditTrail};
 use crate::api::authorization::{Action, Authorizer, User};
 use crate::api::error::ApiError;
-use crate::domain::Operation;
 use crate::domain::tenant::Tenant;
+use crate::domain::{Operation, RuntimeId};
 use crate::service::{Invalid, InvalidReason, Service};
 use token_review::{Review, TokenReviewer};
 
@@ -69,13 +69,19 @@ impl Identity {
     pub fn audit_read(&self, api: ApiKind, event: AuditEvent, runtime_id: &str, operation_id: Option<&str>) {
         let runtime_id = uuid::Uuid::parse_str(runtime_id).ok();
         let operation_id = operation_id.and_then(|id| uuid::Uuid::parse_str(id).ok());
-        self.audit.record(&AuditEntry::read(&self.username, api, event, runtime_id, operation_id));
+        self.audit.record(&AuditEntry::about(&self.username, api, event, runtime_id, operation_id));
+    }
+
+    /// The audit entry of a change of a runtime's deletion protection.
+    pub fn audit_deletion_protection(&self, api: ApiKind, runtime_id: RuntimeId, enabled: bool) {
+        let event = if enabled { AuditEvent::DeletionProtectionOn } else { AuditEvent::DeletionProtectionOff };
+        self.audit.record(&AuditEntry::about(&self.username, api, event, Some(runtime_id.0), None));
     }
 
     /// The audit entry of a read of an operation's logs.
     pub fn audit_operation_logs(&self, api: ApiKind, operation_id: &str) {
         let operation_id = uuid::Uuid::parse_str(operation_id).ok();
-        self.audit.record(&AuditEntry::read(&self.username, api, AuditEvent::LogsRead, None, operation_id));
+        self.audit.record(&AuditEntry::about(&self.username, api, AuditEvent::LogsRead, None, operation_id));
     }
 
     /// Refused (403) unless this caller may do `action`.

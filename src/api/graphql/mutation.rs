@@ -2,6 +2,7 @@
 
 use async_graphql::{Context, Object};
 
+use super::types::RuntimeNode;
 use super::{GraphQLResult, OperationView, authorize, graphql_error, operation_id, runtime_id, service};
 use crate::api::audit::ApiKind;
 use crate::api::authentication::Identity;
@@ -98,6 +99,22 @@ impl Mutation {
         view(&service, change.into_operation()).await
     }
 
+    /// Turns a runtime's deletion protection on or off: while it is on, deprovisionings are refused
+    /// (`deletion_protected`). Changes only the runtime's record; no operation is queued.
+    async fn set_deletion_protection(
+        &self,
+        context: &Context<'_>,
+        id: String,
+        enabled: bool,
+    ) -> GraphQLResult<RuntimeNode> {
+        authorize(context, Action::on_runtimes(Verb::Update)).await?;
+        let identity = context.data::<Identity>()?;
+        let id = runtime_id(&id)?;
+        let status = service(context).set_deletion_protection(id, enabled).await.map_err(graphql_error)?;
+        identity.audit_deletion_protection(ApiKind::Graphql, id, enabled);
+        Ok(RuntimeNode::new(status))
+    }
+
     /// Retries a failed operation: a new operation of the same type and target (`retryOf` names the failed one) on
     /// the runtime whose last operation it is. Refused (`not_retryable`) when it has not failed, another came
     /// after it, or its `lastError.reason` is one a new run cannot fix. A repeated request returns the retry that
@@ -115,11 +132,18 @@ impl Mutation {
     }
 
     /// Returns the id of the deprovisioning operation (for a repeated request, of the one queued, running or done).
-    async fn deprovision_runtime(&self, context: &Context<'_>, id: String) -> GraphQLResult<String> {
+    /// `confirm` names the runtime: required when the operator requires confirmations, checked whenever sent.
+    /// Refused (`deletion_protected`) while the runtime's deletion protection is on.
+    async fn deprovision_runtime(
+        &self,
+        context: &Context<'_>,
+        id: String,
+        confirm: Option<String>,
+    ) -> GraphQLResult<String> {
         authorize(context, Action::on_runtimes(Verb::Delete)).await?;
         let identity = context.data::<Identity>()?;
         let change = service(context)
-            .deprovision_runtime(runtime_id(&id)?, &identity.username, None)
+            .deprovision_runtime(runtime_id(&id)?, confirm.as_deref(), &identity.username, None)
             .await
             .map_err(graphql_error)?;
         audit_queued(identity, &change);

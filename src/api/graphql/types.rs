@@ -80,6 +80,11 @@ impl RuntimeFields {
         self.0.runtime.preview
     }
 
+    /// Deprovisionings are refused while this is on (`setDeletionProtection` turns it off).
+    async fn deletion_protection(&self) -> bool {
+        self.0.runtime.deletion_protection
+    }
+
     /// What the runtime is, derived from its last operation and whether it sleeps.
     async fn state(&self) -> RuntimeState {
         self.0.summary.state

@@ -23,7 +23,9 @@ pub use provisions::{
 pub use runtimes::{
     create_runtime, delete_runtime, get_runtime, hibernate_runtime, list_runtimes, patch_runtime, wake_runtime,
 };
-pub use views::{Accepted, OperationList, ProvisionList, ProvisionStatusResponse, RuntimeList, RuntimeView};
+pub use views::{
+    Accepted, OperationList, ProvisionList, ProvisionStatusResponse, RuntimeList, RuntimePatchBody, RuntimeView,
+};
 
 use axum::Json;
 use axum::body::Body;
@@ -151,6 +153,12 @@ async fn read_json<T: serde::de::DeserializeOwned>(body: Body) -> ApiResult<T> {
 pub struct DryRunQuery {
     #[serde(default)]
     dry_run: bool,
+}
+
+/// `?confirm=<name>` of a deprovisioning.
+#[derive(Debug, serde::Deserialize)]
+pub struct ConfirmQuery {
+    confirm: Option<String>,
 }
 
 /// `?dryRun=true`; axum's rejection would answer text/plain.

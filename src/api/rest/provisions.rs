@@ -8,13 +8,14 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::{
-    Accepted, Answer, ApiResult, Caller, DryRunQuery, ProvisionList, ProvisionStatusResponse, RuntimeView, conditional,
-    dry_run, idempotency_key, json_body, merge_patch_body, path_id, query, requested, respond, runtime_id,
+    Accepted, Answer, ApiResult, Caller, ConfirmQuery, DryRunQuery, ProvisionList, ProvisionStatusResponse,
+    RuntimePatchBody, RuntimeView, conditional, dry_run, idempotency_key, json_body, merge_patch_body, path_id, query,
+    requested, respond, runtime_id,
 };
 use crate::api::audit::{ApiKind, AuditEvent};
 use crate::api::problem::Problem;
-use crate::domain::{OperationState, ProvisionRequest, RuntimeId, UpgradeClusterInput};
-use crate::service::{self, RuntimeQuery, Service};
+use crate::domain::{OperationState, ProvisionRequest, RuntimeId};
+use crate::service::{self, RuntimePatch, RuntimeQuery, Service};
 
 #[utoipa::path(
     post,
@@ -203,11 +204,11 @@ pub async fn get_kubeconfig(
     tag = "provisions",
     path = "/api/v1/provisions/{id}",
     summary = "Upgrade a runtime (the seed's answer)",
-    request_body(description = "The changeable part of `clusterConfig`, as a JSON merge patch (RFC 7396: what is left out stays)", content(
-        (UpgradeClusterInput = "application/json", example = json!({
+    request_body(description = "The changeable part of `clusterConfig`, as a JSON merge patch (RFC 7396: what is left out stays), or `deletionProtection` alone", content(
+        (RuntimePatchBody = "application/json", example = json!({
         "kubernetesVersion": "1.35", "workerPool": {"maxSize": 5}
     })),
-        (UpgradeClusterInput = "application/merge-patch+json"),
+        (RuntimePatchBody = "application/merge-patch+json"),
     )),
     params(
         ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key and request gets the first answer (the same operation) within APP_IDEMPOTENCY_KEY_TTL"),
@@ -218,6 +219,7 @@ pub async fn get_kubeconfig(
     responses(
         (status = 422, description = "Idempotency-Key reused for a different request", body = Problem),
         (status = 202, description = "Upgrade queued", body = Accepted),
+        (status = 200, description = "The deletion protection, changed (no operation): the runtime as a read shows it", body = ProvisionStatusResponse),
         (status = 412, description = "If-Match does not name the current `ETag` (`precondition_failed`)", body = Problem),
         (status = 400, description = "Invalid input, a field that cannot change (`errors` lists every one), or `nothing_to_change`", body = Problem),
         (status = 404, description = "Unknown runtime", body = Problem),
@@ -247,9 +249,20 @@ pub(super) async fn patch(
     let id = path_id(id)?;
     let dry_run = dry_run(query)?;
     let body: serde_json::Value = merge_patch_body(&headers, body).await?;
-    let upgrade = service::upgrade_from_json(&body).map_err(service::Error::from)?;
+    let patch = service::runtime_patch_from_json(&body, dry_run).map_err(service::Error::from)?;
     let id = runtime_id(&id)?;
     check_if_match(answer, &headers, &service, id).await?;
+    let upgrade = match patch {
+        RuntimePatch::Upgrade(upgrade) => upgrade,
+        RuntimePatch::DeletionProtection(enabled) => {
+            let status = service.set_deletion_protection(id, enabled).await?;
+            identity.audit_deletion_protection(ApiKind::Rest, id, enabled);
+            return Ok(match answer {
+                Answer::Accepted => Json(ProvisionStatusResponse::from(status)).into_response(),
+                Answer::Operation => Json(RuntimeView::from(status)).into_response(),
+            });
+        }
+    };
     let key = idempotency_key(&headers)?;
     let change = service.upgrade_cluster(id, upgrade, dry_run, &identity.username, key).await?;
     requested(answer, &identity, &service, change).await
@@ -342,6 +355,7 @@ pub(super) async fn wake(
         ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key and request gets the first answer (the same operation) within APP_IDEMPOTENCY_KEY_TTL"),
         ("id" = uuid::Uuid, Path, description = "Runtime id"),
         ("If-Match" = Option<String>, Header, description = "The `ETag` of the read the deletion is based on: 412 if it changed since"),
+        ("confirm" = Option<String>, Query, description = "The runtime's name: required when APP_REQUIRE_DELETE_CONFIRMATION is on, checked whenever sent"),
     ),
     responses(
         (status = 422, description = "Idempotency-Key reused for a different request", body = Problem),
@@ -350,15 +364,17 @@ pub(super) async fn wake(
         (status = 200, description = "Already deprovisioned: its deprovisioning, nothing queued", body = Accepted),
         (status = 400, description = "The id is not a UUID", body = Problem),
         (status = 404, description = "Unknown runtime", body = Problem),
-        (status = 409, description = "Another operation is active", body = Problem),
+        (status = 400, description = "`confirm` is missing while confirmations are required, or does not name the runtime", body = Problem),
+        (status = 409, description = "Another operation is active, or the runtime has deletion protection (`deletion_protected`)", body = Problem),
     )
 )]
 pub async fn delete_provision(
     caller: Caller,
     id: Result<Path<String>, PathRejection>,
+    confirm: Result<Query<ConfirmQuery>, QueryRejection>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    delete(Answer::Accepted, caller, id, headers).await
+    delete(Answer::Accepted, caller, id, confirm, headers).await
 }
 
 /// Queues a deprovisioning, answered in `answer`'s shape.
@@ -366,10 +382,13 @@ pub(super) async fn delete(
     answer: Answer,
     Caller { identity, service }: Caller,
     id: Result<Path<String>, PathRejection>,
+    confirm: Result<Query<ConfirmQuery>, QueryRejection>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let id = runtime_id(&path_id(id)?)?;
+    let confirm = query(confirm)?.confirm;
     check_if_match(answer, &headers, &service, id).await?;
-    let change = service.deprovision_runtime(id, &identity.username, idempotency_key(&headers)?).await?;
+    let key = idempotency_key(&headers)?;
+    let change = service.deprovision_runtime(id, confirm.as_deref(), &identity.username, key).await?;
     requested(answer, &identity, &service, change).await
 }

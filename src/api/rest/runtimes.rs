@@ -9,13 +9,13 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 
 use super::{
-    Answer, ApiResult, Caller, DryRunQuery, RuntimeList, RuntimeView, conditional, path_id, provisions, query,
-    runtime_id,
+    Answer, ApiResult, Caller, ConfirmQuery, DryRunQuery, RuntimeList, RuntimePatchBody, RuntimeView, conditional,
+    path_id, provisions, query, runtime_id,
 };
 use crate::api::problem::Problem;
 use crate::api::views::OperationView;
+use crate::domain::ProvisionRequest;
 use crate::domain::RuntimeState;
-use crate::domain::{ProvisionRequest, UpgradeClusterInput};
 use crate::service::{self, RuntimeQuery};
 
 #[utoipa::path(
@@ -141,9 +141,9 @@ pub async fn create_runtime(
     tag = "runtimes",
     path = "/api/v1/runtimes/{id}",
     summary = "Upgrade a runtime",
-    request_body(description = "The changeable part of `clusterConfig`, as a JSON merge patch (RFC 7396: what is left out stays)", content(
-        (UpgradeClusterInput = "application/json"),
-        (UpgradeClusterInput = "application/merge-patch+json"),
+    request_body(description = "The changeable part of `clusterConfig`, as a JSON merge patch (RFC 7396: what is left out stays), or `deletionProtection` alone", content(
+        (RuntimePatchBody = "application/json"),
+        (RuntimePatchBody = "application/merge-patch+json"),
     )),
     params(
         ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key and request gets the first answer (the same operation) within APP_IDEMPOTENCY_KEY_TTL"),
@@ -155,6 +155,7 @@ pub async fn create_runtime(
         (status = 422, description = "Idempotency-Key reused for a different request", body = Problem),
         (status = 412, description = "If-Match does not name the runtime's current `ETag` (`precondition_failed`)", body = Problem),
         (status = 202, description = "The upgrade, queued; `Location` is the operation", body = OperationView, headers(("Location" = String, description = "/api/v1/operations/{operationId}"))),
+        (status = 200, description = "The deletion protection, changed (no operation): the runtime as a read shows it", body = RuntimeView),
         (status = 400, description = "Invalid input, a field that cannot change (`errors` lists every one), or `nothing_to_change`", body = Problem),
         (status = 404, description = "Unknown runtime", body = Problem),
         (status = 409, description = "An operation is active, the runtime is hibernated, not provisioned, deprovisioned or a preview", body = Problem),
@@ -232,6 +233,7 @@ pub async fn wake_runtime(
         ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key and request gets the first answer (the same operation) within APP_IDEMPOTENCY_KEY_TTL"),
         ("id" = uuid::Uuid, Path, description = "Runtime id"),
         ("If-Match" = Option<String>, Header, description = "The `ETag` of the read the deletion is based on: 412 if the runtime changed since"),
+        ("confirm" = Option<String>, Query, description = "The runtime's name: required when APP_REQUIRE_DELETE_CONFIRMATION is on, checked whenever sent"),
     ),
     responses(
         (status = 422, description = "Idempotency-Key reused for a different request", body = Problem),
@@ -240,13 +242,15 @@ pub async fn wake_runtime(
         (status = 200, description = "Already deprovisioned: its deprovisioning, nothing queued", body = OperationView),
         (status = 400, description = "The id is not a UUID", body = Problem),
         (status = 404, description = "Unknown runtime", body = Problem),
-        (status = 409, description = "Another operation is active", body = Problem),
+        (status = 400, description = "`confirm` is missing while confirmations are required, or does not name the runtime", body = Problem),
+        (status = 409, description = "Another operation is active, or the runtime has deletion protection (`deletion_protected`)", body = Problem),
     )
 )]
 pub async fn delete_runtime(
     caller: Caller,
     id: Result<Path<String>, PathRejection>,
+    confirm: Result<Query<ConfirmQuery>, QueryRejection>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    provisions::delete(Answer::Operation, caller, id, headers).await
+    provisions::delete(Answer::Operation, caller, id, confirm, headers).await
 }

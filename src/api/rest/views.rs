@@ -6,8 +6,10 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::api::views::{HibernationView, OperationKind, OperationView, ProvisionStatus};
-use crate::domain::{ClusterConfig, Condition, Labels, LastError, Operation, PlanSummary, RuntimeState};
-use crate::service::RuntimeStatus;
+use crate::domain::{
+    ClusterConfig, Condition, Labels, LastError, Operation, PlanSummary, RuntimeState, UpgradeClusterInput,
+};
+use crate::service::{DeletionProtectionChange, RuntimeStatus};
 
 /// The answer to an accepted POST, PATCH or DELETE: the runtime id and the queued operation.
 #[derive(Debug, Serialize, ToSchema)]
@@ -110,6 +112,8 @@ pub struct RuntimeView {
     target_config: Option<ClusterConfig>,
     /// Recorded by a dry-run provisioning: planned, never built.
     preview: bool,
+    /// Deprovisionings are refused while this is on (PATCH `{"deletionProtection": false}` turns it off).
+    deletion_protection: bool,
     state: RuntimeState,
     /// `Provisioned` (its cluster exists) and `Progressing` (an operation is queued or running).
     conditions: Vec<Condition>,
@@ -133,6 +137,7 @@ impl From<RuntimeStatus> for RuntimeView {
             cluster_config: runtime.cluster_config,
             target_config,
             preview: runtime.preview,
+            deletion_protection: runtime.deletion_protection,
             state: status.summary.state,
             conditions: status.summary.conditions,
             last_operation: status.last_operation.into(),
@@ -151,4 +156,14 @@ pub struct RuntimeList {
     pub(super) runtimes: Vec<RuntimeView>,
     /// Pass as `after` for the next page; null on the last page.
     pub(super) next_cursor: Option<String>,
+}
+
+/// The body of a PATCH of a runtime: an upgrade of its cluster (a merge patch of `clusterConfig`), or its deletion
+/// protection alone.
+#[derive(Debug, serde::Deserialize, ToSchema)]
+#[serde(untagged)]
+#[schema(as = RuntimePatch)]
+pub enum RuntimePatchBody {
+    Upgrade(UpgradeClusterInput),
+    DeletionProtection(DeletionProtectionChange),
 }

@@ -22,6 +22,7 @@ pub struct Model {
     pub hibernated: bool,
     pub state_bucket: Option<String>,
     pub tenant: Option<String>,
+    pub deletion_protection: bool,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
