@@ -84,9 +84,12 @@ async fn provisioning_succeeds_and_serves_the_kubeconfig(backend: Backend) {
     // What the runner's plan changed, from its termination message, on both APIs.
     let summary: Value = serde_json::from_str(RUNNER_PLAN_SUMMARY).unwrap();
     assert_eq!(done["planSummary"], summary, "{done}");
-    let query = "query($id: String!) { runtimeStatus(id: $id) { lastOperationStatus { planSummary { add change destroy replaced destroyed } } } }";
+    let query = "query($id: String!) { runtimeStatus(id: $id) { lastOperationStatus { planSummary { add change destroy replaced destroyed risk risky destructive } } } }";
     let response = engine.app.graphql(query, json!({ "id": runtime_id })).await;
-    assert_eq!(response["data"]["runtimeStatus"]["lastOperationStatus"]["planSummary"], summary, "{response}");
+    // GraphQL spells the risk as Kyma spells enums.
+    let mut graphql_summary = summary.clone();
+    graphql_summary["risk"] = json!("Risky");
+    assert_eq!(response["data"]["runtimeStatus"]["lastOperationStatus"]["planSummary"], graphql_summary, "{response}");
 
     let answer = engine.app.get(&format!("/api/v1/provisions/{runtime_id}/kubeconfig")).await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);

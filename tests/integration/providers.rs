@@ -28,6 +28,7 @@ use std::process::{Command, Stdio};
 use provisioner::domain::state_bucket::state_bucket_name;
 use provisioner::domain::{ControlPlane, Network, OperationType, ProviderVersion, Runtime, Topology};
 use provisioner::render::RunAction;
+use runner_contract::plan::{PlanRisk, PlanSummary};
 use serde_json::Value;
 use test_support::gcp::FakeGcs;
 use test_support::moto::MotoServer;
@@ -277,6 +278,9 @@ async fn apply_and_destroy_on_moto(runtime: Runtime) -> (usize, usize, usize) {
     let destructive = destructive_changes(&upgrade);
     assert!(destructive.is_empty(), "{}: the upgrade plan destroys or replaces {destructive:#?}", current.name);
     assert!(!with_actions(&upgrade, &["update"]).is_empty(), "{}: the upgrade changes something", current.name);
+    if current.cluster_config.topology == Topology::Eks {
+        assert_eks_risks(&mut configuration, &current, &upgrade);
+    }
     configuration.tofu(&["apply", "-input=false", "-no-color", "-lock-timeout=60s", "upgrade.tfplan"]);
     if current.cluster_config.topology == Topology::Eks {
         assert_eks_upgraded(&moto, &configuration.runtime);
@@ -293,6 +297,33 @@ async fn apply_and_destroy_on_moto(runtime: Runtime) -> (usize, usize, usize) {
 }
 
 /// The planned deletions and replacements that moto's own differences do not explain.
+/// The runner's assessment of planned `changes` (managed ones, as [`Configuration::plan`] returns them).
+fn assessed(changes: &[Value]) -> PlanSummary {
+    let show = serde_json::to_vec(&serde_json::json!({ "resource_changes": changes })).unwrap();
+    runner_contract::assess::summarize(&show, &[]).unwrap()
+}
+
+/// By the real provider's plans: an EKS version upgrade is risky (the cluster is updated in place, nothing
+/// protected goes), and a new network address range, which replaces the VPC, is destructive.
+/// Leaves `configuration` rendered for the upgrade again.
+fn assert_eks_risks(configuration: &mut Configuration, current: &Runtime, upgrade: &[Value]) {
+    let upgrade = assessed(upgrade);
+    eprintln!("EKS upgrade assessed: {:?}, risky {:?}", upgrade.risk, upgrade.risky);
+    assert_eq!(upgrade.risk, Some(PlanRisk::Risky), "{upgrade:#?}");
+    assert!(upgrade.risky.iter().any(|address| address.ends_with("aws_eks_cluster.this")), "{upgrade:#?}");
+    assert!(upgrade.destructive.is_empty(), "{upgrade:#?}");
+    let Some(network) = &current.cluster_config.network else { return };
+    let mut moved = upgraded(current);
+    moved.cluster_config.network = Some(Network { vpc_cidr: "10.30.0.0/16".into(), ..network.clone() });
+    configuration.rerender(OperationType::Upgrade, moved);
+    let replacing = assessed(&configuration.plan("network.tfplan"));
+    eprintln!("EKS network change assessed: {:?}, destructive {:?}", replacing.risk, replacing.destructive);
+    assert_eq!(replacing.risk, Some(PlanRisk::Destructive), "{replacing:#?}");
+    assert!(replacing.destructive.iter().any(|address| address.ends_with("aws_vpc.this")), "{replacing:#?}");
+    configuration.rerender(OperationType::Upgrade, upgraded(current));
+    configuration.plan("upgrade.tfplan");
+}
+
 fn destructive_changes(plan: &[Value]) -> Vec<String> {
     let mut destructive = Vec::new();
     for change in plan {

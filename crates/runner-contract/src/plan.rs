@@ -9,6 +9,21 @@ use serde::{Deserialize, Serialize};
 /// was changed.
 pub const EXIT_DESTRUCTIVE_PLAN: i32 = 3;
 
+/// What a plan puts at stake, from its riskiest change: `Safe` (creates, and in-place updates of resources that
+/// are not protected), `Risky` (in-place updates of protected resources, such as a cluster's Kubernetes version,
+/// and replacements or destroys of the others, such as worker instances), `Destructive` (a protected resource
+/// destroyed or replaced: the cluster, its network, a vanilla control plane, the operator's additions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "graphql", derive(async_graphql::Enum))]
+#[cfg_attr(feature = "graphql", graphql(rename_items = "PascalCase"))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub enum PlanRisk {
+    Safe,
+    Risky,
+    Destructive,
+}
+
 /// Counts as Terraform prints them (`Plan: 3 to add, 1 to change, 0 to destroy`; a replacement counts as one to
 /// add and one to destroy), and the addresses of what goes away.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -23,6 +38,16 @@ pub struct PlanSummary {
     pub replaced: Vec<String>,
     /// Resources destroyed for good.
     pub destroyed: Vec<String>,
+    /// The riskiest change of an apply's (or a dry run's) plan; null for a deprovisioning's plan, which destroys
+    /// everything by design, and for plans recorded before risks were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risk: Option<PlanRisk>,
+    /// The addresses whose change is risky.
+    #[serde(default)]
+    pub risky: Vec<String>,
+    /// The addresses whose change is destructive (an apply refuses such a plan).
+    #[serde(default)]
+    pub destructive: Vec<String>,
 }
 
 #[cfg(test)]
@@ -37,12 +62,20 @@ mod tests {
             destroy: 1,
             replaced: vec!["module.eks.aws_eks_cluster.this".into()],
             destroyed: vec![],
+            risk: Some(PlanRisk::Destructive),
+            risky: vec![],
+            destructive: vec!["module.eks.aws_eks_cluster.this".into()],
         };
         let json = serde_json::to_value(&summary).unwrap();
         assert_eq!(
             json,
-            serde_json::json!({"add": 2, "change": 1, "destroy": 1, "replaced": ["module.eks.aws_eks_cluster.this"], "destroyed": []})
+            serde_json::json!({"add": 2, "change": 1, "destroy": 1, "replaced": ["module.eks.aws_eks_cluster.this"],
+                "destroyed": [], "risk": "destructive", "risky": [], "destructive": ["module.eks.aws_eks_cluster.this"]})
         );
         assert_eq!(serde_json::from_value::<PlanSummary>(json).unwrap(), summary);
+        // A summary recorded before risks were reads without them.
+        let older = serde_json::json!({"add": 1, "change": 0, "destroy": 0, "replaced": [], "destroyed": []});
+        let read = serde_json::from_value::<PlanSummary>(older).unwrap();
+        assert_eq!((read.add, read.risk, read.risky.len()), (1, None, 0));
     }
 }

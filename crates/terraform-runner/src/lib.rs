@@ -14,7 +14,6 @@ pub mod fetch_modules;
 mod gcp;
 mod kubeconfig;
 mod node_kubeconfig;
-pub mod plan;
 mod publish;
 pub mod settings;
 pub mod state_lock;
@@ -224,14 +223,15 @@ impl Runner {
         run.session.ensure_state_bucket(bucket).await?;
         run.terraform.run(INIT, &mut run.signals).await?;
         self.take_over_state_lock(&run.session, bucket, &run.this_run, &run.terraform, &mut run.signals).await?;
-        let summary = plan(&run.terraform, EVERYTHING, &run.lock_timeout, &mut run.signals).await?;
-        refuse_destructive(&summary, &settings.protected_resources)?;
+        let protected = &settings.protected_resources;
+        let summary = plan(&run.terraform, EVERYTHING, &run.lock_timeout, protected, &mut run.signals).await?;
+        refuse_destructive(&summary)?;
         if let (Some(upgrade), CloudSession::Aws(aws)) = (&run.manifest.control_plane_upgrade, &run.session) {
             self.upgrade_control_plane_first(&run.terraform, aws, upgrade, &run.lock_timeout, &mut run.signals).await?;
             // The first plan is stale once the control plane's part is applied: the rest is planned again (and
             // checked again) from the state as it is now.
-            let rest = plan(&run.terraform, EVERYTHING, &run.lock_timeout, &mut run.signals).await?;
-            refuse_destructive(&rest, &settings.protected_resources)?;
+            let rest = plan(&run.terraform, EVERYTHING, &run.lock_timeout, protected, &mut run.signals).await?;
+            refuse_destructive(&rest)?;
         }
         apply_plan(&run.terraform, &run.lock_timeout, &mut run.signals).await?;
         let outputs = run.terraform.outputs().await?;
@@ -267,9 +267,10 @@ impl Runner {
         if has_state {
             self.take_over_state_lock(&run.session, bucket, &run.this_run, &run.terraform, &mut run.signals).await?;
         }
-        let summary = plan(&run.terraform, EVERYTHING, &run.lock_timeout, &mut run.signals).await?;
+        let protected = &settings.protected_resources;
+        let summary = plan(&run.terraform, EVERYTHING, &run.lock_timeout, protected, &mut run.signals).await?;
         // What the real run would refuse, the dry run reports the same way.
-        refuse_destructive(&summary, &settings.protected_resources)?;
+        refuse_destructive(&summary)?;
         Ok(summary)
     }
 
@@ -419,11 +420,12 @@ impl Runner {
         lock_timeout: &str,
         signals: &mut Signals,
     ) -> Result<()> {
-        let summary = plan(terraform, Some(&change.target), lock_timeout, signals).await?;
+        let protected = &self.settings.protected_resources;
+        let summary = plan(terraform, Some(&change.target), lock_timeout, protected, signals).await?;
         if summary.add + summary.change + summary.destroy == 0 {
             return Ok(());
         }
-        refuse_destructive(&summary, &self.settings.protected_resources)?;
+        refuse_destructive(&summary)?;
         aws.delete_parameter(&change.marker).await?;
         apply_plan(terraform, lock_timeout, signals).await?;
         tracing::info!(target = change.target, marker = change.marker, "waiting for the control plane");
@@ -544,19 +546,24 @@ const PLAN_FILE: &str = "run.tfplan";
 /// A plan of the whole configuration.
 const EVERYTHING: Option<&str> = None;
 
-/// Plans `target` alone (with `-target`), or everything, into [`PLAN_FILE`] and reads its summary.
+/// Plans `target` alone (with `-target`), or everything, into [`PLAN_FILE`] and reads its summary, each change
+/// with its risk (`protected`: the operator's additions to what an apply must leave standing).
 async fn plan(
     terraform: &Terraform,
     target: Option<&str>,
     lock_timeout: &str,
+    protected: &[String],
     signals: &mut Signals,
 ) -> Result<PlanSummary> {
-    plan_with(terraform, &[], target, lock_timeout, signals).await
+    let summary = plan_with(terraform, &[], target, lock_timeout, protected, signals).await?;
+    tracing::info!(risk = ?summary.risk, risky = ?summary.risky, destructive = ?summary.destructive, "plan assessed");
+    Ok(summary)
 }
 
-/// A destroy's plan.
+/// A destroy's plan: a deprovisioning destroys everything by design, so it carries no risk.
 async fn plan_destroy(terraform: &Terraform, lock_timeout: &str, signals: &mut Signals) -> Result<PlanSummary> {
-    plan_with(terraform, &["-destroy"], EVERYTHING, lock_timeout, signals).await
+    let summary = plan_with(terraform, &["-destroy"], EVERYTHING, lock_timeout, &[], signals).await?;
+    Ok(PlanSummary { risk: None, risky: Vec::new(), destructive: Vec::new(), ..summary })
 }
 
 async fn plan_with(
@@ -564,6 +571,7 @@ async fn plan_with(
     flags: &[&str],
     target: Option<&str>,
     lock_timeout: &str,
+    protected: &[String],
     signals: &mut Signals,
 ) -> Result<PlanSummary> {
     let out = format!("-out={PLAN_FILE}");
@@ -573,7 +581,7 @@ async fn plan_with(
     arguments.extend(target.as_deref());
     terraform.run(&arguments, signals).await?;
     let show = terraform.capture(&["show", "-json", "-no-color", PLAN_FILE]).await?;
-    let summary = plan::summarize(&show).map_err(Error::Plan)?;
+    let summary = runner_contract::assess::summarize(&show, protected).map_err(Error::Plan)?;
     tracing::info!(
         add = summary.add,
         change = summary.change,
@@ -586,9 +594,12 @@ async fn plan_with(
 }
 
 /// A plan that destroys or replaces a protected resource is never applied.
-fn refuse_destructive(summary: &PlanSummary, protected: &[String]) -> Result<()> {
-    let addresses = plan::protected_changes(summary, protected);
-    if addresses.is_empty() { Ok(()) } else { Err(Error::DestructivePlan { addresses }) }
+fn refuse_destructive(summary: &PlanSummary) -> Result<()> {
+    if summary.destructive.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::DestructivePlan { addresses: summary.destructive.clone() })
+    }
 }
 
 /// An override file (Terraform merges `*_override.tf` last) that swaps the configuration's backend for local

@@ -21,7 +21,7 @@ use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodTemplateSpec, Secre
 use kube::Api;
 use kube::api::{DeleteParams, ObjectMeta, PostParams};
 use provisioner::domain::{Cloud, ProviderVersion};
-use runner_contract::plan::{EXIT_DESTRUCTIVE_PLAN, PlanSummary};
+use runner_contract::plan::{EXIT_DESTRUCTIVE_PLAN, PlanRisk, PlanSummary};
 use serde_json::{Value, json};
 use test_control_plane::ControlPlane;
 use test_support::engine::apply_production_rbac;

@@ -14,7 +14,7 @@ async fn the_runner_plans_first_and_refuses_to_replace_a_protected_resource() {
 
     job.write_config("apply", "vanilla_kubeadm", &config("v1", "generation-1"));
     let created = job.run_with("apply", &protect).await.assert_success();
-    assert_eq!(created, PlanSummary { add: 2, ..PlanSummary::default() });
+    assert_eq!(created, PlanSummary { add: 2, risk: Some(PlanRisk::Safe), ..PlanSummary::default() });
     let state = || job.state_etag();
     let applied_state = state();
 
@@ -29,10 +29,12 @@ async fn the_runner_plans_first_and_refuses_to_replace_a_protected_resource() {
     assert!(!refused.output.contains("Apply complete"), "{}", refused.output);
     assert_eq!(state(), applied_state, "the state is untouched");
 
-    // Without the replacement, the change is an update, applied as planned.
+    // Without the replacement, the change is an update, applied as planned: risky, as the protected cluster is
+    // updated in place.
     job.write_config("apply", "vanilla_kubeadm", &config("v2", "generation-1"));
     let changed = job.run_with("apply", &protect).await.assert_success();
-    assert_eq!(changed, PlanSummary { change: 2, ..PlanSummary::default() });
+    let risky = vec!["terraform_data.cluster".to_owned()];
+    assert_eq!(changed, PlanSummary { change: 2, risk: Some(PlanRisk::Risky), risky, ..PlanSummary::default() });
 
     // A destroy is planned too, and may remove what an apply must keep.
     job.write_config("destroy", "vanilla_kubeadm", &config("v2", "generation-1"));
@@ -41,6 +43,7 @@ async fn the_runner_plans_first_and_refuses_to_replace_a_protected_resource() {
     addresses.sort();
     assert_eq!(addresses, ["terraform_data.cluster", "terraform_data.workers"]);
     assert_eq!((destroyed.add, destroyed.change, destroyed.destroy), (0, 0, 2));
+    assert_eq!(destroyed.risk, None, "a deprovisioning destroys everything by design");
 }
 
 /// A dry run plans and changes nothing: a new cluster is planned without its state bucket being created (from
@@ -55,7 +58,7 @@ async fn a_dry_run_plans_without_changing_anything() {
 
     job.write_config("plan", "vanilla_kubeadm", &config("v1", "generation-1"));
     let preview = job.run_with("plan", &protect).await.assert_success();
-    assert_eq!(preview, PlanSummary { add: 2, ..PlanSummary::default() });
+    assert_eq!(preview, PlanSummary { add: 2, risk: Some(PlanRisk::Safe), ..PlanSummary::default() });
     assert!(!job.bucket_exists(), "a dry run of a new cluster creates no state bucket");
     assert!(job.published_kubeconfig().await.is_none(), "a dry run publishes nothing");
 
@@ -66,7 +69,7 @@ async fn a_dry_run_plans_without_changing_anything() {
 
     job.write_config("plan", "vanilla_kubeadm", &config("v2", "generation-1"));
     let planned = job.run_with("plan", &protect).await.assert_success();
-    assert_eq!(planned, PlanSummary { change: 2, ..PlanSummary::default() });
+    assert_eq!((planned.change, planned.risk), (2, Some(PlanRisk::Risky)));
     assert_eq!(state(), applied_state, "a dry run leaves the state as it was");
 
     job.write_config("plan", "vanilla_kubeadm", &config("v1", "generation-2"));

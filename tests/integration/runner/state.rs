@@ -80,7 +80,11 @@ async fn a_live_runtimes_state_bucket_is_never_touched_by_another_runtime() {
     job.write_config("plan", "vanilla_kubeadm", &config);
     job.patch_manifest(json!({ "runtimeId": preview, "planFromEmptyState": true }));
     let planned = job.run("plan").await.assert_success();
-    assert_eq!(planned, PlanSummary { add: 2, ..PlanSummary::default() }, "planned as a new cluster");
+    assert_eq!(
+        planned,
+        PlanSummary { add: 2, risk: Some(PlanRisk::Safe), ..PlanSummary::default() },
+        "planned as a new cluster"
+    );
     assert_eq!(job.state_etag(), state, "the live state is untouched");
     assert_eq!(job.json_object("terraform.tfstate.holder.json"), holder, "the live holder record is untouched");
     assert!(!job.object_keys().iter().any(|key| key.ends_with(".tflock")), "no lock is left");
