@@ -3,7 +3,7 @@
 TEST_DATABASE_URL ?= postgres://postgres:postgres@127.0.0.1:5432/postgres
 export TEST_DATABASE_URL
 
-.PHONY: run test-really-local test schemathesis fuzz bench postgres control-plane node helm image tofu terraform-providers fake-gcs test-tools playground browser-test-tools dev-cluster gqlgen generate migrate fmt lint
+.PHONY: run test-really-local test test-unit schemathesis fuzz bench postgres control-plane node helm image tofu terraform-providers fake-gcs test-tools playground browser-test-tools dev-cluster gqlgen generate migrate fmt lint
 
 ## Starts the server on the embedded SQLite default (./data/provisioner.db) with a development auth-service;
 ## playground at http://127.0.0.1:3000/graphql
@@ -48,6 +48,11 @@ test:
 			> "$$log" 2>&1 || { cat "$$log"; echo "flake check round $$round failed"; exit 1; }; \
 		grep -E '^test result' "$$log" | sed "s/^test result: ok\./flake check round $$round:/"; \
 	done
+
+## The unit tests, which need no outside tool (no database server, cluster, tofu or cloud emulator): the fast loop
+## while changing code (CONTRIBUTING.md). Pure rules live next to their code, so most changes are covered here.
+test-unit:
+	cargo test --locked --workspace --lib
 
 ## The packages that ship (the service, the runner and what they share), as opposed to tests and tools.
 PRODUCT_PACKAGES = -p provisioner -p terraform-runner -p runner-contract -p process-support -p migrations

@@ -1,6 +1,7 @@
 //! The documentation stays true: every integration test that the README or a page under `docs/` names as proof
 //! (`` `<module>::<test>` ``, or `` `<module>::<sub>::<test>` `` for a nested module, with `<module>` a module of
-//! this binary) exists where the name says.
+//! this binary) exists where the name says; every `make` target they name is in the Makefile; every relative link
+//! leads to a file.
 
 use std::path::{Path, PathBuf};
 
@@ -31,9 +32,69 @@ fn every_test_the_docs_name_exists() {
     assert!(named >= 5, "the security page names its tests ({named} found)");
 }
 
-/// The README and every Markdown page under `docs/`, at any depth.
+#[test]
+fn every_make_target_the_docs_name_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let makefile = std::fs::read_to_string(root.join("Makefile")).unwrap();
+    let targets: Vec<&str> = makefile
+        .lines()
+        .filter(|line| line.starts_with(|c: char| c.is_ascii_lowercase()))
+        .filter_map(|line| line.split_once(':').map(|(target, _)| target))
+        .filter(|target| !target.contains([' ', '=']))
+        .collect();
+    let mut named = 0;
+    for page in pages(root) {
+        let text = std::fs::read_to_string(&page).unwrap();
+        for (start, _) in text.match_indices("make ") {
+            let target: String = text[start + "make ".len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-')
+                .collect();
+            // Prose ("make sure") is no command: only `make` in backticks, after a prompt or opening a line counts.
+            if target.is_empty() || !looks_like_a_command(&text[..start]) {
+                continue;
+            }
+            assert!(
+                targets.contains(&target.as_str()),
+                "{} names `make {target}`, which the Makefile has not",
+                page.display()
+            );
+            named += 1;
+        }
+    }
+    assert!(named >= 5, "the pages name their make targets ({named} found)");
+}
+
+/// Whether a `make` after `before` starts a command: in backticks, after a shell prompt, or at a line's very start
+/// (a wrapped line of prose is indented).
+fn looks_like_a_command(before: &str) -> bool {
+    let line = before.rsplit('\n').next().unwrap_or(before);
+    line.is_empty() || line.ends_with('`') || line.ends_with("$ ")
+}
+
+#[test]
+fn every_relative_link_leads_to_a_file() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut checked = 0;
+    for page in pages(root) {
+        let text = std::fs::read_to_string(&page).unwrap();
+        for link in text.split("](").skip(1) {
+            let Some(target) = link.split(')').next() else { continue };
+            let path = target.split('#').next().unwrap_or_default();
+            if path.is_empty() || path.contains("://") || path.starts_with("mailto:") {
+                continue;
+            }
+            let file = page.parent().unwrap().join(path);
+            assert!(file.exists(), "{} links to {target}, which does not exist", page.display());
+            checked += 1;
+        }
+    }
+    assert!(checked >= 3, "the pages link to each other ({checked} links found)");
+}
+
+/// The README, CONTRIBUTING.md, CHANGELOG.md and every Markdown page under `docs/`, at any depth.
 fn pages(root: &Path) -> Vec<PathBuf> {
-    let mut pages = vec![root.join("README.md")];
+    let mut pages = vec![root.join("README.md"), root.join("CONTRIBUTING.md"), root.join("CHANGELOG.md")];
     let mut folders = vec![root.join("docs")];
     while let Some(folder) = folders.pop() {
         for entry in std::fs::read_dir(&folder).expect("docs/") {
