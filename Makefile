@@ -154,7 +154,8 @@ generate: gqlgen
 	cargo run --quiet --bin generate -- openapi > assets/openapi.json
 	cargo run --quiet --bin generate -- sql > assets/database/provisioner.sql
 	cargo run --quiet --bin generate -- errors > docs/api/errors.md
-	cargo run --quiet --bin generate -- readme > README.md.generated && mv README.md.generated README.md
+	cargo run --quiet --bin generate -- configuration > docs/operator/configuration.md.generated \
+		&& mv docs/operator/configuration.md.generated docs/operator/configuration.md
 	tools/render-chart.sh "$$(tools/build-helm.sh | tail -n1)/helm" > resources/cluster-provisioner.yaml
 
 ## Applies the migrations to DATABASE_URL (the server also does this at start-up).

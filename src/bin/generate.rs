@@ -1,9 +1,12 @@
 //! Prints a generated artifact: `graphql` (schema.graphql), `openapi` (assets/openapi.json), `sql`
-//! (assets/database/provisioner.sql), `errors` (docs/api/errors.md) or `readme` (README.md with its table of
-//! variables as the settings give it).
+//! (assets/database/provisioner.sql), `errors` (docs/api/errors.md) or `configuration`
+//! (docs/operator/configuration.md with its table of variables as the settings give it).
 //! Used by gqlgen.sh and `make generate`; tests check the files are current.
 #![deny(rust_2018_idioms)]
 #![forbid(unsafe_code)]
+
+/// The operator's page whose table of variables is generated.
+const CONFIGURATION_PAGE: &str = "docs/operator/configuration.md";
 
 fn main() -> std::process::ExitCode {
     let artifact = std::env::args().nth(1).unwrap_or_default();
@@ -12,18 +15,18 @@ fn main() -> std::process::ExitCode {
         "openapi" => provisioner::api::rest::openapi_json(),
         "sql" => migrations::postgres_schema_sql(),
         "errors" => provisioner::api::error_catalogue::errors_markdown(),
-        "readme" => {
-            let readme = std::fs::read_to_string("README.md").unwrap_or_default();
-            match provisioner::settings::readme_with_variables(&readme) {
-                Ok(readme) => readme,
+        "configuration" => {
+            let page = std::fs::read_to_string(CONFIGURATION_PAGE).unwrap_or_default();
+            match provisioner::settings::with_variables_table(&page) {
+                Ok(page) => page,
                 Err(error) => {
-                    eprintln!("README.md: {error}");
+                    eprintln!("{CONFIGURATION_PAGE}: {error}");
                     return std::process::ExitCode::FAILURE;
                 }
             }
         }
         _ => {
-            eprintln!("usage: generate graphql|openapi|sql|errors|readme");
+            eprintln!("usage: generate graphql|openapi|sql|errors|configuration");
             return std::process::ExitCode::from(2);
         }
     };

@@ -26,7 +26,7 @@ use crate::worker::{RetentionPeriods, WorkerSettings};
 mod help;
 mod variables;
 
-pub use help::{help, readme_with_variables};
+pub use help::{help, with_variables_table};
 pub use variables::DEFAULT_SQLITE_PATH;
 use variables::Variables;
 

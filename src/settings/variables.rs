@@ -18,7 +18,7 @@ pub const DEFAULT_SQLITE_PATH: &str = "./data/provisioner.db";
 
 /// Every variable the service reads, with its type, default and meaning: the one place that spells the
 /// environment's names (lower-cased, as the `config` crate delivers them). A blank value counts as unset. Serialized
-/// only for `provisioner --help` and the README's table of variables ([`help`]), secrets masked; each field's doc
+/// only for `provisioner --help` and the operator's table of variables ([`help`]), secrets masked; each field's doc
 /// comment is its row's meaning there.
 #[derive(Deserialize, Serialize)]
 #[serde(default)]
@@ -120,7 +120,7 @@ pub(super) struct Variables {
     #[serde(deserialize_with = "parsed", serialize_with = "help::display")]
     pub(super) auth_service_base_url: Url,
     /// OAuth2 client file for auth-service (`data: {client_id, client_secret, tokens_endpoint}`, see
-    /// [`dev/auth-oauth.yaml`](dev/auth-oauth.yaml)).
+    /// `dev/auth-oauth.yaml`).
     pub(super) app_auth_oauth_path: PathBuf,
     /// API address.
     #[serde(deserialize_with = "parsed")]

@@ -28,11 +28,11 @@ fn the_error_catalogue_is_current() {
     assert_current("docs/api/errors.md", &provisioner::api::error_catalogue::errors_markdown());
 }
 
-/// The README's table of variables is the settings' own: each variable's default and its field's doc comment.
+/// The operator's table of variables is the settings' own: each variable's default and its field's doc comment.
 #[test]
-fn the_readmes_table_of_variables_is_current() {
-    let readme = std::fs::read_to_string("README.md").unwrap();
-    assert_current("README.md", &provisioner::settings::readme_with_variables(&readme).unwrap());
+fn the_table_of_variables_is_current() {
+    let page = std::fs::read_to_string("docs/operator/configuration.md").unwrap();
+    assert_current("docs/operator/configuration.md", &provisioner::settings::with_variables_table(&page).unwrap());
 }
 
 /// `kubectl apply -k resources/` installs what the chart installs (tools/render-chart.sh).
