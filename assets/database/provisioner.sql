@@ -64,3 +64,17 @@ CREATE INDEX "runtime_by_tenant" ON "runtime" ("tenant", "id");
 ALTER TABLE "operation" ADD COLUMN "retry_of" uuid NULL;
 
 ALTER TABLE "runtime" ADD COLUMN "deletion_protection" bool NOT NULL DEFAULT FALSE;
+
+ALTER TABLE "runtime" ADD COLUMN "approval_policy" text NOT NULL DEFAULT 'auto';
+
+ALTER TABLE "operation" ADD COLUMN "saved_plan_sha256" text;
+
+ALTER TABLE "operation" ADD COLUMN "approval_expires_at" timestamp with time zone;
+
+ALTER TABLE "operation" ADD COLUMN "approved_by" text;
+
+ALTER TABLE "operation" ADD COLUMN "approved_at" timestamp with time zone;
+
+DROP INDEX "operation_one_active_per_runtime_idx";
+
+CREATE UNIQUE INDEX "operation_one_active_per_runtime_idx" ON "operation" ("runtime_id") WHERE "state" IN ('Pending', 'InProgress', 'AwaitingApproval');

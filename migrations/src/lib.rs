@@ -20,6 +20,7 @@ mod m20261210_000001_caller_idempotency_keys;
 mod m20261211_000001_runtime_tenant;
 mod m20261212_000001_operation_retry_of;
 mod m20261213_000001_runtime_deletion_protection;
+mod m20261214_000001_plan_approval;
 
 pub use sea_orm_migration::MigratorTrait;
 
@@ -52,6 +53,7 @@ fn all() -> Vec<Box<dyn Listed>> {
         Box::new(m20261211_000001_runtime_tenant::Migration),
         Box::new(m20261212_000001_operation_retry_of::Migration),
         Box::new(m20261213_000001_runtime_deletion_protection::Migration),
+        Box::new(m20261214_000001_plan_approval::Migration),
     ]
 }
 

@@ -35,6 +35,9 @@ pub enum AuditEvent {
     LogsRead,
     DeletionProtectionOn,
     DeletionProtectionOff,
+    PlanApproved,
+    PlanRejected,
+    ApprovalPolicyChanged,
 }
 
 impl AuditEvent {
@@ -47,6 +50,9 @@ impl AuditEvent {
             AuditEvent::LogsRead => "logs read",
             AuditEvent::DeletionProtectionOn => "deletion protection turned on",
             AuditEvent::DeletionProtectionOff => "deletion protection turned off",
+            AuditEvent::PlanApproved => "plan approved",
+            AuditEvent::PlanRejected => "plan rejected",
+            AuditEvent::ApprovalPolicyChanged => "approval policy changed",
         }
     }
 }

@@ -46,6 +46,9 @@ impl Verb {
 pub enum Subresource {
     Kubeconfig,
     Logs,
+    /// Approving or rejecting plans, and choosing which plans wait (`update`): a grant of its own, so that the
+    /// people who approve can be others than those who ask (as Kubernetes grants CSR approval).
+    Approval,
 }
 
 impl Subresource {
@@ -53,6 +56,7 @@ impl Subresource {
         match self {
             Subresource::Kubeconfig => "kubeconfig",
             Subresource::Logs => "logs",
+            Subresource::Approval => "approval",
         }
     }
 }
@@ -71,6 +75,11 @@ impl Action {
 
     pub const fn on(subresource: Subresource) -> Action {
         Action { verb: Verb::Get, subresource: Some(subresource) }
+    }
+
+    /// Approving or rejecting a plan, or changing a runtime's approval policy: `update runtimes/approval`.
+    pub const fn to_approve() -> Action {
+        Action { verb: Verb::Update, subresource: Some(Subresource::Approval) }
     }
 
     /// What a retry of an operation of `operation_type` needs besides `update`: what asking for it needed (a
@@ -113,6 +122,9 @@ pub fn rest_action(method: &axum::http::Method, route: &str) -> Option<Action> {
             | "/api/v1/operations/{id}/cancel"
             | "/api/v1/operations/{id}/retry",
         ) => Some(runtimes(Verb::Update)),
+        (&Method::POST, "/api/v1/operations/{id}/approve" | "/api/v1/operations/{id}/reject") => {
+            Some(Action::to_approve())
+        }
         (&Method::DELETE, "/api/v1/provisions/{id}" | "/api/v1/runtimes/{id}") => Some(runtimes(Verb::Delete)),
         (_, "/api/v1/provisions/{id}/kubeconfig") => Some(Action::on(Subresource::Kubeconfig)),
         (_, "/api/v1/provisions/{id}/logs" | "/api/v1/operations/{id}/logs") => Some(Action::on(Subresource::Logs)),

@@ -370,6 +370,35 @@ fn conflict_entry(conflict: Conflict) -> Entry {
             "Turn the protection off (PATCH `{\"deletionProtection\": false}` or `setDeletionProtection`), then \
              deprovision it.",
         ),
+        Conflict::NotAwaitingApproval | Conflict::PlanMismatch | Conflict::ApprovalExpired => {
+            return approval_conflict_entry(conflict);
+        }
+    };
+    Entry { title, meaning, retry, action }
+}
+
+/// The refusals of an approval or a rejection of a plan.
+fn approval_conflict_entry(conflict: Conflict) -> Entry {
+    let (title, meaning, retry, action) = match conflict {
+        Conflict::NotAwaitingApproval => (
+            "Not awaiting approval",
+            "An approval or rejection of an operation whose plan does not wait for approval (its state says why).",
+            Retry::No,
+            "Read the operation: only one in state AwaitingApproval can be approved or rejected.",
+        ),
+        Conflict::PlanMismatch => (
+            "Plan mismatch",
+            "The approval names another plan than the one the operation waits with.",
+            Retry::No,
+            "Read the operation and approve the `planSha256` it shows, after reviewing that plan.",
+        ),
+        _ => (
+            "Approval expired",
+            "The plan waited longer than `APP_PLAN_APPROVAL_TTL`; the operation failed with reason \
+             `approval_expired` and nothing changed.",
+            Retry::No,
+            "Retry the operation for a new plan, and approve that one in time.",
+        ),
     };
     Entry { title, meaning, retry, action }
 }

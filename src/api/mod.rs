@@ -181,6 +181,8 @@ fn protected_routes(
         .route("/api/v1/operations/{id}", get(rest::get_operation))
         .route("/api/v1/operations/{id}/cancel", post(rest::cancel_operation))
         .route("/api/v1/operations/{id}/retry", post(rest::retry_operation))
+        .route("/api/v1/operations/{id}/approve", post(rest::approve_operation))
+        .route("/api/v1/operations/{id}/reject", post(rest::reject_operation))
         .route("/api/v1/operations/{id}/logs", get(rest::get_operation_logs))
         .route("/api/v1/operations/{id}/events", get(rest::get_operation_events))
         .route(

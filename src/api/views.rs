@@ -19,6 +19,9 @@ use crate::service::{self, HibernationStatus, OperationWithStages};
 pub enum ProvisionStatus {
     Queued,
     Running,
+    /// The plan waits for a person to approve it.
+    #[serde(rename = "awaiting_approval")]
+    AwaitingApproval,
     Succeeded,
     Failed,
 }
@@ -28,6 +31,7 @@ impl From<OperationState> for ProvisionStatus {
         match state {
             OperationState::Pending => ProvisionStatus::Queued,
             OperationState::InProgress => ProvisionStatus::Running,
+            OperationState::AwaitingApproval => ProvisionStatus::AwaitingApproval,
             OperationState::Succeeded => ProvisionStatus::Succeeded,
             OperationState::Failed => ProvisionStatus::Failed,
         }
@@ -71,7 +75,7 @@ impl OperationOutcome {
     fn of(operation: &Operation) -> Option<Self> {
         let cancelled = operation.last_error.as_ref().is_some_and(|error| error.reason == FailureReason::Cancelled);
         match operation.state {
-            OperationState::Pending | OperationState::InProgress => None,
+            OperationState::Pending | OperationState::InProgress | OperationState::AwaitingApproval => None,
             OperationState::Succeeded => Some(OperationOutcome::Succeeded),
             OperationState::Failed if cancelled => Some(OperationOutcome::Cancelled),
             OperationState::Failed => Some(OperationOutcome::Failed),
@@ -155,6 +159,13 @@ pub struct OperationView {
     requested_by: Option<String>,
     /// The failed operation this one retries (`retryOperation`); null for one asked for directly.
     retry_of: Option<String>,
+    /// The SHA-256 of the plan its run saved for approval (the runtime's `approvalPolicy` held it back): what an
+    /// approval names. Null when no plan waited.
+    plan_sha256: Option<String>,
+    /// Until when the waiting plan may be approved; null when no plan waited.
+    approval_expires_at: Option<DateTime<Utc>>,
+    /// Who approved the plan; its run applies exactly that plan. Null until someone did.
+    approved_by: Option<String>,
     created_at: DateTime<Utc>,
     started_at: Option<DateTime<Utc>>,
     finished_at: Option<DateTime<Utc>>,
@@ -200,6 +211,9 @@ impl From<OperationWithStages> for OperationView {
             attempts: operation.attempts,
             requested_by: operation.requested_by.clone(),
             retry_of: operation.retry_of.map(|id| id.to_string()),
+            plan_sha256: operation.saved_plan_sha256.clone(),
+            approval_expires_at: operation.approval_expires_at,
+            approved_by: operation.approved.as_ref().map(|approval| approval.by.clone()),
             created_at: operation.created_at,
             started_at: operation.started_at,
             finished_at: operation.finished_at,

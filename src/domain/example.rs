@@ -34,6 +34,7 @@ impl ProvisionRequest {
                 description: Some("Team A's cluster".into()),
                 labels: Some(Labels([("owner".to_owned(), "team-a".to_owned())].into())),
                 deletion_protection: None,
+                approval_policy: None,
             },
             cluster_config: ClusterConfig {
                 topology,

@@ -123,6 +123,32 @@ impl FailureReason {
                 Retried::Never,
                 "Retry the operation if it is still wanted.",
             ),
+            FailureReason::StalePlan | FailureReason::PlanRejected | FailureReason::ApprovalExpired => {
+                return self.approval_entry();
+            }
+        };
+        ReasonEntry { meaning, retried, action }
+    }
+
+    /// The reasons of plans held back for approval.
+    fn approval_entry(self) -> ReasonEntry {
+        let (meaning, retried, action) = match self {
+            FailureReason::StalePlan => (
+                "The approved plan could not be applied: the state changed since it was planned, or the saved plan \
+                 is gone; nothing changed.",
+                Retried::Never,
+                "Retry the operation: it plans again, and the new plan waits for approval.",
+            ),
+            FailureReason::PlanRejected => (
+                "A caller rejected the plan that waited for approval (the message names who); nothing changed.",
+                Retried::Never,
+                "Change the request if the plan was wrong, or retry the operation for a new plan.",
+            ),
+            _ => (
+                "Nobody approved the plan within the approval time (`APP_PLAN_APPROVAL_TTL`); nothing changed.",
+                Retried::Never,
+                "Retry the operation: it plans again, and the new plan waits for approval.",
+            ),
         };
         ReasonEntry { meaning, retried, action }
     }

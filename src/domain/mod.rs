@@ -46,6 +46,7 @@ macro_rules! spelled {
 }
 pub(crate) use spelled;
 
+pub mod approval;
 pub mod deletion;
 #[cfg(any(test, feature = "examples"))]
 mod example;
@@ -114,6 +115,8 @@ spelled! {
     pub enum OperationState {
         Pending => "Pending",
         InProgress => "InProgress",
+        /// Its plan waits for a person to approve (or reject) it; nothing runs meanwhile.
+        AwaitingApproval => "AwaitingApproval",
         Succeeded => "Succeeded",
         Failed => "Failed",
     }
@@ -150,6 +153,12 @@ spelled! {
         AttemptsExhausted => "attempts_exhausted",
         /// A caller cancelled it (the message names who).
         Cancelled => "cancelled",
+        /// The approved plan could not be applied: the state moved since it was planned; nothing changed.
+        StalePlan => "stale_plan",
+        /// A caller rejected the plan that waited for approval (the message names who); nothing changed.
+        PlanRejected => "plan_rejected",
+        /// Nobody approved the plan within `APP_PLAN_APPROVAL_TTL`; nothing changed.
+        ApprovalExpired => "approval_expired",
     }
 }
 
@@ -181,7 +190,7 @@ serialize_spelled!(FailureReason, Component);
 
 impl OperationState {
     pub fn is_active(self) -> bool {
-        matches!(self, OperationState::Pending | OperationState::InProgress)
+        matches!(self, OperationState::Pending | OperationState::InProgress | OperationState::AwaitingApproval)
     }
 }
 
@@ -212,6 +221,9 @@ pub struct RuntimeInput {
     /// (`APP_PROTECTED_ENVIRONMENTS`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deletion_protection: Option<bool>,
+    /// Which plans apply without a person's approval; left out, `auto`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_policy: Option<approval::ApprovalPolicy>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, InputObject, SimpleObject, ToSchema)]
@@ -373,6 +385,8 @@ pub struct Runtime {
     pub tenant: Option<tenant::Tenant>,
     /// A deprovisioning is refused until this is turned off.
     pub deletion_protection: bool,
+    /// Which plans of its runs wait for approval.
+    pub approval_policy: approval::ApprovalPolicy,
 }
 
 impl Runtime {
@@ -399,6 +413,7 @@ impl Runtime {
             state_bucket,
             tenant: None,
             deletion_protection: request.runtime_input.deletion_protection.unwrap_or(false),
+            approval_policy: request.runtime_input.approval_policy.unwrap_or_default(),
         };
         (runtime, operation)
     }
@@ -481,6 +496,12 @@ pub struct Operation {
     pub cancel_requested_by: Option<String>,
     /// The failed operation this one retries (same type and target); `None` for one a caller asked for directly.
     pub retry_of: Option<Uuid>,
+    /// The digest of the plan its run saved for approval (see [`approval`]).
+    pub saved_plan_sha256: Option<String>,
+    /// Until when the saved plan may be approved, once the operation waits.
+    pub approval_expires_at: Option<DateTime<Utc>>,
+    /// Who approved the saved plan: the run then applies exactly it.
+    pub approved: Option<approval::Approval>,
     pub created_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,
     pub updated_at: DateTime<Utc>,
@@ -513,6 +534,9 @@ impl Operation {
             requested_by: None,
             cancel_requested_by: None,
             retry_of: None,
+            saved_plan_sha256: None,
+            approval_expires_at: None,
+            approved: None,
             created_at: now,
             started_at: None,
             updated_at: now,

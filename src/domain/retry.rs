@@ -60,7 +60,11 @@ impl FailureReason {
             | FailureReason::JobMissing
             | FailureReason::MissingOutputs
             | FailureReason::AttemptsExhausted
-            | FailureReason::Cancelled => Retryable::Yes,
+            | FailureReason::Cancelled
+            // A new run plans again; a plan that must wait waits again.
+            | FailureReason::StalePlan
+            | FailureReason::PlanRejected
+            | FailureReason::ApprovalExpired => Retryable::Yes,
         }
     }
 }

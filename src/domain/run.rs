@@ -25,6 +25,8 @@ spelled! {
         Finalize => "Finalize",
         /// Stop the Job of a failed run, then delete the credentials Secret, whatever the result.
         Cleanup => "Cleanup",
+        /// The run saved its plan for approval and ended; an approval starts a new run that applies it.
+        AwaitingApproval => "AwaitingApproval",
         /// Nothing left to do.
         Done => "Done",
     }
@@ -40,7 +42,7 @@ impl Stage {
             Stage::CreateJob => Stage::WaitForJob,
             Stage::WaitForJob => Stage::Finalize,
             Stage::Finalize => Stage::Cleanup,
-            Stage::Cleanup | Stage::Done => Stage::Done,
+            Stage::Cleanup | Stage::AwaitingApproval | Stage::Done => Stage::Done,
         }
     }
 
@@ -60,6 +62,7 @@ impl Stage {
             (Stage::Finalize, RunAction::Destroy, _) => "Removing the cluster's outputs",
             (Stage::Finalize, RunAction::Plan, _) => "Recording the plan",
             (Stage::Cleanup, _, _) => "Removing the run's credentials",
+            (Stage::AwaitingApproval, _, _) => "The plan waits for approval; nothing was changed",
             (Stage::Done, RunAction::Plan, _) => "Dry run planned; nothing was changed",
             (Stage::Done, _, OperationType::Provision) => "Cluster provisioned",
             (Stage::Done, _, OperationType::Upgrade) => "Cluster upgraded",
@@ -76,6 +79,8 @@ impl Stage {
 pub struct RunState {
     pub stage: Stage,
     pub failure: Option<LastError>,
+    /// The run saved its plan for approval: once cleaned up it ends waiting, not succeeded.
+    pub holds_plan: bool,
 }
 
 /// What the worker records before the next step.
@@ -89,6 +94,8 @@ pub enum Record<'a> {
     Succeeded,
     /// The run ended with this failure.
     Failed(&'a LastError),
+    /// The run ended with its plan saved for approval.
+    AwaitingApproval,
 }
 
 /// What a step's end meant for the run.
@@ -104,8 +111,14 @@ pub enum AfterStep {
 impl RunState {
     /// Where a claimed operation resumes. A queued one starts at its first step. A stored error is the run's
     /// failure only once the run has moved to Cleanup with it (an error stored at an earlier stage was a transient
-    /// one being retried). An operation past its attempts fails and cleans up.
-    pub fn resume(stage: Stage, stored_error: Option<&LastError>, attempts: i32, max_attempts: i32) -> RunState {
+    /// one being retried). An operation past its attempts fails and cleans up. `holds_plan`: see
+    /// [`crate::domain::Operation::holds_plan_for_approval`].
+    pub fn resume(
+        stage: Stage,
+        stored_error: Option<&LastError>,
+        (attempts, max_attempts): (i32, i32),
+        holds_plan: bool,
+    ) -> RunState {
         let stage = if stage == Stage::Queued { Stage::ResolveCredential } else { stage };
         let failure = stored_error.filter(|_| stage >= Stage::Cleanup).cloned();
         if attempts > max_attempts && failure.is_none() {
@@ -113,9 +126,15 @@ impl RunState {
             return RunState {
                 stage: Stage::Cleanup,
                 failure: Some(LastError::new(FailureReason::AttemptsExhausted, Component::Provisioner, message)),
+                holds_plan,
             };
         }
-        RunState { stage, failure }
+        RunState { stage, failure, holds_plan }
+    }
+
+    /// The run's plan was saved for approval: it cleans up as usual, then ends waiting.
+    pub fn hold_for_approval(&mut self) {
+        self.holds_plan = true;
     }
 
     /// The deadline passed, or a caller cancelled the operation: the run fails with `reason` and cleans up
@@ -132,7 +151,10 @@ impl RunState {
     pub fn after_step(&mut self, result: Result<(), LastError>) -> AfterStep {
         match result {
             Ok(()) => {
-                self.stage = self.stage.next();
+                self.stage = match self.stage {
+                    Stage::Cleanup if self.holds_plan && self.failure.is_none() => Stage::AwaitingApproval,
+                    stage => stage.next(),
+                };
                 AfterStep::Next
             }
             Err(error) if self.stage < Stage::Cleanup => {
@@ -150,6 +172,7 @@ impl RunState {
     pub fn record(&self) -> Record<'_> {
         match (&self.failure, self.stage) {
             (None, Stage::Done) => Record::Succeeded,
+            (None, Stage::AwaitingApproval) => Record::AwaitingApproval,
             (Some(failure), Stage::Done) => Record::Failed(failure),
             (Some(failure), _) => Record::Failing(failure),
             (None, _) => Record::Stage,
@@ -178,6 +201,8 @@ pub struct RunNames {
     pub config_map: String,
     pub credentials_secret: String,
     pub outputs_secret: String,
+    /// The run applies an approved plan: the operation's second Job, whose logs are kept beside the first's.
+    pub applies_approved_plan: bool,
 }
 
 impl RunNames {
@@ -194,6 +219,32 @@ impl RunNames {
             credentials_secret: format!("{job}-credentials"),
             outputs_secret: format!("provision-{runtime_id}-outputs"),
             job,
+            applies_approved_plan: false,
+        }
+    }
+
+    /// The names of the operation's current run: once its plan is approved, those of the Job that applies it
+    /// (the first Job, which saved the plan, stays as it ended).
+    pub fn of(operation: &super::Operation) -> Self {
+        let names = RunNames::new(operation.operation_type, operation.runtime_id);
+        if operation.approved_plan().is_none() {
+            return names;
+        }
+        let job = format!("{}-approved", names.job);
+        RunNames {
+            config_map: format!("{job}-config"),
+            credentials_secret: format!("{job}-credentials"),
+            job,
+            applies_approved_plan: true,
+            ..names
+        }
+    }
+
+    /// The name a container's log of this run is archived under.
+    pub fn archived_log_name(&self, container: &str) -> String {
+        match self.applies_approved_plan {
+            true => format!("{container} (approved plan)"),
+            false => container.to_owned(),
         }
     }
 }
@@ -210,7 +261,9 @@ mod tests {
             stage = stage.next();
             seen.push(stage);
         }
-        assert_eq!(seen, Stage::ALL);
+        // A run that holds its plan for approval ends at AwaitingApproval instead (see RunState).
+        let held: Vec<Stage> = Stage::ALL.iter().copied().filter(|stage| *stage != Stage::AwaitingApproval).collect();
+        assert_eq!(seen, held);
         assert_eq!(Stage::Done.next(), Stage::Done);
     }
 
@@ -239,7 +292,7 @@ mod tests {
             (Stage::Cleanup, Some(&retrying), 11, Stage::Cleanup, Some(FailureReason::KubernetesError)),
         ];
         for (stage, stored, attempts, resumes_at, failed_with) in cases {
-            let run = RunState::resume(stage, stored, attempts, 10);
+            let run = RunState::resume(stage, stored, (attempts, 10), false);
             assert_eq!(run.stage, resumes_at, "{stage:?} {stored:?} {attempts}");
             assert_eq!(run.failure.map(|failure| failure.reason), failed_with, "{stage:?} {stored:?} {attempts}");
         }
@@ -247,7 +300,7 @@ mod tests {
 
     #[test]
     fn a_failure_sends_the_run_to_cleanup_once_and_cleanup_goes_on_to_the_end() {
-        let mut run = RunState::resume(Stage::CreateJob, None, 1, 10);
+        let mut run = RunState::resume(Stage::CreateJob, None, (1, 10), false);
         assert_eq!(run.record(), Record::Stage);
         assert_eq!(run.after_step(Ok(())), AfterStep::Next);
         assert_eq!(run.stage, Stage::WaitForJob);
@@ -264,11 +317,11 @@ mod tests {
 
     #[test]
     fn a_deadline_fails_a_run_only_before_cleanup() {
-        let mut run = RunState::resume(Stage::WaitForJob, None, 1, 10);
+        let mut run = RunState::resume(Stage::WaitForJob, None, (1, 10), false);
         run.end_early(error(FailureReason::Timeout));
         assert_eq!(run.stage, Stage::Cleanup);
         assert!(matches!(run.record(), Record::Failing(failure) if failure.reason == FailureReason::Timeout));
-        let mut cleaning = RunState::resume(Stage::Cleanup, None, 1, 10);
+        let mut cleaning = RunState::resume(Stage::Cleanup, None, (1, 10), false);
         cleaning.end_early(error(FailureReason::Timeout));
         assert_eq!(cleaning.failure, None, "a successful run that is cleaning up does not time out");
         assert_eq!(cleaning.after_step(Ok(())), AfterStep::Next);
@@ -290,5 +343,46 @@ mod tests {
             assert!(name.bytes().all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-'));
         }
         assert_eq!(RunNames::new(OperationType::Provision, runtime_id).job, format!("provision-{runtime_id}"));
+    }
+
+    #[test]
+    fn a_run_holding_its_plan_ends_waiting_after_its_clean_up() {
+        let mut run = RunState::resume(Stage::Finalize, None, (1, 10), false);
+        run.hold_for_approval();
+        run.after_step(Ok(()));
+        assert_eq!(run.after_step(Ok(())), AfterStep::Next);
+        assert_eq!((run.stage, run.record()), (Stage::AwaitingApproval, Record::AwaitingApproval));
+        // Resumed in its clean-up (the saved plan is recorded), it ends the same way; a failure ends it failed.
+        let mut resumed = RunState::resume(Stage::Cleanup, None, (2, 10), true);
+        resumed.after_step(Ok(()));
+        assert_eq!(resumed.record(), Record::AwaitingApproval);
+        let mut failed = RunState::resume(Stage::Cleanup, Some(&error(FailureReason::JobFailed)), (2, 10), true);
+        failed.after_step(Ok(()));
+        assert!(matches!(failed.record(), Record::Failed(_)));
+    }
+
+    #[test]
+    fn the_run_of_an_approved_plan_has_its_own_job_and_keeps_its_logs_beside_the_first() {
+        use crate::domain::{Operation, ProviderVersion, approval::Approval};
+        let now = chrono::Utc::now();
+        let queued = Operation::queued(
+            Uuid::now_v7(),
+            OperationType::Deprovision,
+            ProviderVersion::pinned(crate::domain::Cloud::Aws),
+            now,
+        );
+        let first = RunNames::of(&queued);
+        assert_eq!(first, RunNames::new(OperationType::Deprovision, queued.runtime_id));
+        let approved = Operation {
+            saved_plan_sha256: Some("a".repeat(64)),
+            approved: Some(Approval { by: "alice".to_owned(), at: now }),
+            ..queued
+        };
+        let second = RunNames::of(&approved);
+        assert_eq!(second.job, format!("{}-approved", first.job));
+        assert_eq!(second.outputs_secret, first.outputs_secret);
+        assert!(second.job.len() <= 63 && second.credentials_secret != first.credentials_secret);
+        assert_eq!(second.archived_log_name("terraform-runner"), "terraform-runner (approved plan)");
+        assert_eq!(first.archived_log_name("terraform-runner"), "terraform-runner");
     }
 }

@@ -127,12 +127,14 @@ fn state(runtime: &Runtime, last_operation: &Operation, provisioned: bool) -> Ru
         return settled(runtime, provisioned);
     }
     match last_operation.state {
-        OperationState::Pending | OperationState::InProgress => match last_operation.operation_type {
-            OperationType::Provision => RuntimeState::Provisioning,
-            OperationType::Upgrade | OperationType::WakeUp => RuntimeState::Updating,
-            OperationType::Hibernate => RuntimeState::Hibernating,
-            OperationType::Deprovision => RuntimeState::Deprovisioning,
-        },
+        OperationState::Pending | OperationState::InProgress | OperationState::AwaitingApproval => {
+            match last_operation.operation_type {
+                OperationType::Provision => RuntimeState::Provisioning,
+                OperationType::Upgrade | OperationType::WakeUp => RuntimeState::Updating,
+                OperationType::Hibernate => RuntimeState::Hibernating,
+                OperationType::Deprovision => RuntimeState::Deprovisioning,
+            }
+        }
         OperationState::Failed => RuntimeState::Failed,
         OperationState::Succeeded if runtime.preview => RuntimeState::Ready,
         OperationState::Succeeded => settled(runtime, provisioned),

@@ -14,6 +14,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use runner_contract::approval::EXIT_STALE_PLAN;
 use runner_contract::environment::{RunnerEnvironment, downward_variables, mount};
 pub use runner_contract::job::finished;
 use runner_contract::job::{RUNNER_BINARY, RUNNER_GRACE_PERIOD};
@@ -345,20 +346,30 @@ fn modules_variables(repo: &ModulesSettings) -> Vec<EnvVar> {
         .collect()
 }
 
-/// A refused destructive plan (the runner's exit code 3) fails the Job with a reason of its own, so that the Job
-/// alone says why it failed: the live status reads only the cached Job, not its pod.
+/// The runner's refusals that another pod would repeat, by the index of their rule in [`pod_failure_policy`]: a
+/// destructive plan (exit code 3) and a stale approved plan (exit code 4).
+const REFUSALS: [(i32, FailureReason); 2] =
+    [(EXIT_DESTRUCTIVE_PLAN, FailureReason::DestructivePlan), (EXIT_STALE_PLAN, FailureReason::StalePlan)];
+
+/// Each refusal fails the Job at once, under a rule of its own, so that the Job alone says why it failed (the live
+/// status reads only the cached Job, not its pod): its condition's message names the rule's index.
 fn pod_failure_policy() -> PodFailurePolicy {
-    PodFailurePolicy {
-        rules: vec![PodFailurePolicyRule {
-            action: "FailJob".to_owned(),
-            on_exit_codes: Some(PodFailurePolicyOnExitCodesRequirement {
-                container_name: Some(RUNNER_CONTAINER.to_owned()),
-                operator: "In".to_owned(),
-                values: vec![EXIT_DESTRUCTIVE_PLAN],
-            }),
-            ..PodFailurePolicyRule::default()
-        }],
-    }
+    let rule = |exit_code: i32| PodFailurePolicyRule {
+        action: "FailJob".to_owned(),
+        on_exit_codes: Some(PodFailurePolicyOnExitCodesRequirement {
+            container_name: Some(RUNNER_CONTAINER.to_owned()),
+            operator: "In".to_owned(),
+            values: vec![exit_code],
+        }),
+        ..PodFailurePolicyRule::default()
+    };
+    PodFailurePolicy { rules: REFUSALS.iter().map(|(exit_code, _)| rule(*exit_code)).collect() }
+}
+
+/// The refusal a Job failed by: the job controller's message ends "matching FailJob rule at index N".
+fn refusal_of(message: &str) -> FailureReason {
+    let index = message.rsplit_once("rule at index ").and_then(|(_, index)| index.trim().parse::<usize>().ok());
+    index.and_then(|index| REFUSALS.get(index)).map_or(FailureReason::JobFailed, |(_, reason)| *reason)
 }
 
 /// The reason of a failed Job (`timeout` when it hit its deadline, `destructive_plan` when the runner refused the
@@ -372,7 +383,7 @@ pub fn failure(job: &Job) -> (FailureReason, String) {
         condition.and_then(|condition| condition.message.clone()).unwrap_or_else(|| "the Job failed".to_owned());
     let reason = match job_reason.as_str() {
         "DeadlineExceeded" => FailureReason::Timeout,
-        POD_FAILURE_POLICY_REASON => FailureReason::DestructivePlan,
+        POD_FAILURE_POLICY_REASON => refusal_of(&message),
         _ => FailureReason::JobFailed,
     };
     (reason, message)
@@ -466,10 +477,16 @@ mod tests {
             build(&settings(), &modules(), RunAction::Destroy, &names, &BTreeMap::new(), Duration::from_secs(600));
         let spec = job.spec.unwrap();
         assert_eq!(spec.backoff_limit, Some(0));
-        let rule = &spec.pod_failure_policy.as_ref().unwrap().rules[0];
-        let exit_codes = rule.on_exit_codes.as_ref().unwrap();
-        assert_eq!((rule.action.as_str(), exit_codes.values.as_slice()), ("FailJob", [3].as_slice()));
-        assert_eq!(exit_codes.container_name.as_deref(), Some("terraform-runner"));
+        let rules = &spec.pod_failure_policy.as_ref().unwrap().rules;
+        let refused: Vec<_> = rules
+            .iter()
+            .map(|rule| {
+                let exit_codes = rule.on_exit_codes.as_ref().unwrap();
+                (rule.action.as_str(), exit_codes.container_name.as_deref(), exit_codes.values.clone())
+            })
+            .collect();
+        let runner = Some("terraform-runner");
+        assert_eq!(refused, [("FailJob", runner, vec![3]), ("FailJob", runner, vec![4])]);
         assert_eq!(spec.active_deadline_seconds, Some(600));
         let pod = spec.template.spec.unwrap();
         assert_eq!(pod.service_account_name.as_deref(), Some("terraform-runner"));
@@ -569,24 +586,30 @@ mod tests {
     #[test]
     fn a_failed_jobs_reason_says_why() {
         use k8s_openapi::api::batch::v1::{JobCondition, JobStatus};
-        let failed = |reason: &str| Job {
+        let failed = |reason: &str, message: &str| Job {
             status: Some(JobStatus {
                 conditions: Some(vec![JobCondition {
                     type_: "Failed".into(),
                     status: "True".into(),
                     reason: Some(reason.into()),
-                    message: Some(format!("{reason} happened")),
+                    message: Some(message.into()),
                     ..JobCondition::default()
                 }]),
                 ..JobStatus::default()
             }),
             ..Job::default()
         };
-        assert_eq!(failure(&failed("DeadlineExceeded")).0, FailureReason::Timeout);
-        assert_eq!(
-            failure(&failed("PodFailurePolicy")),
-            (FailureReason::DestructivePlan, "PodFailurePolicy happened".into())
-        );
-        assert_eq!(failure(&failed("BackoffLimitExceeded")).0, FailureReason::JobFailed);
+        assert_eq!(failure(&failed("DeadlineExceeded", "too long")).0, FailureReason::Timeout);
+        // As the job controller words it (pkg/controller/job/pod_failure_policy.go).
+        let refused = |code: i32, index: usize| {
+            format!(
+                "Container terraform-runner for pod jobs/upgrade-x-abcde failed with exit code {code} matching FailJob \
+                 rule at index {index}"
+            )
+        };
+        let destructive = refused(3, 0);
+        assert_eq!(failure(&failed("PodFailurePolicy", &destructive)), (FailureReason::DestructivePlan, destructive));
+        assert_eq!(failure(&failed("PodFailurePolicy", &refused(4, 1))).0, FailureReason::StalePlan);
+        assert_eq!(failure(&failed("BackoffLimitExceeded", "failed")).0, FailureReason::JobFailed);
     }
 }

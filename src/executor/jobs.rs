@@ -8,6 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::ListParams;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
+use runner_contract::approval::EXIT_STALE_PLAN;
 use runner_contract::job::{MANAGED_BY, MANAGED_BY_LABEL, OPERATION_LABEL, RUNTIME_LABEL};
 use runner_contract::plan::EXIT_DESTRUCTIVE_PLAN;
 use runner_contract::redact::{Redactor, bounded_failure_message};
@@ -107,6 +108,7 @@ impl Executor {
                 let (reason, job_message) = job::failure(job);
                 let (reason, message) = match self.termination_message(&job.name_any()).await? {
                     Some((EXIT_DESTRUCTIVE_PLAN, message)) => (FailureReason::DestructivePlan, message),
+                    Some((EXIT_STALE_PLAN, message)) => (FailureReason::StalePlan, message),
                     Some((_, message)) => (reason, message),
                     None => (reason, job_message),
                 };

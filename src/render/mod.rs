@@ -78,13 +78,15 @@ impl Renderer {
     }
 
     /// The configuration of `action` for an operation of `operation_type` on `runtime`, requiring exactly `provider`
-    /// (the pin of this release for a new cluster, the one its apply recorded for later runs).
+    /// (the pin of this release for a new cluster, the one its apply recorded for later runs); `approved_plan`:
+    /// the digest of the saved plan a caller approved, which the run applies instead of planning.
     pub fn render(
         &self,
         runtime: &Runtime,
         operation_type: OperationType,
         action: RunAction,
         provider: &ProviderVersion,
+        approved_plan: Option<&str>,
     ) -> Result<RenderedConfig> {
         let config = &runtime.cluster_config;
         let topology = config.topology;
@@ -125,6 +127,8 @@ impl Renderer {
                     last_node: control_plane.count.saturating_sub(1).unsigned_abs(),
                     version: config.kubernetes_version.clone(),
                 }),
+            approval_policy: runtime.approval_policy,
+            approved_plan_sha256: approved_plan.map(str::to_owned),
         };
         let mut runner_json = serde_json::to_string_pretty(&manifest)?;
         runner_json.push('\n');
@@ -370,7 +374,7 @@ mod tests {
 
     fn render_for(runtime: &Runtime, operation_type: OperationType, action: RunAction) -> RenderedConfig {
         let renderer = Renderer::new().expect("templates compile");
-        renderer.render(runtime, operation_type, action, &pinned(runtime)).expect("renders")
+        renderer.render(runtime, operation_type, action, &pinned(runtime), None).expect("renders")
     }
 
     #[test]
@@ -508,12 +512,12 @@ mod tests {
         let mut vanilla = runtime(Topology::VanillaKubeadm);
         vanilla.cluster_config.control_plane = None;
         let error =
-            renderer.render(&vanilla, OperationType::Provision, RunAction::Apply, &pinned(&vanilla)).unwrap_err();
+            renderer.render(&vanilla, OperationType::Provision, RunAction::Apply, &pinned(&vanilla), None).unwrap_err();
         assert!(matches!(error, Error::MissingSection { section: "controlPlane", .. }), "{error}");
 
         let mut gke = runtime(Topology::Gke);
         gke.cluster_config.gcp = None;
-        let error = renderer.render(&gke, OperationType::Provision, RunAction::Apply, &pinned(&gke)).unwrap_err();
+        let error = renderer.render(&gke, OperationType::Provision, RunAction::Apply, &pinned(&gke), None).unwrap_err();
         assert!(matches!(error, Error::MissingSection { section: "gcp", .. }));
     }
 
@@ -523,7 +527,7 @@ mod tests {
         runtime.description = Some("x".repeat(MAX_RENDERED_BYTES));
         let error = Renderer::new()
             .unwrap()
-            .render(&runtime, OperationType::Provision, RunAction::Apply, &pinned(&runtime))
+            .render(&runtime, OperationType::Provision, RunAction::Apply, &pinned(&runtime), None)
             .unwrap_err();
         assert!(matches!(error, Error::TooLarge { .. }), "{error}");
     }
@@ -534,7 +538,7 @@ mod tests {
         let provider = ProviderVersion { source: "hashicorp/aws".into(), version: "6.40.1".into() };
         let rendered = Renderer::new()
             .unwrap()
-            .render(&runtime, OperationType::Deprovision, RunAction::Destroy, &provider)
+            .render(&runtime, OperationType::Deprovision, RunAction::Destroy, &provider, None)
             .unwrap();
         assert!(rendered.files["main.tf"].contains("version = \"6.40.1\""), "{}", rendered.files["main.tf"]);
         let manifest: serde_json::Value = serde_json::from_str(&rendered.files["runner.json"]).unwrap();
@@ -546,7 +550,7 @@ mod tests {
         ] {
             let error = Renderer::new()
                 .unwrap()
-                .render(&runtime, OperationType::Provision, RunAction::Apply, &wrong)
+                .render(&runtime, OperationType::Provision, RunAction::Apply, &wrong, None)
                 .unwrap_err();
             assert!(matches!(error, Error::Provider { .. }), "{error}");
         }

@@ -36,6 +36,12 @@ spelled! {
         NotRetryable => "not_retryable",
         /// A deprovisioning of a runtime whose deletion protection is on.
         DeletionProtected => "deletion_protected",
+        /// An approval or rejection of an operation that does not wait for approval.
+        NotAwaitingApproval => "not_awaiting_approval",
+        /// An approval that names another plan than the one that waits.
+        PlanMismatch => "plan_mismatch",
+        /// An approval after the plan's approval time ran out.
+        ApprovalExpired => "approval_expired",
     }
 }
 

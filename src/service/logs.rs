@@ -168,7 +168,7 @@ impl Service {
 
     /// The credential values of a running operation's run, to redact its live logs with.
     async fn run_redactor(&self, operation: &Operation) -> Result<Redactor> {
-        let names = RunNames::new(operation.operation_type, operation.runtime_id);
+        let names = RunNames::of(operation);
         let values = self.executor()?.credential_values(&names).await.map_err(executor_error)?;
         Ok(Redactor::new(values))
     }

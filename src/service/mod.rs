@@ -1,6 +1,7 @@
 //! Use cases of the provisioner. Both APIs (GraphQL and REST) call these functions and nothing below them, so
 //! validation, conflicts and errors are the same whichever door a request comes through.
 
+mod approval;
 mod changes;
 mod deletion;
 mod error;
@@ -41,8 +42,8 @@ pub use status::{
     duration_seconds,
 };
 pub use validation::{
-    DeletionProtectionChange, Invalid, InvalidReason, Rejected, RuntimePatch, deserialize_naming_every_field,
-    parse_operation_id, parse_runtime_id, runtime_patch_from_json, upgrade_from_json,
+    ApprovalPolicyChange, DeletionProtectionChange, Invalid, InvalidReason, Rejected, RuntimePatch,
+    deserialize_naming_every_field, parse_operation_id, parse_runtime_id, runtime_patch_from_json, upgrade_from_json,
 };
 
 #[derive(Clone)]

@@ -165,7 +165,7 @@ impl Service {
         if !operation.state.is_active() {
             return operation;
         }
-        let names = RunNames::new(operation.operation_type, operation.runtime_id);
+        let names = RunNames::of(&operation);
         match executor.cached_job_state(&names, operation.id) {
             JobState::Failed { reason, message } => {
                 operation.state = OperationState::Failed;

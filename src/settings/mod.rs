@@ -336,6 +336,7 @@ impl Variables {
             retention: RetentionPeriods {
                 run_logs: self.app_run_log_retention,
                 idempotency_records: self.app_idempotency_key_ttl,
+                plan_approvals: self.app_plan_approval_ttl,
             },
             log: LogSettings { level: self.app_log_level, format: self.app_log_format },
             validation: ValidationPolicy { min_kubernetes_version: min_version, max_kubernetes_version: max_version },
@@ -413,6 +414,7 @@ impl Variables {
             upgrade_timeout: self.app_upgrade_timeout,
             hibernation_timeout: self.app_hibernation_timeout,
             run_log_max_bytes: at_least("APP_RUN_LOG_MAX_BYTES", self.app_run_log_max_bytes, 4096)?,
+            plan_approval_ttl: self.app_plan_approval_ttl,
         })
     }
 

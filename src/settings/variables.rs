@@ -172,6 +172,10 @@ pub(super) struct Variables {
     /// at most hourly).
     #[serde(deserialize_with = "duration", serialize_with = "help::duration")]
     pub(super) app_run_log_retention: Duration,
+    /// How long a plan held back by a runtime's approval policy may wait for approval; then its operation fails
+    /// as `approval_expired`.
+    #[serde(deserialize_with = "duration", serialize_with = "help::duration")]
+    pub(super) app_plan_approval_ttl: Duration,
     /// How long an `Idempotency-Key` replays the first answer to its caller (keys are per caller); a clean-up where
     /// the worker runs deletes older records.
     #[serde(deserialize_with = "duration", serialize_with = "help::duration")]
@@ -314,6 +318,7 @@ impl Default for Variables {
             app_hibernation_timeout: Duration::from_secs(30 * 60),
             app_run_log_max_bytes: 4 * 1024 * 1024,
             app_run_log_retention: Duration::from_secs(90 * 24 * 60 * 60),
+            app_plan_approval_ttl: Duration::from_secs(60 * 60),
             app_idempotency_key_ttl: Duration::from_secs(24 * 60 * 60),
             app_max_log_bytes_per_request: 64 * 1024 * 1024,
             app_max_streams_per_caller: 16,

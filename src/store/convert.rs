@@ -2,6 +2,7 @@
 
 use super::entity::{operation, runtime};
 use super::{Error, Result};
+use crate::domain::approval::{Approval, ApprovalPolicy};
 use crate::domain::run::Stage;
 use crate::domain::state_bucket;
 use crate::domain::tenant::Tenant;
@@ -32,6 +33,7 @@ pub(super) fn runtime_to_model(runtime: &Runtime) -> Result<runtime::Model> {
         state_bucket: Some(runtime.state_bucket.clone()),
         tenant: runtime.tenant.as_ref().map(|tenant| tenant.as_str().to_owned()),
         deletion_protection: runtime.deletion_protection,
+        approval_policy: runtime.approval_policy.as_str().to_owned(),
     })
 }
 
@@ -63,6 +65,8 @@ pub(super) fn runtime_from_model(model: runtime::Model) -> Result<Runtime> {
         preview: model.preview,
         hibernated: model.hibernated,
         deletion_protection: model.deletion_protection,
+        approval_policy: ApprovalPolicy::parse(&model.approval_policy)
+            .ok_or_else(|| corrupt("approval policy", &model.approval_policy))?,
         cluster_config,
     })
 }
@@ -94,6 +98,10 @@ pub(super) fn operation_to_model(operation: &Operation) -> Result<operation::Mod
         requested_by: operation.requested_by.clone(),
         cancel_requested_by: operation.cancel_requested_by.clone(),
         retry_of: operation.retry_of,
+        saved_plan_sha256: operation.saved_plan_sha256.clone(),
+        approval_expires_at: operation.approval_expires_at,
+        approved_by: operation.approved.as_ref().map(|approval| approval.by.clone()),
+        approved_at: operation.approved.as_ref().map(|approval| approval.at),
         kubeconfig_sha256: None,
         claim_token: None,
         progress_since_claim: false,
@@ -145,6 +153,13 @@ pub(super) fn operation_from_model(model: operation::Model) -> Result<Operation>
         requested_by: model.requested_by,
         cancel_requested_by: model.cancel_requested_by,
         retry_of: model.retry_of,
+        saved_plan_sha256: model.saved_plan_sha256,
+        approval_expires_at: model.approval_expires_at,
+        approved: match (model.approved_by, model.approved_at) {
+            (Some(by), Some(at)) => Some(Approval { by, at }),
+            (None, None) => None,
+            _ => return Err(Error::Corrupt(format!("operation {} has half an approval", model.id))),
+        },
         created_at: model.created_at,
         started_at: model.started_at,
         updated_at: model.updated_at,

@@ -3,6 +3,7 @@
 //! Invariants live in the database itself (see the migrations crate): one active operation per runtime and unique
 //! names among live runtimes are partial unique indexes, so two concurrent requests cannot both win.
 
+mod approvals;
 mod claims;
 mod convert;
 mod entity;

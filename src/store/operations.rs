@@ -148,7 +148,11 @@ impl Store {
             .col_expr(operation::Column::FinishedAt, Expr::value(now))
             .col_expr(operation::Column::UpdatedAt, Expr::value(now))
             .filter(operation::Column::Id.eq(operation_id))
-            .filter(operation::Column::State.eq(OperationState::Pending.as_str()))
+            // Nothing runs for a queued one, nor for one whose plan waits for approval.
+            .filter(
+                operation::Column::State
+                    .is_in([OperationState::Pending.as_str(), OperationState::AwaitingApproval.as_str()]),
+            )
             .exec(&txn)
             .await?;
         if queued.rows_affected == 1 {

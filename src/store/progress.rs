@@ -24,6 +24,9 @@ pub enum Progress {
     Failing { stage: Stage, message: String, error: LastError },
     /// The run ended. For a successful deprovisioning, the runtime is marked deleted in the same transaction.
     Finished { state: OperationState, stage: Stage, message: String },
+    /// The run ended with its plan saved for approval, which may be given until `expires_at`; the operation
+    /// waits unowned (no worker claims it) until a caller approves or rejects it.
+    AwaitingApproval { message: String, expires_at: DateTime<Utc> },
 }
 
 impl Store {
@@ -55,10 +58,22 @@ impl Store {
         Ok(true)
     }
 
-    /// Records what the run's plan changed; fenced by the claim like every write of a run.
-    pub async fn record_plan_summary(&self, operation_id: Uuid, token: Uuid, summary: &PlanSummary) -> Result<bool> {
-        let updated = operation::Entity::update_many()
-            .col_expr(operation::Column::PlanSummary, Expr::value(serde_json::json!(summary).to_string()))
+    /// Records what the run's plan changed, and the digest of the plan when the run saved it for approval; fenced
+    /// by the claim like every write of a run. An approved run's report names no saved plan: the approved digest
+    /// stays.
+    pub async fn record_plan_summary(
+        &self,
+        operation_id: Uuid,
+        token: Uuid,
+        summary: &PlanSummary,
+        saved_plan_sha256: Option<&str>,
+    ) -> Result<bool> {
+        let mut update = operation::Entity::update_many()
+            .col_expr(operation::Column::PlanSummary, Expr::value(serde_json::json!(summary).to_string()));
+        if let Some(digest) = saved_plan_sha256 {
+            update = update.col_expr(operation::Column::SavedPlanSha256, Expr::value(digest));
+        }
+        let updated = update
             .filter(operation::Column::Id.eq(operation_id))
             .filter(operation::Column::ClaimToken.eq(token))
             .exec(&self.db)
@@ -86,6 +101,7 @@ impl Progress {
             Progress::Stage { stage, .. } | Progress::Failing { stage, .. } | Progress::Finished { stage, .. } => {
                 Some(*stage)
             }
+            Progress::AwaitingApproval { .. } => Some(Stage::AwaitingApproval),
             Progress::Retrying { .. } => None,
         }
     }
@@ -117,6 +133,14 @@ impl Progress {
                     .col_expr(operation::Column::ClaimToken, Expr::value(Option::<Uuid>::None))
                     .col_expr(operation::Column::LeaseExpiresAt, Expr::value(Option::<DateTime<Utc>>::None))
             }
+            Progress::AwaitingApproval { message, expires_at } => set_last_error(update, None)
+                .col_expr(operation::Column::State, Expr::value(OperationState::AwaitingApproval.as_str()))
+                .col_expr(operation::Column::Stage, Expr::value(Stage::AwaitingApproval.as_str()))
+                .col_expr(operation::Column::Message, Expr::value(message))
+                .col_expr(operation::Column::ApprovalExpiresAt, Expr::value(expires_at))
+                .col_expr(operation::Column::Owner, no_text())
+                .col_expr(operation::Column::ClaimToken, Expr::value(Option::<Uuid>::None))
+                .col_expr(operation::Column::LeaseExpiresAt, Expr::value(Option::<DateTime<Utc>>::None)),
         }
     }
 }

@@ -60,10 +60,11 @@ impl Store {
         Ok(())
     }
 
-    /// Whether the operation's logs are archived.
-    pub async fn run_logs_archived(&self, operation_id: Uuid) -> Result<bool> {
+    /// Whether the operation's log of `container` (as a run archives it) is archived.
+    pub async fn run_log_archived(&self, operation_id: Uuid, container: &str) -> Result<bool> {
         let count = operation_log::Entity::find()
             .filter(operation_log::Column::OperationId.eq(operation_id))
+            .filter(operation_log::Column::Container.eq(container))
             .count(&self.reads)
             .await?;
         Ok(count > 0)

@@ -11,6 +11,8 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
+use crate::domain::approval::ApprovalPolicy;
+
 use super::convert::{operation_from_model, provider_from_str, runtime_from_model, runtime_to_model};
 use super::entity::{operation, runtime};
 use super::operations::insert_with_first_stage;
@@ -44,6 +46,23 @@ impl Store {
     pub async fn set_deletion_protection(&self, runtime_id: Uuid, enabled: bool, now: DateTime<Utc>) -> Result<bool> {
         let updated = runtime::Entity::update_many()
             .col_expr(runtime::Column::DeletionProtection, Expr::value(enabled))
+            .col_expr(runtime::Column::UpdatedAt, Expr::value(now))
+            .filter(runtime::Column::Id.eq(runtime_id))
+            .filter(runtime::Column::DeletedAt.is_null())
+            .exec(&self.db)
+            .await?;
+        Ok(updated.rows_affected == 1)
+    }
+
+    /// Sets which plans of a live runtime's runs wait for approval; false when the runtime is gone or deleted.
+    pub async fn set_approval_policy(
+        &self,
+        runtime_id: Uuid,
+        policy: ApprovalPolicy,
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
+        let updated = runtime::Entity::update_many()
+            .col_expr(runtime::Column::ApprovalPolicy, Expr::value(policy.as_str()))
             .col_expr(runtime::Column::UpdatedAt, Expr::value(now))
             .filter(runtime::Column::Id.eq(runtime_id))
             .filter(runtime::Column::DeletedAt.is_null())

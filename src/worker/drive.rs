@@ -33,11 +33,11 @@ impl<C: RunCluster> Worker<C> {
         mut cancelled: watch::Receiver<Option<String>>,
     ) -> Option<(OperationState, Option<FailureReason>)> {
         let operation = &claim.operation;
-        let started = operation.started_at.unwrap_or(operation.created_at);
-        let deadline = started + self.timeout_of(operation.operation_type);
-        let names = RunNames::new(operation.operation_type, operation.runtime_id);
-        let mut state =
-            RunState::resume(operation.stage, operation.last_error.as_ref(), operation.attempts, MAX_ATTEMPTS);
+        let deadline = operation.run_started_at() + self.timeout_of(operation.operation_type);
+        let names = RunNames::of(operation);
+        let attempts = (operation.attempts, MAX_ATTEMPTS);
+        let holds_plan = operation.holds_plan_for_approval();
+        let mut state = RunState::resume(operation.stage, operation.last_error.as_ref(), attempts, holds_plan);
         if state.failure.as_ref().is_some_and(|failure| failure.reason == FailureReason::AttemptsExhausted) {
             tracing::error!(
                 operation_id = %operation.id,
@@ -53,7 +53,7 @@ impl<C: RunCluster> Worker<C> {
             end_early_when_due(&mut state, (deadline, timeout), operation.operation_type, cancelled.borrow().clone());
             let stage = state.stage;
             let message = stage.message(operation.operation_type, operation.run_action());
-            let (progress, finished) = progress_of(state.record(), stage, message);
+            let (progress, finished) = progress_of(state.record(), stage, message, self.settings.plan_approval_ttl);
             match self.persist(claim, progress, &lease_lost).await {
                 Recorded::Yes => {}
                 Recorded::LeaseLost => {
@@ -88,6 +88,10 @@ impl<C: RunCluster> Worker<C> {
             self.metrics.observe_step(stage, step_started.elapsed());
             let result = match outcome {
                 Ok(StepOutcome::Next) => Ok(()),
+                Ok(StepOutcome::HoldForApproval) => {
+                    state.hold_for_approval();
+                    Ok(())
+                }
                 // Only a permanent refusal ends a clean-up step early (transient failures are retried until they pass).
                 Ok(StepOutcome::Fail(error)) | Err(StepError { error, .. }) => Err(error),
             };
@@ -218,9 +222,20 @@ fn log_end(failure: Option<&LastError>) {
     }
 }
 
-/// What the store is to record for the domain's `record` of the stage; and the end state, once there is one.
-pub(super) fn progress_of(record: Record<'_>, stage: Stage, message: &str) -> (Progress, Option<OperationState>) {
+/// What the store is to record for the domain's `record` of the stage; and the end state, once there is one (a
+/// plan held for approval may be approved for `approval_ttl`).
+pub(super) fn progress_of(
+    record: Record<'_>,
+    stage: Stage,
+    message: &str,
+    approval_ttl: std::time::Duration,
+) -> (Progress, Option<OperationState>) {
     match record {
+        Record::AwaitingApproval => {
+            let expires_at = store::now() + approval_ttl;
+            let progress = Progress::AwaitingApproval { message: message.to_owned(), expires_at };
+            (progress, Some(OperationState::AwaitingApproval))
+        }
         Record::Stage => (Progress::Stage { stage, message: message.to_owned() }, None),
         Record::Failing(error) => {
             let message = format!("{message} after a failure");

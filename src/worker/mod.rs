@@ -64,6 +64,8 @@ pub struct WorkerSettings {
     pub hibernation_timeout: Duration,
     /// What is kept of a run's logs, both containers together.
     pub run_log_max_bytes: usize,
+    /// How long a plan waits for approval before the operation fails (`APP_PLAN_APPROVAL_TTL`).
+    pub plan_approval_ttl: Duration,
 }
 
 /// Claims and drives operations; what a run needs is shared by the worker's tasks through an `Arc`.

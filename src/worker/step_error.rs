@@ -61,4 +61,6 @@ pub(super) enum StepOutcome {
     Next,
     /// The run failed (the Job failed, the outputs are missing): clean up, then end Failed.
     Fail(LastError),
+    /// The run saved its plan for approval: clean up, then wait.
+    HoldForApproval,
 }

@@ -319,6 +319,7 @@ async fn idempotency_keys_are_per_caller_and_expire(backend: Backend) {
     let periods = provisioner::worker::RetentionPeriods {
         run_logs: Duration::from_secs(90 * 24 * 60 * 60),
         idempotency_records: Duration::from_secs(2),
+        plan_approvals: Duration::from_secs(60 * 60),
     };
     let retention = provisioner::worker::Retention { store, periods };
     let (stop, stopped) = tokio::sync::watch::channel(false);

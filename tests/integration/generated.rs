@@ -48,7 +48,11 @@ fn the_rendered_manifest_is_the_chart() {
 fn graphql_enums_are_spelled_for_kyma_clients() {
     let sdl = provisioner::api::graphql::schema_sdl();
     for expected in [
-        "enum OperationState {\n\tPending\n\tInProgress\n\tSucceeded\n\tFailed\n}",
+        // Kyma's four values keep their spelling; AwaitingApproval appears only for runtimes whose approval
+        // policy a caller chose (the default, Auto, never holds a plan back).
+        "enum OperationState {\n\tPending\n\tInProgress\n",
+        "\tAwaitingApproval\n\tSucceeded\n\tFailed\n}",
+        "enum ApprovalPolicy {\n\tAuto\n\tManual\n\tSafeOnly\n}",
         "enum OperationType {\n\tProvision\n\tDeprovision\n",
         "\tUpgrade\n",
         "\tHibernate\n",

@@ -24,6 +24,7 @@ mod manifests;
 mod modules;
 mod moto_smoke;
 mod pipeline;
+mod plan_approval;
 mod playground;
 mod providers;
 mod real_node;

@@ -18,7 +18,7 @@ async fn a_replica_leaves_operations_it_does_not_know_to_newer_ones(backend: Bac
         operations.push(accepted["operationId"].as_str().unwrap().to_owned());
     }
     app.database.set_operation_columns(&operations[0], [("operation_type", "Retry".into())]).await;
-    app.database.set_operation_columns(&operations[1], [("stage", "AwaitingApproval".into())]).await;
+    app.database.set_operation_columns(&operations[1], [("stage", "SweepOrphans".into())]).await;
 
     let store = Store::connect(&app.database.url, 2, std::time::Duration::from_secs(5)).await.unwrap();
     let lease = std::time::Duration::from_secs(60);

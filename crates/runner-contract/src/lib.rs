@@ -9,6 +9,7 @@
 //! - [`job`]: labels, the runner's binary, the grace period and the state-lock wait;
 //! - [`modules`]: the pinned modules repository the init container clones and checks;
 //! - [`plan`]: what a run's plan changes, and the exit code of a refused destructive plan;
+//! - [`approval`]: which plans wait for a person's approval, and where a waiting plan is kept;
 //! - [`assess`]: how a saved plan is read into that summary, each change with its risk;
 //! - [`providers`]: the provider versions a run installs, and where the image keeps their lock files;
 //! - [`report`]: what a successful run reports, with the digest that gives the outputs Secret its provenance;
@@ -20,6 +21,7 @@
 #![deny(rust_2018_idioms)]
 #![forbid(unsafe_code)]
 
+pub mod approval;
 pub mod assess;
 pub mod credential;
 pub mod credential_check;

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::approval::ApprovalPolicy;
 use crate::providers::ProviderVersion;
 use crate::{Cloud, Topology};
 
@@ -74,6 +75,16 @@ pub struct RunnerManifest {
     /// A vanilla upgrade: the control plane is upgraded (and awaited) before anything else changes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control_plane_upgrade: Option<ControlPlaneUpgrade>,
+    /// Which plans of an apply wait for approval instead of being applied.
+    #[serde(default, skip_serializing_if = "is_auto")]
+    pub approval_policy: ApprovalPolicy,
+    /// The digest of the saved plan a caller approved: the run applies exactly that file, or fails as stale.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_plan_sha256: Option<String>,
+}
+
+fn is_auto(policy: &ApprovalPolicy) -> bool {
+    *policy == ApprovalPolicy::Auto
 }
 
 /// How a run changes a self-managed control plane before anything else, one node at a time: it applies each
@@ -134,6 +145,8 @@ mod tests {
             wait_for_api_server: false,
             plan_from_empty_state: false,
             control_plane_upgrade: None,
+            approval_policy: ApprovalPolicy::Auto,
+            approved_plan_sha256: None,
         };
         let json = serde_json::to_value(&manifest).unwrap();
         assert_eq!(
@@ -146,6 +159,16 @@ mod tests {
             })
         );
         assert_eq!(serde_json::from_value::<RunnerManifest>(json).unwrap(), manifest);
+        let approved = RunnerManifest {
+            approval_policy: ApprovalPolicy::SafeOnly,
+            approved_plan_sha256: Some("ab".repeat(32)),
+            ..manifest
+        };
+        let json = serde_json::to_value(&approved).unwrap();
+        assert_eq!(
+            (json["approvalPolicy"].as_str(), json["approvedPlanSha256"].as_str()),
+            (Some("safeOnly"), Some("ab".repeat(32).as_str()))
+        );
     }
 
     #[test]

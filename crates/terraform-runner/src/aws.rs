@@ -361,6 +361,20 @@ impl AwsSession {
         Ok(())
     }
 
+    /// Deletes an object of the state bucket (its current version: the bucket keeps the history, as it does the
+    /// state's). A missing object is fine.
+    pub async fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
+        self.s3()
+            .delete_object()
+            .bucket(bucket)
+            .expected_bucket_owner(&self.account)
+            .key(key)
+            .send()
+            .await
+            .map_err(|error| aws_error("s3:DeleteObject", error))?;
+        Ok(())
+    }
+
     /// Polls an SSM parameter (decrypted) until it exists, every `interval` for at most `timeout`; `what` the
     /// cluster publishes there, for the error.
     pub async fn wait_for_parameter(

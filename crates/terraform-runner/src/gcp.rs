@@ -304,6 +304,16 @@ impl GcpSession {
         }
     }
 
+    /// Deletes an object of the state bucket (its live generation; the bucket keeps the history). A missing
+    /// object is fine.
+    pub async fn delete_object(&self, bucket: &str, name: &str) -> Result<()> {
+        let url = self.url(&["storage", "v1", "b", bucket, "o", name]);
+        match self.call("storage.objects.delete", Method::DELETE, url, None).await? {
+            (status, _) if status.is_success() || status == StatusCode::NOT_FOUND => Ok(()),
+            (status, body) => Err(gcp_error("storage.objects.delete", describe(status, &body))),
+        }
+    }
+
     pub fn project(&self) -> &str {
         &self.project
     }

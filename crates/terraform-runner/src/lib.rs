@@ -9,6 +9,7 @@
 // Unsafe only where it must be: forwarding a signal to Terraform (libc::kill).
 
 mod api_server;
+mod approval;
 mod aws;
 pub mod fetch_modules;
 mod gcp;
@@ -34,6 +35,7 @@ use runner_contract::report::{RunReport, kubeconfig_digest};
 use secrecy::SecretString;
 use serde_json::Value;
 
+use approval::SavedPlan;
 use aws::AwsSession;
 use gcp::GcpSession;
 pub use settings::RunnerSettings;
@@ -90,6 +92,8 @@ pub enum Error {
     ForeignBucket { bucket: String, expected_owner: String },
     #[error("reading the plan: {0}")]
     Plan(String),
+    #[error("the approved plan cannot be applied: {reason}; nothing was changed, plan again")]
+    StalePlan { reason: String },
     #[error(
         "the state is locked by {who} since {since} and was left alone for {} ({why}); the lock stays",
         humantime::format_duration(*waited)
@@ -130,9 +134,9 @@ impl Runner {
         let mut run = self.prepare(action, redactor).await?;
         let report = match action {
             RunAction::Apply => self.apply(&mut run).await?,
-            RunAction::Plan => RunReport { plan: self.plan_only(&mut run).await?, kubeconfig_sha256: None },
+            RunAction::Plan => RunReport::of_plan(self.plan_only(&mut run).await?),
             RunAction::Destroy => match self.destroy(&mut run).await? {
-                Some(summary) => RunReport { plan: summary, kubeconfig_sha256: None },
+                Some(summary) => RunReport::of_plan(summary),
                 None => return Ok(RunReport::default()),
             },
         };
@@ -217,23 +221,56 @@ impl Runner {
     }
 
     /// Plans, checks the plan, applies exactly it (a control plane upgraded first), and publishes the kubeconfig.
+    /// A plan the approval policy holds back is saved instead, and the run reports it waiting; an approved run
+    /// applies exactly the saved plan it names.
     async fn apply(&self, run: &mut Prepared) -> Result<RunReport> {
         let settings = &self.settings;
         let bucket = &run.manifest.state_bucket;
         run.session.ensure_state_bucket(bucket).await?;
         run.terraform.run(INIT, &mut run.signals).await?;
         self.take_over_state_lock(&run.session, bucket, &run.this_run, &run.terraform, &mut run.signals).await?;
+        let saved = SavedPlan { session: &run.session, bucket, operation_id: settings.operation_id };
         let protected = &settings.protected_resources;
-        let summary = plan(&run.terraform, EVERYTHING, &run.lock_timeout, protected, &mut run.signals).await?;
-        refuse_destructive(&summary)?;
+        let approved = run.manifest.approved_plan_sha256.clone();
+        let summary = match &approved {
+            Some(digest) => {
+                saved.restore(&settings.job.work_dir, digest).await?;
+                show_plan(&run.terraform, protected).await?
+            }
+            None => {
+                let summary = plan(&run.terraform, EVERYTHING, &run.lock_timeout, protected, &mut run.signals).await?;
+                if run.manifest.approval_policy.must_wait(&summary) {
+                    let digest = saved.save(&settings.job.work_dir).await?;
+                    return Ok(RunReport::awaiting_approval(summary, digest));
+                }
+                refuse_destructive(&summary)?;
+                summary
+            }
+        };
         if let (Some(upgrade), CloudSession::Aws(aws)) = (&run.manifest.control_plane_upgrade, &run.session) {
+            if approved.is_some() {
+                // The protocol applies parts alone, so it cannot apply the saved file: the approval holds while a
+                // fresh plan still makes exactly the approved changes.
+                let fresh = plan(&run.terraform, EVERYTHING, &run.lock_timeout, protected, &mut run.signals).await?;
+                if fresh != summary {
+                    return Err(Error::StalePlan {
+                        reason: "a new plan makes other changes than the approved one".to_owned(),
+                    });
+                }
+            }
             self.upgrade_control_plane_first(&run.terraform, aws, upgrade, &run.lock_timeout, &mut run.signals).await?;
             // The first plan is stale once the control plane's part is applied: the rest is planned again (and
-            // checked again) from the state as it is now.
+            // checked again) from the state as it is now; an approved run may change no more than was approved.
             let rest = plan(&run.terraform, EVERYTHING, &run.lock_timeout, protected, &mut run.signals).await?;
-            refuse_destructive(&rest)?;
+            match approved {
+                Some(_) => within_approval(&rest, &summary)?,
+                None => refuse_destructive(&rest)?,
+            }
         }
-        apply_plan(&run.terraform, &run.lock_timeout, &mut run.signals).await?;
+        apply_plan(&run.terraform, &run.lock_timeout, &mut run.signals).await.map_err(approval::stale_plan_refusal)?;
+        if approved.is_some() {
+            saved.discard().await?;
+        }
         let outputs = run.terraform.outputs().await?;
         let kubeconfig =
             self.kubeconfig(&run.manifest, &run.credential, &run.session, &outputs, &mut run.signals).await?;
@@ -249,7 +286,7 @@ impl Runner {
             &kubeconfig,
         )
         .await?;
-        Ok(RunReport { plan: summary, kubeconfig_sha256: Some(kubeconfig_digest(kubeconfig.as_bytes())) })
+        Ok(RunReport::applied(summary, kubeconfig_digest(kubeconfig.as_bytes())))
     }
 
     /// A dry run: plans and checks the plan, and changes nothing, not even the bucket.
@@ -580,8 +617,7 @@ async fn plan_with(
     arguments.extend_from_slice(flags);
     arguments.extend(target.as_deref());
     terraform.run(&arguments, signals).await?;
-    let show = terraform.capture(&["show", "-json", "-no-color", PLAN_FILE]).await?;
-    let summary = runner_contract::assess::summarize(&show, protected).map_err(Error::Plan)?;
+    let summary = show_plan(terraform, protected).await?;
     tracing::info!(
         add = summary.add,
         change = summary.change,
@@ -591,6 +627,20 @@ async fn plan_with(
         "planned"
     );
     Ok(summary)
+}
+
+/// The summary of the saved plan in [`PLAN_FILE`], each change with its risk.
+async fn show_plan(terraform: &Terraform, protected: &[String]) -> Result<PlanSummary> {
+    let show = terraform.capture(&["show", "-json", "-no-color", PLAN_FILE]).await?;
+    runner_contract::assess::summarize(&show, protected).map_err(Error::Plan)
+}
+
+/// After an approved control plane's part, the rest may destroy or replace only what the approved plan did.
+fn within_approval(rest: &PlanSummary, approved: &PlanSummary) -> Result<()> {
+    match rest.destructive.iter().find(|address| !approved.destructive.contains(address)) {
+        None => Ok(()),
+        Some(address) => Err(Error::StalePlan { reason: format!("a new plan also destroys or replaces {address}") }),
+    }
 }
 
 /// A plan that destroys or replaces a protected resource is never applied.
@@ -716,6 +766,13 @@ impl CloudSession {
         match self {
             CloudSession::Aws(aws) => aws.write_json_object(bucket, name, value.to_string().into_bytes()).await,
             CloudSession::Gcp(gcp) => gcp.write_json_object(bucket, name, value).await,
+        }
+    }
+
+    async fn delete_object(&self, bucket: &str, name: &str) -> Result<()> {
+        match self {
+            CloudSession::Aws(aws) => aws.delete_object(bucket, name).await,
+            CloudSession::Gcp(gcp) => gcp.delete_object(bucket, name).await,
         }
     }
 

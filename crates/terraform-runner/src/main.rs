@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use process_support::install_crypto_provider;
 use process_support::logging::{self, LogFormat};
+use runner_contract::approval::EXIT_STALE_PLAN;
 use runner_contract::manifest::RunAction;
 use runner_contract::plan::EXIT_DESTRUCTIVE_PLAN;
 use runner_contract::redact::SharedRedactor;
@@ -65,6 +66,7 @@ async fn main() -> ExitCode {
             eprintln!("terraform-runner: {message}");
             let code = match error {
                 Error::DestructivePlan { .. } => ExitCode::from(EXIT_DESTRUCTIVE_PLAN as u8),
+                Error::StalePlan { .. } => ExitCode::from(EXIT_STALE_PLAN as u8),
                 _ => ExitCode::FAILURE,
             };
             (message, code)

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret};
 use kube::api::{ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use provisioner::domain::Operation;
@@ -281,6 +281,13 @@ impl Engine {
         jobs.list(&selector).await.expect("list jobs").items
     }
 
+    /// A file of a run's ConfigMap, as the service rendered it.
+    pub async fn config_map_file(&self, name: &str, file: &str) -> String {
+        let config_map =
+            Api::<ConfigMap>::namespaced(self.admin.clone(), &self.namespace).get(name).await.expect("get config map");
+        config_map.data.and_then(|mut data| data.remove(file)).unwrap_or_else(|| panic!("{name} has no {file}"))
+    }
+
     pub async fn secret(&self, name: &str) -> Option<Secret> {
         Api::<Secret>::namespaced(self.admin.clone(), &self.namespace).get_opt(name).await.expect("get secret")
     }
@@ -347,8 +354,11 @@ impl Engine {
 /// kubeconfig an apply published.
 pub fn runner_report(published: Option<&str>) -> String {
     let plan = serde_json::from_str(RUNNER_PLAN_SUMMARY).expect("the stand-in's plan summary");
-    let kubeconfig_sha256 = published.map(|kubeconfig| kubeconfig_digest(kubeconfig.as_bytes()));
-    serde_json::to_string(&RunReport { plan, kubeconfig_sha256 }).expect("a report serialises")
+    let report = match published {
+        Some(kubeconfig) => RunReport::applied(plan, kubeconfig_digest(kubeconfig.as_bytes())),
+        None => RunReport::of_plan(plan),
+    };
+    serde_json::to_string(&report).expect("a report serialises")
 }
 
 /// The kubeconfig [`Engine::finish_running_pods`] publishes.

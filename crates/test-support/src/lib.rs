@@ -325,6 +325,29 @@ impl TestApp {
         claim.operation.id.to_string()
     }
 
+    /// Runs the oldest queued operation as a worker would whose runner saved its plan for approval: its plan
+    /// summary and `plan_sha256` recorded, then waiting for approval until `expires_in` from now. Returns its id.
+    pub async fn hold_queued_operation_for_approval(
+        &self,
+        plan_sha256: &str,
+        expires_in: std::time::Duration,
+    ) -> String {
+        use provisioner::store::{Progress, Store};
+        let store = Store::connect(&self.database.url, 2, std::time::Duration::from_secs(5)).await.expect("store");
+        let claim = store
+            .claim_operation("test", std::time::Duration::from_secs(60), false, &[])
+            .await
+            .expect("claim")
+            .expect("a queued operation");
+        let plan = serde_json::from_str(engine::RUNNER_PLAN_SUMMARY).expect("the stand-in's plan summary");
+        let recorded = store.record_plan_summary(claim.operation.id, claim.token, &plan, Some(plan_sha256));
+        assert!(recorded.await.expect("plan summary"));
+        let expires_at = provisioner::store::now() + expires_in;
+        let progress = Progress::AwaitingApproval { message: "waiting in the test".to_owned(), expires_at };
+        assert!(store.record_progress(&claim.operation, claim.token, progress).await.expect("progress"));
+        claim.operation.id.to_string()
+    }
+
     /// Runs a GraphQL document and returns the whole response (`data` and `errors`).
     pub async fn graphql(&self, query: &str, variables: Value) -> Value {
         let body = json!({ "query": query, "variables": variables });
@@ -361,7 +384,10 @@ pub fn render(runtime: &Runtime, action: RunAction) -> RenderedConfig {
 /// The configuration an operation of `operation_type` renders on `runtime` (with its target applied).
 pub fn render_for(runtime: &Runtime, operation_type: OperationType, action: RunAction) -> RenderedConfig {
     let provider = ProviderVersion::pinned(runtime.cluster_config.topology.cloud());
-    Renderer::new().expect("templates compile").render(runtime, operation_type, action, &provider).expect("renders")
+    Renderer::new()
+        .expect("templates compile")
+        .render(runtime, operation_type, action, &provider, None)
+        .expect("renders")
 }
 
 /// The same request as GraphQL input: enum values are spelled the GraphQL way.

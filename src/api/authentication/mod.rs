@@ -78,6 +78,17 @@ impl Identity {
         self.audit.record(&AuditEntry::about(&self.username, api, event, Some(runtime_id.0), None));
     }
 
+    /// The audit entry of an approval or rejection of an operation's plan.
+    pub fn audit_approval(&self, api: ApiKind, event: AuditEvent, operation: &Operation) {
+        self.audit.record(&AuditEntry::new(&self.username, api, event, operation));
+    }
+
+    /// The audit entry of a change of a runtime's approval policy.
+    pub fn audit_approval_policy(&self, api: ApiKind, runtime_id: RuntimeId) {
+        let event = AuditEvent::ApprovalPolicyChanged;
+        self.audit.record(&AuditEntry::about(&self.username, api, event, Some(runtime_id.0), None));
+    }
+
     /// The audit entry of a read of an operation's logs.
     pub fn audit_operation_logs(&self, api: ApiKind, operation_id: &str) {
         let operation_id = uuid::Uuid::parse_str(operation_id).ok();

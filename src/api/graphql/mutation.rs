@@ -1,12 +1,13 @@
-//! The mutations: provisioning, the changes of a runtime, deprovisioning and cancel.
+//! The mutations: provisioning, the changes of a runtime, deprovisioning, cancel, retry and plan approval.
 
 use async_graphql::{Context, Object};
 
 use super::types::RuntimeNode;
 use super::{GraphQLResult, OperationView, authorize, graphql_error, operation_id, runtime_id, service};
-use crate::api::audit::ApiKind;
+use crate::api::audit::{ApiKind, AuditEvent};
 use crate::api::authentication::Identity;
 use crate::api::authorization::{Action, Verb};
+use crate::domain::approval::ApprovalPolicy;
 use crate::domain::{Operation, ProvisionRequest, UpgradeClusterInput};
 use crate::service::{Requested, Service};
 
@@ -129,6 +130,59 @@ impl Mutation {
         let change = service.retry_operation(id, &identity.username, None).await.map_err(graphql_error)?;
         audit_queued(identity, &change);
         view(&service, change.into_operation()).await
+    }
+
+    /// Approves the plan an operation waits with (state `AwaitingApproval`), named by its `planSha256`: the
+    /// operation is queued again and applies exactly that plan (a plan whose state moved on meanwhile fails as
+    /// `stale_plan`). Refused: `not_awaiting_approval`, `plan_mismatch`, `approval_expired`. Needs `update` on
+    /// `runtimes/approval`.
+    async fn approve_operation(
+        &self,
+        context: &Context<'_>,
+        id: String,
+        plan_sha256: String,
+    ) -> GraphQLResult<OperationView> {
+        authorize(context, Action::to_approve()).await?;
+        let identity = context.data::<Identity>()?;
+        let service = service(context);
+        let change = service
+            .approve_operation(operation_id(&id)?, &plan_sha256, &identity.username)
+            .await
+            .map_err(graphql_error)?;
+        if let Requested::Queued(operation) = &change {
+            identity.audit_approval(ApiKind::Graphql, AuditEvent::PlanApproved, operation);
+        }
+        view(&service, change.into_operation()).await
+    }
+
+    /// Rejects the plan an operation waits with: it fails with reason `plan_rejected`, nothing applied. Needs
+    /// `update` on `runtimes/approval`.
+    async fn reject_operation(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationView> {
+        authorize(context, Action::to_approve()).await?;
+        let identity = context.data::<Identity>()?;
+        let service = service(context);
+        let change = service.reject_operation(operation_id(&id)?, &identity.username).await.map_err(graphql_error)?;
+        if let Requested::Queued(operation) = &change {
+            identity.audit_approval(ApiKind::Graphql, AuditEvent::PlanRejected, operation);
+        }
+        view(&service, change.into_operation()).await
+    }
+
+    /// Chooses which plans of a runtime's runs wait for approval: `Auto` (none; a destructive plan is refused),
+    /// `SafeOnly` (risky and destructive ones), `Manual` (every plan that changes something). Changes only the
+    /// runtime's record. Needs `update` on `runtimes/approval`.
+    async fn set_approval_policy(
+        &self,
+        context: &Context<'_>,
+        id: String,
+        policy: ApprovalPolicy,
+    ) -> GraphQLResult<RuntimeNode> {
+        authorize(context, Action::to_approve()).await?;
+        let identity = context.data::<Identity>()?;
+        let id = runtime_id(&id)?;
+        let status = service(context).set_approval_policy(id, policy).await.map_err(graphql_error)?;
+        identity.audit_approval_policy(ApiKind::Graphql, id);
+        Ok(RuntimeNode::new(status))
     }
 
     /// Returns the id of the deprovisioning operation (for a repeated request, of the one queued, running or done).

@@ -14,6 +14,7 @@ use crate::api::audit::{ApiKind, AuditEvent};
 use crate::api::authentication::Identity;
 use crate::api::authorization::{Action, Subresource};
 use crate::api::views::{HibernationView, OperationView};
+use crate::domain::approval::ApprovalPolicy;
 use crate::domain::run_log::ContainerLog;
 use crate::domain::run_log::LogBudget;
 use crate::domain::{ClusterConfig, Condition, Labels, RuntimeId, RuntimeState};
@@ -83,6 +84,11 @@ impl RuntimeFields {
     /// Deprovisionings are refused while this is on (`setDeletionProtection` turns it off).
     async fn deletion_protection(&self) -> bool {
         self.0.runtime.deletion_protection
+    }
+
+    /// Which plans of its runs wait for approval (`setApprovalPolicy` changes it).
+    async fn approval_policy(&self) -> ApprovalPolicy {
+        self.0.runtime.approval_policy
     }
 
     /// What the runtime is, derived from its last operation and whether it sleeps.

@@ -1,6 +1,7 @@
 //! REST adapter with the cluster-provisioner's paths. Handlers only translate HTTP to service calls and back;
 //! [`ApiError`] is the one place where errors get their HTTP status and problem body.
 
+mod approvals;
 mod conditional;
 mod events;
 mod logs;
@@ -11,6 +12,7 @@ mod provisions;
 mod runtimes;
 mod views;
 
+pub use approvals::{ApprovalBody, approve_operation, reject_operation};
 pub use events::get_operation_events;
 pub use logs::{get_logs, get_operation_logs};
 pub use openapi::{ApiDoc, OPENAPI_PATH, openapi, openapi_json};
@@ -85,12 +87,6 @@ async fn respond(answer: Answer, status: StatusCode, service: &Service, operatio
     }
 }
 
-/// 202 with an operation just queued for `identity`, after its audit line.
-async fn queued(answer: Answer, identity: &Identity, service: &Service, operation: Operation) -> ApiResult<Response> {
-    identity.audit(ApiKind::Rest, &operation);
-    respond(answer, StatusCode::ACCEPTED, service, operation).await
-}
-
 /// What a change request led to: 202 with the operation queued now (after its audit line) or already running
 /// the same change, 200 with the last operation once the target is reached (a retry changes nothing).
 async fn requested(
@@ -99,9 +95,16 @@ async fn requested(
     service: &Service,
     requested: Requested,
 ) -> ApiResult<Response> {
+    if let Requested::Queued(operation) = &requested {
+        identity.audit(ApiKind::Rest, operation);
+    }
+    requested_without_audit(answer, service, requested).await
+}
+
+/// [`requested`] for a change whose handler wrote its own audit line.
+async fn requested_without_audit(answer: Answer, service: &Service, requested: Requested) -> ApiResult<Response> {
     match requested {
-        Requested::Queued(operation) => queued(answer, identity, service, operation).await,
-        Requested::Running(operation) | Requested::Replayed(operation) => {
+        Requested::Queued(operation) | Requested::Running(operation) | Requested::Replayed(operation) => {
             respond(answer, StatusCode::ACCEPTED, service, operation).await
         }
         Requested::Done(operation) => respond(answer, StatusCode::OK, service, operation).await,

@@ -36,6 +36,8 @@ use crate::api::problem::PROBLEM_JSON;
         super::operations::get_operation,
         super::operations::cancel_operation,
         super::operations::retry_operation,
+        super::approvals::approve_operation,
+        super::approvals::reject_operation,
         super::events::get_operation_events,
         super::problems::get_problem_type,
         crate::api::probes::healthz,

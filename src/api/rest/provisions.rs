@@ -13,6 +13,7 @@ use super::{
     requested, respond, runtime_id,
 };
 use crate::api::audit::{ApiKind, AuditEvent};
+use crate::api::authorization::Action;
 use crate::api::problem::Problem;
 use crate::domain::{OperationState, ProvisionRequest, RuntimeId};
 use crate::service::{self, RuntimePatch, RuntimeQuery, Service};
@@ -257,15 +258,26 @@ pub(super) async fn patch(
         RuntimePatch::DeletionProtection(enabled) => {
             let status = service.set_deletion_protection(id, enabled).await?;
             identity.audit_deletion_protection(ApiKind::Rest, id, enabled);
-            return Ok(match answer {
-                Answer::Accepted => Json(ProvisionStatusResponse::from(status)).into_response(),
-                Answer::Operation => Json(RuntimeView::from(status)).into_response(),
-            });
+            return Ok(record_changed(answer, status));
+        }
+        RuntimePatch::ApprovalPolicy(policy) => {
+            identity.authorize(Action::to_approve()).await?;
+            let status = service.set_approval_policy(id, policy).await?;
+            identity.audit_approval_policy(ApiKind::Rest, id);
+            return Ok(record_changed(answer, status));
         }
     };
     let key = idempotency_key(&headers)?;
     let change = service.upgrade_cluster(id, upgrade, dry_run, &identity.username, key).await?;
     requested(answer, &identity, &service, change).await
+}
+
+/// The answer to a PATCH that changed only the runtime's record: the runtime as a read shows it.
+fn record_changed(answer: Answer, status: service::RuntimeStatus) -> Response {
+    match answer {
+        Answer::Accepted => Json(ProvisionStatusResponse::from(status)).into_response(),
+        Answer::Operation => Json(RuntimeView::from(status)).into_response(),
+    }
 }
 
 #[utoipa::path(

@@ -6,10 +6,11 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::api::views::{HibernationView, OperationKind, OperationView, ProvisionStatus};
+use crate::domain::approval::ApprovalPolicy;
 use crate::domain::{
     ClusterConfig, Condition, Labels, LastError, Operation, PlanSummary, RuntimeState, UpgradeClusterInput,
 };
-use crate::service::{DeletionProtectionChange, RuntimeStatus};
+use crate::service::{ApprovalPolicyChange, DeletionProtectionChange, RuntimeStatus};
 
 /// The answer to an accepted POST, PATCH or DELETE: the runtime id and the queued operation.
 #[derive(Debug, Serialize, ToSchema)]
@@ -114,6 +115,8 @@ pub struct RuntimeView {
     preview: bool,
     /// Deprovisionings are refused while this is on (PATCH `{"deletionProtection": false}` turns it off).
     deletion_protection: bool,
+    /// Which plans of its runs wait for approval (PATCH `{"approvalPolicy": "safeOnly"}` changes it).
+    approval_policy: ApprovalPolicy,
     state: RuntimeState,
     /// `Provisioned` (its cluster exists) and `Progressing` (an operation is queued or running).
     conditions: Vec<Condition>,
@@ -138,6 +141,7 @@ impl From<RuntimeStatus> for RuntimeView {
             target_config,
             preview: runtime.preview,
             deletion_protection: runtime.deletion_protection,
+            approval_policy: runtime.approval_policy,
             state: status.summary.state,
             conditions: status.summary.conditions,
             last_operation: status.last_operation.into(),
@@ -158,12 +162,13 @@ pub struct RuntimeList {
     pub(super) next_cursor: Option<String>,
 }
 
-/// The body of a PATCH of a runtime: an upgrade of its cluster (a merge patch of `clusterConfig`), or its deletion
-/// protection alone.
+/// The body of a PATCH of a runtime: an upgrade of its cluster (a merge patch of `clusterConfig`), its deletion
+/// protection alone, or its approval policy alone.
 #[derive(Debug, serde::Deserialize, ToSchema)]
 #[serde(untagged)]
 #[schema(as = RuntimePatch)]
 pub enum RuntimePatchBody {
     Upgrade(UpgradeClusterInput),
     DeletionProtection(DeletionProtectionChange),
+    ApprovalPolicy(ApprovalPolicyChange),
 }

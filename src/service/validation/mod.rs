@@ -16,7 +16,7 @@ use fields::{check_credential_id, check_dns_label, check_environment, check_labe
 pub use fields::{parse_id, parse_label_filter, parse_operation_id, parse_runtime_id};
 pub use json::deserialize_naming_every_field;
 pub use reason::InvalidReason;
-pub use runtime_patch::{DeletionProtectionChange, RuntimePatch, runtime_patch_from_json};
+pub use runtime_patch::{ApprovalPolicyChange, DeletionProtectionChange, RuntimePatch, runtime_patch_from_json};
 pub use upgrade::upgrade_from_json;
 
 /// The longest runtime name: the name ends up in cloud resource names with tighter limits than Kubernetes

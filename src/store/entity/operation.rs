@@ -31,6 +31,10 @@ pub struct Model {
     pub cancel_requested_by: Option<String>,
     pub kubeconfig_sha256: Option<String>,
     pub retry_of: Option<Uuid>,
+    pub saved_plan_sha256: Option<String>,
+    pub approval_expires_at: Option<DateTimeUtc>,
+    pub approved_by: Option<String>,
+    pub approved_at: Option<DateTimeUtc>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -23,6 +23,7 @@ pub struct Model {
     pub state_bucket: Option<String>,
     pub tenant: Option<String>,
     pub deletion_protection: bool,
+    pub approval_policy: String,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

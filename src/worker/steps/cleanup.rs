@@ -5,7 +5,7 @@ use runner_contract::redact::Redactor;
 
 use super::Run;
 use crate::domain::run_log;
-use crate::executor::{JobStop, RUNNER_GRACE_PERIOD};
+use crate::executor::{JobStop, RUNNER_CONTAINER, RUNNER_GRACE_PERIOD};
 use crate::worker::STOP_MARGIN;
 use crate::worker::Worker;
 use crate::worker::cluster::RunCluster;
@@ -20,7 +20,8 @@ impl<C: RunCluster> Worker<C> {
         if run.redact.is_empty() {
             run.redact = self.executor.credential_values(&run.names).await?;
         }
-        let logs = match self.store.run_logs_archived(operation.id).await? {
+        let archived_as = run.names.archived_log_name(RUNNER_CONTAINER);
+        let logs = match self.store.run_log_archived(operation.id, &archived_as).await? {
             true => None,
             false => self.executor.open_final_logs(operation.id).await?,
         };
@@ -30,7 +31,10 @@ impl<C: RunCluster> Worker<C> {
         if let Some(logs) = logs {
             let redactor = Redactor::new(run.redact.clone());
             let logs = logs.read(RUNNER_GRACE_PERIOD + STOP_MARGIN).await;
-            let redacted = logs.into_iter().map(|log| (log.container, redactor.redact(&log.log))).collect();
+            let redacted = logs
+                .into_iter()
+                .map(|log| (run.names.archived_log_name(&log.container), redactor.redact(&log.log)))
+                .collect();
             let kept = run_log::within_budget(redacted, self.settings.run_log_max_bytes);
             self.store.archive_run_logs(operation.id, &kept).await?;
         }

@@ -1,7 +1,7 @@
-//! Finalize: a plan has nothing to finalize, a destroy removes the outputs Secret, and after an apply the outputs
-//! Secret is trusted only when it holds the kubeconfig this run's own
-//! pod reported (see `runner_contract::report`); its digest is then recorded, and the service serves that
-//! content only.
+//! Finalize: a plan has nothing to finalize, a destroy removes the outputs Secret, an apply whose plan the runner
+//! saved for approval holds the run, and after an apply the outputs Secret is trusted only when it holds the
+//! kubeconfig this run's own pod reported (see `runner_contract::report`); its digest is then recorded, and the
+//! service serves that content only.
 
 use runner_contract::report::kubeconfig_digest;
 
@@ -15,7 +15,14 @@ impl<C: RunCluster> Worker<C> {
     pub(super) async fn finalize(&self, run: &Run<'_>) -> Result<StepOutcome, StepError> {
         match run.claim.operation.run_action() {
             RunAction::Plan => Ok(StepOutcome::Next),
-            RunAction::Apply => self.check_outputs(run).await,
+            RunAction::Apply => {
+                let report = self.executor.run_report(&run.names).await?;
+                let saved_plan = report.as_ref().and_then(|report| report.saved_plan_sha256.as_ref());
+                if saved_plan.is_some() && !run.names.applies_approved_plan {
+                    return Ok(StepOutcome::HoldForApproval);
+                }
+                self.check_outputs(run, report.and_then(|report| report.kubeconfig_sha256)).await
+            }
             RunAction::Destroy => {
                 self.executor.delete_secret(&run.names.outputs_secret).await?;
                 Ok(StepOutcome::Next)
@@ -23,7 +30,8 @@ impl<C: RunCluster> Worker<C> {
         }
     }
 
-    async fn check_outputs(&self, run: &Run<'_>) -> Result<StepOutcome, StepError> {
+    /// `reported`: the digest of the kubeconfig the run's pod reported publishing.
+    async fn check_outputs(&self, run: &Run<'_>, reported: Option<String>) -> Result<StepOutcome, StepError> {
         let operation = &run.claim.operation;
         let secret = &run.names.outputs_secret;
         let Some(kubeconfig) = self.executor.kubeconfig(&run.names).await? else {
@@ -33,7 +41,6 @@ impl<C: RunCluster> Worker<C> {
                 format!("the Job succeeded but Secret {secret} with the kubeconfig does not exist"),
             )));
         };
-        let reported = self.executor.run_report(&run.names).await?.and_then(|report| report.kubeconfig_sha256);
         let published = kubeconfig_digest(kubeconfig.as_bytes());
         if reported.as_deref() != Some(published.as_str()) {
             tracing::warn!(
@@ -61,7 +68,7 @@ impl<C: RunCluster> Worker<C> {
 mod tests {
     use runner_contract::report::{RunReport, kubeconfig_digest};
 
-    use crate::domain::{FailureReason, OperationType};
+    use crate::domain::{FailureReason, OperationType, PlanSummary};
     use crate::worker::step_error::StepOutcome;
     use crate::worker::steps::testing::{Fixture, Script};
 
@@ -102,6 +109,19 @@ mod tests {
             None,
             "nothing is served"
         );
+    }
+
+    #[tokio::test]
+    async fn a_plan_saved_for_approval_holds_the_run_and_publishes_nothing() {
+        let report = RunReport::awaiting_approval(PlanSummary::default(), "a".repeat(64));
+        let script = Script { report: Some(report), ..Script::default() };
+        let fixture = Fixture::with(OperationType::Upgrade, script).await;
+        assert_eq!(
+            fixture.worker.finalize(&fixture.run()).await.expect("the step succeeds"),
+            StepOutcome::HoldForApproval
+        );
+        let runtime_id = fixture.claim.operation.runtime_id;
+        assert_eq!(fixture.worker.store.checked_kubeconfig_digest(runtime_id).await.unwrap(), None);
     }
 
     #[tokio::test]

@@ -14,10 +14,12 @@ impl<C: RunCluster> Worker<C> {
             Some(provider) => provider.clone(),
             None => ProviderVersion::pinned(runtime.cluster_config.topology.cloud()),
         };
+        let (operation_type, action, approved_plan) =
+            (operation.operation_type, operation.run_action(), operation.approved_plan());
         let rendered =
-            self.renderer.render(runtime, operation.operation_type, operation.run_action(), &provider).map_err(
-                |error| StepError::permanent(FailureReason::RenderFailed, Component::Renderer, error.to_string()),
-            )?;
+            self.renderer.render(runtime, operation_type, action, &provider, approved_plan).map_err(|error| {
+                StepError::permanent(FailureReason::RenderFailed, Component::Renderer, error.to_string())
+            })?;
         self.executor.ensure_config(run.reference(), rendered.files).await?;
         Ok(StepOutcome::Next)
     }

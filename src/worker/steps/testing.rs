@@ -199,12 +199,7 @@ impl Fixture {
     /// The run of the claimed operation as the worker starts it.
     pub(crate) fn run(&self) -> Run<'_> {
         let operation = &self.claim.operation;
-        Run {
-            claim: &self.claim,
-            names: RunNames::new(operation.operation_type, operation.runtime_id),
-            redact: Vec::new(),
-            runtime: None,
-        }
+        Run { claim: &self.claim, names: RunNames::of(operation), redact: Vec::new(), runtime: None }
     }
 
     pub(crate) fn calls(&self) -> Vec<String> {
@@ -254,6 +249,7 @@ fn settings() -> WorkerSettings {
         upgrade_timeout: Duration::from_secs(3600),
         hibernation_timeout: Duration::from_secs(1800),
         run_log_max_bytes: 64 * 1024,
+        plan_approval_ttl: Duration::from_secs(3600),
     }
 }
 

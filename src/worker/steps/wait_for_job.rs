@@ -25,7 +25,8 @@ impl<C: RunCluster> Worker<C> {
         let error = match self.executor.wait_for_job(&run.names, operation.id, remaining, &run.redact).await? {
             JobState::Succeeded => {
                 if let Some(report) = self.executor.run_report(&run.names).await? {
-                    self.store.record_plan_summary(operation.id, run.claim.token, &report.plan).await?;
+                    let saved_plan = report.saved_plan_sha256.as_deref();
+                    self.store.record_plan_summary(operation.id, run.claim.token, &report.plan, saved_plan).await?;
                 }
                 return Ok(StepOutcome::Next);
             }
@@ -95,7 +96,7 @@ mod tests {
     #[tokio::test]
     async fn a_succeeded_job_records_the_plan_its_pod_reported() {
         let plan = PlanSummary { add: 3, change: 1, ..PlanSummary::default() };
-        let report = RunReport { plan: plan.clone(), kubeconfig_sha256: None };
+        let report = RunReport::of_plan(plan.clone());
         let (fixture, outcome) = wait(JobState::Succeeded, Some(report)).await;
         assert_eq!(outcome, StepOutcome::Next);
         assert_eq!(fixture.stored().await.plan_summary, Some(plan));

@@ -21,7 +21,9 @@ use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodTemplateSpec, Secre
 use kube::Api;
 use kube::api::{DeleteParams, ObjectMeta, PostParams};
 use provisioner::domain::{Cloud, ProviderVersion};
+use runner_contract::approval::EXIT_STALE_PLAN;
 use runner_contract::plan::{EXIT_DESTRUCTIVE_PLAN, PlanRisk, PlanSummary};
+use runner_contract::report::RunReport;
 use serde_json::{Value, json};
 use test_control_plane::ControlPlane;
 use test_support::engine::apply_production_rbac;
@@ -299,6 +301,14 @@ impl Outcome {
             assert!(!self.output.contains(secret), "the runner printed a credential:\n{}", self.output);
             assert!(!self.termination_message.contains(secret), "termination message: {}", self.termination_message);
         }
+    }
+
+    /// The run succeeded; its termination message is its whole report.
+    fn assert_report(&self) -> RunReport {
+        assert!(self.status.success(), "terraform-runner failed ({}):\n{}", self.status, self.output);
+        serde_json::from_str(&self.termination_message).unwrap_or_else(|error| {
+            panic!("the termination message is no report ({error}): {}", self.termination_message)
+        })
     }
 
     /// The run succeeded; its termination message is the summary of the plan it applied.

@@ -78,3 +78,61 @@ async fn a_dry_run_plans_without_changing_anything() {
     assert!(refused.termination_message.contains("terraform_data.cluster"), "{}", refused.termination_message);
     assert_eq!(state(), applied_state);
 }
+
+/// A plan the approval policy holds back is saved beside the state and reported with its digest, and nothing is
+/// applied; the approved run applies exactly that file, and only with its digest; a plan whose state moved on
+/// since is refused as stale, changing nothing.
+#[tokio::test]
+async fn a_plan_held_back_for_approval_is_applied_only_as_approved_and_only_while_current() {
+    let job = Job::new().await;
+    job.publish_node_kubeconfig(API_ENDPOINT, "");
+    let config = |input: &str| job.protected_cluster_config(input, "generation-1");
+    let operation = Uuid::new_v4();
+    let env = |policy: &str, approved: Option<&str>| {
+        job.patch_manifest(json!({ "approvalPolicy": policy, "approvedPlanSha256": approved }));
+        let mut env = protect_the_cluster().to_vec();
+        env.push(("RUNNER_OPERATION_ID", operation.to_string()));
+        env
+    };
+    let saved_plan = format!("plans/{operation}.tfplan.json");
+
+    job.write_config("apply", "vanilla_kubeadm", &config("v1"));
+    job.run_with("apply", &env("safeOnly", None)).await.assert_success();
+    let applied_state = job.state_etag();
+
+    // An in-place change of the protected cluster is risky: under safeOnly it waits.
+    job.write_config("apply", "vanilla_kubeadm", &config("v2"));
+    let waiting = job.run_with("apply", &env("safeOnly", None)).await.assert_report();
+    let digest = waiting.saved_plan_sha256.clone().expect("the plan waits with its digest");
+    assert_eq!((waiting.plan.change, waiting.plan.risk), (2, Some(PlanRisk::Risky)));
+    assert_eq!(waiting.kubeconfig_sha256, None, "nothing is published");
+    assert_eq!(job.state_etag(), applied_state, "nothing is applied");
+    let object = job.json_object(&saved_plan).expect("the plan is saved beside the state");
+    assert_eq!(object["sha256"], digest.as_str());
+
+    let wrong = "0".repeat(64);
+    let refused = job.run_with("apply", &env("safeOnly", Some(&wrong))).await;
+    assert_eq!(refused.status.code(), Some(EXIT_STALE_PLAN), "{}", refused.output);
+    assert!(
+        refused.termination_message.contains(&format!("not the approved {wrong}")),
+        "{}",
+        refused.termination_message
+    );
+    assert_eq!(job.state_etag(), applied_state, "a plan that is not the approved one changes nothing");
+
+    let approved = job.run_with("apply", &env("safeOnly", Some(&digest))).await.assert_report();
+    assert_eq!((approved.plan.change, approved.saved_plan_sha256), (2, None));
+    assert!(approved.kubeconfig_sha256.is_some(), "the approved apply publishes the kubeconfig");
+    assert_ne!(job.state_etag(), applied_state, "the approved plan is applied");
+    assert_eq!(job.json_object(&saved_plan), None, "an approval is good for one apply");
+
+    // A plan waits; meanwhile the state moves on (here: an apply under auto); the approval comes too late.
+    job.write_config("apply", "vanilla_kubeadm", &config("v3"));
+    let digest = job.run_with("apply", &env("manual", None)).await.assert_report().saved_plan_sha256.unwrap();
+    job.run_with("apply", &env("auto", None)).await.assert_success();
+    let moved_state = job.state_etag();
+    let stale = job.run_with("apply", &env("manual", Some(&digest))).await;
+    assert_eq!(stale.status.code(), Some(EXIT_STALE_PLAN), "{}", stale.output);
+    assert!(stale.termination_message.contains("state changed"), "{}", stale.termination_message);
+    assert_eq!(job.state_etag(), moved_state, "a stale plan changes nothing");
+}
