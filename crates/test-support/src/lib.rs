@@ -301,6 +301,18 @@ impl TestApp {
         self.database.set_operation_columns(operation_id, columns).await;
     }
 
+    /// Claims the oldest queued operation as a worker would.
+    async fn claim_queued_operation(&self) -> (provisioner::store::Store, provisioner::store::Claim) {
+        use provisioner::store::Store;
+        let store = Store::connect(&self.database.url, 2, std::time::Duration::from_secs(5)).await.expect("store");
+        let claim = store
+            .claim_operation("test", std::time::Duration::from_secs(60), false, &[])
+            .await
+            .expect("claim")
+            .expect("a queued operation");
+        (store, claim)
+    }
+
     /// Runs the oldest queued operation as a worker would, without a cluster: claimed, moved through `stages`,
     /// then finished with `state`. Returns its id.
     pub async fn run_queued_operation(
@@ -308,13 +320,8 @@ impl TestApp {
         stages: &[provisioner::domain::run::Stage],
         state: provisioner::domain::OperationState,
     ) -> String {
-        use provisioner::store::{Progress, Store};
-        let store = Store::connect(&self.database.url, 2, std::time::Duration::from_secs(5)).await.expect("store");
-        let claim = store
-            .claim_operation("test", std::time::Duration::from_secs(60), false, &[])
-            .await
-            .expect("claim")
-            .expect("a queued operation");
+        use provisioner::store::Progress;
+        let (store, claim) = self.claim_queued_operation().await;
         for stage in stages {
             let progress = Progress::Stage { stage: *stage, message: format!("at {stage} in the test") };
             assert!(store.record_progress(&claim.operation, claim.token, progress).await.expect("progress"));
@@ -332,13 +339,8 @@ impl TestApp {
         plan_sha256: &str,
         expires_in: std::time::Duration,
     ) -> String {
-        use provisioner::store::{Progress, Store};
-        let store = Store::connect(&self.database.url, 2, std::time::Duration::from_secs(5)).await.expect("store");
-        let claim = store
-            .claim_operation("test", std::time::Duration::from_secs(60), false, &[])
-            .await
-            .expect("claim")
-            .expect("a queued operation");
+        use provisioner::store::Progress;
+        let (store, claim) = self.claim_queued_operation().await;
         let plan = serde_json::from_str(engine::RUNNER_PLAN_SUMMARY).expect("the stand-in's plan summary");
         let recorded = store.record_plan_summary(claim.operation.id, claim.token, &plan, Some(plan_sha256));
         assert!(recorded.await.expect("plan summary"));
