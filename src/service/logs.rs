@@ -15,13 +15,13 @@ use crate::store::{self, ArchivedLog};
 
 /// Before the Job is created there is no pod to ask for logs: the 409 that says so.
 fn before_its_job(operation: &Operation) -> Option<Error> {
-    (operation.stage < Stage::CreateJob).then(|| Error::Conflict {
-        conflict: Conflict::NoRunnerPod,
-        message: format!(
-            "no runner pod exists yet: operation {} is at stage {}",
-            operation.id,
-            operation.stage.as_str()
-        ),
+    let no_pod = |message: String| Error::Conflict { conflict: Conflict::NoRunnerPod, message };
+    if operation.started_at.is_none() && !operation.state.is_active() {
+        // Ended (cancelled) while queued: no worker ever ran it, so there is no pod to ask the cluster for.
+        return Some(no_pod(format!("operation {} ended ({}) before it ran", operation.id, operation.state)));
+    }
+    (operation.stage < Stage::CreateJob).then(|| {
+        no_pod(format!("no runner pod exists yet: operation {} is at stage {}", operation.id, operation.stage.as_str()))
     })
 }
 

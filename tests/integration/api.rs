@@ -271,13 +271,22 @@ async fn unknown_and_malformed_ids(backend: Backend) {
 
 async fn kubeconfig_and_logs_conflict_before_the_run(backend: Backend) {
     let app = spawn_app(backend).await;
-    let runtime_id = app.post_provision(&provision_body("eta")).await.json()["id"].as_str().unwrap().to_owned();
+    let accepted = app.post_provision(&provision_body("eta")).await.json();
+    let (runtime_id, operation_id) = (accepted["id"].as_str().unwrap(), accepted["operationId"].as_str().unwrap());
     let answer = app.get(&format!("/api/v1/provisions/{runtime_id}/kubeconfig")).await;
     assert_eq!(answer.status, StatusCode::CONFLICT, "{}", answer.text);
     assert_eq!(answer.json()["code"], "not_ready");
     let answer = app.get(&format!("/api/v1/provisions/{runtime_id}/logs")).await;
     assert_eq!(answer.status, StatusCode::CONFLICT, "{}", answer.text);
     assert_eq!(answer.json()["code"], "no_runner_pod");
+
+    // Cancelled while queued, it never had a pod: no cluster is asked (this app has none), the answer stays 409.
+    let cancelled = app.request("POST", &format!("/api/v1/operations/{operation_id}/cancel"), None, &[]).await;
+    assert_eq!(cancelled.status, StatusCode::ACCEPTED, "{}", cancelled.text);
+    let answer = app.get(&format!("/api/v1/operations/{operation_id}/logs")).await;
+    assert_eq!(answer.status, StatusCode::CONFLICT, "{}", answer.text);
+    assert_eq!(answer.json()["code"], "no_runner_pod");
+    assert!(answer.json()["detail"].as_str().unwrap().contains("before it ran"), "{}", answer.text);
 }
 
 async fn idempotency_key_replays_the_first_answer(backend: Backend) {
