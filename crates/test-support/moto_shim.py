@@ -41,6 +41,10 @@ for. Started by `MotoServer::start` (src/moto.rs) as `python moto_shim.py -H 127
    of a version created by CreateLaunchTemplateVersion undecoded, and launching from it fails an assertion (500):
    an Auto Scaling Group on such a version could never grow again (a wake-up, a raised minimum). Here it is
    parsed as moto parses that of CreateLaunchTemplate.
+9. Idempotent EKS creation. AWS treats a CreateCluster or CreateNodegroup that repeats the `clientRequestToken` of
+   the one that created the resource as the same request and answers with that resource; moto refuses it as
+   ResourceInUseException. The AWS SDK retries a request whose answer it did not get (a slow answer under load),
+   with the same token, so the provider's apply then failed on a node group it had just created.
 """
 
 import json
@@ -91,12 +95,26 @@ security_groups.SecurityGroupRule.description = property(
     lambda self: self.ip_range.get("Description") or self.source_group.get("Description")
 )
 
+# 9. Idempotent EKS creation (used by 2 and 3, which wrap the creations).
+
+
+def _repeated_creation(existing, response):
+    """`existing` when the request repeats the token that created it (a retry of that creation), else None."""
+    token = response._get_param("clientRequestToken")
+    if existing is not None and token and existing.client_request_token == token:
+        return existing
+    return None
+
+
 # 2. The access configuration of an EKS cluster (UpdateClusterConfig changes it: 4).
 
 _original_create_cluster = EKSResponse.create_cluster
 
 
 def _create_cluster(self):
+    repeated = _repeated_creation(self.eks_backend.clusters.get(self._get_param("name")), self)
+    if repeated is not None:
+        return ActionResult({"cluster": repeated})
     result = _original_create_cluster(self)
     requested = self._get_param("accessConfig") or {}
     result.result["cluster"].access_config = {"authenticationMode": requested.get("authenticationMode", "CONFIG_MAP")}
@@ -130,6 +148,11 @@ _original_create_nodegroup = EKSResponse.create_nodegroup
 
 
 def _create_nodegroup(self):
+    cluster = self.eks_backend.clusters.get(self._get_param("name"))
+    existing = cluster.nodegroups.get(self._get_param("nodegroupName")) if cluster is not None else None
+    repeated = _repeated_creation(existing, self)
+    if repeated is not None:
+        return ActionResult({"nodegroup": repeated})
     result = _original_create_nodegroup(self)
     nodegroup = result.result["nodegroup"]
     # moto's backend takes no updateConfig.

@@ -1,4 +1,5 @@
-//! The AWS test tooling works: moto's server starts and the venv's AWS CLI talks to it (SSM and S3).
+//! The AWS test tooling works: moto's server starts, the venv's AWS CLI talks to it (SSM and S3), and the shim's EKS
+//! fixes hold where a test depends on one under load.
 
 use test_support::moto::MotoServer;
 
@@ -39,4 +40,38 @@ async fn dropping_the_server_stops_it() {
     drop(moto);
     let answer = std::net::TcpStream::connect(endpoint.trim_start_matches("http://"));
     assert!(answer.is_err(), "moto still answers on {endpoint} after drop");
+}
+
+/// The shim's fix 9: as on AWS, an EKS creation repeated with its `clientRequestToken` (the SDK's retry of a
+/// request whose answer it lost) is answered with what it created; another token is refused.
+#[tokio::test]
+async fn an_eks_creation_repeated_with_its_token_is_answered_with_what_it_created() {
+    let moto = MotoServer::start().await;
+    let role = "arn:aws:iam::123456789012:role/eks";
+    let create_cluster = ["eks", "create-cluster", "--name", "retried", "--role-arn", role];
+    let vpc = ["--resources-vpc-config", "subnetIds=subnet-1,subnet-2"];
+    let cluster = |token: &str| {
+        let mut args = create_cluster.to_vec();
+        args.extend(vpc);
+        args.extend(["--client-request-token", token, "--query", "cluster.arn", "--output", "text"]);
+        moto.aws(&args)
+    };
+    assert_eq!(cluster("cluster-1"), cluster("cluster-1"));
+
+    let create_nodegroup = |token: &str| {
+        moto.aws_command()
+            .args(["eks", "create-nodegroup", "--cluster-name", "retried", "--nodegroup-name", "workers"])
+            .args(["--node-role", role, "--subnets", "subnet-1", "--client-request-token", token])
+            .args(["--query", "nodegroup.nodegroupArn", "--output", "text"])
+            .output()
+            .unwrap()
+    };
+    let first = create_nodegroup("workers-1");
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let retried = create_nodegroup("workers-1");
+    assert!(retried.status.success(), "{}", String::from_utf8_lossy(&retried.stderr));
+    assert_eq!(retried.stdout, first.stdout);
+    let other = create_nodegroup("workers-2");
+    assert!(!other.status.success());
+    assert!(String::from_utf8_lossy(&other.stderr).contains("ResourceInUseException"), "{other:?}");
 }
