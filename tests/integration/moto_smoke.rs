@@ -1,5 +1,5 @@
-//! The AWS test tooling works: moto's server starts, the venv's AWS CLI talks to it (SSM and S3), and the shim's EKS
-//! fixes hold where a test depends on one under load.
+//! The AWS test tooling works: moto's server starts, the venv's AWS CLI talks to it (SSM and S3), and the shim keeps
+//! EKS creation idempotent as AWS does.
 
 use test_support::moto::MotoServer;
 
