@@ -45,16 +45,24 @@ for. Started by `MotoServer::start` (src/moto.rs) as `python moto_shim.py -H 127
    the one that created the resource as the same request and answers with that resource; moto refuses it as
    ResourceInUseException. The AWS SDK retries a request whose answer it did not get (a slow answer under load),
    with the same token, so the provider's apply then failed on a node group it had just created.
+
+Beyond the fixes, one test hook: the error answers a test asks for (`MotoServer::start_answering`). The
+environment variable MOTO_SHIM_FAULTS holds a JSON list of `{"action", "code", "message", "times"}`: the next
+`times` requests of that action are answered with that error, serialised as the service answers its own errors
+(a quota reached, a throttled request, an access denied), and never reach moto's backend.
 """
 
 import json
+import os
 import sys
+import threading
 
 from moto.autoscaling.exceptions import AutoscalingClientError
 from moto.autoscaling.exceptions import ValidationError as AutoScalingValidationError
 from moto.autoscaling.models import AutoScalingBackend, FakeAutoScalingGroup, InstanceState
 from moto.autoscaling.responses import AutoScalingResponse
-from moto.core.responses import ActionResult
+from moto.core.exceptions import ServiceException
+from moto.core.responses import ActionResult, BaseResponse
 from moto.core.utils import utcnow
 from moto.core.types import Base64EncodedString
 from moto.ec2.models import security_groups
@@ -589,6 +597,36 @@ def _create_version(self, data, description):
 
 
 LaunchTemplate.create_version = _create_version
+
+
+# The error answers a test asks for.
+
+_FAULTS = json.loads(os.environ.get("MOTO_SHIM_FAULTS", "[]"))
+_FAULTS_LOCK = threading.Lock()
+_original_call_action = BaseResponse.call_action
+
+
+class _AskedForError(ServiceException):
+    """Defined outside moto's packages, so that it is serialised in the format of the service that answers."""
+
+
+def _take_fault(action):
+    with _FAULTS_LOCK:
+        for fault in _FAULTS:
+            if fault["action"] == action and fault["times"] > 0:
+                fault["times"] -= 1
+                return fault
+    return None
+
+
+def _call_action(self):
+    fault = _take_fault(self._get_action())
+    if fault is None:
+        return _original_call_action(self)
+    return self.serialized(ActionResult(_AskedForError(fault["code"], fault["message"])))
+
+
+BaseResponse.call_action = _call_action
 
 
 if __name__ == "__main__":

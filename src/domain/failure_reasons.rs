@@ -10,6 +10,9 @@ pub enum Retried {
     ByTheWorker,
     /// When the cause is transient (no answer, a server error); a refusal fails the operation at once.
     WhenTransient,
+    /// By the runner within its run (`RUNNER_TRANSIENT_RETRIES`, with backoff); this reason shows once they are
+    /// spent.
+    ByTheRunner,
     /// Never: the operation fails.
     Never,
 }
@@ -19,6 +22,7 @@ impl Retried {
         match self {
             Retried::ByTheWorker => "yes, until the deadline",
             Retried::WhenTransient => "when transient",
+            Retried::ByTheRunner => "yes, by the runner within its run",
             Retried::Never => "no: the operation fails",
         }
     }
@@ -40,25 +44,10 @@ impl FailureReason {
                 Retried::WhenTransient,
                 "Tell the operator if it lasts: the message names the request.",
             ),
-            FailureReason::CredentialNotFound => (
-                "auth-service has no credential with the runtime's `credentialId`.",
-                Retried::Never,
-                "Create the credential in auth-service, then retry the operation.",
-            ),
-            FailureReason::InvalidCredential => (
-                "A value auth-service sent for the credential does not have its format; nothing was written.",
-                Retried::Never,
-                "Fix the credential in auth-service, then retry the operation.",
-            ),
             FailureReason::AuthServiceError => (
                 "auth-service did not answer, answered with an error, or sent an invalid response.",
                 Retried::WhenTransient,
                 "Tell the operator if it lasts; retry the operation once auth-service answers.",
-            ),
-            FailureReason::CredentialMismatch => (
-                "The credential is not of the kind the topology needs (an AWS key for GKE, another account, ...).",
-                Retried::Never,
-                "Point the runtime at a credential of the topology's cloud.",
             ),
             FailureReason::DatabaseError => (
                 "The provisioner's database did not answer.",
@@ -86,7 +75,8 @@ impl FailureReason {
                 "Tell the operator: the message names what did not render.",
             ),
             FailureReason::JobFailed => (
-                "Terraform failed in the Job (a cloud error, a quota, a refused request).",
+                "Terraform failed in the Job, not on a cloud answer of a known class (those have reasons of their \
+                 own below).",
                 Retried::Never,
                 "Read the operation's logs, fix the cause in the cloud account, and retry the operation.",
             ),
@@ -123,9 +113,44 @@ impl FailureReason {
                 Retried::Never,
                 "Retry the operation if it is still wanted.",
             ),
+            FailureReason::CredentialNotFound
+            | FailureReason::InvalidCredential
+            | FailureReason::CredentialMismatch => {
+                return self.credential_entry();
+            }
             FailureReason::StalePlan | FailureReason::PlanRejected | FailureReason::ApprovalExpired => {
                 return self.approval_entry();
             }
+            FailureReason::QuotaExceeded
+            | FailureReason::Unauthenticated
+            | FailureReason::Unauthorized
+            | FailureReason::RateLimited
+            | FailureReason::DependencyViolation
+            | FailureReason::InvalidConfiguration
+            | FailureReason::NotFound
+            | FailureReason::Conflict => return self.cloud_entry(),
+        };
+        ReasonEntry { meaning, retried, action }
+    }
+
+    /// The reasons of a credential that does not pass.
+    fn credential_entry(self) -> ReasonEntry {
+        let (meaning, retried, action) = match self {
+            FailureReason::CredentialNotFound => (
+                "auth-service has no credential with the runtime's `credentialId`.",
+                Retried::Never,
+                "Create the credential in auth-service, then retry the operation.",
+            ),
+            FailureReason::InvalidCredential => (
+                "A value auth-service sent for the credential does not have its format; nothing was written.",
+                Retried::Never,
+                "Fix the credential in auth-service, then retry the operation.",
+            ),
+            _ => (
+                "The credential is not of the kind the topology needs (an AWS key for GKE, another account, ...).",
+                Retried::Never,
+                "Point the runtime at a credential of the topology's cloud.",
+            ),
         };
         ReasonEntry { meaning, retried, action }
     }

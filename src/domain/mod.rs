@@ -47,6 +47,7 @@ macro_rules! spelled {
 pub(crate) use spelled;
 
 pub mod approval;
+mod cloud_failure;
 pub mod deletion;
 #[cfg(any(test, feature = "examples"))]
 mod example;
@@ -159,6 +160,15 @@ spelled! {
         PlanRejected => "plan_rejected",
         /// Nobody approved the plan within `APP_PLAN_APPROVAL_TTL`; nothing changed.
         ApprovalExpired => "approval_expired",
+        // The cloud's answers Terraform failed on (see `cloud_failure`).
+        QuotaExceeded => "quota_exceeded",
+        Unauthenticated => "unauthenticated",
+        Unauthorized => "unauthorized",
+        RateLimited => "rate_limited",
+        DependencyViolation => "dependency_violation",
+        InvalidConfiguration => "invalid_configuration",
+        NotFound => "not_found",
+        Conflict => "conflict",
     }
 }
 
@@ -172,6 +182,8 @@ spelled! {
         Database => "database",
         Renderer => "renderer",
         TerraformRunner => "terraform-runner",
+        /// The cloud provider's API, as Terraform reported its answer.
+        Cloud => "cloud",
     }
 }
 

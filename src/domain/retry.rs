@@ -64,7 +64,16 @@ impl FailureReason {
             // A new run plans again; a plan that must wait waits again.
             | FailureReason::StalePlan
             | FailureReason::PlanRejected
-            | FailureReason::ApprovalExpired => Retryable::Yes,
+            | FailureReason::ApprovalExpired
+            // A cloud's refusal is fixed outside (a quota raised, a permission granted), then retried.
+            | FailureReason::QuotaExceeded
+            | FailureReason::Unauthenticated
+            | FailureReason::Unauthorized
+            | FailureReason::RateLimited
+            | FailureReason::DependencyViolation
+            | FailureReason::InvalidConfiguration
+            | FailureReason::NotFound
+            | FailureReason::Conflict => Retryable::Yes,
         }
     }
 }

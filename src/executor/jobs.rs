@@ -9,6 +9,7 @@ use kube::api::ListParams;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use runner_contract::approval::EXIT_STALE_PLAN;
+use runner_contract::failure::{EXIT_CLOUD_FAILURE, RunFailure};
 use runner_contract::job::{MANAGED_BY, MANAGED_BY_LABEL, OPERATION_LABEL, RUNTIME_LABEL};
 use runner_contract::plan::EXIT_DESTRUCTIVE_PLAN;
 use runner_contract::redact::{Redactor, bounded_failure_message};
@@ -109,6 +110,7 @@ impl Executor {
                 let (reason, message) = match self.termination_message(&job.name_any()).await? {
                     Some((EXIT_DESTRUCTIVE_PLAN, message)) => (FailureReason::DestructivePlan, message),
                     Some((EXIT_STALE_PLAN, message)) => (FailureReason::StalePlan, message),
+                    Some((EXIT_CLOUD_FAILURE, message)) => cloud_failure(message),
                     Some((_, message)) => (reason, message),
                     None => (reason, job_message),
                 };
@@ -223,6 +225,14 @@ impl Executor {
     }
 }
 
+/// The reason and message of a run that failed on the cloud's answer (its termination message is a
+/// [`RunFailure`]); a message that is not one (a runner of another release) is shown as it is.
+fn cloud_failure(message: String) -> (FailureReason, String) {
+    match serde_json::from_str::<RunFailure>(&message) {
+        Ok(failure) => (FailureReason::of_cloud(failure.cloud.class), failure.message),
+        Err(_) => (FailureReason::JobFailed, message),
+    }
+}
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,8 +7,8 @@ use super::validation::{Invalid, InvalidReason};
 use super::{Conflict, Error, Result, Service, executor_error, validation};
 use crate::domain::run::{JobState, RunNames, Stage};
 use crate::domain::{
-    ClusterConfig, Component, LastError, Operation, OperationId, OperationState, OperationType, Runtime, RuntimeId,
-    RuntimeState, RuntimeSummary, StageEntry,
+    ClusterConfig, LastError, Operation, OperationId, OperationState, OperationType, Runtime, RuntimeId, RuntimeState,
+    RuntimeSummary, StageEntry,
 };
 use crate::store::{self};
 
@@ -170,7 +170,7 @@ impl Service {
             JobState::Failed { reason, message } => {
                 operation.state = OperationState::Failed;
                 operation.message = message.clone();
-                operation.last_error = Some(LastError::new(reason, Component::TerraformRunner, message));
+                operation.last_error = Some(LastError::of_failed_run(reason, message));
             }
             JobState::Succeeded if operation.stage == Stage::WaitForJob => {
                 operation.message = format!("Job {} completed; finishing the operation", names.job);

@@ -9,6 +9,7 @@ mod authn;
 mod cancel;
 mod change_detection;
 mod chart;
+mod cloud_failures;
 mod day_two;
 mod deletion_protection;
 mod docs;

@@ -9,6 +9,7 @@
 //! - [`job`]: labels, the runner's binary, the grace period and the state-lock wait;
 //! - [`modules`]: the pinned modules repository the init container clones and checks;
 //! - [`plan`]: what a run's plan changes, and the exit code of a refused destructive plan;
+//! - [`failure`]: the classes of a cloud's error answers, and what a run that failed on one reports;
 //! - [`approval`]: which plans wait for a person's approval, and where a waiting plan is kept;
 //! - [`assess`]: how a saved plan is read into that summary, each change with its risk;
 //! - [`providers`]: the provider versions a run installs, and where the image keeps their lock files;
@@ -26,6 +27,7 @@ pub mod assess;
 pub mod credential;
 pub mod credential_check;
 pub mod environment;
+pub mod failure;
 pub mod job;
 pub mod manifest;
 pub mod modules;

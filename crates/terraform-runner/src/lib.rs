@@ -11,6 +11,7 @@
 mod api_server;
 mod approval;
 mod aws;
+mod diagnostics;
 pub mod fetch_modules;
 mod gcp;
 mod kubeconfig;
@@ -19,6 +20,7 @@ mod publish;
 pub mod settings;
 pub mod state_lock;
 mod terraform;
+pub mod transient;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -41,6 +43,7 @@ use gcp::GcpSession;
 pub use settings::RunnerSettings;
 use state_lock::{LockHolder, StateLock, Verdict};
 use terraform::{Signals, Terraform};
+use transient::Replan;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -55,7 +58,13 @@ pub enum Error {
     #[error("starting {} failed: {source}", binary.display())]
     Spawn { binary: PathBuf, source: std::io::Error },
     #[error("`{command}` failed ({status}): {excerpt}")]
-    Terraform { command: String, status: String, excerpt: String },
+    Terraform {
+        command: String,
+        status: String,
+        excerpt: String,
+        /// The cloud's answer behind it, when Terraform's errors name a known one.
+        cloud: Option<runner_contract::failure::CloudFailure>,
+    },
     #[error("Terraform outputs: {0}")]
     Outputs(String),
     #[error(
@@ -267,7 +276,18 @@ impl Runner {
                 None => refuse_destructive(&rest)?,
             }
         }
-        apply_plan(&run.terraform, &run.lock_timeout, &mut run.signals).await.map_err(approval::stale_plan_refusal)?;
+        match approved {
+            // An approval names one plan file: a new plan would need a new approval.
+            Some(_) => {
+                apply_plan(&run.terraform, &run.lock_timeout, &mut run.signals)
+                    .await
+                    .map_err(approval::stale_plan_refusal)?;
+            }
+            None => {
+                self.apply_retrying_transient(&run.terraform, &run.lock_timeout, &mut run.signals, Replan::Apply)
+                    .await?
+            }
+        }
         if approved.is_some() {
             saved.discard().await?;
         }
@@ -323,7 +343,7 @@ impl Runner {
         run.terraform.run(INIT, &mut run.signals).await?;
         self.take_over_state_lock(&run.session, bucket, &run.this_run, &run.terraform, &mut run.signals).await?;
         let summary = plan_destroy(&run.terraform, &run.lock_timeout, &mut run.signals).await?;
-        apply_plan(&run.terraform, &run.lock_timeout, &mut run.signals).await?;
+        self.apply_retrying_transient(&run.terraform, &run.lock_timeout, &mut run.signals, Replan::Destroy).await?;
         if let (CloudSession::Aws(aws), Some(prefix)) = (&run.session, &run.manifest.ssm_parameter_prefix) {
             aws.delete_parameters_under(prefix).await?;
         }
@@ -613,7 +633,7 @@ async fn plan_with(
 ) -> Result<PlanSummary> {
     let out = format!("-out={PLAN_FILE}");
     let target = target.map(|target| format!("-target={target}"));
-    let mut arguments = vec!["plan", "-input=false", "-no-color", lock_timeout, &out];
+    let mut arguments = vec!["plan", "-input=false", "-no-color", "-json", lock_timeout, &out];
     arguments.extend_from_slice(flags);
     arguments.extend(target.as_deref());
     terraform.run(&arguments, signals).await?;
@@ -662,7 +682,7 @@ fn plan_without_backend(work_dir: &Path) -> Result<()> {
 
 /// Applies exactly the saved plan.
 async fn apply_plan(terraform: &Terraform, lock_timeout: &str, signals: &mut Signals) -> Result<()> {
-    terraform.run(&["apply", "-input=false", "-no-color", lock_timeout, PLAN_FILE], signals).await
+    terraform.run(&["apply", "-input=false", "-no-color", "-json", lock_timeout, PLAN_FILE], signals).await
 }
 
 /// Puts the image's lock file for the run's provider version where `init` reads it. A run of a version the image

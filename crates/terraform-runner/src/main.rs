@@ -13,6 +13,7 @@ use std::sync::Arc;
 use process_support::install_crypto_provider;
 use process_support::logging::{self, LogFormat};
 use runner_contract::approval::EXIT_STALE_PLAN;
+use runner_contract::failure::{EXIT_CLOUD_FAILURE, RunFailure};
 use runner_contract::manifest::RunAction;
 use runner_contract::plan::EXIT_DESTRUCTIVE_PLAN;
 use runner_contract::redact::SharedRedactor;
@@ -64,12 +65,16 @@ async fn main() -> ExitCode {
         Err(error) => {
             let message = Runner::failure_message(&error, &redactor.current());
             eprintln!("terraform-runner: {message}");
-            let code = match error {
-                Error::DestructivePlan { .. } => ExitCode::from(EXIT_DESTRUCTIVE_PLAN as u8),
-                Error::StalePlan { .. } => ExitCode::from(EXIT_STALE_PLAN as u8),
-                _ => ExitCode::FAILURE,
-            };
-            (message, code)
+            match error {
+                Error::DestructivePlan { .. } => (message, ExitCode::from(EXIT_DESTRUCTIVE_PLAN as u8)),
+                Error::StalePlan { .. } => (message, ExitCode::from(EXIT_STALE_PLAN as u8)),
+                Error::Terraform { cloud: Some(cloud), .. } => {
+                    let failure = RunFailure { message, cloud };
+                    let report = serde_json::to_string(&failure).expect("a failure serialises");
+                    (report, ExitCode::from(EXIT_CLOUD_FAILURE as u8))
+                }
+                _ => (message, ExitCode::FAILURE),
+            }
         }
     };
     if let Err(write_error) = std::fs::write(&termination_log, &message) {

@@ -11,6 +11,8 @@ use runner_contract::job::STATE_LOCK_TIMEOUT;
 use runner_contract::providers::IMAGE_LOCK_DIR;
 use uuid::Uuid;
 
+use crate::transient::TransientRetries;
+
 const TERRAFORM_BINARY: &str = "RUNNER_TERRAFORM_BINARY";
 const KUBECONFIG_POLL_INTERVAL: &str = "RUNNER_KUBECONFIG_POLL_INTERVAL";
 const KUBECONFIG_TIMEOUT: &str = "RUNNER_KUBECONFIG_TIMEOUT";
@@ -21,6 +23,8 @@ const PROVIDER_LOCK_DIR: &str = "RUNNER_PROVIDER_LOCK_DIR";
 const PROTECTED_RESOURCES: &str = "RUNNER_PROTECTED_RESOURCES";
 const STATE_LOCK_TIMEOUT_VARIABLE: &str = "RUNNER_STATE_LOCK_TIMEOUT";
 const STATE_LOCK_POLL_INTERVAL: &str = "RUNNER_STATE_LOCK_POLL_INTERVAL";
+const TRANSIENT_RETRIES: &str = "RUNNER_TRANSIENT_RETRIES";
+const TRANSIENT_PAUSE: &str = "RUNNER_TRANSIENT_PAUSE";
 
 #[derive(Debug, Clone)]
 pub struct RunnerSettings {
@@ -53,6 +57,8 @@ pub struct RunnerSettings {
     /// Resource addresses an apply must not destroy or replace, beyond the built-in ones (the cluster, its
     /// network and control plane).
     pub protected_resources: Vec<String>,
+    /// How a transient cloud failure (see [`crate::transient`]) is tried again.
+    pub transient_retries: TransientRetries,
 }
 
 impl RunnerSettings {
@@ -92,6 +98,12 @@ impl RunnerSettings {
                 .filter(|address| !address.is_empty())
                 .map(str::to_owned)
                 .collect(),
+            transient_retries: TransientRetries {
+                retries: text(TRANSIENT_RETRIES, "3")
+                    .parse()
+                    .map_err(|error| InvalidVariable { variable: TRANSIENT_RETRIES, message: format!("{error}") })?,
+                first_pause: duration(TRANSIENT_PAUSE, "20s")?,
+            },
         })
     }
 }
@@ -119,6 +131,7 @@ mod tests {
         assert_eq!(settings.provider_lock_dir, PathBuf::from(IMAGE_LOCK_DIR));
         assert_eq!(settings.state_lock_timeout, STATE_LOCK_TIMEOUT);
         assert_eq!(settings.state_lock_poll_interval, Duration::from_secs(10));
+        assert_eq!(settings.transient_retries, TransientRetries { retries: 3, first_pause: Duration::from_secs(20) });
         assert_eq!((settings.pod_name.as_str(), settings.operation_id.to_string().as_str()), (POD, OPERATION));
     }
 
@@ -149,6 +162,8 @@ mod tests {
             ("RUNNER_KUBECONFIG_TIMEOUT", "soon"),
             ("RUNNER_STATE_LOCK_TIMEOUT", "0s"),
             ("RUNNER_OPERATION_ID", "op-1"),
+            ("RUNNER_TRANSIENT_RETRIES", "-1"),
+            ("RUNNER_TRANSIENT_PAUSE", "soon"),
         ] {
             let mut variables = without(variable);
             variables.push((variable, value));

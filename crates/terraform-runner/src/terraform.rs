@@ -12,6 +12,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
+use crate::diagnostics::{self, Diagnostic};
 use crate::{Error, Result};
 
 /// Lines of output kept to explain a failure.
@@ -72,13 +73,25 @@ impl Terraform {
         }
         tracing::info!(command, "running");
         let mut child = self.spawn(args)?;
-        // Kept apart: Terraform reports errors on stderr, and the two streams arrive interleaved.
+        // Kept apart: Terraform reports errors on stderr (on stdout with `-json`), and the two streams arrive
+        // interleaved.
         let stdout_tail = Arc::new(Mutex::new(VecDeque::with_capacity(TAIL_LINES)));
         let stderr_tail = Arc::new(Mutex::new(VecDeque::with_capacity(TAIL_LINES)));
-        let stdout =
-            tokio::spawn(forward(child.stdout.take(), tokio::io::stdout(), self.redactor.clone(), stdout_tail.clone()));
-        let stderr =
-            tokio::spawn(forward(child.stderr.take(), tokio::io::stderr(), self.redactor.clone(), stderr_tail.clone()));
+        let errors = Arc::new(Mutex::new(Vec::new()));
+        let stdout = tokio::spawn(forward(
+            child.stdout.take(),
+            tokio::io::stdout(),
+            self.redactor.clone(),
+            stdout_tail.clone(),
+            Some(errors.clone()),
+        ));
+        let stderr = tokio::spawn(forward(
+            child.stderr.take(),
+            tokio::io::stderr(),
+            self.redactor.clone(),
+            stderr_tail.clone(),
+            None,
+        ));
         let status = wait_passing_signals(&mut child, signals)
             .await
             .map_err(|source| Error::Spawn { binary: self.binary.clone(), source })?;
@@ -87,6 +100,12 @@ impl Terraform {
             return Err(Error::Interrupted);
         }
         if !status.success() {
+            let errors = errors.lock().expect("errors lock");
+            if !errors.is_empty() {
+                let excerpt = bounded_excerpt(diagnostics::describe(&errors));
+                let cloud = diagnostics::cloud_failure(&errors);
+                return Err(Error::Terraform { command, status: status.to_string(), excerpt, cloud });
+            }
             let stderr_tail = stderr_tail.lock().expect("tail lock");
             let tail = if stderr_tail.is_empty() {
                 stdout_tail.lock().expect("tail lock").clone()
@@ -94,7 +113,7 @@ impl Terraform {
                 stderr_tail.clone()
             };
             let tail = Vec::from(tail);
-            return Err(Error::Terraform { command, status: status.to_string(), excerpt: excerpt(&tail) });
+            return Err(Error::Terraform { command, status: status.to_string(), excerpt: excerpt(&tail), cloud: None });
         }
         Ok(())
     }
@@ -122,6 +141,7 @@ impl Terraform {
                 command: self.describe(args),
                 status: output.status.to_string(),
                 excerpt: excerpt(&stderr.lines().map(str::to_owned).collect::<Vec<_>>()),
+                cloud: None,
             });
         }
         Ok(output.stdout)
@@ -170,12 +190,15 @@ async fn wait_passing_signals(child: &mut Child, signals: &mut Signals) -> std::
 }
 
 /// Copies a child's output to ours line by line, redacted, keeping the last lines. Each line is printed once the
-/// next one arrived, or after [`HOLD_BACK`], so that a value split across the two is redacted too.
+/// next one arrived, or after [`HOLD_BACK`], so that a value split across the two is redacted too. With `errors`,
+/// the output may be Terraform's `-json` messages: each is turned into its text first (a value inside JSON is
+/// escaped, and the halves of a split one sit in two messages) and then redacted, and its error kept, redacted.
 async fn forward(
     source: Option<impl AsyncRead + Unpin>,
     mut sink: impl tokio::io::AsyncWrite + Unpin,
     redactor: SharedRedactor,
     tail: Arc<Mutex<VecDeque<String>>>,
+    errors: Option<Arc<Mutex<Vec<Diagnostic>>>>,
 ) {
     let Some(source) = source else { return };
     let mut reader = BufReader::new(source);
@@ -184,19 +207,28 @@ async fn forward(
     let mut ended = false;
     while !ended {
         // A read cut short by the timeout keeps what it read in `buffer` and goes on from there.
-        let ready = match tokio::time::timeout(HOLD_BACK, reader.read_until(b'\n', &mut buffer)).await {
-            Err(_) => lines.flush(),
+        let ready: Vec<String> = match tokio::time::timeout(HOLD_BACK, reader.read_until(b'\n', &mut buffer)).await {
+            Err(_) => lines.flush().into_iter().collect(),
             Ok(Ok(0) | Err(_)) => {
                 ended = true;
-                lines.flush()
+                lines.flush().into_iter().collect()
             }
             Ok(Ok(_)) => {
-                let line = lines.push(String::from_utf8_lossy(&buffer).trim_end());
+                let raw = String::from_utf8_lossy(&buffer).trim_end().to_owned();
                 buffer.clear();
-                line
+                let text = match &errors {
+                    Some(errors) => {
+                        let (text, error) = diagnostics::read_line(&raw);
+                        let error = error.map(|error| error.redacted(&redactor.current()));
+                        errors.lock().expect("errors lock").extend(error);
+                        text
+                    }
+                    None => raw,
+                };
+                text.lines().filter_map(|line| lines.push(line)).collect()
             }
         };
-        if let Some(line) = ready {
+        for line in ready {
             let _ = sink.write_all(format!("{line}\n").as_bytes()).await;
             let _ = sink.flush().await;
             let mut tail = tail.lock().expect("tail lock");
@@ -217,7 +249,11 @@ fn excerpt(lines: &[String]) -> String {
         .filter(|line| !line.is_empty())
         .collect();
     let start = lines.iter().rposition(|line| line.starts_with("Error:")).unwrap_or(lines.len().saturating_sub(5));
-    let text = lines[start..].join(" ");
+    bounded_excerpt(lines[start..].join(" "))
+}
+
+/// `text` cut to [`EXCERPT_CHARS`].
+fn bounded_excerpt(text: String) -> String {
     match text.char_indices().nth(EXCERPT_CHARS) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text,

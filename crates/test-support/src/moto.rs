@@ -33,6 +33,16 @@ pub fn aws_tools_bin_dir() -> PathBuf {
     dir
 }
 
+/// An error the server answers the next `times` requests of `action` with (an API's operation name, such as
+/// `CreateVpc`), as AWS would: `code` and `message`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct CloudFault {
+    pub action: &'static str,
+    pub code: &'static str,
+    pub message: &'static str,
+    pub times: u32,
+}
+
 /// A running moto server; killed (and reaped) on drop.
 pub struct MotoServer {
     process: ServerProcess,
@@ -43,6 +53,12 @@ impl MotoServer {
     /// Starts moto's server (with the fixes of `moto_shim.py`, which documents them) on a free port of 127.0.0.1
     /// and waits until it answers. AWS managed IAM policies exist, as in a real account.
     pub async fn start() -> Self {
+        Self::start_answering(&[]).await
+    }
+
+    /// [`MotoServer::start`], answering requests with the errors of `faults` (the shim's test hook).
+    pub async fn start_answering(faults: &[CloudFault]) -> Self {
+        let faults = serde_json::to_string(faults).expect("faults serialise");
         let bin_dir = aws_tools_bin_dir();
         let shim = concat!(env!("CARGO_MANIFEST_DIR"), "/moto_shim.py");
         let process = ServerProcess::start("moto", "/moto-api/", |port, _| {
@@ -50,7 +66,8 @@ impl MotoServer {
             command
                 .args([shim, "-H", "127.0.0.1", "-p", &port.to_string()])
                 .env("PYTHONUNBUFFERED", "1")
-                .env("MOTO_IAM_LOAD_MANAGED_POLICIES", "true");
+                .env("MOTO_IAM_LOAD_MANAGED_POLICIES", "true")
+                .env("MOTO_SHIM_FAULTS", &faults);
             command
         })
         .await;

@@ -36,7 +36,7 @@ impl<C: RunCluster> Worker<C> {
                 Component::Kubernetes,
                 format!("Job {} disappeared before it finished", run.names.job),
             ),
-            JobState::Failed { reason, message } => LastError::new(reason, Component::TerraformRunner, message),
+            JobState::Failed { reason, message } => LastError::of_failed_run(reason, message),
         };
         Ok(StepOutcome::Fail(error))
     }

@@ -3,6 +3,7 @@
 //! S3, SSM, STS and EKS, and the test control plane for the outputs Secret, written as the `terraform-runner`
 //! ServiceAccount with the production RBAC.
 
+mod cloud_failures;
 mod eks;
 mod fetch_modules;
 mod gke;
@@ -30,7 +31,7 @@ use test_support::engine::apply_production_rbac;
 use test_support::gcp::{
     CLIENT_EMAIL, FakeGcs, GoogleTokenServer, PROJECT_ID, SCOPE_CLOUD_PLATFORM, ServiceAccountKey, test_key_pair,
 };
-use test_support::moto::MotoServer;
+use test_support::moto::{CloudFault, MotoServer};
 use test_support::terraform::{required_providers, test_providers, tofu_bin};
 use tokio::io::AsyncReadExt;
 use uuid::Uuid;
@@ -59,7 +60,12 @@ struct Outcome {
 
 impl Job {
     async fn new() -> Job {
-        let moto = MotoServer::start().await;
+        Job::answering(&[]).await
+    }
+
+    /// A Job whose cloud answers with `faults` (see [`MotoServer::start_answering`]).
+    async fn answering(faults: &[CloudFault]) -> Job {
+        let moto = MotoServer::start_answering(faults).await;
         let control_plane = test_control_plane::shared().await;
         let namespace = control_plane.new_namespace("runner").await.expect("namespace");
         apply_production_rbac(control_plane, &namespace).await;

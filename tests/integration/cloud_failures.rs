@@ -1,0 +1,49 @@
+//! A run that failed on the cloud's answer, through the real worker: the class the runner reported is the
+//! operation's reason, its component is the cloud, the message names the resource, in both APIs; once a person
+//! fixed the cause, the operation is retried.
+
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use runner_contract::failure::{CloudFailure, CloudFailureClass, EXIT_CLOUD_FAILURE, RunFailure};
+use serde_json::json;
+use test_support::engine::Engine;
+use test_support::{Backend, provision_body};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+#[tokio::test]
+async fn a_run_that_failed_on_a_quota_shows_the_clouds_reason_and_can_be_retried() {
+    let (engine, process) = Engine::start(Backend::Sqlite, &[]).await;
+    let (runtime_id, operation) = engine.provision(&provision_body("quota")).await;
+    engine.wait_for_stage(&operation, "WaitForJob", WAIT).await;
+    let message = "`tofu apply` failed (exit status: 1): Error: creating EC2 VPC: api error VpcLimitExceeded: The \
+                   maximum number of VPCs has been reached. (at module.vpc.aws_vpc.this)";
+    let failure = RunFailure {
+        message: message.to_owned(),
+        cloud: CloudFailure {
+            class: CloudFailureClass::QuotaExceeded,
+            address: Some("module.vpc.aws_vpc.this".to_owned()),
+        },
+    };
+    let job = format!("provision-{runtime_id}");
+    engine.runner_exits(&job, EXIT_CLOUD_FAILURE, &serde_json::to_string(&failure).unwrap()).await;
+
+    engine.wait_for_stage(&operation, "Done", WAIT).await;
+    let expected = json!({ "errMessage": message, "reason": "quota_exceeded", "component": "cloud" });
+    let shown = engine.app.get(&format!("/api/v1/operations/{operation}")).await.json();
+    assert_eq!(shown["lastError"], expected, "{shown}");
+    let response = engine
+        .app
+        .graphql(
+            "query($id: String!) { runtimeOperationStatus(id: $id) { lastError { errMessage reason component } } }",
+            json!({ "id": operation }),
+        )
+        .await;
+    assert_eq!(response["data"]["runtimeOperationStatus"]["lastError"], expected, "{response}");
+
+    // The quota was raised: the operation is retried.
+    let retry = engine.app.request("POST", &format!("/api/v1/operations/{operation}/retry"), None, &[]).await;
+    assert_eq!(retry.status, StatusCode::ACCEPTED, "{}", retry.text);
+    process.stop().await;
+}
