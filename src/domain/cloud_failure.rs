@@ -71,12 +71,14 @@ impl FailureReason {
                 Retried::Never,
                 "Create it or change the reference, then retry the operation.",
             ),
-            _ => (
+            FailureReason::Conflict => (
                 "Something of the same name already exists in the cloud outside the cluster's state, or someone \
                  else is changing the resource.",
                 Retried::Never,
                 "Remove or rename what is in the way (or wait for the other change), then retry the operation.",
             ),
+            // `entry` passes only the reasons above; the test below reads every reason's entry.
+            other => unreachable!("{other} is not a reason of the cloud's"),
         };
         ReasonEntry { meaning, retried, action }
     }
@@ -107,5 +109,12 @@ mod tests {
         }
         assert_eq!(FailureReason::of_cloud(CloudFailureClass::Unknown), FailureReason::JobFailed);
         assert_eq!(LastError::of_failed_run(FailureReason::JobFailed, "m").component, Component::TerraformRunner);
+    }
+
+    #[test]
+    fn every_reason_has_an_entry_in_the_catalogue() {
+        for reason in FailureReason::ALL {
+            assert!(!reason.entry().meaning.is_empty(), "{reason}");
+        }
     }
 }

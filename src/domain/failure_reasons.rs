@@ -121,14 +121,8 @@ impl FailureReason {
             FailureReason::StalePlan | FailureReason::PlanRejected | FailureReason::ApprovalExpired => {
                 return self.approval_entry();
             }
-            FailureReason::QuotaExceeded
-            | FailureReason::Unauthenticated
-            | FailureReason::Unauthorized
-            | FailureReason::RateLimited
-            | FailureReason::DependencyViolation
-            | FailureReason::InvalidConfiguration
-            | FailureReason::NotFound
-            | FailureReason::Conflict => return self.cloud_entry(),
+            // The rest are the cloud's answers; `cloud_entry` names each.
+            cloud => return cloud.cloud_entry(),
         };
         ReasonEntry { meaning, retried, action }
     }

@@ -7,7 +7,8 @@ use runner_contract::approval::{plan_digest, saved_plan_object};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::{CloudSession, Error, PLAN_FILE, Result};
+use crate::plans::PLAN_FILE;
+use crate::{CloudSession, Error, Result};
 
 /// Where a saved plan lives and which run it belongs to.
 pub(crate) struct SavedPlan<'a> {

@@ -16,6 +16,7 @@ pub mod fetch_modules;
 mod gcp;
 mod kubeconfig;
 mod node_kubeconfig;
+mod plans;
 mod publish;
 pub mod settings;
 pub mod state_lock;
@@ -40,6 +41,7 @@ use serde_json::Value;
 use approval::SavedPlan;
 use aws::AwsSession;
 use gcp::GcpSession;
+use plans::{EVERYTHING, apply_plan, plan, plan_destroy, refuse_destructive, show_plan, within_approval};
 pub use settings::RunnerSettings;
 use state_lock::{LockHolder, StateLock, Verdict};
 use terraform::{Signals, Terraform};
@@ -597,92 +599,12 @@ struct ControlPlaneChange {
     what: String,
 }
 
-/// The saved plan, in the work folder: what is applied is exactly what was planned and checked.
-const PLAN_FILE: &str = "run.tfplan";
-
-/// A plan of the whole configuration.
-const EVERYTHING: Option<&str> = None;
-
-/// Plans `target` alone (with `-target`), or everything, into [`PLAN_FILE`] and reads its summary, each change
-/// with its risk (`protected`: the operator's additions to what an apply must leave standing).
-async fn plan(
-    terraform: &Terraform,
-    target: Option<&str>,
-    lock_timeout: &str,
-    protected: &[String],
-    signals: &mut Signals,
-) -> Result<PlanSummary> {
-    let summary = plan_with(terraform, &[], target, lock_timeout, protected, signals).await?;
-    tracing::info!(risk = ?summary.risk, risky = ?summary.risky, destructive = ?summary.destructive, "plan assessed");
-    Ok(summary)
-}
-
-/// A destroy's plan: a deprovisioning destroys everything by design, so it carries no risk.
-async fn plan_destroy(terraform: &Terraform, lock_timeout: &str, signals: &mut Signals) -> Result<PlanSummary> {
-    let summary = plan_with(terraform, &["-destroy"], EVERYTHING, lock_timeout, &[], signals).await?;
-    Ok(PlanSummary { risk: None, risky: Vec::new(), destructive: Vec::new(), ..summary })
-}
-
-async fn plan_with(
-    terraform: &Terraform,
-    flags: &[&str],
-    target: Option<&str>,
-    lock_timeout: &str,
-    protected: &[String],
-    signals: &mut Signals,
-) -> Result<PlanSummary> {
-    let out = format!("-out={PLAN_FILE}");
-    let target = target.map(|target| format!("-target={target}"));
-    let mut arguments = vec!["plan", "-input=false", "-no-color", "-json", lock_timeout, &out];
-    arguments.extend_from_slice(flags);
-    arguments.extend(target.as_deref());
-    terraform.run(&arguments, signals).await?;
-    let summary = show_plan(terraform, protected).await?;
-    tracing::info!(
-        add = summary.add,
-        change = summary.change,
-        destroy = summary.destroy,
-        replaced = ?summary.replaced,
-        destroyed = ?summary.destroyed,
-        "planned"
-    );
-    Ok(summary)
-}
-
-/// The summary of the saved plan in [`PLAN_FILE`], each change with its risk.
-async fn show_plan(terraform: &Terraform, protected: &[String]) -> Result<PlanSummary> {
-    let show = terraform.capture(&["show", "-json", "-no-color", PLAN_FILE]).await?;
-    runner_contract::assess::summarize(&show, protected).map_err(Error::Plan)
-}
-
-/// After an approved control plane's part, the rest may destroy or replace only what the approved plan did.
-fn within_approval(rest: &PlanSummary, approved: &PlanSummary) -> Result<()> {
-    match rest.destructive.iter().find(|address| !approved.destructive.contains(address)) {
-        None => Ok(()),
-        Some(address) => Err(Error::StalePlan { reason: format!("a new plan also destroys or replaces {address}") }),
-    }
-}
-
-/// A plan that destroys or replaces a protected resource is never applied.
-fn refuse_destructive(summary: &PlanSummary) -> Result<()> {
-    if summary.destructive.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::DestructivePlan { addresses: summary.destructive.clone() })
-    }
-}
-
 /// An override file (Terraform merges `*_override.tf` last) that swaps the configuration's backend for local
 /// state in the work folder: a dry run of a new cluster plans without creating its state bucket.
 fn plan_without_backend(work_dir: &Path) -> Result<()> {
     let override_file = work_dir.join(DRY_RUN_BACKEND_OVERRIDE);
     std::fs::write(&override_file, "terraform {\n  backend \"local\" {}\n}\n")
         .map_err(|error| Error::Input(format!("writing {}: {error}", override_file.display())))
-}
-
-/// Applies exactly the saved plan.
-async fn apply_plan(terraform: &Terraform, lock_timeout: &str, signals: &mut Signals) -> Result<()> {
-    terraform.run(&["apply", "-input=false", "-no-color", "-json", lock_timeout, PLAN_FILE], signals).await
 }
 
 /// Puts the image's lock file for the run's provider version where `init` reads it. A run of a version the image

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use process_support::backoff::Backoff;
 
+use crate::plans::{EVERYTHING, apply_plan, plan, plan_destroy, refuse_destructive};
 use crate::terraform::{Signals, Terraform};
-use crate::{EVERYTHING, Error, Result, Runner, apply_plan, plan, plan_destroy, refuse_destructive};
+use crate::{Error, Result, Runner};
 
 /// What a retry plans again.
 pub(crate) enum Replan {
