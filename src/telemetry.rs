@@ -82,6 +82,7 @@ struct Inner {
     runs_finished: Family<FinishedLabels, Counter>,
     runs_in_flight: Gauge,
     queued: Gauge,
+    awaiting_approval: Gauge,
     step_duration: Family<StageLabels, Histogram>,
     token_reviews: Family<ResultLabels, Counter>,
     statements: StatementMetrics,
@@ -115,6 +116,12 @@ impl Metrics {
         registry.register("operations_in_flight", "Runs this process is driving now", runs_in_flight.clone());
         let queued = Gauge::default();
         registry.register("operations_queued", "Operations waiting for a worker", queued.clone());
+        let awaiting_approval = Gauge::default();
+        registry.register(
+            "operations_awaiting_approval",
+            "Operations whose plan waits for a person's approval",
+            awaiting_approval.clone(),
+        );
         let step_duration = Family::<StageLabels, Histogram>::new_with_constructor(|| {
             Histogram::new(exponential_buckets(0.01, 3.0, 12))
         });
@@ -142,6 +149,7 @@ impl Metrics {
                 runs_finished,
                 runs_in_flight,
                 queued,
+                awaiting_approval,
                 step_duration,
                 token_reviews,
                 statements,
@@ -155,11 +163,15 @@ impl Metrics {
         self.inner.http_duration.get_or_create(&labels).observe(duration.as_secs_f64());
     }
 
-    /// Refreshes the stored-operation gauges, including the queue depth (the Pending ones).
+    /// Refreshes the stored-operation gauges, including the queue depth (the Pending ones) and the operations
+    /// waiting for an approval.
     pub fn set_operation_counts(&self, counts: &[OperationCount]) {
-        let queued: u64 =
-            counts.iter().filter(|count| count.state == OperationState::Pending).map(|count| count.count).sum();
-        self.inner.queued.set(i64::try_from(queued).unwrap_or(i64::MAX));
+        let in_state = |state: OperationState| -> i64 {
+            let total: u64 = counts.iter().filter(|count| count.state == state).map(|count| count.count).sum();
+            i64::try_from(total).unwrap_or(i64::MAX)
+        };
+        self.inner.queued.set(in_state(OperationState::Pending));
+        self.inner.awaiting_approval.set(in_state(OperationState::AwaitingApproval));
         self.inner.operations.clear();
         for count in counts {
             let labels = OperationLabels { r#type: count.operation_type.as_str(), state: count.state.as_str() };

@@ -108,6 +108,13 @@ impl FailureReason {
                 Retried::Never,
                 "Tell the operator; retry the operation once the service is stable.",
             ),
+            FailureReason::Leftovers => (
+                "The deprovisioning destroyed the state, but resources carrying the runtime's tag remain in the cloud \
+                 (created by a run stopped before it saved its state, or outside Terraform); the message names each.",
+                Retried::Never,
+                "Delete what the message names, then retry the deprovisioning; the state bucket stays until nothing \
+                 is left.",
+            ),
             FailureReason::Cancelled => (
                 "A caller cancelled the operation (the message names who); its outcome is Cancelled.",
                 Retried::Never,

@@ -169,6 +169,8 @@ spelled! {
         InvalidConfiguration => "invalid_configuration",
         NotFound => "not_found",
         Conflict => "conflict",
+        /// A deprovisioning destroyed the state, but resources carrying the runtime's tag remain in the cloud.
+        Leftovers => "leftovers",
     }
 }
 

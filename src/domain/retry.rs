@@ -73,7 +73,9 @@ impl FailureReason {
             | FailureReason::DependencyViolation
             | FailureReason::InvalidConfiguration
             | FailureReason::NotFound
-            | FailureReason::Conflict => Retryable::Yes,
+            | FailureReason::Conflict
+            // A deprovisioning again looks again, once they are removed.
+            | FailureReason::Leftovers => Retryable::Yes,
         }
     }
 }

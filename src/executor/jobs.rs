@@ -9,7 +9,7 @@ use kube::api::ListParams;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use runner_contract::approval::EXIT_STALE_PLAN;
-use runner_contract::failure::{EXIT_CLOUD_FAILURE, RunFailure};
+use runner_contract::failure::{EXIT_CLOUD_FAILURE, EXIT_LEFTOVERS, Leftovers, RunFailure};
 use runner_contract::job::{MANAGED_BY, MANAGED_BY_LABEL, OPERATION_LABEL, RUNTIME_LABEL};
 use runner_contract::plan::EXIT_DESTRUCTIVE_PLAN;
 use runner_contract::redact::{Redactor, bounded_failure_message};
@@ -111,6 +111,7 @@ impl Executor {
                     Some((EXIT_DESTRUCTIVE_PLAN, message)) => (FailureReason::DestructivePlan, message),
                     Some((EXIT_STALE_PLAN, message)) => (FailureReason::StalePlan, message),
                     Some((EXIT_CLOUD_FAILURE, message)) => cloud_failure(message),
+                    Some((EXIT_LEFTOVERS, message)) => leftovers(message),
                     Some((_, message)) => (reason, message),
                     None => (reason, job_message),
                 };
@@ -222,6 +223,14 @@ impl Executor {
             .filter(|job| job.labels().get(RUNTIME_LABEL) == Some(&runtime_id))
             .find(|job| job::finished(job).is_none())
             .map(|job| job.name_any()))
+    }
+}
+
+/// The reason and message of a deprovisioning that found leftovers (its termination message is [`Leftovers`]).
+fn leftovers(message: String) -> (FailureReason, String) {
+    match serde_json::from_str::<Leftovers>(&message) {
+        Ok(leftovers) => (FailureReason::Leftovers, leftovers.message),
+        Err(_) => (FailureReason::JobFailed, message),
     }
 }
 

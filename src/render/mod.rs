@@ -316,7 +316,7 @@ impl<'a> TemplateData<'a> {
 /// itself off as another runtime's.
 fn aws_tags(runtime: &Runtime) -> BTreeMap<String, String> {
     let mut tags = runtime.labels.0.clone();
-    tags.insert("kubeopera.io/runtime-id".to_owned(), runtime.id.to_string());
+    tags.insert(runner_contract::failure::RUNTIME_ID_TAG.to_owned(), runtime.id.to_string());
     tags.insert("kubeopera.io/runtime-name".to_owned(), runtime.name.clone());
     tags
 }

@@ -1,11 +1,14 @@
 //! A run that failed on the cloud's answer, through the real worker: the class the runner reported is the
 //! operation's reason, its component is the cloud, the message names the resource, in both APIs; once a person
-//! fixed the cause, the operation is retried.
+//! fixed the cause, the operation is retried. A deprovisioning that found resources left in the cloud fails as
+//! `leftovers`, naming each.
 
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use runner_contract::failure::{CloudFailure, CloudFailureClass, EXIT_CLOUD_FAILURE, RunFailure};
+use runner_contract::failure::{
+    CloudFailure, CloudFailureClass, EXIT_CLOUD_FAILURE, EXIT_LEFTOVERS, Leftovers, RunFailure,
+};
 use serde_json::json;
 use test_support::engine::Engine;
 use test_support::{Backend, provision_body};
@@ -45,5 +48,41 @@ async fn a_run_that_failed_on_a_quota_shows_the_clouds_reason_and_can_be_retried
     // The quota was raised: the operation is retried.
     let retry = engine.app.request("POST", &format!("/api/v1/operations/{operation}/retry"), None, &[]).await;
     assert_eq!(retry.status, StatusCode::ACCEPTED, "{}", retry.text);
+    process.stop().await;
+}
+
+#[tokio::test]
+async fn a_deprovisioning_that_found_leftovers_fails_naming_them_and_can_be_retried() {
+    let (engine, process) = Engine::start(Backend::Sqlite, &[]).await;
+    let (runtime_id, provisioning) = engine.provision(&provision_body("leftovers")).await;
+    engine.wait_for_stage(&provisioning, "WaitForJob", WAIT).await;
+    let kubeconfig = "apiVersion: v1\nkind: Config\nclusters: []\n";
+    let outputs = format!("provision-{runtime_id}-outputs");
+    engine.runner_succeeds(&format!("provision-{runtime_id}"), Some((&outputs, kubeconfig))).await;
+    engine.wait_for_status(&runtime_id, &["succeeded"], WAIT).await;
+
+    let deprovisioning = engine.app.delete(&format!("/api/v1/provisions/{runtime_id}")).await.json();
+    let deprovisioning = deprovisioning["operationId"].as_str().expect("an operation id").to_owned();
+    engine.wait_for_stage(&deprovisioning, "WaitForJob", WAIT).await;
+    let vpc = "arn:aws:ec2:eu-west-1:123456789012:vpc/vpc-0a1b2c3d4e5f67890";
+    let leftovers = Leftovers {
+        message: format!("the state is destroyed, but 1 resources carrying the runtime's tag remain: {vpc}"),
+        resources: vec![vpc.to_owned()],
+    };
+    let job = format!("deprovision-{runtime_id}");
+    engine.runner_exits(&job, EXIT_LEFTOVERS, &serde_json::to_string(&leftovers).unwrap()).await;
+
+    engine.wait_for_stage(&deprovisioning, "Done", WAIT).await;
+    let shown = engine.app.get(&format!("/api/v1/operations/{deprovisioning}")).await.json();
+    let expected = json!({ "errMessage": leftovers.message, "reason": "leftovers", "component": "terraform-runner" });
+    assert_eq!(shown["lastError"], expected, "{shown}");
+    // The runtime is not gone while its resources are not.
+    let status = engine.status(&runtime_id).await;
+    assert_eq!((&status["operation"], &status["status"]), (&json!("deprovision"), &json!("failed")), "{status}");
+
+    // Once the VPC is deleted, the deprovisioning is retried (and looks again).
+    let retry = engine.app.request("POST", &format!("/api/v1/operations/{deprovisioning}/retry"), None, &[]).await;
+    assert_eq!(retry.status, StatusCode::ACCEPTED, "{}", retry.text);
+    assert_eq!(retry.json()["operation"], "deprovision", "{}", retry.text);
     process.stop().await;
 }

@@ -57,6 +57,9 @@ async fn a_waiting_plan_is_approved_only_by_its_digest_and_in_time(backend: Back
     assert_eq!(shown["planSummary"]["risk"], "risky", "{shown}");
     let response = app.graphql(OPERATION, json!({ "id": waiting })).await;
     assert_eq!(response["data"]["runtimeOperationStatus"]["state"], "AwaitingApproval", "{response}");
+    // On-call sees what waits for a person.
+    let metrics = app.metrics().await;
+    assert!(metrics.contains("provisioner_operations_awaiting_approval 1\n"), "{metrics}");
     // The runtime's one operation at a time: another change waits for the decision.
     let busy = app.request("POST", &format!("/api/v1/runtimes/{runtime_id}/hibernate"), None, &[]).await;
     assert_eq!(busy.status, StatusCode::CONFLICT, "{}", busy.text);

@@ -9,6 +9,14 @@ use serde::{Deserialize, Serialize};
 /// [`RunFailure`].
 pub const EXIT_CLOUD_FAILURE: i32 = 5;
 
+/// The runner's exit code when a deprovisioning destroyed its state but resources carrying the runtime's tag are
+/// still there; the termination message is a [`Leftovers`].
+pub const EXIT_LEFTOVERS: i32 = 6;
+
+/// The tag (AWS) every resource of a runtime carries, with the runtime's id: what a deprovisioning looks for
+/// afterwards.
+pub const RUNTIME_ID_TAG: &str = "kubeopera.io/runtime-id";
+
 /// The class of a cloud's error answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -238,6 +246,16 @@ pub struct RunFailure {
     /// What failed, redacted and bounded like any failure message.
     pub message: String,
     pub cloud: CloudFailure,
+}
+
+/// The termination message of a run that exits with [`EXIT_LEFTOVERS`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Leftovers {
+    /// What remains, in words, naming each resource (bounded like any failure message).
+    pub message: String,
+    /// Each remaining resource (an ARN).
+    pub resources: Vec<String>,
 }
 
 #[cfg(test)]

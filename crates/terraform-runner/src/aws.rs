@@ -61,7 +61,7 @@ impl<P: ProvideCredentials> ProvideCredentials for RedactedSessions<P> {
     }
 }
 
-fn aws_error(operation: &'static str, error: impl std::error::Error) -> Error {
+pub(crate) fn aws_error(operation: &'static str, error: impl std::error::Error) -> Error {
     Error::Aws { operation, message: DisplayErrorContext(error).to_string() }
 }
 
@@ -69,6 +69,11 @@ fn aws_error(operation: &'static str, error: impl std::error::Error) -> Error {
 const TERRAFORM_PROFILE: &str = "kubeopera";
 
 impl AwsSession {
+    /// The SDK configuration of the run's identity, for the clients other modules build.
+    pub(crate) fn sdk_config(&self) -> &SdkConfig {
+        &self.config
+    }
+
     /// Resolves the credential: an access key is used as it is; an assume-role credential assumes the role (from
     /// its source keys, or else from the pod's own AWS identity), for the runner's calls through a provider that
     /// renews the session before it expires, and for Terraform through a profile in `config_dir` that does the

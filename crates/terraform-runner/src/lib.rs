@@ -15,6 +15,7 @@ mod diagnostics;
 pub mod fetch_modules;
 mod gcp;
 mod kubeconfig;
+mod leftovers;
 mod node_kubeconfig;
 mod plans;
 mod publish;
@@ -101,6 +102,13 @@ pub enum Error {
     /// The bucket's name is taken by someone else (another account, another project): its state would be theirs.
     #[error("state bucket {bucket} exists but does not belong to {expected_owner}; nothing was read or written")]
     ForeignBucket { bucket: String, expected_owner: String },
+    #[error(
+        "the state is destroyed, but {} resources carrying the runtime's tag remain: {}; delete them and deprovision \
+         again (the state bucket stays until nothing is left)",
+        resources.len(),
+        resources.join(", ")
+    )]
+    Leftovers { resources: Vec<String> },
     #[error("reading the plan: {0}")]
     Plan(String),
     #[error("the approved plan cannot be applied: {reason}; nothing was changed, plan again")]
@@ -348,6 +356,13 @@ impl Runner {
         self.apply_retrying_transient(&run.terraform, &run.lock_timeout, &mut run.signals, Replan::Destroy).await?;
         if let (CloudSession::Aws(aws), Some(prefix)) = (&run.session, &run.manifest.ssm_parameter_prefix) {
             aws.delete_parameters_under(prefix).await?;
+        }
+        // The bucket stays while anything of the runtime is left: a repeated deprovisioning looks again.
+        if let CloudSession::Aws(aws) = &run.session {
+            let resources = aws.tagged_with_runtime(run.manifest.runtime_id).await?;
+            if !resources.is_empty() {
+                return Err(Error::Leftovers { resources });
+            }
         }
         run.session.delete_state_bucket(bucket).await?;
         Ok(Some(summary))

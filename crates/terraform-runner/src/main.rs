@@ -3,7 +3,9 @@
 //! is the Job's init container (see [`Fetch`]).
 //! Exit codes: 0 done (the termination message is the run's report as JSON: the plan's summary and, for an
 //! apply, the digest of the kubeconfig it published), 1 the run failed (the termination
-//! message says why), 2 bad usage or configuration, 3 a destructive plan was refused (nothing changed).
+//! message says why), 2 bad usage or configuration, 3 a destructive plan was refused (nothing changed), 4 an approved
+//! plan was stale, 5 the cloud refused a change (the message is a `RunFailure`), 6 a deprovisioning found resources
+//! left in the cloud (the message is a `Leftovers`).
 #![deny(rust_2018_idioms)]
 #![forbid(unsafe_code)]
 
@@ -13,12 +15,16 @@ use std::sync::Arc;
 use process_support::install_crypto_provider;
 use process_support::logging::{self, LogFormat};
 use runner_contract::approval::EXIT_STALE_PLAN;
-use runner_contract::failure::{EXIT_CLOUD_FAILURE, RunFailure};
+use runner_contract::failure::{EXIT_CLOUD_FAILURE, EXIT_LEFTOVERS, Leftovers, RunFailure};
 use runner_contract::manifest::RunAction;
 use runner_contract::plan::EXIT_DESTRUCTIVE_PLAN;
 use runner_contract::redact::SharedRedactor;
 use terraform_runner::fetch_modules::Fetch;
 use terraform_runner::{Error, Runner, RunnerSettings};
+
+/// The most leftovers the termination message lists one by one (Kubernetes keeps 4 KiB of it); its message names
+/// them all within its own bound.
+const MAX_LISTED: usize = 20;
 
 /// Where Kubernetes reads a container's termination message (the runner's own setting overrides it).
 const TERMINATION_LOG: &str = "/dev/termination-log";
@@ -68,6 +74,11 @@ async fn main() -> ExitCode {
             match error {
                 Error::DestructivePlan { .. } => (message, ExitCode::from(EXIT_DESTRUCTIVE_PLAN as u8)),
                 Error::StalePlan { .. } => (message, ExitCode::from(EXIT_STALE_PLAN as u8)),
+                Error::Leftovers { resources } => {
+                    let leftovers = Leftovers { message, resources: resources.into_iter().take(MAX_LISTED).collect() };
+                    let report = serde_json::to_string(&leftovers).expect("leftovers serialise");
+                    (report, ExitCode::from(EXIT_LEFTOVERS as u8))
+                }
                 Error::Terraform { cloud: Some(cloud), .. } => {
                     let failure = RunFailure { message, cloud };
                     let report = serde_json::to_string(&failure).expect("a failure serialises");

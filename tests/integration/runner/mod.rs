@@ -7,6 +7,7 @@ mod cloud_failures;
 mod eks;
 mod fetch_modules;
 mod gke;
+mod leftovers;
 mod output;
 mod plans;
 mod state;
