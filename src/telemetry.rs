@@ -51,6 +51,29 @@ struct FinishedLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OrphanLabels {
+    outcome: &'static str,
+}
+
+/// What became of resources a deprovisioning found carrying the runtime's tag that no state knew.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OrphanOutcome {
+    /// The runner deleted it.
+    Deleted,
+    /// It is still there: the deprovisioning failed as `leftovers`.
+    Left,
+}
+
+impl OrphanOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OrphanOutcome::Deleted => "deleted",
+            OrphanOutcome::Left => "left",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ResultLabels {
     result: String,
 }
@@ -83,6 +106,7 @@ struct Inner {
     runs_in_flight: Gauge,
     queued: Gauge,
     awaiting_approval: Gauge,
+    orphans_found: Family<OrphanLabels, Counter>,
     step_duration: Family<StageLabels, Histogram>,
     token_reviews: Family<ResultLabels, Counter>,
     statements: StatementMetrics,
@@ -122,6 +146,12 @@ impl Metrics {
             "Operations whose plan waits for a person's approval",
             awaiting_approval.clone(),
         );
+        let orphans_found = Family::<OrphanLabels, Counter>::default();
+        registry.register(
+            "orphans_found",
+            "Resources a deprovisioning found carrying the runtime's tag that no state knew, by what became of them",
+            orphans_found.clone(),
+        );
         let step_duration = Family::<StageLabels, Histogram>::new_with_constructor(|| {
             Histogram::new(exponential_buckets(0.01, 3.0, 12))
         });
@@ -150,6 +180,7 @@ impl Metrics {
                 runs_in_flight,
                 queued,
                 awaiting_approval,
+                orphans_found,
                 step_duration,
                 token_reviews,
                 statements,
@@ -196,6 +227,11 @@ impl Metrics {
             };
             self.inner.runs_finished.get_or_create(&labels).inc();
         }
+    }
+
+    pub fn orphans_found(&self, outcome: OrphanOutcome, resources: usize) {
+        let labels = OrphanLabels { outcome: outcome.as_str() };
+        self.inner.orphans_found.get_or_create(&labels).inc_by(u64::try_from(resources).unwrap_or(u64::MAX));
     }
 
     pub fn observe_step(&self, stage: Stage, duration: Duration) {

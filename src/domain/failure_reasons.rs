@@ -109,11 +109,12 @@ impl FailureReason {
                 "Tell the operator; retry the operation once the service is stable.",
             ),
             FailureReason::Leftovers => (
-                "The deprovisioning destroyed the state, but resources carrying the runtime's tag remain in the cloud \
-                 (created by a run stopped before it saved its state, or outside Terraform); the message names each.",
+                "The deprovisioning destroyed the state and deleted what it could of what no state knew, but \
+                 resources carrying the runtime's tag remain in the cloud (of a kind the runner does not delete, or \
+                 still in use after its retries); the message names each.",
                 Retried::Never,
-                "Delete what the message names, then retry the deprovisioning; the state bucket stays until nothing \
-                 is left.",
+                "Delete what the message names (or what keeps it in use), then retry the deprovisioning; the state \
+                 bucket stays until nothing is left.",
             ),
             FailureReason::Cancelled => (
                 "A caller cancelled the operation (the message names who); its outcome is Cancelled.",

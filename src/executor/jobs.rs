@@ -123,13 +123,28 @@ impl Executor {
     /// What a succeeded run reports (see `runner_contract::report`): its runner's termination message. `None`
     /// when the pod is gone or said nothing readable.
     pub async fn run_report(&self, names: &RunNames) -> Result<Option<RunReport>> {
+        self.termination_report(names, 0).await
+    }
+
+    /// What a deprovisioning that found resources left in the cloud reported (its runner exited with
+    /// [`EXIT_LEFTOVERS`]).
+    pub async fn leftovers(&self, names: &RunNames) -> Result<Option<Leftovers>> {
+        self.termination_report(names, EXIT_LEFTOVERS).await
+    }
+
+    /// The runner's termination message as JSON, when it exited with `exit_code`.
+    async fn termination_report<T: serde::de::DeserializeOwned>(
+        &self,
+        names: &RunNames,
+        exit_code: i32,
+    ) -> Result<Option<T>> {
         let Some(pod) = self.newest_pod(&names.job).await? else { return Ok(None) };
         let statuses = pod.status.and_then(|status| status.container_statuses).unwrap_or_default();
         Ok(statuses
             .into_iter()
             .filter(|container| container.name == RUNNER_CONTAINER)
             .filter_map(|container| container.state.and_then(|state| state.terminated))
-            .filter(|terminated| terminated.exit_code == 0)
+            .filter(|terminated| terminated.exit_code == exit_code)
             .find_map(|terminated| serde_json::from_str(terminated.message.as_deref()?).ok()))
     }
 

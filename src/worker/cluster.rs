@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Duration;
 
+use runner_contract::failure::Leftovers;
 use runner_contract::report::RunReport;
 use secrecy::SecretString;
 use uuid::Uuid;
@@ -55,6 +56,8 @@ pub trait RunCluster: Send + Sync + 'static {
     ) -> impl Future<Output = Result<JobState>> + Send;
     /// What the run's pod reported (its plan summary, the kubeconfig it published).
     fn run_report(&self, names: &RunNames) -> impl Future<Output = Result<Option<RunReport>>> + Send;
+    /// What the run's pod reported when it found resources left in the cloud.
+    fn leftovers(&self, names: &RunNames) -> impl Future<Output = Result<Option<Leftovers>>> + Send;
     /// The kubeconfig in the run's outputs Secret.
     fn kubeconfig(&self, names: &RunNames) -> impl Future<Output = Result<Option<String>>> + Send;
     fn delete_secret(&self, name: &str) -> impl Future<Output = Result<()>> + Send;
@@ -111,6 +114,10 @@ impl RunCluster for Executor {
 
     async fn run_report(&self, names: &RunNames) -> Result<Option<RunReport>> {
         Executor::run_report(self, names).await
+    }
+
+    async fn leftovers(&self, names: &RunNames) -> Result<Option<Leftovers>> {
+        Executor::leftovers(self, names).await
     }
 
     async fn kubeconfig(&self, names: &RunNames) -> Result<Option<String>> {

@@ -9,6 +9,8 @@ use axum::http::StatusCode;
 use runner_contract::failure::{
     CloudFailure, CloudFailureClass, EXIT_CLOUD_FAILURE, EXIT_LEFTOVERS, Leftovers, RunFailure,
 };
+use runner_contract::plan::PlanSummary;
+use runner_contract::report::RunReport;
 use serde_json::json;
 use test_support::engine::Engine;
 use test_support::{Backend, provision_body};
@@ -80,9 +82,31 @@ async fn a_deprovisioning_that_found_leftovers_fails_naming_them_and_can_be_retr
     let status = engine.status(&runtime_id).await;
     assert_eq!((&status["operation"], &status["status"]), (&json!("deprovision"), &json!("failed")), "{status}");
 
-    // Once the VPC is deleted, the deprovisioning is retried (and looks again).
+    let metrics = engine.app.metrics().await;
+    assert!(metrics.contains("provisioner_orphans_found_total{outcome=\"left\"} 1\n"), "{metrics}");
+
+    // The deprovisioning is retried; its run now deletes the VPC itself and reports it.
     let retry = engine.app.request("POST", &format!("/api/v1/operations/{deprovisioning}/retry"), None, &[]).await;
     assert_eq!(retry.status, StatusCode::ACCEPTED, "{}", retry.text);
-    assert_eq!(retry.json()["operation"], "deprovision", "{}", retry.text);
+    let retried = retry.json();
+    assert_eq!(retried["operation"], "deprovision", "{}", retry.text);
+    let retried = retried["id"].as_str().expect("an operation id").to_owned();
+    engine.wait_for_stage(&retried, "WaitForJob", WAIT).await;
+    let report = RunReport::of_plan(PlanSummary { swept: vec![vpc.to_owned()], ..PlanSummary::default() });
+    engine.runner_exits(&job, 0, &serde_json::to_string(&report).unwrap()).await;
+    engine.wait_for_stage(&retried, "Done", WAIT).await;
+    let shown = engine.app.get(&format!("/api/v1/operations/{retried}")).await.json();
+    assert_eq!(shown["planSummary"]["swept"], json!([vpc]), "{shown}");
+    let response = engine
+        .app
+        .graphql(
+            "query($id: String!) { runtimeOperationStatus(id: $id) { state planSummary { swept } } }",
+            json!({ "id": retried }),
+        )
+        .await;
+    let status = &response["data"]["runtimeOperationStatus"];
+    assert_eq!((&status["state"], &status["planSummary"]["swept"]), (&json!("Succeeded"), &json!([vpc])), "{response}");
+    let metrics = engine.app.metrics().await;
+    assert!(metrics.contains("provisioner_orphans_found_total{outcome=\"deleted\"} 1\n"), "{metrics}");
     process.stop().await;
 }

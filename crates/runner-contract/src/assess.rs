@@ -127,6 +127,7 @@ mod tests {
             risk: Some(PlanRisk::Risky),
             risky: vec!["terraform_data.destroyed[0]".into(), "terraform_data.replaced".into()],
             destructive: vec![],
+            swept: vec![],
         };
         assert_eq!(summary, expected);
         let protected = summarize(include_bytes!("testdata/plan.json"), &["terraform_data.replaced".into()]).unwrap();

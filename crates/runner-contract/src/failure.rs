@@ -248,6 +248,9 @@ pub struct RunFailure {
     pub cloud: CloudFailure,
 }
 
+/// The most leftovers a termination message lists one by one (Kubernetes keeps 4 KiB of it).
+pub const MAX_LISTED_LEFTOVERS: usize = 20;
+
 /// The termination message of a run that exits with [`EXIT_LEFTOVERS`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

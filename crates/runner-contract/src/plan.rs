@@ -48,6 +48,11 @@ pub struct PlanSummary {
     /// The addresses whose change is destructive (an apply refuses such a plan).
     #[serde(default)]
     pub destructive: Vec<String>,
+    /// After a deprovisioning's destroy: what still carried the runtime's tag though no state knew it (created by
+    /// a run killed before it saved its state), and was deleted; ARNs, at most
+    /// [`crate::failure::MAX_LISTED_LEFTOVERS`].
+    #[serde(default)]
+    pub swept: Vec<String>,
 }
 
 #[cfg(test)]
@@ -65,17 +70,19 @@ mod tests {
             risk: Some(PlanRisk::Destructive),
             risky: vec![],
             destructive: vec!["module.eks.aws_eks_cluster.this".into()],
+            swept: vec![],
         };
         let json = serde_json::to_value(&summary).unwrap();
         assert_eq!(
             json,
             serde_json::json!({"add": 2, "change": 1, "destroy": 1, "replaced": ["module.eks.aws_eks_cluster.this"],
-                "destroyed": [], "risk": "destructive", "risky": [], "destructive": ["module.eks.aws_eks_cluster.this"]})
+                "destroyed": [], "risk": "destructive", "risky": [], "destructive": ["module.eks.aws_eks_cluster.this"],
+                "swept": []})
         );
         assert_eq!(serde_json::from_value::<PlanSummary>(json).unwrap(), summary);
         // A summary recorded before risks were reads without them.
         let older = serde_json::json!({"add": 1, "change": 0, "destroy": 0, "replaced": [], "destroyed": []});
         let read = serde_json::from_value::<PlanSummary>(older).unwrap();
-        assert_eq!((read.add, read.risk, read.risky.len()), (1, None, 0));
+        assert_eq!((read.add, read.risk, read.risky.len(), read.swept.len()), (1, None, 0, 0));
     }
 }

@@ -1,16 +1,148 @@
 //! What a deprovisioning left in the cloud: every resource the modules create carries the runtime's id as a tag
 //! ([`RUNTIME_ID_TAG`]), so once the state is destroyed, whatever still carries it is a leftover: created by a run
-//! that was killed before it saved its state, or changed outside Terraform. AWS: the Resource Groups Tagging API.
+//! that was killed before it saved its state, or changed outside Terraform. AWS: the Resource Groups Tagging API
+//! finds them; the kinds the modules create are deleted, in dependency order; anything else is named.
 
-use runner_contract::failure::RUNTIME_ID_TAG;
+use runner_contract::failure::{MAX_LISTED_LEFTOVERS, RUNTIME_ID_TAG};
 use uuid::Uuid;
 
-use crate::Result;
 use crate::aws::{AwsSession, aws_error};
+use crate::ec2_query::{Ec2Refusal, elements};
+use crate::terraform::Signals;
+use crate::transient::Retrying;
+use crate::{Error, Result, Runner};
+
+/// A leftover the runner deletes itself. The order of the variants is the order of deletion: what depends on
+/// another goes first (node groups before their cluster, instances before their subnet, subnets before their VPC).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Sweepable {
+    EksNodegroup { cluster: String, nodegroup: String },
+    EksCluster(String),
+    Instance(String),
+    NatGateway(String),
+    ElasticIp(String),
+    InternetGateway(String),
+    SecurityGroup(String),
+    Subnet(String),
+    RouteTable(String),
+    Vpc(String),
+}
+
+impl Sweepable {
+    /// The leftover an ARN names, when it is of a kind the runner deletes.
+    pub(crate) fn of_arn(arn: &str) -> Option<Sweepable> {
+        let mut parts = arn.splitn(6, ':');
+        let (Some("arn"), Some(_partition), Some(service), Some(_region), Some(_account), Some(resource)) =
+            (parts.next(), parts.next(), parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return None;
+        };
+        let (kind, id) = resource.split_once('/')?;
+        let id = id.to_owned();
+        Some(match (service, kind) {
+            ("eks", "cluster") => Sweepable::EksCluster(id),
+            ("eks", "nodegroup") => {
+                let mut names = id.split('/');
+                let (cluster, nodegroup) = (names.next()?.to_owned(), names.next()?.to_owned());
+                Sweepable::EksNodegroup { cluster, nodegroup }
+            }
+            ("ec2", "instance") => Sweepable::Instance(id),
+            ("ec2", "natgateway") => Sweepable::NatGateway(id),
+            ("ec2", "elastic-ip") => Sweepable::ElasticIp(id),
+            ("ec2", "internet-gateway") => Sweepable::InternetGateway(id),
+            ("ec2", "security-group") => Sweepable::SecurityGroup(id),
+            ("ec2", "subnet") => Sweepable::Subnet(id),
+            ("ec2", "route-table") => Sweepable::RouteTable(id),
+            ("ec2", "vpc") => Sweepable::Vpc(id),
+            _ => return None,
+        })
+    }
+}
+
+/// What one deletion came to.
+enum Deleted {
+    /// Deleted now, or gone already.
+    Yes,
+    /// The cloud refused (still in use by something not yet gone); a later round tries again.
+    Refused(String),
+}
+
+impl Runner {
+    /// After a destroy: deletes what still carries the runtime's tag, trying what is still in use again after the
+    /// transient pauses; returns what it deleted (at most [`MAX_LISTED_LEFTOVERS`]), or fails naming what is left.
+    pub(crate) async fn sweep_leftovers(
+        &self,
+        aws: &AwsSession,
+        runtime_id: Uuid,
+        signals: &mut Signals,
+    ) -> Result<Vec<String>> {
+        let mut retrying = Retrying::new(self.settings.transient_retries);
+        let mut swept = Vec::new();
+        let mut left = aws.left_of_runtime(runtime_id).await?;
+        while !left.is_empty() {
+            swept.extend(aws.delete_leftovers(&left).await?);
+            left = aws.left_of_runtime(runtime_id).await?;
+            if left.is_empty() {
+                break;
+            }
+            // Only what the runner deletes is worth a pause (one still in use, or still listed just after).
+            let worth_a_pause = left.iter().any(|arn| Sweepable::of_arn(arn).is_some());
+            if !worth_a_pause || !retrying.pause_while_in_use(left.len(), signals).await? {
+                return Err(Error::Leftovers { resources: left });
+            }
+        }
+        swept.truncate(MAX_LISTED_LEFTOVERS);
+        Ok(swept)
+    }
+}
 
 impl AwsSession {
+    /// The ARNs of the resources of this region that carry `runtime_id`'s tag and still exist.
+    pub(crate) async fn left_of_runtime(&self, runtime_id: Uuid) -> Result<Vec<String>> {
+        let mut left = Vec::new();
+        for arn in self.tagged_with_runtime(runtime_id).await? {
+            if self.still_exists(&arn).await? {
+                left.push(arn);
+            }
+        }
+        Ok(left)
+    }
+
+    /// A deleted NAT gateway and a terminated instance stay listed (and described) for about an hour after they
+    /// are gone, in AWS as in moto.
+    async fn still_exists(&self, arn: &str) -> Result<bool> {
+        let state = match Sweepable::of_arn(arn) {
+            Some(Sweepable::NatGateway(id)) => {
+                self.described("DescribeNatGateways", "NatGatewayId.1", &id, "state").await?
+            }
+            Some(Sweepable::Instance(id)) => {
+                let state = self.described("DescribeInstances", "InstanceId.1", &id, "instanceState").await?;
+                state.and_then(|state| elements(&state, "name").first().map(|name| (*name).to_owned()))
+            }
+            _ => return Ok(true),
+        };
+        Ok(state.is_some_and(|state| state != "deleted" && state != "terminated"))
+    }
+
+    /// The first `element` of the description of `id`; `None` when it is not found.
+    async fn described(
+        &self,
+        action: &'static str,
+        parameter: &str,
+        id: &str,
+        element: &str,
+    ) -> Result<Option<String>> {
+        match self.ec2(action, &[(parameter, id)]).await? {
+            Ok(answer) => Ok(elements(&answer, element).first().map(|text| (*text).to_owned())),
+            Err(refusal) if refusal.is_not_found() => Ok(None),
+            Err(refusal) => {
+                Err(Error::Aws { operation: action, message: format!("{}: {}", refusal.code, refusal.message) })
+            }
+        }
+    }
+
     /// The ARNs of the resources of this region that carry `runtime_id`'s tag.
-    pub async fn tagged_with_runtime(&self, runtime_id: Uuid) -> Result<Vec<String>> {
+    async fn tagged_with_runtime(&self, runtime_id: Uuid) -> Result<Vec<String>> {
         let tagging = aws_sdk_resourcegroupstagging::Client::new(self.sdk_config());
         let filter = aws_sdk_resourcegroupstagging::types::TagFilter::builder()
             .key(RUNTIME_ID_TAG)
@@ -37,5 +169,137 @@ impl AwsSession {
         }
         arns.sort();
         Ok(arns)
+    }
+
+    /// Deletes, in dependency order, each of `arns` of a kind the runner deletes; returns the ARNs deleted. One
+    /// the cloud refuses stays, for the next round.
+    pub(crate) async fn delete_leftovers(&self, arns: &[String]) -> Result<Vec<String>> {
+        let mut sweepable: Vec<(Sweepable, &String)> =
+            arns.iter().filter_map(|arn| Some((Sweepable::of_arn(arn)?, arn))).collect();
+        sweepable.sort();
+        let mut deleted = Vec::new();
+        for (leftover, arn) in sweepable {
+            match self.delete_leftover(&leftover).await? {
+                Deleted::Yes => {
+                    tracing::warn!(arn = %arn, "deleted a leftover no state knew");
+                    deleted.push(arn.clone());
+                }
+                Deleted::Refused(why) => tracing::info!(arn = %arn, why, "a leftover is still in use"),
+            }
+        }
+        Ok(deleted)
+    }
+
+    async fn delete_leftover(&self, leftover: &Sweepable) -> Result<Deleted> {
+        match leftover {
+            Sweepable::EksNodegroup { cluster, nodegroup } => self.delete_eks_nodegroup(cluster, nodegroup).await,
+            Sweepable::EksCluster(name) => self.delete_eks_cluster(name).await,
+            Sweepable::Instance(id) => self.ec2_delete("TerminateInstances", "InstanceId.1", id).await,
+            Sweepable::NatGateway(id) => self.ec2_delete("DeleteNatGateway", "NatGatewayId", id).await,
+            Sweepable::ElasticIp(id) => self.ec2_delete("ReleaseAddress", "AllocationId", id).await,
+            Sweepable::InternetGateway(id) => self.delete_internet_gateway(id).await,
+            Sweepable::SecurityGroup(id) => self.ec2_delete("DeleteSecurityGroup", "GroupId", id).await,
+            Sweepable::Subnet(id) => self.ec2_delete("DeleteSubnet", "SubnetId", id).await,
+            Sweepable::RouteTable(id) => self.ec2_delete("DeleteRouteTable", "RouteTableId", id).await,
+            Sweepable::Vpc(id) => self.ec2_delete("DeleteVpc", "VpcId", id).await,
+        }
+    }
+
+    async fn ec2_delete(&self, action: &'static str, parameter: &str, id: &str) -> Result<Deleted> {
+        Ok(deleted_unless_refused(self.ec2(action, &[(parameter, id)]).await?))
+    }
+
+    /// An internet gateway is detached from its VPCs first.
+    async fn delete_internet_gateway(&self, id: &str) -> Result<Deleted> {
+        let described = match self.ec2("DescribeInternetGateways", &[("InternetGatewayId.1", id)]).await? {
+            Ok(described) => described,
+            Err(refusal) => return Ok(deleted_unless_refused(Err(refusal))),
+        };
+        for vpc in elements(&described, "vpcId") {
+            let detached = self.ec2("DetachInternetGateway", &[("InternetGatewayId", id), ("VpcId", vpc)]).await?;
+            if let Deleted::Refused(why) = deleted_unless_refused(detached) {
+                return Ok(Deleted::Refused(why));
+            }
+        }
+        self.ec2_delete("DeleteInternetGateway", "InternetGatewayId", id).await
+    }
+
+    async fn delete_eks_nodegroup(&self, cluster: &str, nodegroup: &str) -> Result<Deleted> {
+        let eks = aws_sdk_eks::Client::new(self.sdk_config());
+        match eks.delete_nodegroup().cluster_name(cluster).nodegroup_name(nodegroup).send().await {
+            Ok(_) => Ok(Deleted::Yes),
+            Err(error) if error.as_service_error().is_some_and(|error| error.is_resource_not_found_exception()) => {
+                Ok(Deleted::Yes)
+            }
+            Err(error) if error.as_service_error().is_some_and(|error| error.is_resource_in_use_exception()) => {
+                Ok(Deleted::Refused(error.to_string()))
+            }
+            Err(error) => Err(aws_error("eks:DeleteNodegroup", error)),
+        }
+    }
+
+    async fn delete_eks_cluster(&self, name: &str) -> Result<Deleted> {
+        let eks = aws_sdk_eks::Client::new(self.sdk_config());
+        match eks.delete_cluster().name(name).send().await {
+            Ok(_) => Ok(Deleted::Yes),
+            Err(error) if error.as_service_error().is_some_and(|error| error.is_resource_not_found_exception()) => {
+                Ok(Deleted::Yes)
+            }
+            Err(error) if error.as_service_error().is_some_and(|error| error.is_resource_in_use_exception()) => {
+                Ok(Deleted::Refused(error.to_string()))
+            }
+            Err(error) => Err(aws_error("eks:DeleteCluster", error)),
+        }
+    }
+}
+
+/// A refusal because the resource is gone is a deletion; any other is a refusal to try again later.
+fn deleted_unless_refused(answer: std::result::Result<String, Ec2Refusal>) -> Deleted {
+    match answer {
+        Ok(_) => Deleted::Yes,
+        Err(refusal) if refusal.is_not_found() => Deleted::Yes,
+        Err(refusal) => Deleted::Refused(format!("{}: {}", refusal.code, refusal.message)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kinds_the_modules_create_are_read_from_their_arns_and_deleted_dependents_first() {
+        let arns = [
+            "arn:aws:ec2:eu-west-1:123456789012:vpc/vpc-0a1b",
+            "arn:aws:ec2:eu-west-1:123456789012:subnet/subnet-0c2d",
+            "arn:aws:eks:eu-west-1:123456789012:cluster/prod",
+            "arn:aws:ec2:eu-west-1:123456789012:instance/i-0e3f",
+            "arn:aws:eks:eu-west-1:123456789012:nodegroup/prod/workers/6ac7a1e2-2b1c-4f6e-9a9b-0e5c2c7d1f00",
+            "arn:aws:ec2:eu-west-1:123456789012:internet-gateway/igw-0a9b",
+        ];
+        let mut sweepable: Vec<_> = arns.iter().map(|arn| Sweepable::of_arn(arn).unwrap()).collect();
+        sweepable.sort();
+        assert_eq!(
+            sweepable,
+            [
+                Sweepable::EksNodegroup { cluster: "prod".into(), nodegroup: "workers".into() },
+                Sweepable::EksCluster("prod".into()),
+                Sweepable::Instance("i-0e3f".into()),
+                Sweepable::InternetGateway("igw-0a9b".into()),
+                Sweepable::Subnet("subnet-0c2d".into()),
+                Sweepable::Vpc("vpc-0a1b".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn other_kinds_are_not_deleted_but_named() {
+        for arn in [
+            "arn:aws:elasticloadbalancing:eu-west-1:123456789012:loadbalancer/net/k8s-ingress/50dc6c495c0c9188",
+            "arn:aws:ec2:eu-west-1:123456789012:launch-template/lt-0a1b",
+            "arn:aws:s3:::kubeopera-state",
+            "not an arn",
+        ] {
+            assert_eq!(Sweepable::of_arn(arn), None, "{arn}");
+        }
     }
 }

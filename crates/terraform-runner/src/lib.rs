@@ -12,6 +12,7 @@ mod api_server;
 mod approval;
 mod aws;
 mod diagnostics;
+mod ec2_query;
 pub mod fetch_modules;
 mod gcp;
 mod kubeconfig;
@@ -155,7 +156,7 @@ impl Runner {
             RunAction::Apply => self.apply(&mut run).await?,
             RunAction::Plan => RunReport::of_plan(self.plan_only(&mut run).await?),
             RunAction::Destroy => match self.destroy(&mut run).await? {
-                Some(summary) => RunReport::of_plan(summary),
+                Some(report) => report,
                 None => return Ok(RunReport::default()),
             },
         };
@@ -341,9 +342,9 @@ impl Runner {
         Ok(summary)
     }
 
-    /// Destroys everything the state holds, then the state bucket; `None` when there was no bucket, so nothing
-    /// was ever applied or everything is already destroyed.
-    async fn destroy(&self, run: &mut Prepared) -> Result<Option<PlanSummary>> {
+    /// Destroys everything the state holds, then what the state did not know (see [`leftovers`]), then the state
+    /// bucket; `None` when there was no bucket, so nothing was ever applied or everything is already destroyed.
+    async fn destroy(&self, run: &mut Prepared) -> Result<Option<RunReport>> {
         let bucket = &run.manifest.state_bucket;
         // The bucket goes last, so without it nothing was ever applied or everything is destroyed.
         if !run.session.state_bucket_exists(bucket).await? {
@@ -358,14 +359,12 @@ impl Runner {
             aws.delete_parameters_under(prefix).await?;
         }
         // The bucket stays while anything of the runtime is left: a repeated deprovisioning looks again.
-        if let CloudSession::Aws(aws) = &run.session {
-            let resources = aws.tagged_with_runtime(run.manifest.runtime_id).await?;
-            if !resources.is_empty() {
-                return Err(Error::Leftovers { resources });
-            }
-        }
+        let swept = match &run.session {
+            CloudSession::Aws(aws) => self.sweep_leftovers(aws, run.manifest.runtime_id, &mut run.signals).await?,
+            CloudSession::Gcp(_) => Vec::new(),
+        };
         run.session.delete_state_bucket(bucket).await?;
-        Ok(Some(summary))
+        Ok(Some(RunReport::of_plan(PlanSummary { swept, ..summary })))
     }
 
     /// Runs after `init` and before the first command that takes the state lock: a lock whose recorded holder is

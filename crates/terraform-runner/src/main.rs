@@ -15,16 +15,12 @@ use std::sync::Arc;
 use process_support::install_crypto_provider;
 use process_support::logging::{self, LogFormat};
 use runner_contract::approval::EXIT_STALE_PLAN;
-use runner_contract::failure::{EXIT_CLOUD_FAILURE, EXIT_LEFTOVERS, Leftovers, RunFailure};
+use runner_contract::failure::{EXIT_CLOUD_FAILURE, EXIT_LEFTOVERS, Leftovers, MAX_LISTED_LEFTOVERS, RunFailure};
 use runner_contract::manifest::RunAction;
 use runner_contract::plan::EXIT_DESTRUCTIVE_PLAN;
 use runner_contract::redact::SharedRedactor;
 use terraform_runner::fetch_modules::Fetch;
 use terraform_runner::{Error, Runner, RunnerSettings};
-
-/// The most leftovers the termination message lists one by one (Kubernetes keeps 4 KiB of it); its message names
-/// them all within its own bound.
-const MAX_LISTED: usize = 20;
 
 /// Where Kubernetes reads a container's termination message (the runner's own setting overrides it).
 const TERMINATION_LOG: &str = "/dev/termination-log";
@@ -75,7 +71,8 @@ async fn main() -> ExitCode {
                 Error::DestructivePlan { .. } => (message, ExitCode::from(EXIT_DESTRUCTIVE_PLAN as u8)),
                 Error::StalePlan { .. } => (message, ExitCode::from(EXIT_STALE_PLAN as u8)),
                 Error::Leftovers { resources } => {
-                    let leftovers = Leftovers { message, resources: resources.into_iter().take(MAX_LISTED).collect() };
+                    let leftovers =
+                        Leftovers { message, resources: resources.into_iter().take(MAX_LISTED_LEFTOVERS).collect() };
                     let report = serde_json::to_string(&leftovers).expect("leftovers serialise");
                     (report, ExitCode::from(EXIT_LEFTOVERS as u8))
                 }

@@ -85,9 +85,28 @@ impl Retrying {
             error = %error,
             "a transient cloud failure: planning and applying again after a pause"
         );
-        tokio::select! {
-            () = tokio::time::sleep(pause) => Ok(()),
-            () = signals.recv() => Err(Error::Interrupted),
+        sleep_unless_stopped(pause, signals).await
+    }
+
+    /// Pauses before trying again what is still in the cloud's way (see [`crate::leftovers`]): `Ok(false)` when
+    /// the retries are spent.
+    pub(crate) async fn pause_while_in_use(&mut self, left: usize, signals: &mut Signals) -> Result<bool> {
+        if self.backoff.attempts() >= self.limits.retries {
+            return Ok(false);
         }
+        let pause = self.backoff.next_delay();
+        tracing::info!(
+            left,
+            pause_seconds = pause.as_secs_f32(),
+            "leftovers still in use: deleting again after a pause"
+        );
+        sleep_unless_stopped(pause, signals).await.map(|()| true)
+    }
+}
+
+async fn sleep_unless_stopped(pause: Duration, signals: &mut Signals) -> Result<()> {
+    tokio::select! {
+        () = tokio::time::sleep(pause) => Ok(()),
+        () = signals.recv() => Err(Error::Interrupted),
     }
 }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use runner_contract::failure::Leftovers;
 use runner_contract::modules::ModulesSource;
 use runner_contract::report::RunReport;
 use secrecy::SecretString;
@@ -28,6 +29,7 @@ pub(crate) struct Script {
     pub(crate) other_run: Option<String>,
     pub(crate) job_state: JobState,
     pub(crate) report: Option<RunReport>,
+    pub(crate) leftovers: Option<Leftovers>,
     pub(crate) kubeconfig: Option<String>,
     pub(crate) stop: JobStop,
     pub(crate) final_logs: Option<Vec<(String, String)>>,
@@ -41,6 +43,7 @@ impl Default for Script {
             other_run: None,
             job_state: JobState::Succeeded,
             report: None,
+            leftovers: None,
             kubeconfig: None,
             stop: JobStop::NotRunning,
             final_logs: None,
@@ -125,6 +128,11 @@ impl RunCluster for RecordingCluster {
     async fn run_report(&self, names: &RunNames) -> Result<Option<RunReport>> {
         self.record(format!("run_report {}", names.outputs_secret));
         Ok(self.script().report.clone())
+    }
+
+    async fn leftovers(&self, names: &RunNames) -> Result<Option<Leftovers>> {
+        self.record(format!("leftovers {}", names.job));
+        Ok(self.script().leftovers.clone())
     }
 
     async fn kubeconfig(&self, names: &RunNames) -> Result<Option<String>> {

@@ -7,6 +7,7 @@ use super::timeout_error;
 use crate::domain::run::JobState;
 use crate::domain::{Component, FailureReason, LastError};
 use crate::store;
+use crate::telemetry::OrphanOutcome;
 use crate::worker::Worker;
 use crate::worker::cluster::RunCluster;
 use crate::worker::step_error::{StepError, StepOutcome};
@@ -27,6 +28,7 @@ impl<C: RunCluster> Worker<C> {
                 if let Some(report) = self.executor.run_report(&run.names).await? {
                     let saved_plan = report.saved_plan_sha256.as_deref();
                     self.store.record_plan_summary(operation.id, run.claim.token, &report.plan, saved_plan).await?;
+                    self.metrics.orphans_found(OrphanOutcome::Deleted, report.plan.swept.len());
                 }
                 return Ok(StepOutcome::Next);
             }
@@ -36,7 +38,14 @@ impl<C: RunCluster> Worker<C> {
                 Component::Kubernetes,
                 format!("Job {} disappeared before it finished", run.names.job),
             ),
-            JobState::Failed { reason, message } => LastError::of_failed_run(reason, message),
+            JobState::Failed { reason, message } => {
+                if reason == FailureReason::Leftovers
+                    && let Some(leftovers) = self.executor.leftovers(&run.names).await?
+                {
+                    self.metrics.orphans_found(OrphanOutcome::Left, leftovers.resources.len());
+                }
+                LastError::of_failed_run(reason, message)
+            }
         };
         Ok(StepOutcome::Fail(error))
     }

@@ -412,6 +412,39 @@ fn client_certificate(kubeconfig: &str) -> String {
     String::from_utf8(base64::engine::general_purpose::STANDARD.decode(data).unwrap()).unwrap()
 }
 
+/// A runner started in the background: the child, everything it printed so far and still prints, and the readers
+/// of that.
+type Started = (tokio::process::Child, Arc<Mutex<String>>, [tokio::task::JoinHandle<()>; 2]);
+
+/// Starts `command` and returns once it printed `line`.
+async fn start_until(mut command: tokio::process::Command, line: &str) -> Started {
+    let mut child = command.spawn().expect("start terraform-runner");
+    let output = Arc::new(Mutex::new(String::new()));
+    let readers =
+        [collect(child.stdout.take().unwrap(), output.clone()), collect(child.stderr.take().unwrap(), output.clone())];
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    while !output.lock().unwrap().contains(line) {
+        assert!(tokio::time::Instant::now() < deadline, "never printed {line}:\n{}", output.lock().unwrap());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    (child, output, readers)
+}
+
+fn collect(
+    mut stream: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+    into: Arc<Mutex<String>>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut buffer = [0u8; 4096];
+        loop {
+            match stream.read(&mut buffer).await {
+                Ok(0) | Err(_) => return,
+                Ok(read) => into.lock().unwrap().push_str(&String::from_utf8_lossy(&buffer[..read])),
+            }
+        }
+    })
+}
+
 /// Who a run is, as the Job tells the runner.
 struct RunIdentity {
     pod: String,

@@ -31,36 +31,9 @@ async fn a_stop_signal_interrupts_terraform_which_releases_its_lock() {
 
 /// Starts `command` on an apply whose only resource takes 120 s, and returns once Terraform is inside the apply,
 /// holding the state lock: the child, everything it printed so far and still prints, and the readers of that.
-async fn start_slow_apply(
-    job: &Job,
-    mut command: tokio::process::Command,
-) -> (tokio::process::Child, Arc<Mutex<String>>, [tokio::task::JoinHandle<()>; 2]) {
+async fn start_slow_apply(job: &Job, command: tokio::process::Command) -> Started {
     job.write_config("apply", "vanilla_kubeadm", &local_exec("slow", "sleep 120"));
-    let mut child = command.spawn().expect("start terraform-runner");
-    let output = Arc::new(Mutex::new(String::new()));
-    let readers =
-        [collect(child.stdout.take().unwrap(), output.clone()), collect(child.stderr.take().unwrap(), output.clone())];
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
-    while !output.lock().unwrap().contains("terraform_data.slow: Creating...") {
-        assert!(tokio::time::Instant::now() < deadline, "apply never started:\n{}", output.lock().unwrap());
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    (child, output, readers)
-}
-
-fn collect(
-    mut stream: impl tokio::io::AsyncRead + Unpin + Send + 'static,
-    into: Arc<Mutex<String>>,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut buffer = [0u8; 4096];
-        loop {
-            match stream.read(&mut buffer).await {
-                Ok(0) | Err(_) => return,
-                Ok(read) => into.lock().unwrap().push_str(&String::from_utf8_lossy(&buffer[..read])),
-            }
-        }
-    })
+    start_until(command, "terraform_data.slow: Creating...").await
 }
 
 /// A state bucket belongs to one runtime: a provisioning dry run that reuses a live runtime's name (and so its
