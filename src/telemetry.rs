@@ -1,5 +1,7 @@
 //! Logs (tracing, JSON or text) and Prometheus metrics.
 
+mod process;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -122,7 +124,10 @@ impl Metrics {
     pub const CONTENT_TYPE: &'static str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
     pub fn new() -> Self {
-        let mut registry = Registry::with_prefix("provisioner");
+        // The process's own metrics have their standard names; the service's carry its prefix.
+        let mut root = Registry::default();
+        root.register_collector(Box::new(process::ProcessCollector));
+        let registry = root.sub_registry_with_prefix("provisioner");
         let http_requests = Family::<HttpLabels, Counter>::default();
         // Counters get the `_total` suffix from the encoder.
         registry.register("http_requests", "HTTP requests by route and status", http_requests.clone());
@@ -159,7 +164,7 @@ impl Metrics {
         let token_reviews = Family::<ResultLabels, Counter>::default();
         registry.register("token_reviews", "TokenReviews sent (cache misses), by result", token_reviews.clone());
         let statements = StatementMetrics::default();
-        statements.register(&mut registry);
+        statements.register(registry);
         let build_info = Family::<BuildLabels, Gauge>::default();
         build_info
             .get_or_create(&BuildLabels { version: crate::build_info::VERSION, commit: crate::build_info::COMMIT })
@@ -171,7 +176,7 @@ impl Metrics {
         );
         Metrics {
             inner: Arc::new(Inner {
-                registry,
+                registry: root,
                 http_requests,
                 http_duration,
                 operations,

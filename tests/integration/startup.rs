@@ -212,6 +212,35 @@ fn every_surface_names_the_same_build() {
     let version = env!("CARGO_PKG_VERSION");
     assert_eq!(String::from_utf8_lossy(&output.stdout), format!("provisioner {version} (commit {commit})\n"));
 
+    let (answer, metrics) = version_and_metrics();
+    assert!(answer.ends_with(&format!(r#"{{"version":"{version}","commit":"{commit}"}}"#)), "{answer}");
+    let series = format!(r#"provisioner_build_info{{version="{version}",commit="{commit}"}} 1"#);
+    assert!(metrics.contains(&series), "{series} missing:\n{metrics}");
+}
+
+/// The metrics show the process itself under the standard `process_*` names (CPU, memory, open files), for
+/// on-call's dashboards and alerts.
+#[test]
+fn the_metrics_show_the_process_itself() {
+    let (_, metrics) = version_and_metrics();
+    let value = |name: &str| -> f64 {
+        let line = metrics.lines().find(|line| line.starts_with(&format!("{name} "))).unwrap_or_else(|| {
+            panic!("{name} missing:\n{metrics}");
+        });
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    assert!(metrics.contains("# TYPE process_cpu_seconds counter\n"), "{metrics}");
+    assert!(value("process_cpu_seconds_total") > 0.0);
+    assert!(value("process_resident_memory_bytes") > 1e6);
+    assert!(value("process_virtual_memory_bytes") >= value("process_resident_memory_bytes"));
+    assert!(value("process_open_fds") >= 3.0 && value("process_max_fds") >= value("process_open_fds"));
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
+    let started = value("process_start_time_seconds");
+    assert!(started <= now + 1.0 && started > now - 120.0, "started at {started}, now {now}");
+}
+
+/// Starts the service on its SQLite default, and returns its `/version` answer and its metrics.
+fn version_and_metrics() -> (String, String) {
     let folder = tempfile::tempdir().unwrap();
     let (api_port, metrics_port) = (free_port(), free_port());
     let mut command = sqlite_default(folder.path(), api_port);
@@ -220,9 +249,7 @@ fn every_surface_names_the_same_build() {
     let metrics = http_get(metrics_port, "/metrics").unwrap_or_default();
     let _ = child.kill();
     let _ = child.wait();
-    assert!(answer.ends_with(&format!(r#"{{"version":"{version}","commit":"{commit}"}}"#)), "{answer}");
-    let series = format!(r#"provisioner_build_info{{version="{version}",commit="{commit}"}} 1"#);
-    assert!(metrics.contains(&series), "{series} missing:\n{metrics}");
+    (answer, metrics)
 }
 
 #[test]
