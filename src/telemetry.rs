@@ -3,6 +3,7 @@
 mod process;
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -108,6 +109,7 @@ struct Inner {
     runs_in_flight: Gauge,
     queued: Gauge,
     awaiting_approval: Gauge,
+    oldest_age: Family<OperationLabels, Gauge<f64, AtomicU64>>,
     orphans_found: Family<OrphanLabels, Counter>,
     step_duration: Family<StageLabels, Histogram>,
     token_reviews: Family<ResultLabels, Counter>,
@@ -151,6 +153,12 @@ impl Metrics {
             "Operations whose plan waits for a person's approval",
             awaiting_approval.clone(),
         );
+        let oldest_age = Family::<OperationLabels, Gauge<f64, AtomicU64>>::default();
+        registry.register(
+            "operations_oldest_age_seconds",
+            "Age of the oldest active operation (queued, running, or awaiting approval), by type and state",
+            oldest_age.clone(),
+        );
         let orphans_found = Family::<OrphanLabels, Counter>::default();
         registry.register(
             "orphans_found",
@@ -185,6 +193,7 @@ impl Metrics {
                 runs_in_flight,
                 queued,
                 awaiting_approval,
+                oldest_age,
                 orphans_found,
                 step_duration,
                 token_reviews,
@@ -199,8 +208,8 @@ impl Metrics {
         self.inner.http_duration.get_or_create(&labels).observe(duration.as_secs_f64());
     }
 
-    /// Refreshes the stored-operation gauges, including the queue depth (the Pending ones) and the operations
-    /// waiting for an approval.
+    /// Refreshes the stored-operation gauges, including the queue depth (the Pending ones), the operations
+    /// waiting for an approval, and the age of the oldest active ones (a queue that does not move, a run stuck).
     pub fn set_operation_counts(&self, counts: &[OperationCount]) {
         let in_state = |state: OperationState| -> i64 {
             let total: u64 = counts.iter().filter(|count| count.state == state).map(|count| count.count).sum();
@@ -209,9 +218,15 @@ impl Metrics {
         self.inner.queued.set(in_state(OperationState::Pending));
         self.inner.awaiting_approval.set(in_state(OperationState::AwaitingApproval));
         self.inner.operations.clear();
+        self.inner.oldest_age.clear();
+        let now = chrono::Utc::now();
         for count in counts {
             let labels = OperationLabels { r#type: count.operation_type.as_str(), state: count.state.as_str() };
             self.inner.operations.get_or_create(&labels).set(count.count as i64);
+            if count.state.is_active() {
+                let age = (now - count.oldest_created_at).to_std().unwrap_or_default();
+                self.inner.oldest_age.get_or_create(&labels).set(age.as_secs_f64());
+            }
         }
     }
 

@@ -22,6 +22,8 @@ pub struct OperationCount {
     pub operation_type: OperationType,
     pub state: OperationState,
     pub count: u64,
+    /// When the oldest of them was asked for.
+    pub oldest_created_at: DateTime<Utc>,
 }
 
 /// What a cancel request did.
@@ -114,22 +116,24 @@ impl Store {
     }
 
     pub async fn operation_counts(&self) -> Result<Vec<OperationCount>> {
-        let rows: Vec<(String, String, i64)> = operation::Entity::find()
+        let rows: Vec<(String, String, i64, DateTime<Utc>)> = operation::Entity::find()
             .select_only()
             .column(operation::Column::OperationType)
             .column(operation::Column::State)
             .column_as(Expr::col(operation::Column::Id).count(), "count")
+            .column_as(Expr::col(operation::Column::CreatedAt).min(), "oldest_created_at")
             .group_by(operation::Column::OperationType)
             .group_by(operation::Column::State)
             .into_tuple()
             .all(&self.reads)
             .await?;
         rows.into_iter()
-            .map(|(operation_type, state, count)| {
+            .map(|(operation_type, state, count, oldest_created_at)| {
                 Ok(OperationCount {
                     operation_type: type_from_str(&operation_type)?,
                     state: state_from_str(&state)?,
                     count: u64::try_from(count).unwrap_or(0),
+                    oldest_created_at,
                 })
             })
             .collect()

@@ -409,6 +409,17 @@ async fn health_and_metrics(backend: Backend) {
     );
     assert!(metrics.contains("provisioner_http_request_duration_seconds_bucket"), "{metrics}");
     assert!(metrics.contains(r#"provisioner_operations{type="Provision",state="Pending"} 1"#), "{metrics}");
+    // How long the queue has not moved, for on-call: the queued provisioning's age.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let metrics = app.metrics().await;
+    let oldest = r#"provisioner_operations_oldest_age_seconds{type="Provision",state="Pending"} "#;
+    let age: f64 = metrics
+        .lines()
+        .find_map(|line| line.strip_prefix(oldest))
+        .unwrap_or_else(|| panic!("{oldest} missing:\n{metrics}"))
+        .parse()
+        .unwrap();
+    assert!((1.0..60.0).contains(&age), "{age}");
 
     if backend == Backend::Postgres {
         app.database.drop_database().await;
