@@ -160,6 +160,10 @@ impl Metrics {
             oldest_age.clone(),
         );
         let orphans_found = Family::<OrphanLabels, Counter>::default();
+        // Both series exist from the start, so that `increase()` sees the first orphan.
+        for outcome in [OrphanOutcome::Deleted, OrphanOutcome::Left] {
+            drop(orphans_found.get_or_create(&OrphanLabels { outcome: outcome.as_str() }));
+        }
         registry.register(
             "orphans_found",
             "Resources a deprovisioning found carrying the runtime's tag that no state knew, by what became of them",

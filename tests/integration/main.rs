@@ -24,6 +24,7 @@ mod limits;
 mod manifests;
 mod modules;
 mod moto_smoke;
+mod on_call;
 mod pipeline;
 mod plan_approval;
 mod playground;
