@@ -28,7 +28,7 @@ pub const MODULES_REPO_URL: &str = "https://git.example.invalid/tcr/terraform-mo
 pub const MODULES_REPO_COMMIT: &str = "3f05a4c0000000000000000000000000000000aa";
 
 /// The plan summary a successful stand-in runner reports.
-pub const RUNNER_PLAN_SUMMARY: &str = r#"{"add":3,"change":0,"destroy":1,"replaced":["aws_instance.worker"],"destroyed":[],"risk":"risky","risky":["aws_instance.worker"],"destructive":[]}"#;
+pub const RUNNER_PLAN_SUMMARY: &str = r#"{"add":3,"change":0,"destroy":1,"replaced":["aws_instance.worker"],"destroyed":[],"risk":"risky","risky":["aws_instance.worker"],"destructive":[],"swept":[]}"#;
 
 /// One running provisioner "process": its app, and the background work (worker and Job cache). Dropping it
 /// without [`Process::stop`] is a crash: all its tasks end at once and its leases stay until they expire.
