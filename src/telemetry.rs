@@ -65,6 +65,8 @@ pub enum OrphanOutcome {
     Deleted,
     /// It is still there: the deprovisioning failed as `leftovers`.
     Left,
+    /// An apply found it (left by an earlier run killed before it saved its state); the deprovisioning deletes it.
+    Recorded,
 }
 
 impl OrphanOutcome {
@@ -72,6 +74,7 @@ impl OrphanOutcome {
         match self {
             OrphanOutcome::Deleted => "deleted",
             OrphanOutcome::Left => "left",
+            OrphanOutcome::Recorded => "recorded",
         }
     }
 }
@@ -161,7 +164,7 @@ impl Metrics {
         );
         let orphans_found = Family::<OrphanLabels, Counter>::default();
         // Both series exist from the start, so that `increase()` sees the first orphan.
-        for outcome in [OrphanOutcome::Deleted, OrphanOutcome::Left] {
+        for outcome in [OrphanOutcome::Deleted, OrphanOutcome::Left, OrphanOutcome::Recorded] {
             drop(orphans_found.get_or_create(&OrphanLabels { outcome: outcome.as_str() }));
         }
         registry.register(

@@ -78,3 +78,5 @@ ALTER TABLE "operation" ADD COLUMN "approved_at" timestamp with time zone;
 DROP INDEX "operation_one_active_per_runtime_idx";
 
 CREATE UNIQUE INDEX "operation_one_active_per_runtime_idx" ON "operation" ("runtime_id") WHERE "state" IN ('Pending', 'InProgress', 'AwaitingApproval');
+
+ALTER TABLE "operation" ADD COLUMN "forced" text NULL;

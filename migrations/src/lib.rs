@@ -21,6 +21,7 @@ mod m20261211_000001_runtime_tenant;
 mod m20261212_000001_operation_retry_of;
 mod m20261213_000001_runtime_deletion_protection;
 mod m20261214_000001_plan_approval;
+mod m20261215_000001_operation_forced;
 
 pub use sea_orm_migration::MigratorTrait;
 
@@ -54,6 +55,7 @@ fn all() -> Vec<Box<dyn Listed>> {
         Box::new(m20261212_000001_operation_retry_of::Migration),
         Box::new(m20261213_000001_runtime_deletion_protection::Migration),
         Box::new(m20261214_000001_plan_approval::Migration),
+        Box::new(m20261215_000001_operation_forced::Migration),
     ]
 }
 

@@ -28,6 +28,8 @@ impl ApiKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AuditEvent {
     OperationAccepted,
+    /// A runtime was marked deleted without a run: what it had in the cloud may remain.
+    DeprovisioningForced,
     CancelRequested,
     /// A runtime's kubeconfig was served.
     KubeconfigRead,
@@ -45,6 +47,7 @@ impl AuditEvent {
     pub fn as_str(self) -> &'static str {
         match self {
             AuditEvent::OperationAccepted => "operation accepted",
+            AuditEvent::DeprovisioningForced => "deprovisioning forced",
             AuditEvent::CancelRequested => "operation cancel requested",
             AuditEvent::KubeconfigRead => "kubeconfig read",
             AuditEvent::LogsRead => "logs read",

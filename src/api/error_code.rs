@@ -370,6 +370,13 @@ fn conflict_entry(conflict: Conflict) -> Entry {
             "Turn the protection off (PATCH `{\"deletionProtection\": false}` or `setDeletionProtection`), then \
              deprovision it.",
         ),
+        Conflict::ForceNotAllowed => (
+            "Force not allowed",
+            "A forced deprovisioning of a runtime whose last operation is not a deprovisioning that failed because \
+             its credential is gone or refused: a run can still destroy it.",
+            Retry::AfterStateChange,
+            "Deprovision it without `force`; force only once that deprovisioning fails on its credential.",
+        ),
         Conflict::NotAwaitingApproval | Conflict::PlanMismatch | Conflict::ApprovalExpired => {
             return approval_conflict_entry(conflict);
         }

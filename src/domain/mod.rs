@@ -516,6 +516,8 @@ pub struct Operation {
     pub approval_expires_at: Option<DateTime<Utc>>,
     /// Who approved the saved plan: the run then applies exactly it.
     pub approved: Option<approval::Approval>,
+    /// Set on a deprovisioning that was forced: it ended without a run, and this may remain in the cloud.
+    pub forced: Option<deletion::Forced>,
     pub created_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,
     pub updated_at: DateTime<Utc>,
@@ -551,6 +553,7 @@ impl Operation {
             saved_plan_sha256: None,
             approval_expires_at: None,
             approved: None,
+            forced: None,
             created_at: now,
             started_at: None,
             updated_at: now,

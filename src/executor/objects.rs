@@ -10,6 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{DeleteParams, PostParams, PropagationPolicy};
 use kube::{Resource, ResourceExt};
 use runner_contract::credential::CloudCredential;
+use runner_contract::inventory;
 use runner_contract::manifest::KUBECONFIG_KEY;
 use secrecy::{ExposeSecret, SecretString};
 use uuid::Uuid;
@@ -168,6 +169,22 @@ impl Executor {
             .and_then(|mut data| data.remove(KUBECONFIG_KEY))
             .ok_or_else(|| Error::NoKubeconfig(names.outputs_secret.clone()))?;
         Ok(Some(String::from_utf8_lossy(&kubeconfig.0).into_owned()))
+    }
+
+    /// The cloud resources the last apply recorded beside its kubeconfig; `None` when there is no outputs Secret,
+    /// no inventory in it (an apply of an older runner), or one that does not pass the check.
+    pub async fn recorded_resources(&self, names: &RunNames) -> Result<Option<Vec<String>>> {
+        let Some(secret) = self.api::<Secret>().get_opt(&names.outputs_secret).await? else { return Ok(None) };
+        let Some(recorded) = secret.data.and_then(|mut data| data.remove(inventory::RESOURCES_KEY)) else {
+            return Ok(None);
+        };
+        match inventory::parse(&recorded.0) {
+            Ok(resources) => Ok(Some(resources)),
+            Err(error) => {
+                tracing::warn!(secret = %names.outputs_secret, error, "the outputs Secret's inventory is not used");
+                Ok(None)
+            }
+        }
     }
 
     pub async fn delete_secret(&self, name: &str) -> Result<()> {

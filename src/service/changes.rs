@@ -65,20 +65,27 @@ fn is_live(runtime: &Runtime) -> bool {
 impl Service {
     /// Queues the teardown of a runtime. `confirm`, when sent (and always when the operator requires it), names
     /// the runtime. Refused while its deletion protection is on or another operation on it is active; a repeated
-    /// request gets the deprovisioning that runs or ran.
-    #[instrument(skip_all, fields(runtime_id = %runtime_id))]
+    /// request gets the deprovisioning that runs or ran. `force` marks it deleted without a run instead, only
+    /// when its credential is gone (see [`Service::force_deprovisioning`]).
+    #[instrument(skip_all, fields(runtime_id = %runtime_id, force))]
     pub async fn deprovision_runtime(
         &self,
         runtime_id: RuntimeId,
         confirm: Option<&str>,
+        force: bool,
         requested_by: &str,
         idempotency_key: Option<&str>,
     ) -> Result<Requested> {
         let status = self.latest(runtime_id).await?;
         let request = (OperationType::Deprovision.as_str(), runtime_id.0);
-        let (keyed, earlier) = self.keyed(requested_by, idempotency_key, fingerprint(&request)).await?;
+        // A plain request keeps the fingerprint it had before forcing existed.
+        let fingerprint = if force { fingerprint(&(request, "force")) } else { fingerprint(&request) };
+        let (keyed, earlier) = self.keyed(requested_by, idempotency_key, fingerprint).await?;
         if let Some(operation) = earlier {
             return Ok(Requested::Replayed(operation));
+        }
+        if force {
+            return self.force_deprovisioning(runtime_id, status, confirm, requested_by, keyed.as_ref()).await;
         }
         let refused = |refusal| deletion_refused(runtime_id, refusal);
         self.deletion.check_confirmation(&status.runtime, confirm).map_err(refused)?;

@@ -8,8 +8,8 @@ use crate::domain::RuntimeId;
 use crate::domain::deletion::DeletionRefusal;
 use crate::store;
 
-/// The answer to a deprovisioning the deletion rules refuse: 409 for a protected runtime, an invalid `confirm`
-/// otherwise.
+/// The answer to a deprovisioning the deletion rules refuse: 409 for a protected runtime or a force it does not
+/// need, an invalid `confirm` otherwise.
 pub(super) fn deletion_refused(runtime_id: RuntimeId, refusal: DeletionRefusal) -> Error {
     match refusal {
         DeletionRefusal::Protected => Error::Conflict {
@@ -21,6 +21,12 @@ pub(super) fn deletion_refused(runtime_id: RuntimeId, refusal: DeletionRefusal) 
         }
         DeletionRefusal::ConfirmationMismatch => {
             Invalid::new(InvalidReason::Conflict, "confirm", refusal.to_string()).into()
+        }
+        DeletionRefusal::ForceNotConfirmed => {
+            Invalid::new(InvalidReason::Required, "confirm", refusal.to_string()).into()
+        }
+        DeletionRefusal::ForceNotNeeded => {
+            Error::Conflict { conflict: Conflict::ForceNotAllowed, message: format!("runtime {runtime_id}: {refusal}") }
         }
     }
 }

@@ -36,6 +36,8 @@ spelled! {
         NotRetryable => "not_retryable",
         /// A deprovisioning of a runtime whose deletion protection is on.
         DeletionProtected => "deletion_protected",
+        /// A forced deprovisioning of a runtime whose last deprovisioning did not fail on its credential.
+        ForceNotAllowed => "force_not_allowed",
         /// An approval or rejection of an operation that does not wait for approval.
         NotAwaitingApproval => "not_awaiting_approval",
         /// An approval that names another plan than the one that waits.

@@ -5,6 +5,7 @@ mod approval;
 mod changes;
 mod deletion;
 mod error;
+mod forced_deletion;
 mod health;
 mod idempotency;
 mod live_logs;

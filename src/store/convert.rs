@@ -102,6 +102,7 @@ pub(super) fn operation_to_model(operation: &Operation) -> Result<operation::Mod
         approval_expires_at: operation.approval_expires_at,
         approved_by: operation.approved.as_ref().map(|approval| approval.by.clone()),
         approved_at: operation.approved.as_ref().map(|approval| approval.at),
+        forced: operation.forced.as_ref().map(|forced| serde_json::json!(forced).to_string()),
         kubeconfig_sha256: None,
         claim_token: None,
         progress_since_claim: false,
@@ -160,6 +161,11 @@ pub(super) fn operation_from_model(model: operation::Model) -> Result<Operation>
             (None, None) => None,
             _ => return Err(Error::Corrupt(format!("operation {} has half an approval", model.id))),
         },
+        forced: model
+            .forced
+            .as_deref()
+            .map(|forced| serde_json::from_str(forced).map_err(|_| corrupt("forced deprovisioning", forced)))
+            .transpose()?,
         created_at: model.created_at,
         started_at: model.started_at,
         updated_at: model.updated_at,

@@ -39,7 +39,8 @@ pub enum Cancel {
 }
 
 impl Store {
-    /// Records a further operation on a live runtime and makes it the runtime's last operation.
+    /// Records a further operation on a live runtime and makes it the runtime's last operation (a forced
+    /// deprovisioning, ended already, marks the runtime deleted in the same transaction).
     pub async fn insert_operation(&self, operation: &Operation) -> Result<()> {
         self.insert_keyed_operation(operation, None).await
     }
@@ -61,6 +62,10 @@ impl Store {
         let deprovisioning = operation.operation_type == OperationType::Deprovision;
         if deprovisioning {
             queued = queued.filter(runtime::Column::DeletionProtection.eq(false));
+        }
+        // A forced deprovisioning has ended when it is recorded: the runtime is deleted with it.
+        if operation.forced.is_some() {
+            queued = queued.col_expr(runtime::Column::DeletedAt, Expr::value(operation.created_at));
         }
         if queued.exec(&txn).await?.rows_affected == 1 {
             txn.commit().await?;

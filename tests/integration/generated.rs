@@ -68,8 +68,8 @@ fn graphql_enums_are_spelled_for_kyma_clients() {
         // Kyma's `provisionRuntime(config: ...)` stays valid: the dry run is an optional argument.
         "provisionRuntime(config: ProvisionRuntimeInput!, dryRun: Boolean = false): OperationStatus!",
         "upgradeCluster(id: String!, config: UpgradeClusterInput!, dryRun: Boolean = false): OperationStatus!",
-        // Kyma's `deprovisionRuntime(id: ...)` stays valid: the confirmation is an optional argument.
-        "deprovisionRuntime(id: String!, confirm: String): String!",
+        // Kyma's `deprovisionRuntime(id: ...)` stays valid: the confirmation and force are optional arguments.
+        "deprovisionRuntime(id: String!, confirm: String, force: Boolean! = false): String!",
         "runtimeID: String!",
     ] {
         assert!(sdl.contains(expected), "missing {expected:?} in\n{sdl}");

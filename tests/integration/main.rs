@@ -16,6 +16,7 @@ mod docs;
 mod end_to_end;
 mod engine;
 mod events;
+mod forced_deletion;
 mod fuzz_api;
 mod gcp_smoke;
 mod generated;

@@ -61,6 +61,11 @@ async fn an_eks_cluster_is_provisioned_upgraded_hibernated_woken_and_deprovision
     assert!(applied.output.contains("Apply complete! Resources: 30 added"), "{}", applied.output);
     let summary: runner_contract::plan::PlanSummary = serde_json::from_str(&applied.termination_message).unwrap();
     assert_eq!((summary.add, summary.change, summary.destroy), (30, 0, 0), "the apply plan's summary: {summary:?}");
+    // Everything the modules tagged is known to the state, under its ARN or its id.
+    assert_eq!(summary.orphans, Vec::<String>::new(), "no orphans");
+    let outputs = engine.secret(&format!("provision-{runtime_id}-outputs")).await.expect("the outputs Secret");
+    let inventory = runner_contract::inventory::parse(&outputs.data.unwrap()["resources"].0).unwrap();
+    assert!(inventory.iter().any(|entry| entry.contains(":cluster/")), "the EKS cluster is recorded: {inventory:?}");
     let done = engine.wait_for_status(&runtime_id, &["succeeded", "failed"], WAIT).await;
     assert_eq!(done["status"], "succeeded", "{done}");
     assert_eq!(done["planSummary"]["add"], 30, "the status shows what the plan created: {done}");

@@ -128,6 +128,7 @@ mod tests {
             risky: vec!["terraform_data.destroyed[0]".into(), "terraform_data.replaced".into()],
             destructive: vec![],
             swept: vec![],
+            orphans: vec![],
         };
         assert_eq!(summary, expected);
         let protected = summarize(include_bytes!("testdata/plan.json"), &["terraform_data.replaced".into()]).unwrap();

@@ -8,6 +8,7 @@
 //! - [`credential_check`]: the format of every credential value, checked before it is written anywhere;
 //! - [`job`]: labels, the runner's binary, the grace period and the state-lock wait;
 //! - [`modules`]: the pinned modules repository the init container clones and checks;
+//! - [`inventory`]: the cloud resources an apply left, published beside the kubeconfig;
 //! - [`plan`]: what a run's plan changes, and the exit code of a refused destructive plan;
 //! - [`failure`]: the classes of a cloud's error answers, and what a run that failed on one reports;
 //! - [`approval`]: which plans wait for a person's approval, and where a waiting plan is kept;
@@ -28,6 +29,7 @@ pub mod credential;
 pub mod credential_check;
 pub mod environment;
 pub mod failure;
+pub mod inventory;
 pub mod job;
 pub mod manifest;
 pub mod modules;

@@ -53,6 +53,11 @@ pub struct PlanSummary {
     /// [`crate::failure::MAX_LISTED_LEFTOVERS`].
     #[serde(default)]
     pub swept: Vec<String>,
+    /// After an apply (AWS): what carries the runtime's tag though its state does not know it (created by an
+    /// earlier run killed before it saved its state), left for the deprovisioning to delete; ARNs, at most
+    /// [`crate::failure::MAX_LISTED_LEFTOVERS`].
+    #[serde(default)]
+    pub orphans: Vec<String>,
 }
 
 #[cfg(test)]
@@ -71,13 +76,14 @@ mod tests {
             risky: vec![],
             destructive: vec!["module.eks.aws_eks_cluster.this".into()],
             swept: vec![],
+            orphans: vec![],
         };
         let json = serde_json::to_value(&summary).unwrap();
         assert_eq!(
             json,
             serde_json::json!({"add": 2, "change": 1, "destroy": 1, "replaced": ["module.eks.aws_eks_cluster.this"],
                 "destroyed": [], "risk": "destructive", "risky": [], "destructive": ["module.eks.aws_eks_cluster.this"],
-                "swept": []})
+                "swept": [], "orphans": []})
         );
         assert_eq!(serde_json::from_value::<PlanSummary>(json).unwrap(), summary);
         // A summary recorded before risks were reads without them.

@@ -1,9 +1,11 @@
 //! What a deprovisioning left in the cloud: every resource the modules create carries the runtime's id as a tag
 //! ([`RUNTIME_ID_TAG`]), so once the state is destroyed, whatever still carries it is a leftover: created by a run
 //! that was killed before it saved its state, or changed outside Terraform. AWS: the Resource Groups Tagging API
-//! finds them; the kinds the modules create are deleted, in dependency order; anything else is named.
+//! finds them; the kinds the modules create are deleted, in dependency order; anything else is named. After an
+//! apply, what carries the tag though the state does not know it is reported as orphans, for the deprovisioning.
 
 use runner_contract::failure::{MAX_LISTED_LEFTOVERS, RUNTIME_ID_TAG};
+use runner_contract::inventory;
 use uuid::Uuid;
 
 use crate::aws::{AwsSession, aws_error};
@@ -97,6 +99,15 @@ impl Runner {
 }
 
 impl AwsSession {
+    /// After an apply: what carries `runtime_id`'s tag and still exists though the state's `inventory` does not
+    /// name it; at most [`MAX_LISTED_LEFTOVERS`].
+    pub(crate) async fn orphans(&self, runtime_id: Uuid, inventory: &[String]) -> Result<Vec<String>> {
+        let mut orphans = self.left_of_runtime(runtime_id).await?;
+        orphans.retain(|arn| !inventory::names(inventory, arn));
+        orphans.truncate(MAX_LISTED_LEFTOVERS);
+        Ok(orphans)
+    }
+
     /// The ARNs of the resources of this region that carry `runtime_id`'s tag and still exist.
     pub(crate) async fn left_of_runtime(&self, runtime_id: Uuid) -> Result<Vec<String>> {
         let mut left = Vec::new();

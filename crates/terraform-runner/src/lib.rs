@@ -309,15 +309,38 @@ impl Runner {
             let (interval, timeout) = (settings.kubeconfig_poll_interval, settings.kubeconfig_timeout);
             api_server::wait_until_answering(&kubeconfig, interval, timeout, &mut run.signals).await?;
         }
-        publish::publish_kubeconfig(
+        let resources = run.terraform.cloud_resources().await?;
+        let orphans = self.orphans(run, &resources).await;
+        publish::publish_outputs(
             self.kube.clone(),
             &settings.namespace,
             &settings.job.outputs_secret,
             run.manifest.runtime_id,
-            &kubeconfig,
+            publish::Outputs { kubeconfig: &kubeconfig, resources: &resources },
         )
         .await?;
-        Ok(RunReport::applied(summary, kubeconfig_digest(kubeconfig.as_bytes())))
+        Ok(RunReport::applied(PlanSummary { orphans, ..summary }, kubeconfig_digest(kubeconfig.as_bytes())))
+    }
+
+    /// What an earlier run of the runtime, killed before it saved its state, left in the cloud (AWS). The apply
+    /// itself succeeded, so a failed listing is logged, not a failure of the run.
+    async fn orphans(&self, run: &Prepared, inventory: &[String]) -> Vec<String> {
+        let CloudSession::Aws(aws) = &run.session else { return Vec::new() };
+        match aws.orphans(run.manifest.runtime_id, inventory).await {
+            Ok(orphans) => {
+                if !orphans.is_empty() {
+                    tracing::warn!(
+                        ?orphans,
+                        "resources carrying the runtime's tag that the state does not know; the deprovisioning deletes them"
+                    );
+                }
+                orphans
+            }
+            Err(error) => {
+                tracing::warn!(%error, "listing what carries the runtime's tag failed; no orphans are reported");
+                Vec::new()
+            }
+        }
     }
 
     /// A dry run: plans and checks the plan, and changes nothing, not even the bucket.

@@ -1,5 +1,6 @@
-//! Publishes the kubeconfig to the outputs Secret with the runner's own narrow identity, which may only
-//! create and update Secrets: create, and when it exists already (a retried run), overwrite it.
+//! Publishes the kubeconfig and the inventory of the cluster's cloud resources to the outputs Secret with the
+//! runner's own narrow identity, which may only create and update Secrets: create, and when it exists already (a
+//! retried run), overwrite it.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -9,6 +10,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{ObjectMeta, PostParams};
 use kube::{Api, Client};
 use process_support::backoff::Backoff;
+use runner_contract::inventory::RESOURCES_KEY;
 use runner_contract::job::{MANAGED_BY, MANAGED_BY_LABEL, RUNTIME_LABEL};
 use runner_contract::manifest::KUBECONFIG_KEY;
 use uuid::Uuid;
@@ -18,13 +20,20 @@ use crate::{Error, Result};
 const CALL_TIMEOUT: Duration = Duration::from_secs(20);
 const ATTEMPTS: u32 = 5;
 
-pub async fn publish_kubeconfig(
+/// What an apply publishes: the cluster's kubeconfig and what its state holds in the cloud.
+pub struct Outputs<'a> {
+    pub kubeconfig: &'a str,
+    pub resources: &'a [String],
+}
+
+pub async fn publish_outputs(
     client: Client,
     namespace: &str,
     name: &str,
     runtime_id: Uuid,
-    kubeconfig: &str,
+    outputs: Outputs<'_>,
 ) -> Result<()> {
+    let resources = serde_json::to_vec(outputs.resources).expect("a list of strings serializes");
     let secrets = Api::<Secret>::namespaced(client, namespace);
     let secret = Secret {
         metadata: ObjectMeta {
@@ -36,7 +45,10 @@ pub async fn publish_kubeconfig(
             ..ObjectMeta::default()
         },
         type_: Some("Opaque".to_owned()),
-        data: Some(BTreeMap::from([(KUBECONFIG_KEY.to_owned(), ByteString(kubeconfig.as_bytes().to_vec()))])),
+        data: Some(BTreeMap::from([
+            (KUBECONFIG_KEY.to_owned(), ByteString(outputs.kubeconfig.as_bytes().to_vec())),
+            (RESOURCES_KEY.to_owned(), ByteString(resources)),
+        ])),
         ..Secret::default()
     };
     let failure = |message: String| Error::Publish { secret: name.to_owned(), message };
@@ -53,7 +65,7 @@ pub async fn publish_kubeconfig(
         };
         let error = match tokio::time::timeout(CALL_TIMEOUT, attempt).await {
             Ok(Ok(())) => {
-                tracing::info!(secret = name, "published the kubeconfig");
+                tracing::info!(secret = name, resources = outputs.resources.len(), "published the kubeconfig");
                 return Ok(());
             }
             // Refusals (RBAC, validation) will not change on a retry.

@@ -130,6 +130,12 @@ impl Terraform {
         Ok(outputs.into_iter().map(|(name, output)| (name, output.value)).collect())
     }
 
+    /// `show -json` of the state: its cloud resources (see [`runner_contract::inventory`]).
+    pub async fn cloud_resources(&self) -> Result<Vec<String>> {
+        let json = self.capture(&["show", "-json", "-no-color"]).await?;
+        runner_contract::inventory::of_state(&json).map_err(Error::Outputs)
+    }
+
     /// Runs a command whose standard output is data (`show -json`, `output -json`): returned, never printed.
     pub async fn capture(&self, args: &[&str]) -> Result<Vec<u8>> {
         let child = self.spawn(args)?;

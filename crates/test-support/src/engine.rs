@@ -13,6 +13,8 @@ use kube::{Api, Client};
 use provisioner::domain::Operation;
 use provisioner::service::parse_operation_id;
 use provisioner::startup::App;
+use runner_contract::inventory::RESOURCES_KEY;
+use runner_contract::manifest::KUBECONFIG_KEY;
 use runner_contract::report::{RunReport, kubeconfig_digest};
 use serde_json::Value;
 use test_control_plane::{ControlPlane, free_port};
@@ -27,8 +29,13 @@ pub const MODULES_REPO_URL: &str = "https://git.example.invalid/tcr/terraform-mo
 /// The commit the engine's Jobs pin the modules to.
 pub const MODULES_REPO_COMMIT: &str = "3f05a4c0000000000000000000000000000000aa";
 
+/// The inventory of the stand-in runner's applies, as the real runner writes it from the state.
+pub const RUNNER_RESOURCES: [&str; 2] = [
+    "aws_vpc.main arn:aws:ec2:eu-west-1:123456789012:vpc/vpc-0a1b2c3d",
+    "aws_instance.worker arn:aws:ec2:eu-west-1:123456789012:instance/i-0a1b2c3d",
+];
 /// The plan summary a successful stand-in runner reports.
-pub const RUNNER_PLAN_SUMMARY: &str = r#"{"add":3,"change":0,"destroy":1,"replaced":["aws_instance.worker"],"destroyed":[],"risk":"risky","risky":["aws_instance.worker"],"destructive":[],"swept":[]}"#;
+pub const RUNNER_PLAN_SUMMARY: &str = r#"{"add":3,"change":0,"destroy":1,"replaced":["aws_instance.worker"],"destroyed":[],"risk":"risky","risky":["aws_instance.worker"],"destructive":[],"swept":[],"orphans":[]}"#;
 
 /// One running provisioner "process": its app, and the background work (worker and Job cache). Dropping it
 /// without [`Process::stop`] is a crash: all its tasks end at once and its leases stay until they expire.
@@ -202,7 +209,8 @@ impl Engine {
         finished
     }
 
-    /// Writes an outputs Secret as terraform-runner does, with its identity: created, or replaced when it exists.
+    /// Writes an outputs Secret as terraform-runner does, with its identity: created, or replaced when it exists;
+    /// its inventory is [`RUNNER_RESOURCES`].
     pub async fn publish_outputs(&self, secret_name: &str, kubeconfig: &str) {
         let runner = self
             .control_plane
@@ -211,7 +219,10 @@ impl Engine {
             .expect("terraform-runner client");
         let secret = Secret {
             metadata: ObjectMeta { name: Some(secret_name.to_owned()), ..ObjectMeta::default() },
-            data: Some(BTreeMap::from([("kubeconfig".to_owned(), ByteString(kubeconfig.as_bytes().to_vec()))])),
+            data: Some(BTreeMap::from([
+                (KUBECONFIG_KEY.to_owned(), ByteString(kubeconfig.as_bytes().to_vec())),
+                (RESOURCES_KEY.to_owned(), ByteString(serde_json::to_vec(&RUNNER_RESOURCES).unwrap())),
+            ])),
             ..Secret::default()
         };
         let secrets = Api::<Secret>::namespaced(runner, &self.namespace);

@@ -57,7 +57,9 @@ impl Identity {
 
     /// The audit trail: one entry per accepted change, naming who asked for it.
     pub fn audit(&self, api: ApiKind, operation: &Operation) {
-        self.audit.record(&AuditEntry::new(&self.username, api, AuditEvent::OperationAccepted, operation));
+        let event =
+            if operation.forced.is_some() { AuditEvent::DeprovisioningForced } else { AuditEvent::OperationAccepted };
+        self.audit.record(&AuditEntry::new(&self.username, api, event, operation));
     }
 
     /// The audit entry of a cancel.

@@ -187,17 +187,20 @@ impl Mutation {
 
     /// Returns the id of the deprovisioning operation (for a repeated request, of the one queued, running or done).
     /// `confirm` names the runtime: required when the operator requires confirmations, checked whenever sent.
-    /// Refused (`deletion_protected`) while the runtime's deletion protection is on.
+    /// Refused (`deletion_protected`) while the runtime's deletion protection is on. `force` marks the runtime
+    /// deleted without a run (with `confirm`), only when its last deprovisioning failed because its credential is
+    /// gone or refused; the operation's `forced` lists what may remain in the cloud.
     async fn deprovision_runtime(
         &self,
         context: &Context<'_>,
         id: String,
         confirm: Option<String>,
+        #[graphql(default)] force: bool,
     ) -> GraphQLResult<String> {
         authorize(context, Action::on_runtimes(Verb::Delete)).await?;
         let identity = context.data::<Identity>()?;
         let change = service(context)
-            .deprovision_runtime(runtime_id(&id)?, confirm.as_deref(), &identity.username, None)
+            .deprovision_runtime(runtime_id(&id)?, confirm.as_deref(), force, &identity.username, None)
             .await
             .map_err(graphql_error)?;
         audit_queued(identity, &change);

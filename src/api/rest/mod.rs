@@ -104,6 +104,10 @@ async fn requested(
 /// [`requested`] for a change whose handler wrote its own audit line.
 async fn requested_without_audit(answer: Answer, service: &Service, requested: Requested) -> ApiResult<Response> {
     match requested {
+        // A forced deprovisioning has ended as it is recorded.
+        Requested::Queued(operation) if operation.forced.is_some() => {
+            respond(answer, StatusCode::OK, service, operation).await
+        }
         Requested::Queued(operation) | Requested::Running(operation) | Requested::Replayed(operation) => {
             respond(answer, StatusCode::ACCEPTED, service, operation).await
         }
@@ -158,10 +162,12 @@ pub struct DryRunQuery {
     dry_run: bool,
 }
 
-/// `?confirm=<name>` of a deprovisioning.
+/// `?confirm=<name>&force=true` of a deprovisioning.
 #[derive(Debug, serde::Deserialize)]
-pub struct ConfirmQuery {
+pub struct DeletionQuery {
     confirm: Option<String>,
+    #[serde(default)]
+    force: bool,
 }
 
 /// `?dryRun=true`; axum's rejection would answer text/plain.

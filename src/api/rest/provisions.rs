@@ -8,7 +8,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::{
-    Accepted, Answer, ApiResult, Caller, ConfirmQuery, DryRunQuery, ProvisionList, ProvisionStatusResponse,
+    Accepted, Answer, ApiResult, Caller, DeletionQuery, DryRunQuery, ProvisionList, ProvisionStatusResponse,
     RuntimePatchBody, RuntimeView, conditional, dry_run, idempotency_key, json_body, merge_patch_body, path_id, query,
     requested, respond, runtime_id,
 };
@@ -367,26 +367,27 @@ pub(super) async fn wake(
         ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key and request gets the first answer (the same operation) within APP_IDEMPOTENCY_KEY_TTL"),
         ("id" = uuid::Uuid, Path, description = "Runtime id"),
         ("If-Match" = Option<String>, Header, description = "The `ETag` of the read the deletion is based on: 412 if it changed since"),
-        ("confirm" = Option<String>, Query, description = "The runtime's name: required when APP_REQUIRE_DELETE_CONFIRMATION is on, checked whenever sent"),
+        ("confirm" = Option<String>, Query, description = "The runtime's name: required when APP_REQUIRE_DELETE_CONFIRMATION is on or with `force`, checked whenever sent"),
+        ("force" = Option<bool>, Query, description = "Mark the runtime deleted without a run, keeping what may remain in the cloud (`forced`): only when its last deprovisioning failed because its credential is gone or refused"),
     ),
     responses(
         (status = 422, description = "Idempotency-Key reused for a different request", body = Problem),
         (status = 412, description = "If-Match does not name the current `ETag` (`precondition_failed`)", body = Problem),
         (status = 202, description = "Deprovisioning queued (or, for a repeated request, already queued or running)", body = Accepted),
-        (status = 200, description = "Already deprovisioned: its deprovisioning, nothing queued", body = Accepted),
+        (status = 200, description = "Already deprovisioned: its deprovisioning, nothing queued; or deprovisioned by `force` now", body = Accepted),
         (status = 400, description = "The id is not a UUID", body = Problem),
         (status = 404, description = "Unknown runtime", body = Problem),
-        (status = 400, description = "`confirm` is missing while confirmations are required, or does not name the runtime", body = Problem),
-        (status = 409, description = "Another operation is active, or the runtime has deletion protection (`deletion_protected`)", body = Problem),
+        (status = 400, description = "`confirm` is missing while confirmations are required or with `force`, or does not name the runtime", body = Problem),
+        (status = 409, description = "Another operation is active, the runtime has deletion protection (`deletion_protected`), or `force` is sent while a run can still destroy it (`force_not_allowed`)", body = Problem),
     )
 )]
 pub async fn delete_provision(
     caller: Caller,
     id: Result<Path<String>, PathRejection>,
-    confirm: Result<Query<ConfirmQuery>, QueryRejection>,
+    deletion: Result<Query<DeletionQuery>, QueryRejection>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    delete(Answer::Accepted, caller, id, confirm, headers).await
+    delete(Answer::Accepted, caller, id, deletion, headers).await
 }
 
 /// Queues a deprovisioning, answered in `answer`'s shape.
@@ -394,13 +395,13 @@ pub(super) async fn delete(
     answer: Answer,
     Caller { identity, service }: Caller,
     id: Result<Path<String>, PathRejection>,
-    confirm: Result<Query<ConfirmQuery>, QueryRejection>,
+    deletion: Result<Query<DeletionQuery>, QueryRejection>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let id = runtime_id(&path_id(id)?)?;
-    let confirm = query(confirm)?.confirm;
+    let DeletionQuery { confirm, force } = query(deletion)?;
     check_if_match(answer, &headers, &service, id).await?;
     let key = idempotency_key(&headers)?;
-    let change = service.deprovision_runtime(id, confirm.as_deref(), &identity.username, key).await?;
+    let change = service.deprovision_runtime(id, confirm.as_deref(), force, &identity.username, key).await?;
     requested(answer, &identity, &service, change).await
 }

@@ -9,7 +9,7 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 
 use super::{
-    Answer, ApiResult, Caller, ConfirmQuery, DryRunQuery, RuntimeList, RuntimePatchBody, RuntimeView, conditional,
+    Answer, ApiResult, Caller, DeletionQuery, DryRunQuery, RuntimeList, RuntimePatchBody, RuntimeView, conditional,
     path_id, provisions, query, runtime_id,
 };
 use crate::api::problem::Problem;
@@ -233,24 +233,25 @@ pub async fn wake_runtime(
         ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key and request gets the first answer (the same operation) within APP_IDEMPOTENCY_KEY_TTL"),
         ("id" = uuid::Uuid, Path, description = "Runtime id"),
         ("If-Match" = Option<String>, Header, description = "The `ETag` of the read the deletion is based on: 412 if the runtime changed since"),
-        ("confirm" = Option<String>, Query, description = "The runtime's name: required when APP_REQUIRE_DELETE_CONFIRMATION is on, checked whenever sent"),
+        ("confirm" = Option<String>, Query, description = "The runtime's name: required when APP_REQUIRE_DELETE_CONFIRMATION is on or with `force`, checked whenever sent"),
+        ("force" = Option<bool>, Query, description = "Mark the runtime deleted without a run, keeping what may remain in the cloud (`forced`): only when its last deprovisioning failed because its credential is gone or refused"),
     ),
     responses(
         (status = 422, description = "Idempotency-Key reused for a different request", body = Problem),
         (status = 412, description = "If-Match does not name the runtime's current `ETag` (`precondition_failed`)", body = Problem),
         (status = 202, description = "The deprovisioning, queued (or, for a repeated request, already queued or running); `Location` is the operation", body = OperationView, headers(("Location" = String, description = "/api/v1/operations/{operationId}"))),
-        (status = 200, description = "Already deprovisioned: its deprovisioning, nothing queued", body = OperationView),
+        (status = 200, description = "Already deprovisioned: its deprovisioning, nothing queued; or deprovisioned by `force` now", body = OperationView),
         (status = 400, description = "The id is not a UUID", body = Problem),
         (status = 404, description = "Unknown runtime", body = Problem),
-        (status = 400, description = "`confirm` is missing while confirmations are required, or does not name the runtime", body = Problem),
-        (status = 409, description = "Another operation is active, or the runtime has deletion protection (`deletion_protected`)", body = Problem),
+        (status = 400, description = "`confirm` is missing while confirmations are required or with `force`, or does not name the runtime", body = Problem),
+        (status = 409, description = "Another operation is active, the runtime has deletion protection (`deletion_protected`), or `force` is sent while a run can still destroy it (`force_not_allowed`)", body = Problem),
     )
 )]
 pub async fn delete_runtime(
     caller: Caller,
     id: Result<Path<String>, PathRejection>,
-    confirm: Result<Query<ConfirmQuery>, QueryRejection>,
+    deletion: Result<Query<DeletionQuery>, QueryRejection>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    provisions::delete(Answer::Operation, caller, id, confirm, headers).await
+    provisions::delete(Answer::Operation, caller, id, deletion, headers).await
 }

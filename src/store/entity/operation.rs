@@ -35,6 +35,7 @@ pub struct Model {
     pub approval_expires_at: Option<DateTimeUtc>,
     pub approved_by: Option<String>,
     pub approved_at: Option<DateTimeUtc>,
+    pub forced: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

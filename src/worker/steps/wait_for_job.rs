@@ -29,6 +29,7 @@ impl<C: RunCluster> Worker<C> {
                     let saved_plan = report.saved_plan_sha256.as_deref();
                     self.store.record_plan_summary(operation.id, run.claim.token, &report.plan, saved_plan).await?;
                     self.metrics.orphans_found(OrphanOutcome::Deleted, report.plan.swept.len());
+                    self.metrics.orphans_found(OrphanOutcome::Recorded, report.plan.orphans.len());
                 }
                 return Ok(StepOutcome::Next);
             }

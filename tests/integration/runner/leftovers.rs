@@ -73,10 +73,11 @@ impl Outcome {
 }
 
 /// An apply killed (runner and Terraform at once) after it created the VPC and the subnet, before it saved any
-/// state: the next deprovisioning destroys the empty state, finds both by their tag, deletes them (the subnet
-/// first), reports them, and removes the bucket.
+/// state: the retried apply creates its own and reports both as orphans; the deprovisioning destroys the state,
+/// finds the orphans by their tag, deletes them (the subnet first), reports them, and removes the bucket.
 #[tokio::test]
-async fn what_a_killed_apply_created_before_saving_its_state_is_found_and_deleted_by_the_deprovisioning() {
+async fn what_a_killed_apply_created_before_saving_its_state_is_recorded_by_the_next_apply_and_deleted_by_the_deprovisioning()
+ {
     let job = Job::new().await;
     job.publish_node_kubeconfig(API_ENDPOINT, "");
     job.write_config("apply", "vanilla_kubeadm", &tagged_network_config(&job, SLOW_AFTER_THE_SUBNET));
@@ -95,10 +96,15 @@ async fn what_a_killed_apply_created_before_saving_its_state_is_found_and_delete
     let known = state.as_ref().and_then(|state| state["resources"].as_array()).map_or(0, Vec::len);
     assert_eq!(known, 0, "no state knows them: {state:?}");
 
-    job.write_config("destroy", "vanilla_kubeadm", &tagged_network_config(&job, ""));
     // Its holder is gone (no pod, no Job), so its lock is taken over.
+    job.write_config("apply", "vanilla_kubeadm", &tagged_network_config(&job, ""));
+    let retried = job.run_with("apply", &RunIdentity::new(&job, "retry").env()).await.assert_success();
+    assert_eq!((retried.add, &retried.orphans), (2, &created), "the retry builds its own and names the first run's");
+    assert_eq!(job.tagged().len(), 4);
+
+    job.write_config("destroy", "vanilla_kubeadm", &tagged_network_config(&job, ""));
     let destroyed = job.run_with("destroy", &RunIdentity::new(&job, "deprovision").env()).await.assert_report();
-    assert_eq!(destroyed.plan.swept, created, "both are reported as swept");
+    assert_eq!((destroyed.plan.destroy, &destroyed.plan.swept), (2, &created), "the orphans are swept");
     assert!(job.tagged().is_empty(), "nothing carries the runtime's tag");
     assert!(!job.bucket_exists(), "nothing is left: the state bucket goes too");
 }
@@ -112,6 +118,19 @@ async fn a_destroy_names_what_it_does_not_delete_and_keeps_the_bucket_until_it_i
     job.publish_node_kubeconfig(API_ENDPOINT, "");
     job.write_config("apply", "vanilla_kubeadm", &tagged_network_config(&job, ""));
     assert_eq!(job.run("apply").await.assert_success().add, 2);
+    // Beside the kubeconfig, the apply published what its state holds in the cloud (all a forced deprovisioning
+    // can later list).
+    let mut inventory = job.published_resources().await;
+    inventory.sort();
+    assert_eq!(inventory.len(), 2, "{inventory:?}");
+    assert!(
+        inventory[0].starts_with("aws_subnet.this arn:aws:ec2:") && inventory[0].contains(":subnet/subnet-"),
+        "{inventory:?}"
+    );
+    assert!(
+        inventory[1].starts_with("aws_vpc.this arn:aws:ec2:") && inventory[1].contains(":vpc/vpc-"),
+        "{inventory:?}"
+    );
     let volume = job.create_untracked_volume();
 
     job.write_config("destroy", "vanilla_kubeadm", &tagged_network_config(&job, ""));

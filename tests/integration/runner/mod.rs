@@ -237,6 +237,14 @@ impl Job {
         Some(String::from_utf8(data["kubeconfig"].0.clone()).expect("UTF-8 kubeconfig"))
     }
 
+    /// The inventory an apply published beside the kubeconfig.
+    async fn published_resources(&self) -> Vec<String> {
+        let admin = self.control_plane.admin_client().unwrap();
+        let secret = Api::<Secret>::namespaced(admin, &self.namespace).get(&self.outputs_secret()).await.unwrap();
+        let data = secret.data.expect("the outputs Secret has data");
+        runner_contract::inventory::parse(&data[runner_contract::inventory::RESOURCES_KEY].0).expect("an inventory")
+    }
+
     fn bucket_exists(&self) -> bool {
         let status = self.moto.aws_command().args(["s3api", "head-bucket", "--bucket", &self.bucket]).output().unwrap();
         status.status.success()
