@@ -80,3 +80,5 @@ DROP INDEX "operation_one_active_per_runtime_idx";
 CREATE UNIQUE INDEX "operation_one_active_per_runtime_idx" ON "operation" ("runtime_id") WHERE "state" IN ('Pending', 'InProgress', 'AwaitingApproval');
 
 ALTER TABLE "operation" ADD COLUMN "forced" text NULL;
+
+ALTER TABLE "operation" ADD COLUMN "approval_policy" text NULL;

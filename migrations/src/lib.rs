@@ -22,6 +22,7 @@ mod m20261212_000001_operation_retry_of;
 mod m20261213_000001_runtime_deletion_protection;
 mod m20261214_000001_plan_approval;
 mod m20261215_000001_operation_forced;
+mod m20261216_000001_operation_approval_policy;
 
 pub use sea_orm_migration::MigratorTrait;
 
@@ -56,6 +57,7 @@ fn all() -> Vec<Box<dyn Listed>> {
         Box::new(m20261213_000001_runtime_deletion_protection::Migration),
         Box::new(m20261214_000001_plan_approval::Migration),
         Box::new(m20261215_000001_operation_forced::Migration),
+        Box::new(m20261216_000001_operation_approval_policy::Migration),
     ]
 }
 

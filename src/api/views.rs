@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::{Serialize, Serializer};
 use utoipa::ToSchema;
 
+use crate::domain::approval::ApprovalPolicy;
 use crate::domain::deletion::Forced;
 use crate::domain::run::Stage;
 use crate::domain::{
@@ -167,6 +168,8 @@ pub struct OperationView {
     approval_expires_at: Option<DateTime<Utc>>,
     /// Who approved the plan; its run applies exactly that plan. Null until someone did.
     approved_by: Option<String>,
+    /// The approval policy this request set for its run instead of the runtime's; null: the runtime's.
+    approval_policy: Option<ApprovalPolicy>,
     /// A deprovisioning forced without a run (`force`): what may remain in the cloud. Null otherwise.
     forced: Option<Forced>,
     created_at: DateTime<Utc>,
@@ -216,6 +219,7 @@ impl From<OperationWithStages> for OperationView {
             retry_of: operation.retry_of.map(|id| id.to_string()),
             plan_sha256: operation.saved_plan_sha256.clone(),
             approval_expires_at: operation.approval_expires_at,
+            approval_policy: operation.approval_policy,
             forced: operation.forced.clone(),
             approved_by: operation.approved.as_ref().map(|approval| approval.by.clone()),
             created_at: operation.created_at,

@@ -516,6 +516,8 @@ pub struct Operation {
     pub approval_expires_at: Option<DateTime<Utc>>,
     /// Who approved the saved plan: the run then applies exactly it.
     pub approved: Option<approval::Approval>,
+    /// The approval policy of this request, when it overrides the runtime's for its run (an upgrade's).
+    pub approval_policy: Option<approval::ApprovalPolicy>,
     /// Set on a deprovisioning that was forced: it ended without a run, and this may remain in the cloud.
     pub forced: Option<deletion::Forced>,
     pub created_at: DateTime<Utc>,
@@ -553,6 +555,7 @@ impl Operation {
             saved_plan_sha256: None,
             approval_expires_at: None,
             approved: None,
+            approval_policy: None,
             forced: None,
             created_at: now,
             started_at: None,

@@ -53,6 +53,13 @@ impl Service {
         Ok(Requested::Queued(self.visible_operation(operation_id).await?))
     }
 
+    /// Whether a request's own `policy` lets through a plan that the runtime's policy would hold back: only a
+    /// caller who may approve plans may ask for that.
+    pub async fn loosens_approval(&self, runtime_id: RuntimeId, policy: Option<ApprovalPolicy>) -> Result<bool> {
+        let Some(policy) = policy else { return Ok(false) };
+        Ok(policy.is_looser_than(self.latest(runtime_id).await?.runtime.approval_policy))
+    }
+
     /// Changes which plans of a live runtime's runs wait for approval (no operation: the provisioner's own
     /// record); an operation already waiting keeps waiting.
     #[instrument(skip_all, fields(runtime_id = %runtime_id, policy = policy.as_str()))]

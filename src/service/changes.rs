@@ -6,6 +6,7 @@ use tracing::instrument;
 use super::deletion::deletion_refused;
 use super::idempotency::{Keyed, fingerprint};
 use super::{Conflict, Error, JOB_CACHE_SYNC, Latest, Result, Service, executor_error, operation_in_progress};
+use crate::domain::approval::ApprovalPolicy;
 use crate::domain::deletion::{self, DeletionRefusal};
 use crate::domain::{
     FailureReason, Operation, OperationId, OperationType, ProviderVersion, Runtime, RuntimeId, UpgradeClusterInput,
@@ -102,19 +103,25 @@ impl Service {
 
     /// Queues a change of a provisioned cluster: the configuration `upgrade` makes of the one last applied, checked
     /// as a provisioning is plus the upgrade's own rules. The runtime shows the new configuration only once the
-    /// upgrade succeeded; a dry run only plans it.
+    /// upgrade succeeded; a dry run only plans it. `approval_policy` holds for this run instead of the runtime's.
     #[instrument(skip_all, fields(runtime_id = %runtime_id, dry_run))]
     pub async fn upgrade_cluster(
         &self,
         runtime_id: RuntimeId,
         upgrade: UpgradeClusterInput,
         dry_run: bool,
+        approval_policy: Option<ApprovalPolicy>,
         requested_by: &str,
         idempotency_key: Option<&str>,
     ) -> Result<Requested> {
         let status = self.latest(runtime_id).await?;
         let request = (OperationType::Upgrade.as_str(), runtime_id.0, &upgrade, dry_run);
-        let (keyed, earlier) = self.keyed(requested_by, idempotency_key, fingerprint(&request)).await?;
+        // A request without a policy keeps the fingerprint it had before requests carried one.
+        let fingerprint = match approval_policy {
+            Some(policy) => fingerprint(&(request, policy.as_str())),
+            None => fingerprint(&request),
+        };
+        let (keyed, earlier) = self.keyed(requested_by, idempotency_key, fingerprint).await?;
         if let Some(operation) = earlier {
             return Ok(Requested::Replayed(operation));
         }
@@ -136,6 +143,7 @@ impl Service {
         let operation = Operation {
             target_config: Some(target),
             dry_run,
+            approval_policy,
             requested_by: Some(requested_by.to_owned()),
             ..Operation::queued(status.runtime.id, OperationType::Upgrade, provider, store::now())
         };

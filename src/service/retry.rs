@@ -50,6 +50,7 @@ impl Service {
         let operation = Operation {
             target_config: failed.target_config.clone(),
             dry_run: failed.dry_run,
+            approval_policy: failed.approval_policy,
             requested_by: Some(requested_by.to_owned()),
             retry_of: Some(failed.id),
             ..Operation::queued(failed.runtime_id, failed.operation_type, provider, store::now())

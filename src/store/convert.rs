@@ -102,6 +102,7 @@ pub(super) fn operation_to_model(operation: &Operation) -> Result<operation::Mod
         approval_expires_at: operation.approval_expires_at,
         approved_by: operation.approved.as_ref().map(|approval| approval.by.clone()),
         approved_at: operation.approved.as_ref().map(|approval| approval.at),
+        approval_policy: operation.approval_policy.map(|policy| policy.as_str().to_owned()),
         forced: operation.forced.as_ref().map(|forced| serde_json::json!(forced).to_string()),
         kubeconfig_sha256: None,
         claim_token: None,
@@ -161,6 +162,11 @@ pub(super) fn operation_from_model(model: operation::Model) -> Result<Operation>
             (None, None) => None,
             _ => return Err(Error::Corrupt(format!("operation {} has half an approval", model.id))),
         },
+        approval_policy: model
+            .approval_policy
+            .as_deref()
+            .map(|policy| ApprovalPolicy::parse(policy).ok_or_else(|| corrupt("approval policy", policy)))
+            .transpose()?,
         forced: model
             .forced
             .as_deref()

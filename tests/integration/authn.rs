@@ -453,6 +453,19 @@ async fn rbac_decides_what_each_caller_may_do() {
     let refused = setup.call("POST", &retry, None, Some(&stranger)).await;
     assert_refused(&refused, StatusCode::FORBIDDEN, "forbidden");
     assert!(refused.text.contains("may not create runtimes"), "{}", refused.text);
+    // An upgrade whose own approval policy holds back less than its runtime's needs the right to approve plans;
+    // a stricter one does not.
+    let mut strict = provision_body("rbac-manual");
+    strict["runtimeInput"]["approvalPolicy"] = json!("manual");
+    let strict = setup.call("POST", "/api/v1/provisions", Some(&strict), Some(&full)).await.json();
+    let upgrade = json!({ "workerPool": { "maxSize": 8 } });
+    let with_policy =
+        |policy: &str| format!("/api/v1/runtimes/{}?approvalPolicy={policy}", strict["id"].as_str().unwrap());
+    let looser = setup.call("PATCH", &with_policy("auto"), Some(&upgrade), Some(&stranger)).await;
+    assert_refused(&looser, StatusCode::FORBIDDEN, "forbidden");
+    assert!(looser.text.contains("may not update runtimes/approval"), "{}", looser.text);
+    let stricter = setup.call("PATCH", &with_policy("manual"), Some(&upgrade), Some(&stranger)).await;
+    assert_ne!(stricter.status, StatusCode::FORBIDDEN, "{}", stricter.text);
     // host-cluster-controller gets past authorization to the service (which, without a Job cache in this setup,
     // cannot tell whether a Job still runs).
     let retried = setup.call("POST", &retry, None, Some(&full)).await;

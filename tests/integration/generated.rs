@@ -67,7 +67,7 @@ fn graphql_enums_are_spelled_for_kyma_clients() {
         "VANILLA_KUBEADM",
         // Kyma's `provisionRuntime(config: ...)` stays valid: the dry run is an optional argument.
         "provisionRuntime(config: ProvisionRuntimeInput!, dryRun: Boolean = false): OperationStatus!",
-        "upgradeCluster(id: String!, config: UpgradeClusterInput!, dryRun: Boolean = false): OperationStatus!",
+        "upgradeCluster(id: String!, config: UpgradeClusterInput!, dryRun: Boolean = false, approvalPolicy: ApprovalPolicy): OperationStatus!",
         // Kyma's `deprovisionRuntime(id: ...)` stays valid: the confirmation and force are optional arguments.
         "deprovisionRuntime(id: String!, confirm: String, force: Boolean! = false): String!",
         "runtimeID: String!",

@@ -229,3 +229,40 @@ async fn the_worker_holds_a_plan_back_and_runs_the_approved_one_in_a_job_of_its_
     );
     process.stop().await;
 }
+
+/// An upgrade's own approval policy holds for its run only: its Job's `runner.json` names it, the runtime keeps
+/// its own, and an unknown one is refused naming the field, on both APIs.
+#[tokio::test]
+async fn an_upgrade_carries_its_own_approval_policy_for_its_run_only() {
+    let (engine, process) = Engine::start(Backend::Sqlite, &[]).await;
+    let (runtime_id, provisioning) = engine.provision(&provision_body("own-policy")).await;
+    engine.wait_for_stage(&provisioning, "WaitForJob", WAIT).await;
+    let outputs = format!("provision-{runtime_id}-outputs");
+    engine.runner_succeeds(&format!("provision-{runtime_id}"), Some((&outputs, KUBECONFIG))).await;
+    engine.wait_for_status(&runtime_id, &["succeeded"], WAIT).await;
+
+    let resource = format!("/api/v1/runtimes/{runtime_id}");
+    let upgrade = json!({ "workerPool": { "maxSize": 8 } });
+    let unknown = engine.app.patch(&format!("{resource}?approvalPolicy=lax"), &upgrade).await;
+    assert_eq!((unknown.status, unknown.json()["field"].clone()), (StatusCode::BAD_REQUEST, json!("approvalPolicy")));
+    let accepted = engine.app.patch(&format!("{resource}?approvalPolicy=manual"), &upgrade).await;
+    assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
+    let operation = accepted.json();
+    assert_eq!(operation["approvalPolicy"], "manual", "{operation}");
+    let operation = operation["id"].as_str().unwrap().to_owned();
+    engine.wait_for_stage(&operation, "WaitForJob", WAIT).await;
+    let manifest: Value =
+        serde_json::from_str(&engine.config_map_file(&format!("upgrade-{runtime_id}-config"), "runner.json").await)
+            .unwrap();
+    assert_eq!(manifest["approvalPolicy"], "manual", "{manifest}");
+    assert_eq!(engine.app.get(&resource).await.json()["approvalPolicy"], "auto", "the runtime keeps its own");
+    let response = engine
+        .app
+        .graphql(
+            "query($id: String!) { runtimeOperationStatus(id: $id) { approvalPolicy } }",
+            json!({ "id": operation }),
+        )
+        .await;
+    assert_eq!(response["data"]["runtimeOperationStatus"]["approvalPolicy"], "Manual", "{response}");
+    process.stop().await;
+}

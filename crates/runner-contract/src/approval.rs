@@ -43,6 +43,16 @@ impl ApprovalPolicy {
         Self::ALL.into_iter().find(|policy| policy.as_str() == text)
     }
 
+    /// Whether this policy lets some plan apply that `other` holds back (`Auto` < `SafeOnly` < `Manual`).
+    pub fn is_looser_than(self, other: ApprovalPolicy) -> bool {
+        let strictness = |policy| match policy {
+            ApprovalPolicy::Auto => 0,
+            ApprovalPolicy::SafeOnly => 1,
+            ApprovalPolicy::Manual => 2,
+        };
+        strictness(self) < strictness(other)
+    }
+
     /// Whether an apply's plan waits for approval. A plan that changes nothing never waits; under `Auto` nothing
     /// waits (a destructive plan is refused instead). A plan without a risk (recorded before risks were) is
     /// treated as destructive.
@@ -76,6 +86,16 @@ pub fn is_plan_digest(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_policy_is_looser_than_one_that_holds_back_more() {
+        use ApprovalPolicy::{Auto, Manual, SafeOnly};
+        assert!(Auto.is_looser_than(SafeOnly) && Auto.is_looser_than(Manual) && SafeOnly.is_looser_than(Manual));
+        for policy in ApprovalPolicy::ALL {
+            assert!(!policy.is_looser_than(policy));
+            assert!(!Manual.is_looser_than(policy));
+        }
+    }
 
     fn plan(add: usize, change: usize, risk: Option<PlanRisk>) -> PlanSummary {
         PlanSummary { add, change, risk, ..PlanSummary::default() }

@@ -42,19 +42,26 @@ impl Mutation {
 
     /// Changes a provisioned cluster (planned first; a plan that would replace the cluster is refused). The
     /// runtime's configuration changes only once the upgrade succeeded; with `dryRun` the operation only plans.
+    /// `approvalPolicy` holds for this run instead of the runtime's (one that holds back less needs the right to
+    /// approve plans).
     async fn upgrade_cluster(
         &self,
         context: &Context<'_>,
         id: String,
         config: UpgradeClusterInput,
         #[graphql(default_with = "Some(false)")] dry_run: Option<bool>,
+        approval_policy: Option<ApprovalPolicy>,
     ) -> GraphQLResult<OperationView> {
         authorize(context, Action::on_runtimes(Verb::Update)).await?;
         let identity = context.data::<Identity>()?;
         let dry_run = dry_run.unwrap_or_default();
         let service = service(context);
+        let runtime_id = runtime_id(&id)?;
+        if service.loosens_approval(runtime_id, approval_policy).await.map_err(graphql_error)? {
+            authorize(context, Action::to_approve()).await?;
+        }
         let operation = service
-            .upgrade_cluster(runtime_id(&id)?, config, dry_run, &identity.username, None)
+            .upgrade_cluster(runtime_id, config, dry_run, approval_policy, &identity.username, None)
             .await
             .map_err(graphql_error)?;
         audit_queued(identity, &operation);

@@ -170,6 +170,39 @@ pub struct DeletionQuery {
     force: bool,
 }
 
+/// `?dryRun=true&approvalPolicy=manual` of an upgrade.
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpgradeQuery {
+    #[serde(default)]
+    dry_run: bool,
+    approval_policy: Option<String>,
+}
+
+/// An upgrade's `dryRun` and its own approval policy, checked (400 naming `approvalPolicy`).
+fn upgrade_query(
+    query: Result<Query<UpgradeQuery>, QueryRejection>,
+) -> ApiResult<(bool, Option<crate::domain::approval::ApprovalPolicy>)> {
+    use crate::domain::approval::ApprovalPolicy;
+    let Query(query) = query.map_err(|rejection| ApiError::MalformedBody {
+        field: Some("dryRun".into()),
+        message: format!("invalid query: {}", rejection.body_text()),
+    })?;
+    let policy = query
+        .approval_policy
+        .map(|text| {
+            ApprovalPolicy::parse(&text).ok_or_else(|| {
+                service::Error::from(service::Invalid::new(
+                    service::InvalidReason::UnsupportedValue,
+                    "approvalPolicy",
+                    "must be one of auto, manual, safeOnly",
+                ))
+            })
+        })
+        .transpose()?;
+    Ok((query.dry_run, policy))
+}
+
 /// `?dryRun=true`; axum's rejection would answer text/plain.
 fn dry_run(query: Result<Query<DryRunQuery>, QueryRejection>) -> ApiResult<bool> {
     query.map(|Query(query)| query.dry_run).map_err(|rejection| ApiError::MalformedBody {

@@ -9,8 +9,8 @@ use axum::response::{IntoResponse, Response};
 
 use super::{
     Accepted, Answer, ApiResult, Caller, DeletionQuery, DryRunQuery, ProvisionList, ProvisionStatusResponse,
-    RuntimePatchBody, RuntimeView, conditional, dry_run, idempotency_key, json_body, merge_patch_body, path_id, query,
-    requested, respond, runtime_id,
+    RuntimePatchBody, RuntimeView, UpgradeQuery, conditional, dry_run, idempotency_key, json_body, merge_patch_body,
+    path_id, query, requested, respond, runtime_id, upgrade_query,
 };
 use crate::api::audit::{ApiKind, AuditEvent};
 use crate::api::authorization::Action;
@@ -215,6 +215,7 @@ pub async fn get_kubeconfig(
         ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key and request gets the first answer (the same operation) within APP_IDEMPOTENCY_KEY_TTL"),
         ("id" = uuid::Uuid, Path, description = "Runtime id"),
         ("dryRun" = Option<bool>, Query, description = "Only plan the change: the operation ends with its plan summary and nothing is applied"),
+        ("approvalPolicy" = Option<crate::domain::approval::ApprovalPolicy>, Query, description = "The approval policy of this upgrade's run instead of the runtime's; one that holds back less than the runtime's needs the right to approve plans"),
         ("If-Match" = Option<String>, Header, description = "The `ETag` of the read the change is based on: 412 if it changed since"),
     ),
     responses(
@@ -231,7 +232,7 @@ pub async fn get_kubeconfig(
 pub async fn patch_provision(
     caller: Caller,
     id: Result<Path<String>, PathRejection>,
-    query: Result<Query<DryRunQuery>, QueryRejection>,
+    query: Result<Query<UpgradeQuery>, QueryRejection>,
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
@@ -243,12 +244,12 @@ pub(super) async fn patch(
     answer: Answer,
     Caller { identity, service }: Caller,
     id: Result<Path<String>, PathRejection>,
-    query: Result<Query<DryRunQuery>, QueryRejection>,
+    query: Result<Query<UpgradeQuery>, QueryRejection>,
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
     let id = path_id(id)?;
-    let dry_run = dry_run(query)?;
+    let (dry_run, approval_policy) = upgrade_query(query)?;
     let body: serde_json::Value = merge_patch_body(&headers, body).await?;
     let patch = service::runtime_patch_from_json(&body, dry_run).map_err(service::Error::from)?;
     let id = runtime_id(&id)?;
@@ -267,8 +268,11 @@ pub(super) async fn patch(
             return Ok(record_changed(answer, status));
         }
     };
+    if service.loosens_approval(id, approval_policy).await? {
+        identity.authorize(Action::to_approve()).await?;
+    }
     let key = idempotency_key(&headers)?;
-    let change = service.upgrade_cluster(id, upgrade, dry_run, &identity.username, key).await?;
+    let change = service.upgrade_cluster(id, upgrade, dry_run, approval_policy, &identity.username, key).await?;
     requested(answer, &identity, &service, change).await
 }
 

@@ -9,8 +9,8 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 
 use super::{
-    Answer, ApiResult, Caller, DeletionQuery, DryRunQuery, RuntimeList, RuntimePatchBody, RuntimeView, conditional,
-    path_id, provisions, query, runtime_id,
+    Answer, ApiResult, Caller, DeletionQuery, DryRunQuery, RuntimeList, RuntimePatchBody, RuntimeView, UpgradeQuery,
+    conditional, path_id, provisions, query, runtime_id,
 };
 use crate::api::problem::Problem;
 use crate::api::views::OperationView;
@@ -149,6 +149,7 @@ pub async fn create_runtime(
         ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key and request gets the first answer (the same operation) within APP_IDEMPOTENCY_KEY_TTL"),
         ("id" = uuid::Uuid, Path, description = "Runtime id"),
         ("dryRun" = Option<bool>, Query, description = "Only plan the change: the operation ends with its plan summary and nothing is applied"),
+        ("approvalPolicy" = Option<crate::domain::approval::ApprovalPolicy>, Query, description = "The approval policy of this upgrade's run instead of the runtime's; one that holds back less than the runtime's needs the right to approve plans"),
         ("If-Match" = Option<String>, Header, description = "The `ETag` of the read the change is based on: 412 if the runtime changed since"),
     ),
     responses(
@@ -165,7 +166,7 @@ pub async fn create_runtime(
 pub async fn patch_runtime(
     caller: Caller,
     id: Result<Path<String>, PathRejection>,
-    query: Result<Query<DryRunQuery>, QueryRejection>,
+    query: Result<Query<UpgradeQuery>, QueryRejection>,
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {

@@ -36,6 +36,7 @@ pub struct Model {
     pub approved_by: Option<String>,
     pub approved_at: Option<DateTimeUtc>,
     pub forced: Option<String>,
+    pub approval_policy: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

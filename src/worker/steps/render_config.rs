@@ -1,7 +1,7 @@
 //! RenderConfig: the Terraform configuration rendered for the runtime into the run's ConfigMap.
 
 use super::Run;
-use crate::domain::{Component, FailureReason, ProviderVersion};
+use crate::domain::{Component, FailureReason, ProviderVersion, Runtime};
 use crate::worker::Worker;
 use crate::worker::cluster::RunCluster;
 use crate::worker::step_error::{StepError, StepOutcome};
@@ -16,6 +16,15 @@ impl<C: RunCluster> Worker<C> {
         };
         let (operation_type, action, approved_plan) =
             (operation.operation_type, operation.run_action(), operation.approved_plan());
+        // A request's own approval policy holds for its run only.
+        let overridden;
+        let runtime = match operation.approval_policy {
+            Some(policy) if policy != runtime.approval_policy => {
+                overridden = Runtime { approval_policy: policy, ..runtime.clone() };
+                &overridden
+            }
+            _ => runtime,
+        };
         let rendered =
             self.renderer.render(runtime, operation_type, action, &provider, approved_plan).map_err(|error| {
                 StepError::permanent(FailureReason::RenderFailed, Component::Renderer, error.to_string())
