@@ -56,12 +56,8 @@ async fn a_run_that_failed_on_a_quota_shows_the_clouds_reason_and_can_be_retried
 #[tokio::test]
 async fn a_deprovisioning_that_found_leftovers_fails_naming_them_and_can_be_retried() {
     let (engine, process) = Engine::start(Backend::Sqlite, &[]).await;
-    let (runtime_id, provisioning) = engine.provision(&provision_body("leftovers")).await;
-    engine.wait_for_stage(&provisioning, "WaitForJob", WAIT).await;
-    let kubeconfig = "apiVersion: v1\nkind: Config\nclusters: []\n";
-    let outputs = format!("provision-{runtime_id}-outputs");
-    engine.runner_succeeds(&format!("provision-{runtime_id}"), Some((&outputs, kubeconfig))).await;
-    engine.wait_for_status(&runtime_id, &["succeeded"], WAIT).await;
+    let runtime_id =
+        engine.provisioned(&provision_body("leftovers"), "apiVersion: v1\nkind: Config\nclusters: []\n").await;
 
     let deprovisioning = engine.app.delete(&format!("/api/v1/provisions/{runtime_id}")).await.json();
     let deprovisioning = deprovisioning["operationId"].as_str().expect("an operation id").to_owned();

@@ -147,10 +147,7 @@ async fn a_failing_runner_fails_the_operation_with_its_redacted_message(backend:
 async fn an_upgrade_whose_plan_is_destructive_fails_and_keeps_the_configuration(backend: Backend) {
     let (engine, process) = Engine::start(backend, &[]).await;
     let body = eks_body("engine-destructive");
-    let (runtime_id, _) = engine.provision(&body).await;
-    let outputs = format!("provision-{runtime_id}-outputs");
-    engine.runner_succeeds(&format!("provision-{runtime_id}"), Some((&outputs, KUBECONFIG))).await;
-    engine.wait_for_status(&runtime_id, &["succeeded"], WAIT).await;
+    let runtime_id = engine.provisioned(&body, KUBECONFIG).await;
 
     let max_size = body["clusterConfig"]["workerPool"]["maxSize"].as_i64().unwrap();
     let upgrade = json!({ "workerPool": { "maxSize": max_size + 1 } });
@@ -530,10 +527,8 @@ async fn a_run_past_its_timeout_fails_with_reason_timeout(backend: Backend) {
 
 async fn deprovisioning_cleans_everything_up(backend: Backend) {
     let (engine, process) = Engine::start(backend, &[]).await;
-    let (runtime_id, _) = engine.provision(&provision_body("engine-gone")).await;
+    let runtime_id = engine.provisioned(&provision_body("engine-gone"), KUBECONFIG).await;
     let outputs = format!("provision-{runtime_id}-outputs");
-    engine.runner_succeeds(&format!("provision-{runtime_id}"), Some((&outputs, KUBECONFIG))).await;
-    engine.wait_for_status(&runtime_id, &["succeeded"], WAIT).await;
 
     let accepted = engine.app.delete(&format!("/api/v1/provisions/{runtime_id}")).await;
     assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
@@ -676,10 +671,8 @@ async fn every_form_of_a_credential_value_is_redacted_wherever_a_runs_output_is_
 async fn a_kubeconfig_another_runner_wrote_is_never_served() {
     let (engine, process) = Engine::start(Backend::Postgres, &[]).await;
     let planted = "apiVersion: v1\nkind: Config\nusers:\n- name: x\n  user:\n    exec:\n      command: /bin/sh\n";
-    let (runtime_id, _) = engine.provision(&provision_body("engine-provenance")).await;
+    let runtime_id = engine.provisioned(&provision_body("engine-provenance"), KUBECONFIG).await;
     let outputs = format!("provision-{runtime_id}-outputs");
-    engine.runner_succeeds(&format!("provision-{runtime_id}"), Some((&outputs, KUBECONFIG))).await;
-    engine.wait_for_status(&runtime_id, &["succeeded"], WAIT).await;
     let kubeconfig = format!("/api/v1/provisions/{runtime_id}/kubeconfig");
     assert_eq!(engine.app.get(&kubeconfig).await.text, KUBECONFIG);
 

@@ -18,11 +18,8 @@ const FORCE: &str =
 
 async fn a_runtime_whose_credential_was_revoked_is_deprovisioned_by_force_keeping_what_may_remain(backend: Backend) {
     let (engine, process) = Engine::start(backend, &[]).await;
-    let (runtime_id, provisioning) = engine.provision(&provision_body("revoked")).await;
-    engine.wait_for_stage(&provisioning, "WaitForJob", WAIT).await;
+    let runtime_id = engine.provisioned(&provision_body("revoked"), KUBECONFIG).await;
     let outputs = format!("provision-{runtime_id}-outputs");
-    engine.runner_succeeds(&format!("provision-{runtime_id}"), Some((&outputs, KUBECONFIG))).await;
-    engine.wait_for_status(&runtime_id, &["succeeded"], WAIT).await;
 
     // A run can still destroy it: force is refused, on both APIs.
     let forced_path = format!("/api/v1/runtimes/{runtime_id}?confirm=revoked&force=true");

@@ -235,11 +235,7 @@ async fn the_worker_holds_a_plan_back_and_runs_the_approved_one_in_a_job_of_its_
 #[tokio::test]
 async fn an_upgrade_carries_its_own_approval_policy_for_its_run_only() {
     let (engine, process) = Engine::start(Backend::Sqlite, &[]).await;
-    let (runtime_id, provisioning) = engine.provision(&provision_body("own-policy")).await;
-    engine.wait_for_stage(&provisioning, "WaitForJob", WAIT).await;
-    let outputs = format!("provision-{runtime_id}-outputs");
-    engine.runner_succeeds(&format!("provision-{runtime_id}"), Some((&outputs, KUBECONFIG))).await;
-    engine.wait_for_status(&runtime_id, &["succeeded"], WAIT).await;
+    let runtime_id = engine.provisioned(&provision_body("own-policy"), KUBECONFIG).await;
 
     let resource = format!("/api/v1/runtimes/{runtime_id}");
     let upgrade = json!({ "workerPool": { "maxSize": 8 } });

@@ -243,6 +243,16 @@ impl Engine {
         (accepted["id"].as_str().unwrap().to_owned(), accepted["operationId"].as_str().unwrap().to_owned())
     }
 
+    /// A provisioned runtime: its provisioning queued, its stand-in run succeeded publishing `kubeconfig`, and its
+    /// status `succeeded`; returns its id.
+    pub async fn provisioned(&self, body: &Value, kubeconfig: &str) -> String {
+        let (runtime_id, _) = self.provision(body).await;
+        let outputs = format!("provision-{runtime_id}-outputs");
+        self.runner_succeeds(&format!("provision-{runtime_id}"), Some((&outputs, kubeconfig))).await;
+        self.wait_for_status(&runtime_id, &["succeeded"], Duration::from_secs(60)).await;
+        runtime_id
+    }
+
     pub async fn status(&self, runtime_id: &str) -> Value {
         self.app.get(&format!("/api/v1/provisions/{runtime_id}")).await.json()
     }
