@@ -23,7 +23,7 @@ run:
 ## Installs and starts what the tests need (PostgreSQL, the test control plane and a real node, helm, tofu, the
 ## Terraform providers, fake-gcs-server, moto and the AWS CLI, the playground's assets, Chromium and playwright-core),
 ## then builds the image from the tests' binaries and runs every test.
-test-really-local: postgres control-plane node helm tofu terraform-providers fake-gcs test-tools playground browser-test-tools
+test-really-local: postgres control-plane node helm tofu terraform-providers fake-gcs test-tools playground browser-test-tools previous-release
 	$(MAKE) --no-print-directory test
 	$(MAKE) --no-print-directory schemathesis
 
@@ -67,7 +67,8 @@ TEST_ENV = TEST_TERRAFORM_RUNNER_BIN="$${CARGO_TARGET_DIR:-$(CURDIR)/target}/deb
 	TEST_FAKE_GCS_BIN="$${TEST_FAKE_GCS_BIN:-$$(tools/build-fake-gcs.sh | tail -n1)/fake-gcs-server}" \
 	TEST_AWS_TOOLS_BIN_DIR="$${TEST_AWS_TOOLS_BIN_DIR:-$$(tools/test-tools.sh | tail -n1)}" \
 	TEST_PLAYGROUND_ASSETS_DIR="$${TEST_PLAYGROUND_ASSETS_DIR:-$$(tools/build-playground.sh | tail -n1)}" \
-	TEST_BROWSER_TOOLS_DIR="$${TEST_BROWSER_TOOLS_DIR:-$$(tools/browser-test-tools.sh | tail -n1)}"
+	TEST_BROWSER_TOOLS_DIR="$${TEST_BROWSER_TOOLS_DIR:-$$(tools/browser-test-tools.sh | tail -n1)}" \
+	TEST_PREVIOUS_RELEASE_BIN="$${TEST_PREVIOUS_RELEASE_BIN:-$$(tools/build-previous-release.sh | tail -n1)/provisioner}"
 ## The flake check's tests (module prefixes of the integration binary).
 FLAKE_CHECK_TESTS = authn:: api:: limits:: history:: day_two:: cancel::
 
@@ -133,6 +134,11 @@ fake-gcs:
 ## Installs moto's server and the AWS CLI v1 (pinned, into a venv under ~/.cache) and shellcheck when missing.
 test-tools:
 	tools/test-tools.sh
+
+## Builds the provisioner of the previous release (tests/fixtures/previous-release) once, for the mixed-version
+## test (tools/build-previous-release.sh).
+previous-release:
+	tools/build-previous-release.sh
 
 ## Builds the image from the Dockerfile here, without a Docker engine or a registry (tools/build-image.sh: a
 ## shell-less Debian base made by mmdebstrap, release binaries, tofu and the providers from their caches, buildah)

@@ -12,6 +12,9 @@ spelled! {
     pub enum Stage {
         /// Recorded, not yet picked up by a worker.
         Queued => "Queued",
+        /// Its held-back plan approved, not yet picked up by a worker. Not `Queued`: a replica of 0.1.0, which
+        /// knows no approvals and would plan afresh, claims only stages it knows, so it leaves this one alone.
+        Approved => "Approved",
         /// Resolve the cloud credential in auth-service and write it to the credentials Secret.
         ResolveCredential => "ResolveCredential",
         /// Render the Terraform configuration into the config ConfigMap.
@@ -36,7 +39,7 @@ impl Stage {
     /// The step after this one has succeeded.
     pub fn next(self) -> Stage {
         match self {
-            Stage::Queued => Stage::ResolveCredential,
+            Stage::Queued | Stage::Approved => Stage::ResolveCredential,
             Stage::ResolveCredential => Stage::RenderConfig,
             Stage::RenderConfig => Stage::CreateJob,
             Stage::CreateJob => Stage::WaitForJob,
@@ -50,6 +53,7 @@ impl Stage {
     pub fn message(self, operation_type: OperationType, action: RunAction) -> &'static str {
         match (self, action, operation_type) {
             (Stage::Queued, _, _) => "Operation queued: waiting for a worker",
+            (Stage::Approved, _, _) => "Plan approved: waiting for a worker to apply it",
             (Stage::ResolveCredential, _, _) => "Resolving the cloud credential",
             (Stage::RenderConfig, _, _) => "Rendering the Terraform configuration",
             (Stage::CreateJob, RunAction::Apply, _) => "Starting the terraform apply Job",
@@ -109,7 +113,7 @@ pub enum AfterStep {
 }
 
 impl RunState {
-    /// Where a claimed operation resumes. A queued one starts at its first step. A stored error is the run's
+    /// Where a claimed operation resumes. A queued one (or an approved one) starts at its first step. A stored error is the run's
     /// failure only once the run has moved to Cleanup with it (an error stored at an earlier stage was a transient
     /// one being retried). An operation past its attempts fails and cleans up. `holds_plan`: see
     /// [`crate::domain::Operation::holds_plan_for_approval`].
@@ -119,7 +123,7 @@ impl RunState {
         (attempts, max_attempts): (i32, i32),
         holds_plan: bool,
     ) -> RunState {
-        let stage = if stage == Stage::Queued { Stage::ResolveCredential } else { stage };
+        let stage = if matches!(stage, Stage::Queued | Stage::Approved) { Stage::ResolveCredential } else { stage };
         let failure = stored_error.filter(|_| stage >= Stage::Cleanup).cloned();
         if attempts > max_attempts && failure.is_none() {
             let message = format!("the operation was started {max_attempts} times without making progress");
@@ -261,9 +265,12 @@ mod tests {
             stage = stage.next();
             seen.push(stage);
         }
-        // A run that holds its plan for approval ends at AwaitingApproval instead (see RunState).
-        let held: Vec<Stage> = Stage::ALL.iter().copied().filter(|stage| *stage != Stage::AwaitingApproval).collect();
+        // A run that holds its plan for approval ends at AwaitingApproval instead (see RunState); once approved,
+        // it waits at Approved and starts over at the first step.
+        let waiting = [Stage::Approved, Stage::AwaitingApproval];
+        let held: Vec<Stage> = Stage::ALL.iter().copied().filter(|stage| !waiting.contains(stage)).collect();
         assert_eq!(seen, held);
+        assert_eq!(Stage::Approved.next(), Stage::ResolveCredential);
         assert_eq!(Stage::Done.next(), Stage::Done);
     }
 
@@ -285,6 +292,7 @@ mod tests {
         let cases = [
             // (stored stage, stored error, attempts, resumes at, failed with)
             (Stage::Queued, None, 1, Stage::ResolveCredential, None),
+            (Stage::Approved, None, 1, Stage::ResolveCredential, None),
             (Stage::WaitForJob, None, 3, Stage::WaitForJob, None),
             (Stage::CreateJob, Some(&retrying), 2, Stage::CreateJob, None),
             (Stage::Cleanup, Some(&retrying), 2, Stage::Cleanup, Some(FailureReason::KubernetesError)),

@@ -327,7 +327,7 @@ fn aws_tags(runtime: &Runtime) -> BTreeMap<String, String> {
 fn gcp_labels(runtime: &Runtime) -> BTreeMap<String, String> {
     let mut labels: BTreeMap<String, String> =
         runtime.labels.0.iter().map(|(key, value)| (gcp_label_key(key), gcp_label_text(value))).collect();
-    labels.insert("kubeopera-runtime-id".to_owned(), runtime.id.to_string());
+    labels.insert(runner_contract::failure::RUNTIME_ID_LABEL.to_owned(), runtime.id.to_string());
     labels.insert("kubeopera-runtime-name".to_owned(), gcp_label_text(&runtime.name));
     labels
 }

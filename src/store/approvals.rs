@@ -20,15 +20,15 @@ fn while_waiting(update: UpdateMany<operation::Entity>, operation_id: Uuid) -> U
 }
 
 impl Store {
-    /// Approves the plan the operation waits with, for `approved_by`: it is queued again and its next run applies
-    /// exactly that plan, with a full budget of attempts. False when it no longer waits with that plan, or the
+    /// Approves the plan the operation waits with, for `approved_by`: it is queued again (at stage `Approved`) and
+    /// its next run applies exactly that plan, with a full budget of attempts. False when it no longer waits with that plan, or the
     /// approval time ran out.
     pub async fn approve_plan(&self, operation_id: Uuid, plan_sha256: &str, approved_by: &str) -> Result<bool> {
         let now = now();
         let txn = self.db.begin().await?;
         let approved = while_waiting(operation::Entity::update_many(), operation_id)
             .col_expr(operation::Column::State, Expr::value(OperationState::Pending.as_str()))
-            .col_expr(operation::Column::Stage, Expr::value(Stage::Queued.as_str()))
+            .col_expr(operation::Column::Stage, Expr::value(Stage::Approved.as_str()))
             .col_expr(
                 operation::Column::Message,
                 Expr::value(format!("Plan approved by {approved_by}: waiting for a worker to apply it")),
@@ -42,7 +42,7 @@ impl Store {
             .exec(&txn)
             .await?;
         if approved.rows_affected == 1 {
-            enter_stage(&txn, operation_id, Stage::Queued, now).await?;
+            enter_stage(&txn, operation_id, Stage::Approved, now).await?;
         }
         txn.commit().await?;
         Ok(approved.rows_affected == 1)

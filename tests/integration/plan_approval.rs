@@ -73,7 +73,7 @@ async fn a_waiting_plan_is_approved_only_by_its_digest_and_in_time(backend: Back
     let response = app.graphql(APPROVE, json!({ "id": waiting, "sha": digest('a') })).await;
     assert_eq!(
         response["data"]["approveOperation"],
-        json!({ "id": waiting, "state": "Pending", "stage": "Queued", "approvedBy": CALLER }),
+        json!({ "id": waiting, "state": "Pending", "stage": "Approved", "approvedBy": CALLER }),
         "{response}"
     );
     // A repeated approval gets the queued operation; a rejection comes too late.

@@ -1,10 +1,18 @@
 //! Old and new replicas side by side on one database, as during a rolling update of the provisioner itself: a
-//! replica claims only operations it can run, and leaves what a newer release queued to the newer replicas.
+//! replica claims only operations it can run, and leaves what a newer release queued to the newer replicas. The
+//! last test runs the previous release's own binary (`TEST_PREVIOUS_RELEASE_BIN`: the commit
+//! `tests/fixtures/previous-release` names, built once by `tools/build-previous-release.sh`) beside this one.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
+use axum::http::StatusCode;
+use provisioner::domain::OperationState;
+use provisioner::domain::run::Stage;
 use provisioner::store::{Migrations, Store};
 use sea_orm::ConnectionTrait as _;
+use serde_json::{Value, json};
+use test_support::engine::{Engine, RUNNER_PLAN_SUMMARY};
 use test_support::{Backend, TestDatabase, on_both_databases, provision_body, spawn_app};
 
 /// An operation of a type this release does not know (queued by a newer replica), and one left at a stage it
@@ -71,6 +79,67 @@ async fn replicas_starting_together_migrate_once() {
     let (applied, distinct): (i64, i64) =
         (row.try_get("", "applied").unwrap(), row.try_get("", "distinct_versions").unwrap());
     assert_eq!(applied, distinct);
+}
+
+fn previous_release() -> PathBuf {
+    std::env::var_os("TEST_PREVIOUS_RELEASE_BIN").map(PathBuf::from).expect(
+        "TEST_PREVIOUS_RELEASE_BIN names the previous release's provisioner: run through `make test`, or set it to \
+         the last line of tools/build-previous-release.sh plus /provisioner",
+    )
+}
+
+/// A plan approved while a replica of the previous release (0.1.0, which knows no approvals and would apply a
+/// fresh plan) runs the only worker waits at stage `Approved`, which 0.1.0 does not know: the old replica passes
+/// it by (it claims a provisioning queued after it), keeps running, and once a replica of this release runs, the
+/// approved plan is applied in a Job of its own and the operation ends Succeeded.
+#[tokio::test]
+async fn an_approved_plan_waits_for_this_release_while_the_previous_one_runs_beside_it() {
+    const WAIT: Duration = Duration::from_secs(60);
+    let digest = "e".repeat(64);
+    let (mut engine, process) = Engine::start(Backend::Postgres, &[]).await;
+    let mut body = provision_body("mixed-approved");
+    body["runtimeInput"]["approvalPolicy"] = json!("manual");
+    let (runtime_id, operation) = engine.provision(&body).await;
+    let job = format!("provision-{runtime_id}");
+    engine.wait_for_stage(&operation, "WaitForJob", WAIT).await;
+    let mut held: Value = serde_json::from_str(RUNNER_PLAN_SUMMARY).unwrap();
+    held["savedPlanSha256"] = json!(digest);
+    engine.runner_exits(&job, 0, &held.to_string()).await;
+    engine.wait_for_stage(&operation, "AwaitingApproval", WAIT).await;
+
+    // Now only the previous release runs a worker; this release's process serves the API alone.
+    process.stop().await;
+    let claims = engine.operation(&operation).await.claims;
+    let api = engine.start_process(&[("MODULES_REPO_URL", "")]).await;
+    let previous_binary = previous_release();
+    // The binary is 0.1.0's own: it knows no approvals, so its help lists no approval setting.
+    let help = std::process::Command::new(&previous_binary).arg("--help").output().expect("the previous release runs");
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("DATABASE_URL") && !help.contains("APP_PLAN_APPROVAL_TTL"), "{help}");
+    let mut previous = engine.start_release_process(&previous_binary, &[]).await;
+    let path = format!("/api/v1/operations/{operation}/approve");
+    let approved = engine.app.request("POST", &path, Some(&json!({ "planSha256": digest })), &[]).await;
+    assert_eq!(approved.status, StatusCode::ACCEPTED, "{}", approved.text);
+    let (_, later) = engine.provision(&provision_body("mixed-later")).await;
+    engine.wait_for_stage(&later, "WaitForJob", WAIT).await;
+    let passed_by = engine.operation(&operation).await;
+    assert_eq!(
+        (passed_by.state, passed_by.stage, passed_by.claims),
+        (OperationState::Pending, Stage::Approved, claims),
+        "the previous release claimed the later provisioning and left the approved one:\n{}",
+        previous.log_tail(20)
+    );
+    assert!(previous.exited().is_none(), "the previous release keeps running:\n{}", previous.log_tail(40));
+
+    previous.terminate(Duration::from_secs(30)).await;
+    api.stop().await;
+    let _current = engine.start_process(&[]).await;
+    let approved_job = format!("{job}-approved");
+    engine.wait_for_stage(&operation, "WaitForJob", WAIT).await;
+    let kubeconfig = "apiVersion: v1\nkind: Config\nclusters: []\n";
+    engine.runner_succeeds(&approved_job, Some((&format!("{job}-outputs"), kubeconfig))).await;
+    let done = engine.wait_for_status(&runtime_id, &["succeeded", "failed"], WAIT).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
 }
 
 on_both_databases!(

@@ -17,6 +17,9 @@ pub const EXIT_LEFTOVERS: i32 = 6;
 /// afterwards.
 pub const RUNTIME_ID_TAG: &str = "kubeopera.io/runtime-id";
 
+/// [`RUNTIME_ID_TAG`] as a GCP label: GCP label keys take neither `.` nor `/`.
+pub const RUNTIME_ID_LABEL: &str = "kubeopera-runtime-id";
+
 /// The class of a cloud's error answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

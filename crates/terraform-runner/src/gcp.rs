@@ -1,6 +1,10 @@
 //! Google Cloud for terraform-runner over plain REST: an OAuth access token for the service account (a JWT
 //! signed with its key, exchanged at the key's `token_uri`) and the cluster's GCS state bucket. Honours
-//! `STORAGE_EMULATOR_HOST`, the convention of Google's client libraries for a local GCS.
+//! `STORAGE_EMULATOR_HOST`, the convention of Google's client libraries for a local GCS, and, for the listings of
+//! [`leftovers`], `GOOGLE_CONTAINER_CUSTOM_ENDPOINT` and `GOOGLE_COMPUTE_CUSTOM_ENDPOINT`, the variables the Google
+//! provider reads for the same APIs.
+
+mod leftovers;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -21,6 +25,8 @@ use crate::{Error, Result};
 
 const SCOPE: &str = "https://www.googleapis.com/auth/cloud-platform";
 const STORAGE_URL: &str = "https://storage.googleapis.com";
+const CONTAINER_URL: &str = "https://container.googleapis.com/v1/";
+const COMPUTE_URL: &str = "https://compute.googleapis.com/compute/v1/";
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 const ATTEMPTS: u32 = 4;
 /// Runs take up to the provisioning timeout; the token only serves the bucket calls around them.
@@ -38,6 +44,10 @@ struct ServiceAccountKey {
 pub struct GcpSession {
     http: reqwest::Client,
     storage: Url,
+    /// The GKE API's base, `…/v1/`.
+    container: Url,
+    /// The Compute Engine API's base, `…/compute/v1/`.
+    compute: Url,
     key: ServiceAccountKey,
     /// Renewed when GCS refuses it: a destroy can outlast the token's hour before the bucket is removed.
     token: Mutex<SecretString>,
@@ -77,6 +87,8 @@ impl GcpSession {
         Ok(GcpSession {
             http,
             storage,
+            container: endpoint("GOOGLE_CONTAINER_CUSTOM_ENDPOINT", CONTAINER_URL)?,
+            compute: endpoint("GOOGLE_COMPUTE_CUSTOM_ENDPOINT", COMPUTE_URL)?,
             key,
             token: Mutex::new(token),
             project: project.to_owned(),
@@ -100,9 +112,7 @@ impl GcpSession {
     }
 
     fn url(&self, segments: &[&str]) -> Url {
-        let mut url = self.storage.clone();
-        url.path_segments_mut().expect("an http(s) URL takes a path").pop_if_empty().extend(segments);
-        url
+        joined(&self.storage, segments)
     }
 
     /// One JSON API call, retried on 429, 5xx and connection failures. Returns the status and the body.
@@ -317,6 +327,23 @@ impl GcpSession {
     pub fn project(&self) -> &str {
         &self.project
     }
+}
+
+/// An API's base URL from `variable`, or `default`.
+fn endpoint(variable: &str, default: &str) -> Result<Url> {
+    let base = std::env::var(variable).ok().filter(|base| !base.is_empty()).unwrap_or_else(|| default.to_owned());
+    match Url::parse(&base) {
+        Ok(url) if url.scheme() == "http" || url.scheme() == "https" => Ok(url),
+        Ok(_) => Err(Error::Input(format!("{variable}: not an http(s) URL"))),
+        Err(error) => Err(Error::Input(format!("{variable}: {error}"))),
+    }
+}
+
+/// `base` with `segments` appended to its path, each percent-encoded.
+fn joined(base: &Url, segments: &[&str]) -> Url {
+    let mut url = base.clone();
+    url.path_segments_mut().expect("an http(s) URL takes a path").pop_if_empty().extend(segments);
+    url
 }
 
 /// GCS writes generations as strings; accept numbers too.

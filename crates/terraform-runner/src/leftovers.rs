@@ -1,8 +1,9 @@
 //! What a deprovisioning left in the cloud: every resource the modules create carries the runtime's id as a tag
-//! ([`RUNTIME_ID_TAG`]), so once the state is destroyed, whatever still carries it is a leftover: created by a run
-//! that was killed before it saved its state, or changed outside Terraform. AWS: the Resource Groups Tagging API
-//! finds them; the kinds the modules create are deleted, in dependency order; anything else is named. After an
-//! apply, what carries the tag though the state does not know it is reported as orphans, for the deprovisioning.
+//! ([`RUNTIME_ID_TAG`]) or, in GCP, a label, so once the state is destroyed, whatever still carries it is a
+//! leftover: created by a run that was killed before it saved its state, or changed outside Terraform. Each cloud
+//! lists them ([`RuntimeResources`]); the kinds the modules create are deleted, in dependency order; anything else
+//! is named. After an apply, what carries the id though the state does not know it is reported as orphans, for
+//! the deprovisioning. AWS: the Resource Groups Tagging API (below); GCP: [`crate::gcp`]'s `leftovers`.
 
 use runner_contract::failure::{MAX_LISTED_LEFTOVERS, RUNTIME_ID_TAG};
 use runner_contract::inventory;
@@ -14,10 +15,25 @@ use crate::terraform::Signals;
 use crate::transient::Retrying;
 use crate::{Error, Result, Runner};
 
+/// A cloud's side of finding and deleting what a runtime left: resources are named as the cloud names them (an
+/// ARN, a self link).
+pub(crate) trait RuntimeResources {
+    /// A resource the runner deletes itself; the order of the values is the order of deletion.
+    type Leftover: Ord;
+
+    /// The leftover `name` names, when it is of a kind the runner deletes.
+    fn leftover(name: &str) -> Option<Self::Leftover>;
+
+    /// The names of the resources that carry `runtime_id` and still exist.
+    async fn left_of_runtime(&self, runtime_id: Uuid) -> Result<Vec<String>>;
+
+    async fn delete(&self, leftover: &Self::Leftover) -> Result<Deleted>;
+}
+
 /// A leftover the runner deletes itself. The order of the variants is the order of deletion: what depends on
 /// another goes first (node groups before their cluster, instances before their subnet, subnets before their VPC).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Sweepable {
+pub(crate) enum AwsLeftover {
     EksNodegroup { cluster: String, nodegroup: String },
     EksCluster(String),
     Instance(String),
@@ -30,9 +46,9 @@ pub(crate) enum Sweepable {
     Vpc(String),
 }
 
-impl Sweepable {
+impl AwsLeftover {
     /// The leftover an ARN names, when it is of a kind the runner deletes.
-    pub(crate) fn of_arn(arn: &str) -> Option<Sweepable> {
+    pub(crate) fn of_arn(arn: &str) -> Option<AwsLeftover> {
         let mut parts = arn.splitn(6, ':');
         let (Some("arn"), Some(_partition), Some(service), Some(_region), Some(_account), Some(resource)) =
             (parts.next(), parts.next(), parts.next(), parts.next(), parts.next(), parts.next())
@@ -42,27 +58,27 @@ impl Sweepable {
         let (kind, id) = resource.split_once('/')?;
         let id = id.to_owned();
         Some(match (service, kind) {
-            ("eks", "cluster") => Sweepable::EksCluster(id),
+            ("eks", "cluster") => AwsLeftover::EksCluster(id),
             ("eks", "nodegroup") => {
                 let mut names = id.split('/');
                 let (cluster, nodegroup) = (names.next()?.to_owned(), names.next()?.to_owned());
-                Sweepable::EksNodegroup { cluster, nodegroup }
+                AwsLeftover::EksNodegroup { cluster, nodegroup }
             }
-            ("ec2", "instance") => Sweepable::Instance(id),
-            ("ec2", "natgateway") => Sweepable::NatGateway(id),
-            ("ec2", "elastic-ip") => Sweepable::ElasticIp(id),
-            ("ec2", "internet-gateway") => Sweepable::InternetGateway(id),
-            ("ec2", "security-group") => Sweepable::SecurityGroup(id),
-            ("ec2", "subnet") => Sweepable::Subnet(id),
-            ("ec2", "route-table") => Sweepable::RouteTable(id),
-            ("ec2", "vpc") => Sweepable::Vpc(id),
+            ("ec2", "instance") => AwsLeftover::Instance(id),
+            ("ec2", "natgateway") => AwsLeftover::NatGateway(id),
+            ("ec2", "elastic-ip") => AwsLeftover::ElasticIp(id),
+            ("ec2", "internet-gateway") => AwsLeftover::InternetGateway(id),
+            ("ec2", "security-group") => AwsLeftover::SecurityGroup(id),
+            ("ec2", "subnet") => AwsLeftover::Subnet(id),
+            ("ec2", "route-table") => AwsLeftover::RouteTable(id),
+            ("ec2", "vpc") => AwsLeftover::Vpc(id),
             _ => return None,
         })
     }
 }
 
 /// What one deletion came to.
-enum Deleted {
+pub(crate) enum Deleted {
     /// Deleted now, or gone already.
     Yes,
     /// The cloud refused (still in use by something not yet gone); a later round tries again.
@@ -70,25 +86,25 @@ enum Deleted {
 }
 
 impl Runner {
-    /// After a destroy: deletes what still carries the runtime's tag, trying what is still in use again after the
+    /// After a destroy: deletes what still carries the runtime's id, trying what is still in use again after the
     /// transient pauses; returns what it deleted (at most [`MAX_LISTED_LEFTOVERS`]), or fails naming what is left.
-    pub(crate) async fn sweep_leftovers(
+    pub(crate) async fn sweep_leftovers<C: RuntimeResources>(
         &self,
-        aws: &AwsSession,
+        cloud: &C,
         runtime_id: Uuid,
         signals: &mut Signals,
     ) -> Result<Vec<String>> {
         let mut retrying = Retrying::new(self.settings.transient_retries);
         let mut swept = Vec::new();
-        let mut left = aws.left_of_runtime(runtime_id).await?;
+        let mut left = cloud.left_of_runtime(runtime_id).await?;
         while !left.is_empty() {
-            swept.extend(aws.delete_leftovers(&left).await?);
-            left = aws.left_of_runtime(runtime_id).await?;
+            swept.extend(delete_leftovers(cloud, &left).await?);
+            left = cloud.left_of_runtime(runtime_id).await?;
             if left.is_empty() {
                 break;
             }
             // Only what the runner deletes is worth a pause (one still in use, or still listed just after).
-            let worth_a_pause = left.iter().any(|arn| Sweepable::of_arn(arn).is_some());
+            let worth_a_pause = left.iter().any(|name| C::leftover(name).is_some());
             if !worth_a_pause || !retrying.pause_while_in_use(left.len(), signals).await? {
                 return Err(Error::Leftovers { resources: left });
             }
@@ -98,18 +114,47 @@ impl Runner {
     }
 }
 
-impl AwsSession {
-    /// After an apply: what carries `runtime_id`'s tag and still exists though the state's `inventory` does not
-    /// name it; at most [`MAX_LISTED_LEFTOVERS`].
-    pub(crate) async fn orphans(&self, runtime_id: Uuid, inventory: &[String]) -> Result<Vec<String>> {
-        let mut orphans = self.left_of_runtime(runtime_id).await?;
-        orphans.retain(|arn| !inventory::names(inventory, arn));
-        orphans.truncate(MAX_LISTED_LEFTOVERS);
-        Ok(orphans)
+/// After an apply: what carries `runtime_id` and still exists though the state's `inventory` does not name it;
+/// at most [`MAX_LISTED_LEFTOVERS`].
+pub(crate) async fn orphans<C: RuntimeResources>(
+    cloud: &C,
+    runtime_id: Uuid,
+    inventory: &[String],
+) -> Result<Vec<String>> {
+    let mut orphans = cloud.left_of_runtime(runtime_id).await?;
+    orphans.retain(|name| !inventory::names(inventory, name));
+    orphans.truncate(MAX_LISTED_LEFTOVERS);
+    Ok(orphans)
+}
+
+/// Deletes, in dependency order, each of `names` of a kind the runner deletes; returns the names deleted. One the
+/// cloud refuses stays, for the next round.
+async fn delete_leftovers<C: RuntimeResources>(cloud: &C, names: &[String]) -> Result<Vec<String>> {
+    let mut leftovers: Vec<(C::Leftover, &String)> =
+        names.iter().filter_map(|name| Some((C::leftover(name)?, name))).collect();
+    leftovers.sort();
+    let mut deleted = Vec::new();
+    for (leftover, name) in leftovers {
+        match cloud.delete(&leftover).await? {
+            Deleted::Yes => {
+                tracing::warn!(resource = %name, "deleted a leftover no state knew");
+                deleted.push(name.clone());
+            }
+            Deleted::Refused(why) => tracing::info!(resource = %name, why, "a leftover is still in use"),
+        }
+    }
+    Ok(deleted)
+}
+
+impl RuntimeResources for AwsSession {
+    type Leftover = AwsLeftover;
+
+    fn leftover(arn: &str) -> Option<AwsLeftover> {
+        AwsLeftover::of_arn(arn)
     }
 
     /// The ARNs of the resources of this region that carry `runtime_id`'s tag and still exist.
-    pub(crate) async fn left_of_runtime(&self, runtime_id: Uuid) -> Result<Vec<String>> {
+    async fn left_of_runtime(&self, runtime_id: Uuid) -> Result<Vec<String>> {
         let mut left = Vec::new();
         for arn in self.tagged_with_runtime(runtime_id).await? {
             if self.still_exists(&arn).await? {
@@ -119,14 +164,31 @@ impl AwsSession {
         Ok(left)
     }
 
+    async fn delete(&self, leftover: &AwsLeftover) -> Result<Deleted> {
+        match leftover {
+            AwsLeftover::EksNodegroup { cluster, nodegroup } => self.delete_eks_nodegroup(cluster, nodegroup).await,
+            AwsLeftover::EksCluster(name) => self.delete_eks_cluster(name).await,
+            AwsLeftover::Instance(id) => self.ec2_delete("TerminateInstances", "InstanceId.1", id).await,
+            AwsLeftover::NatGateway(id) => self.ec2_delete("DeleteNatGateway", "NatGatewayId", id).await,
+            AwsLeftover::ElasticIp(id) => self.ec2_delete("ReleaseAddress", "AllocationId", id).await,
+            AwsLeftover::InternetGateway(id) => self.delete_internet_gateway(id).await,
+            AwsLeftover::SecurityGroup(id) => self.ec2_delete("DeleteSecurityGroup", "GroupId", id).await,
+            AwsLeftover::Subnet(id) => self.ec2_delete("DeleteSubnet", "SubnetId", id).await,
+            AwsLeftover::RouteTable(id) => self.ec2_delete("DeleteRouteTable", "RouteTableId", id).await,
+            AwsLeftover::Vpc(id) => self.ec2_delete("DeleteVpc", "VpcId", id).await,
+        }
+    }
+}
+
+impl AwsSession {
     /// A deleted NAT gateway and a terminated instance stay listed (and described) for about an hour after they
     /// are gone, in AWS as in moto.
     async fn still_exists(&self, arn: &str) -> Result<bool> {
-        let state = match Sweepable::of_arn(arn) {
-            Some(Sweepable::NatGateway(id)) => {
+        let state = match AwsLeftover::of_arn(arn) {
+            Some(AwsLeftover::NatGateway(id)) => {
                 self.described("DescribeNatGateways", "NatGatewayId.1", &id, "state").await?
             }
-            Some(Sweepable::Instance(id)) => {
+            Some(AwsLeftover::Instance(id)) => {
                 let state = self.described("DescribeInstances", "InstanceId.1", &id, "instanceState").await?;
                 state.and_then(|state| elements(&state, "name").first().map(|name| (*name).to_owned()))
             }
@@ -180,40 +242,6 @@ impl AwsSession {
         }
         arns.sort();
         Ok(arns)
-    }
-
-    /// Deletes, in dependency order, each of `arns` of a kind the runner deletes; returns the ARNs deleted. One
-    /// the cloud refuses stays, for the next round.
-    pub(crate) async fn delete_leftovers(&self, arns: &[String]) -> Result<Vec<String>> {
-        let mut sweepable: Vec<(Sweepable, &String)> =
-            arns.iter().filter_map(|arn| Some((Sweepable::of_arn(arn)?, arn))).collect();
-        sweepable.sort();
-        let mut deleted = Vec::new();
-        for (leftover, arn) in sweepable {
-            match self.delete_leftover(&leftover).await? {
-                Deleted::Yes => {
-                    tracing::warn!(arn = %arn, "deleted a leftover no state knew");
-                    deleted.push(arn.clone());
-                }
-                Deleted::Refused(why) => tracing::info!(arn = %arn, why, "a leftover is still in use"),
-            }
-        }
-        Ok(deleted)
-    }
-
-    async fn delete_leftover(&self, leftover: &Sweepable) -> Result<Deleted> {
-        match leftover {
-            Sweepable::EksNodegroup { cluster, nodegroup } => self.delete_eks_nodegroup(cluster, nodegroup).await,
-            Sweepable::EksCluster(name) => self.delete_eks_cluster(name).await,
-            Sweepable::Instance(id) => self.ec2_delete("TerminateInstances", "InstanceId.1", id).await,
-            Sweepable::NatGateway(id) => self.ec2_delete("DeleteNatGateway", "NatGatewayId", id).await,
-            Sweepable::ElasticIp(id) => self.ec2_delete("ReleaseAddress", "AllocationId", id).await,
-            Sweepable::InternetGateway(id) => self.delete_internet_gateway(id).await,
-            Sweepable::SecurityGroup(id) => self.ec2_delete("DeleteSecurityGroup", "GroupId", id).await,
-            Sweepable::Subnet(id) => self.ec2_delete("DeleteSubnet", "SubnetId", id).await,
-            Sweepable::RouteTable(id) => self.ec2_delete("DeleteRouteTable", "RouteTableId", id).await,
-            Sweepable::Vpc(id) => self.ec2_delete("DeleteVpc", "VpcId", id).await,
-        }
     }
 
     async fn ec2_delete(&self, action: &'static str, parameter: &str, id: &str) -> Result<Deleted> {
@@ -287,17 +315,17 @@ mod tests {
             "arn:aws:eks:eu-west-1:123456789012:nodegroup/prod/workers/6ac7a1e2-2b1c-4f6e-9a9b-0e5c2c7d1f00",
             "arn:aws:ec2:eu-west-1:123456789012:internet-gateway/igw-0a9b",
         ];
-        let mut sweepable: Vec<_> = arns.iter().map(|arn| Sweepable::of_arn(arn).unwrap()).collect();
+        let mut sweepable: Vec<_> = arns.iter().map(|arn| AwsLeftover::of_arn(arn).unwrap()).collect();
         sweepable.sort();
         assert_eq!(
             sweepable,
             [
-                Sweepable::EksNodegroup { cluster: "prod".into(), nodegroup: "workers".into() },
-                Sweepable::EksCluster("prod".into()),
-                Sweepable::Instance("i-0e3f".into()),
-                Sweepable::InternetGateway("igw-0a9b".into()),
-                Sweepable::Subnet("subnet-0c2d".into()),
-                Sweepable::Vpc("vpc-0a1b".into()),
+                AwsLeftover::EksNodegroup { cluster: "prod".into(), nodegroup: "workers".into() },
+                AwsLeftover::EksCluster("prod".into()),
+                AwsLeftover::Instance("i-0e3f".into()),
+                AwsLeftover::InternetGateway("igw-0a9b".into()),
+                AwsLeftover::Subnet("subnet-0c2d".into()),
+                AwsLeftover::Vpc("vpc-0a1b".into()),
             ]
         );
     }
@@ -310,7 +338,7 @@ mod tests {
             "arn:aws:s3:::kubeopera-state",
             "not an arn",
         ] {
-            assert_eq!(Sweepable::of_arn(arn), None, "{arn}");
+            assert_eq!(AwsLeftover::of_arn(arn), None, "{arn}");
         }
     }
 }

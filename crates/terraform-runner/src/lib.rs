@@ -11,10 +11,12 @@
 mod api_server;
 mod approval;
 mod aws;
+mod cloud_session;
 mod diagnostics;
 mod ec2_query;
 pub mod fetch_modules;
 mod gcp;
+mod inputs;
 mod kubeconfig;
 mod leftovers;
 mod node_kubeconfig;
@@ -26,23 +28,21 @@ mod terraform;
 pub mod transient;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use runner_contract::Topology;
 use runner_contract::credential::{self, CloudCredential};
-use runner_contract::manifest::{
-    ControlPlaneUpgrade, MAIN_TF_FILE, NodesPath, RUNNER_MANIFEST_FILE, RunAction, RunnerManifest,
-};
+use runner_contract::manifest::{ControlPlaneUpgrade, NodesPath, RunAction, RunnerManifest};
 use runner_contract::plan::PlanSummary;
-use runner_contract::providers::{LOCK_FILE, ProviderVersion};
 use runner_contract::redact::{Redactor, SharedRedactor, bounded_failure_message};
 use runner_contract::report::{RunReport, kubeconfig_digest};
-use secrecy::SecretString;
 use serde_json::Value;
 
 use approval::SavedPlan;
 use aws::AwsSession;
+use cloud_session::CloudSession;
 use gcp::GcpSession;
+use inputs::{install_lock_file, plan_without_backend, prepare_work_dir, read_credential, read_manifest};
 use plans::{EVERYTHING, apply_plan, plan, plan_destroy, refuse_destructive, show_plan, within_approval};
 pub use settings::RunnerSettings;
 use state_lock::{LockHolder, StateLock, Verdict};
@@ -322,22 +322,26 @@ impl Runner {
         Ok(RunReport::applied(PlanSummary { orphans, ..summary }, kubeconfig_digest(kubeconfig.as_bytes())))
     }
 
-    /// What an earlier run of the runtime, killed before it saved its state, left in the cloud (AWS). The apply
-    /// itself succeeded, so a failed listing is logged, not a failure of the run.
+    /// What an earlier run of the runtime, killed before it saved its state, left in the cloud. The apply itself
+    /// succeeded, so a failed listing is logged, not a failure of the run.
     async fn orphans(&self, run: &Prepared, inventory: &[String]) -> Vec<String> {
-        let CloudSession::Aws(aws) = &run.session else { return Vec::new() };
-        match aws.orphans(run.manifest.runtime_id, inventory).await {
+        let runtime_id = run.manifest.runtime_id;
+        let listed = match &run.session {
+            CloudSession::Aws(aws) => leftovers::orphans(aws.as_ref(), runtime_id, inventory).await,
+            CloudSession::Gcp(gcp) => leftovers::orphans(gcp.as_ref(), runtime_id, inventory).await,
+        };
+        match listed {
             Ok(orphans) => {
                 if !orphans.is_empty() {
                     tracing::warn!(
                         ?orphans,
-                        "resources carrying the runtime's tag that the state does not know; the deprovisioning deletes them"
+                        "resources carrying the runtime's id that the state does not know; the deprovisioning deletes them"
                     );
                 }
                 orphans
             }
             Err(error) => {
-                tracing::warn!(%error, "listing what carries the runtime's tag failed; no orphans are reported");
+                tracing::warn!(%error, "listing what carries the runtime's id failed; no orphans are reported");
                 Vec::new()
             }
         }
@@ -383,8 +387,12 @@ impl Runner {
         }
         // The bucket stays while anything of the runtime is left: a repeated deprovisioning looks again.
         let swept = match &run.session {
-            CloudSession::Aws(aws) => self.sweep_leftovers(aws, run.manifest.runtime_id, &mut run.signals).await?,
-            CloudSession::Gcp(_) => Vec::new(),
+            CloudSession::Aws(aws) => {
+                self.sweep_leftovers(aws.as_ref(), run.manifest.runtime_id, &mut run.signals).await?
+            }
+            CloudSession::Gcp(gcp) => {
+                self.sweep_leftovers(gcp.as_ref(), run.manifest.runtime_id, &mut run.signals).await?
+            }
         };
         run.session.delete_state_bucket(bucket).await?;
         Ok(Some(RunReport::of_plan(PlanSummary { swept, ..summary })))
@@ -592,41 +600,10 @@ fn output<'a>(outputs: &'a BTreeMap<String, Value>, name: &str) -> Result<&'a st
         .ok_or_else(|| Error::Outputs(format!("output {name:?} is missing or not a string")))
 }
 
-fn read_manifest(config_dir: &Path) -> Result<RunnerManifest> {
-    let path = config_dir.join(RUNNER_MANIFEST_FILE);
-    let text =
-        std::fs::read_to_string(&path).map_err(|error| Error::Input(format!("reading {}: {error}", path.display())))?;
-    serde_json::from_str(&text).map_err(|error| Error::Input(format!("{}: {error}", path.display())))
-}
-
-/// Every file of the mounted Secret (Kubernetes adds `..data` links and hidden folders, which are skipped).
-fn read_credential(dir: &Path) -> Result<CloudCredential> {
-    let unreadable =
-        |error: std::io::Error| Error::Input(format!("reading the credentials in {}: {error}", dir.display()));
-    let mut files = BTreeMap::new();
-    for entry in std::fs::read_dir(dir).map_err(unreadable)? {
-        let entry = entry.map_err(unreadable)?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with('.') || !entry.path().is_file() {
-            continue;
-        }
-        let value = std::fs::read_to_string(entry.path()).map_err(unreadable)?;
-        files.insert(name, SecretString::from(value));
-    }
-    let credential = CloudCredential::from_secret_files(&files)
-        .map_err(|error| Error::Input(format!("credentials in {}: {error}", dir.display())))?;
-    // The service checked them too; the files are checked again before anything is written from them.
-    credential.check().map_err(|invalid| Error::Input(format!("credentials in {}: {invalid}", dir.display())))?;
-    Ok(credential)
-}
-
 /// `init` installs exactly the providers of the lock file, from the image's mirror (its tofu configuration allows
 /// no registry), and fails rather than change the lock file. `-reconfigure`: a work folder an earlier attempt
 /// initialised with another backend (a dry run's local one) never holds state to migrate.
 const INIT: &[&str] = &["init", "-input=false", "-no-color", "-lockfile=readonly", "-reconfigure"];
-
-/// Swaps the configuration's backend for local state; written only for a dry run of a cluster without state.
-const DRY_RUN_BACKEND_OVERRIDE: &str = "dry_run_backend_override.tf";
 
 /// One step of [`Runner::upgrade_control_plane_first`]: the resource applied alone, and the SSM parameter the
 /// nodes publish once they have taken it.
@@ -634,138 +611,4 @@ struct ControlPlaneChange {
     target: String,
     marker: String,
     what: String,
-}
-
-/// An override file (Terraform merges `*_override.tf` last) that swaps the configuration's backend for local
-/// state in the work folder: a dry run of a new cluster plans without creating its state bucket.
-fn plan_without_backend(work_dir: &Path) -> Result<()> {
-    let override_file = work_dir.join(DRY_RUN_BACKEND_OVERRIDE);
-    std::fs::write(&override_file, "terraform {\n  backend \"local\" {}\n}\n")
-        .map_err(|error| Error::Input(format!("writing {}: {error}", override_file.display())))
-}
-
-/// Puts the image's lock file for the run's provider version where `init` reads it. A run of a version the image
-/// does not carry fails here, naming it, before Terraform starts.
-fn install_lock_file(lock_dir: &Path, provider: &ProviderVersion, work_dir: &Path) -> Result<()> {
-    if !provider.is_exact() {
-        return Err(Error::Input(format!("runner.json names provider {provider}, which is not an exact version")));
-    }
-    let lock_file = lock_dir.join(provider.lock_file_name());
-    if !lock_file.is_file() {
-        return Err(Error::Input(format!(
-            "this image carries no provider {provider} (no {}); run the operation with an image that has it",
-            lock_file.display()
-        )));
-    }
-    std::fs::copy(&lock_file, work_dir.join(LOCK_FILE))
-        .map_err(|error| Error::Input(format!("copying {} into the work folder: {error}", lock_file.display())))?;
-    Ok(())
-}
-
-/// Copies `main.tf` into the writable work folder (Terraform writes `.terraform` next to it) and makes a
-/// temporary folder there for Terraform's temporary files, since the root filesystem (and so `/tmp`) is read-only.
-/// A folder left by an earlier attempt of the same run is reused. Returns the temporary folder.
-fn prepare_work_dir(config_dir: &Path, work_dir: &Path) -> Result<PathBuf> {
-    let failed = |error: std::io::Error| Error::Input(format!("preparing {}: {error}", work_dir.display()));
-    let temporary = work_dir.join(".tmp");
-    std::fs::create_dir_all(&temporary).map_err(failed)?;
-    std::fs::copy(config_dir.join(MAIN_TF_FILE), work_dir.join(MAIN_TF_FILE)).map_err(failed)?;
-    // An earlier attempt's dry run must not send this run's state elsewhere.
-    match std::fs::remove_file(work_dir.join(DRY_RUN_BACKEND_OVERRIDE)) {
-        Err(error) if error.kind() != std::io::ErrorKind::NotFound => return Err(failed(error)),
-        _ => {}
-    }
-    Ok(temporary)
-}
-
-/// Object names in the state bucket.
-struct StateObjects {
-    lock: &'static str,
-    holder: &'static str,
-}
-
-/// The cloud a run works in: its credentials for Terraform and its state bucket.
-enum CloudSession {
-    // Boxed: both are large and of very different sizes.
-    Aws(Box<AwsSession>),
-    Gcp(Box<GcpSession>),
-}
-
-impl CloudSession {
-    fn terraform_env(&self) -> Vec<(String, String)> {
-        match self {
-            CloudSession::Aws(aws) => aws.terraform_env(),
-            CloudSession::Gcp(gcp) => gcp.terraform_env(),
-        }
-    }
-
-    async fn state_bucket_exists(&self, bucket: &str) -> Result<bool> {
-        match self {
-            CloudSession::Aws(aws) => aws.state_bucket_exists(bucket).await,
-            CloudSession::Gcp(gcp) => gcp.state_bucket_exists(bucket).await,
-        }
-    }
-
-    /// Terraform's lock beside the state, and the record of who takes it: the backends of
-    /// assets/terraform/*/main.tf.hbs (S3 `key = "terraform.tfstate"` with `use_lockfile`, GCS `prefix =
-    /// "terraform"`, whose default workspace locks `default.tflock`).
-    fn state_objects(&self) -> StateObjects {
-        match self {
-            CloudSession::Aws(_) => {
-                StateObjects { lock: "terraform.tfstate.tflock", holder: "terraform.tfstate.holder.json" }
-            }
-            CloudSession::Gcp(_) => {
-                StateObjects { lock: "terraform/default.tflock", holder: "terraform/default.holder.json" }
-            }
-        }
-    }
-
-    /// An object of the state bucket as JSON (text that is not JSON as a JSON string).
-    async fn read_json_object(&self, bucket: &str, name: &str) -> Result<Option<Value>> {
-        match self {
-            CloudSession::Aws(aws) => Ok(aws.read_object(bucket, name).await?.map(|bytes| {
-                serde_json::from_slice(&bytes)
-                    .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
-            })),
-            CloudSession::Gcp(gcp) => gcp.read_json_object(bucket, name).await,
-        }
-    }
-
-    /// Terraform's lock on the state, with the ID its backend unlocks it by.
-    async fn read_state_lock(&self, bucket: &str) -> Result<Option<Value>> {
-        let lock = self.state_objects().lock;
-        match self {
-            // The S3 backend unlocks by the ID inside the lock object.
-            CloudSession::Aws(_) => self.read_json_object(bucket, lock).await,
-            CloudSession::Gcp(gcp) => gcp.read_lock_object(bucket, lock).await,
-        }
-    }
-
-    async fn write_json_object(&self, bucket: &str, name: &str, value: &Value) -> Result<()> {
-        match self {
-            CloudSession::Aws(aws) => aws.write_json_object(bucket, name, value.to_string().into_bytes()).await,
-            CloudSession::Gcp(gcp) => gcp.write_json_object(bucket, name, value).await,
-        }
-    }
-
-    async fn delete_object(&self, bucket: &str, name: &str) -> Result<()> {
-        match self {
-            CloudSession::Aws(aws) => aws.delete_object(bucket, name).await,
-            CloudSession::Gcp(gcp) => gcp.delete_object(bucket, name).await,
-        }
-    }
-
-    async fn ensure_state_bucket(&self, bucket: &str) -> Result<()> {
-        match self {
-            CloudSession::Aws(aws) => aws.ensure_state_bucket(bucket).await,
-            CloudSession::Gcp(gcp) => gcp.ensure_state_bucket(bucket).await,
-        }
-    }
-
-    async fn delete_state_bucket(&self, bucket: &str) -> Result<()> {
-        match self {
-            CloudSession::Aws(aws) => aws.delete_state_bucket(bucket).await,
-            CloudSession::Gcp(gcp) => gcp.delete_state_bucket(bucket).await,
-        }
-    }
 }

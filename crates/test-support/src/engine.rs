@@ -2,7 +2,8 @@
 //! `resources/cluster-provisioner.yaml`, the service running as the `cluster-provisioner` ServiceAccount, and
 //! the test playing kubelet and terraform-runner.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
 use std::time::Duration;
 
 use k8s_openapi::ByteString;
@@ -22,7 +23,7 @@ use tokio::sync::watch;
 
 use crate::audit::KeptAudit;
 use crate::auth_service::FakeAuthService;
-use crate::server_process::{ServerProcess, start_service};
+use crate::server_process::{ServerProcess, start_service, start_service_binary};
 use crate::{Backend, TestApp, TestDatabase, settings_for, test_environment};
 
 pub const MODULES_REPO_URL: &str = "https://git.example.invalid/tcr/terraform-modules.git";
@@ -145,6 +146,17 @@ impl Engine {
     /// [`Engine::start_service_process`] reaching the API server through `api_server_url` (a proxy). `extra` may
     /// set `APP_METRICS_ADDRESS` (otherwise a free port) and `DATABASE_URL`.
     pub async fn start_service_process_via(&self, extra: &[(&str, &str)], api_server_url: &str) -> ServerProcess {
+        start_service(self.service_environment(extra, api_server_url).await).await
+    }
+
+    /// Another release's provisioner `binary` as a child process, set up as [`Engine::start_service_process`] sets
+    /// up this release's.
+    pub async fn start_release_process(&self, binary: &Path, extra: &[(&str, &str)]) -> ServerProcess {
+        let environment = self.service_environment(extra, self.control_plane.server_url()).await;
+        start_service_binary(binary.to_owned(), environment).await
+    }
+
+    async fn service_environment(&self, extra: &[(&str, &str)], api_server_url: &str) -> HashMap<String, String> {
         let kubeconfig = self.folder.path().join(format!("cluster-provisioner-{}.kubeconfig", uuid::Uuid::new_v4()));
         self.control_plane
             .write_service_account_kubeconfig_via(&self.namespace, "cluster-provisioner", &kubeconfig, api_server_url)
@@ -158,7 +170,7 @@ impl Engine {
         environment.insert("KUBECONFIG".into(), kubeconfig.display().to_string());
         environment.insert("APP_LOG_FORMAT".into(), "json".into());
         environment.insert("APP_LOG_LEVEL".into(), "info".into());
-        start_service(environment).await
+        environment
     }
 
     pub async fn operation(&self, operation_id: &str) -> Operation {

@@ -11,6 +11,7 @@ pub mod engine;
 pub mod fault_proxy;
 pub mod gcp;
 pub mod git_server;
+pub mod google_apis;
 pub mod helm;
 pub mod kubelet_stand_in;
 pub mod moto;

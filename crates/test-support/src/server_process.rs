@@ -139,8 +139,16 @@ pub fn service_binary() -> std::path::PathBuf {
 /// The provisioner binary as a child process with exactly `environment` on top of the test's
 /// own (no KUBECONFIG unless `environment` names one), serving on a free loopback port.
 pub async fn start_service(environment: std::collections::HashMap<String, String>) -> ServerProcess {
+    start_service_binary(service_binary(), environment).await
+}
+
+/// [`start_service`] with another provisioner binary (another release's).
+pub async fn start_service_binary(
+    binary: std::path::PathBuf,
+    environment: std::collections::HashMap<String, String>,
+) -> ServerProcess {
     ServerProcess::start("provisioner", "/healthz", move |port, _folder| {
-        let mut command = Command::new(service_binary());
+        let mut command = Command::new(&binary);
         command.env_remove("KUBECONFIG").envs(&environment).env("APP_ADDRESS", format!("127.0.0.1:{port}"));
         command
     })

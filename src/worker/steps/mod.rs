@@ -31,7 +31,7 @@ impl<C: RunCluster> Worker<C> {
         failing: bool,
     ) -> Result<StepOutcome, StepError> {
         match stage {
-            Stage::Queued | Stage::AwaitingApproval | Stage::Done => Ok(StepOutcome::Next),
+            Stage::Queued | Stage::Approved | Stage::AwaitingApproval | Stage::Done => Ok(StepOutcome::Next),
             Stage::ResolveCredential => self.resolve_credential(run).await,
             Stage::RenderConfig => self.render_config(run).await,
             Stage::CreateJob => self.create_job(run, deadline).await,

@@ -1,11 +1,30 @@
-//! The GKE topology: state in a GCS bucket on fake-gcs-server.
+//! The GKE topology: state in a GCS bucket on fake-gcs-server; what carries the runtime's label listed and deleted
+//! through the GKE and Compute Engine APIs of [`FakeGoogleApis`].
+
+use runner_contract::failure::RUNTIME_ID_LABEL;
+use test_support::google_apis::FakeGoogleApis;
 
 use super::*;
 
+/// Also: what a run killed before it saved its state left (a cluster and a stray instance carrying the runtime's
+/// label) is reported as orphans by the apply and deleted by the destroy, cluster first; a node of a GKE pool goes
+/// with its cluster, and another runtime's cluster is left alone.
 #[tokio::test]
 async fn gke_apply_keeps_state_in_gcs_and_destroy_removes_the_bucket() {
     let job = Job::new().await;
     let gcs = FakeGcs::start().await;
+    let apis = FakeGoogleApis::start().await;
+    let this_runtime = json!({RUNTIME_ID_LABEL: job.runtime_id.to_string(), "owner": "team-a"});
+    let left_cluster = apis.add_cluster(PROJECT_ID, "europe-west1", "runner-gke-1", this_runtime.clone());
+    let stray = apis.add_instance(PROJECT_ID, "europe-west1-b", "stray", this_runtime);
+    let pool_node = apis.add_instance(
+        PROJECT_ID,
+        "europe-west1-b",
+        "gke-runner-gke-1-workers-1a2b3c4d-x9z8",
+        json!({RUNTIME_ID_LABEL: job.runtime_id.to_string(), "goog-gke-node": ""}),
+    );
+    let other_runtime = json!({RUNTIME_ID_LABEL: "0190b8a6-0000-7000-8000-000000000002"});
+    let others = apis.add_cluster(PROJECT_ID, "europe-west1", "other-gke", other_runtime);
     let token_server = GoogleTokenServer::start(&test_key_pair().public_key_der).await;
     let key = ServiceAccountKey::generate(&token_server.token_uri());
     job.write_credentials(&[
@@ -55,13 +74,15 @@ output "location" {{
         );
         std::fs::write(job.path("config/main.tf"), main_tf).unwrap();
     };
-    let emulator = [("STORAGE_EMULATOR_HOST", gcs.emulator_host())];
+    let mut emulator = vec![("STORAGE_EMULATOR_HOST", gcs.emulator_host())];
+    emulator.extend(apis.env());
 
     // The runner's first token is refused like an expired one: it gets a new one and carries on.
     gcs.expire_first_token();
     write_config("apply");
     let applied = job.run_with("apply", &emulator).await;
-    applied.assert_success();
+    let summary = applied.assert_success();
+    assert_eq!(summary.orphans, [left_cluster.clone(), stray.clone()], "the state knows neither");
     assert!(!applied.output.contains(&key.key.private_key_pem.lines().nth(1).unwrap().to_owned()));
 
     // The runner signed in as the service account and created a versioned bucket with that token.
@@ -123,7 +144,11 @@ output "location" {{
 
     write_config("destroy");
     let destroyed = job.run_with("destroy", &emulator).await;
-    destroyed.assert_success();
+    let report = destroyed.assert_report();
     assert!(destroyed.output.contains("Resources: 0 added, 0 changed, 1 destroyed."), "{}", destroyed.output);
+    assert_eq!(report.plan.swept, [left_cluster, stray], "the leftovers are deleted, the cluster first");
+    assert_eq!(apis.self_links(), [others, pool_node], "only another runtime's cluster and the pool's node remain");
+    let issued = token_server.issued_tokens();
+    assert!(apis.bearer_tokens().iter().all(|bearer| issued.contains(bearer)), "every call carries an issued token");
     assert!(gcs.bucket(&job.bucket).await.is_none(), "the state bucket is removed after the destroy");
 }
