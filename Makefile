@@ -55,7 +55,7 @@ test-unit:
 	cargo test --locked --workspace --lib
 
 ## The packages that ship (the service, the runner and what they share), as opposed to tests and tools.
-PRODUCT_PACKAGES = -p provisioner -p terraform-runner -p runner-contract -p process-support -p migrations
+PRODUCT_PACKAGES = -p provisioner -p terraform-runner -p runner-contract -p process-support -p migrations -p provisionerctl
 
 ## The variables that point the tests at what `make test-really-local` built.
 TEST_ENV = TEST_TERRAFORM_RUNNER_BIN="$${CARGO_TARGET_DIR:-$(CURDIR)/target}/debug/terraform-runner" \

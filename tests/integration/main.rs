@@ -30,6 +30,7 @@ mod pipeline;
 mod plan_approval;
 mod playground;
 mod providers;
+mod provisionerctl;
 mod real_node;
 mod render;
 mod retries;

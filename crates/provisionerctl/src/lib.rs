@@ -1,0 +1,216 @@
+//! `provisionerctl`: the provisioner's REST API from a terminal. Runtimes are listed, read, created, hibernated,
+//! woken and deleted, their operations read, their kubeconfig fetched, and a wait follows a runtime until it
+//! reaches a state. The server comes from `--server` or `PROVISIONER_SERVER`; the token from `--token`,
+//! `--token-file`, `PROVISIONER_TOKEN`, or the current context of the kubeconfig (`KUBECONFIG`), as kubectl reads it.
+
+mod client;
+mod commands;
+mod render;
+mod token;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+pub use client::Client;
+
+/// The exit codes, as `--help` lists them.
+pub mod exit {
+    pub const OK: u8 = 0;
+    /// A local failure: a file that cannot be read, a token that cannot be found.
+    pub const LOCAL: u8 = 1;
+    /// The command line is wrong (clap's own code).
+    pub const USAGE: u8 = 2;
+    /// The server refused the request (4xx): the problem is printed.
+    pub const REFUSED: u8 = 3;
+    /// The server cannot be reached or failed (5xx).
+    pub const UNAVAILABLE: u8 = 4;
+    /// A wait ended without the state it waited for: the runtime failed, or the timeout passed.
+    pub const NOT_REACHED: u8 = 5;
+}
+
+const EXIT_CODES: &str = "Exit codes: 0 done; 1 a local failure (a file, the token); 2 a wrong command line; 3 the \
+                          server refused the request (its problem is printed); 4 the server cannot be reached or \
+                          failed; 5 a wait ended without the state it waited for.";
+
+#[derive(Debug, Parser)]
+#[command(name = "provisionerctl", version, about = "Runtimes and operations of the cluster provisioner", after_help = EXIT_CODES)]
+pub struct Cli {
+    /// The provisioner's base URL.
+    #[arg(long, env = "PROVISIONER_SERVER", default_value = "http://127.0.0.1:3000", global = true)]
+    pub server: String,
+    /// A bearer token for the server (otherwise `--token-file`, or the kubeconfig's current user).
+    #[arg(long, env = "PROVISIONER_TOKEN", hide_env_values = true, global = true)]
+    pub token: Option<String>,
+    /// A file holding the bearer token (a projected ServiceAccount token, for example).
+    #[arg(long, global = true)]
+    pub token_file: Option<PathBuf>,
+    /// How results are printed.
+    #[arg(short, long, value_enum, default_value_t = Output::Table, global = true)]
+    pub output: Output,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    Table,
+    Json,
+    Yaml,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Lists or reads runtimes and operations.
+    #[command(subcommand)]
+    Get(Get),
+    /// Creates a runtime from a request file (JSON or YAML, the body of `POST /api/v1/runtimes`).
+    Create {
+        /// The request; `-` reads standard input.
+        #[arg(short = 'f', long = "filename")]
+        file: PathBuf,
+        /// Only plans: nothing is created.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Deprovisions a runtime.
+    Delete {
+        id: String,
+        /// The runtime's name, when the server asks for a confirmation.
+        #[arg(long)]
+        confirm: Option<String>,
+    },
+    /// Changes a runtime's cluster (the body of `PATCH /api/v1/runtimes/ID`, JSON or YAML).
+    Upgrade {
+        id: String,
+        /// The change; `-` reads standard input.
+        #[arg(short = 'f', long = "filename")]
+        file: PathBuf,
+        /// Only plans: nothing is changed.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Hibernates a runtime: its workers stop, its control plane and state stay.
+    Hibernate { id: String },
+    /// Wakes a hibernated runtime.
+    Wake { id: String },
+    /// Shows a runtime: its configuration, state and conditions, and its last operations.
+    Describe { id: String },
+    /// Cancels a queued or running operation.
+    Cancel { operation: String },
+    /// Approves the plan an operation waits with, named by its digest.
+    Approve {
+        operation: String,
+        /// The plan's sha256, as the operation shows it (`planSha256`).
+        #[arg(long)]
+        plan_sha256: String,
+    },
+    /// Rejects the plan an operation waits with.
+    Reject { operation: String },
+    /// Queues a failed operation again.
+    Retry { operation: String },
+    /// Prints an operation's logs (of its runner); `-f` follows them while it runs.
+    Logs {
+        operation: String,
+        #[arg(short, long)]
+        follow: bool,
+    },
+    /// Lists a runtime's operations, newest first.
+    Operations { id: String },
+    /// Prints a runtime's kubeconfig.
+    Kubeconfig { id: String },
+    /// Waits until a runtime reaches a state (`--for state=Ready`), printing its progress on standard error.
+    Wait {
+        id: String,
+        /// What to wait for: `state=<RuntimeState>`, for example `state=Ready` or `state=Deleted`.
+        #[arg(long = "for", value_parser = parse_condition)]
+        condition: String,
+        /// How long to wait at most.
+        #[arg(long, default_value = "40m", value_parser = humantime::parse_duration)]
+        timeout: Duration,
+        /// How often to ask.
+        #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
+        interval: Duration,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Get {
+    /// Lists the runtimes, optionally of one state.
+    Runtimes {
+        #[arg(long)]
+        state: Option<String>,
+    },
+    /// Reads one runtime.
+    Runtime { id: String },
+    /// Reads one operation.
+    Operation { id: String },
+}
+
+fn parse_condition(text: &str) -> Result<String, String> {
+    match text.split_once('=') {
+        Some(("state", state)) if !state.is_empty() => Ok(state.to_owned()),
+        _ => Err(format!("{text:?} is not state=<RuntimeState> (for example state=Ready)")),
+    }
+}
+
+/// Why a command failed; each maps to an exit code.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{0}")]
+    Local(String),
+    #[error("Error from server ({status}): {message}")]
+    Refused { status: u16, message: String },
+    #[error("the server at {server} cannot be reached or failed: {message}")]
+    Unavailable { server: String, message: String },
+    #[error("{0}")]
+    NotReached(String),
+}
+
+impl Error {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::Local(_) => exit::LOCAL,
+            Error::Refused { .. } => exit::REFUSED,
+            Error::Unavailable { .. } => exit::UNAVAILABLE,
+            Error::NotReached(_) => exit::NOT_REACHED,
+        }
+    }
+}
+
+/// Parses `args` (the program's name first) and runs them, printing results (and `--help`) to `out` and errors
+/// and progress to `err`; returns the exit code.
+pub async fn run_args<I, T>(args: I, out: &mut dyn Write, err: &mut dyn Write) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    match Cli::try_parse_from(args) {
+        Ok(cli) => run(cli, out, err).await,
+        Err(error) => {
+            let text = error.render().to_string();
+            let _ = if error.use_stderr() { err.write_all(text.as_bytes()) } else { out.write_all(text.as_bytes()) };
+            u8::try_from(error.exit_code()).unwrap_or(exit::USAGE)
+        }
+    }
+}
+
+/// Runs `cli`, printing results to `out` and errors and progress to `err`; returns the exit code.
+pub async fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let outcome = match token::resolve(cli.token.as_deref(), cli.token_file.as_deref()) {
+        Ok(token) => match Client::new(&cli.server, token) {
+            Ok(client) => commands::run(&client, cli.command, cli.output, out, err).await,
+            Err(error) => Err(error),
+        },
+        Err(error) => Err(error),
+    };
+    match outcome {
+        Ok(()) => exit::OK,
+        Err(error) => {
+            let _ = writeln!(err, "{error}");
+            error.exit_code()
+        }
+    }
+}

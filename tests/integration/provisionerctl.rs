@@ -1,0 +1,100 @@
+//! provisionerctl against the service: the engine on the test control plane serves its REST API on a loopback
+//! port, the stand-in runner plays the Jobs, and the command-line client takes a cluster from create to
+//! kubeconfig to delete; refusals, outages, a wrong command line and a wait that runs out have their exit codes.
+
+use serde_json::Value;
+use test_support::engine::Engine;
+use test_support::{Backend, provision_body};
+
+const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters: []\n";
+
+/// Serves `router` on a loopback port; returns its base URL.
+async fn serve(router: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    format!("http://{address}")
+}
+
+/// Runs `provisionerctl --server <server> <args>`; returns its exit code, output and errors, and shows the
+/// session (the closing note's transcript comes from `--nocapture`).
+async fn ctl(server: &str, args: &[&str]) -> (u8, String, String) {
+    // Authentication is off here: no token is needed, and none is read from a kubeconfig of the machine.
+    let mut argv = vec!["provisionerctl", "--server", server, "--token", "unused"];
+    argv.extend_from_slice(args);
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = provisionerctl::run_args(argv, &mut out, &mut err).await;
+    let (out, err) = (String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap());
+    eprintln!("$ provisionerctl {}\n{out}{err}(exit {code})", args.join(" "));
+    (code, out, err)
+}
+
+#[tokio::test]
+async fn provisionerctl_takes_a_cluster_from_create_to_kubeconfig_to_delete() {
+    let (engine, _process) = Engine::start(Backend::Sqlite, &[]).await;
+    let server = serve(engine.app.app.router.clone()).await;
+    let folder = tempfile::tempdir().unwrap();
+    let request = folder.path().join("request.json");
+    std::fs::write(&request, provision_body("ctl-cluster").to_string()).unwrap();
+    let request = request.display().to_string();
+
+    let (code, created, err) = ctl(&server, &["create", "-f", &request]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(created.starts_with("ID ") && created.contains("provision"), "{created}");
+    let (code, listed, _) = ctl(&server, &["get", "runtimes", "-o", "json"]).await;
+    assert_eq!(code, 0);
+    let listed: Value = serde_json::from_str(&listed).unwrap();
+    let runtime = listed["runtimes"].as_array().unwrap().iter().find(|runtime| runtime["name"] == "ctl-cluster");
+    let runtime_id = runtime.expect("the runtime is listed")["id"].as_str().unwrap().to_owned();
+
+    let outputs = format!("provision-{runtime_id}-outputs");
+    engine.runner_succeeds(&format!("provision-{runtime_id}"), Some((&outputs, KUBECONFIG))).await;
+    let wait_for = |state| ["wait", "--for", state, "--timeout", "60s", "--interval", "200ms", runtime_id.as_str()];
+    let (code, _, progress) = ctl(&server, &wait_for("state=Ready")).await;
+    assert_eq!(code, 0, "{progress}");
+    assert!(progress.contains("Ready after"), "{progress}");
+    let (code, table, _) = ctl(&server, &["get", "runtimes"]).await;
+    let row = table.lines().find(|line| line.starts_with("ctl-cluster")).unwrap_or_else(|| panic!("{table}"));
+    assert_eq!((code, row.split_whitespace().nth(2)), (0, Some("Ready")), "{table}");
+    let (code, described, _) = ctl(&server, &["describe", &runtime_id]).await;
+    assert_eq!(code, 0);
+    assert!(described.contains("state: Ready") && described.contains("\nOperations:\nID "), "{described}");
+    let (code, kubeconfig, _) = ctl(&server, &["kubeconfig", &runtime_id]).await;
+    assert_eq!((code, kubeconfig.as_str()), (0, KUBECONFIG));
+
+    let (code, deleting, err) = ctl(&server, &["delete", &runtime_id]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(deleting.contains("deprovision"), "{deleting}");
+    engine.runner_succeeds(&format!("deprovision-{runtime_id}"), None).await;
+    let (code, _, progress) = ctl(&server, &wait_for("state=Deleted")).await;
+    assert_eq!(code, 0, "{progress}");
+    let (code, history, _) = ctl(&server, &["operations", &runtime_id, "-o", "yaml"]).await;
+    assert_eq!(code, 0);
+    assert!(history.contains("operation: deprovision") && history.contains("operation: provision"), "{history}");
+
+    // Each failure has its exit code.
+    let (code, _, refused) = ctl(&server, &["get", "runtime", "0190b8a6-0000-7000-8000-00000000dead"]).await;
+    assert_eq!(code, provisionerctl::exit::REFUSED, "{refused}");
+    assert!(refused.starts_with("Error from server (404)"), "{refused}");
+    let (code, _, local) = ctl(&server, &["get", "runtime", "../../metrics"]).await;
+    assert_eq!(code, provisionerctl::exit::LOCAL, "{local}");
+    let (code, _, unreachable) = ctl("http://127.0.0.1:1", &["get", "runtimes"]).await;
+    assert_eq!(code, provisionerctl::exit::UNAVAILABLE, "{unreachable}");
+    let (code, _, usage) = ctl(&server, &["frobnicate"]).await;
+    assert_eq!(code, provisionerctl::exit::USAGE, "{usage}");
+    std::fs::write(folder.path().join("request.json"), provision_body("ctl-waiting").to_string()).unwrap();
+    let (code, queued, _) = ctl(&server, &["create", "-f", &request]).await;
+    assert_eq!(code, 0);
+    let provisioning = queued.lines().nth(1).and_then(|row| row.split_whitespace().next()).unwrap().to_owned();
+    let (_, listed, _) = ctl(&server, &["get", "runtimes", "--state", "Provisioning", "-o", "json"]).await;
+    let listed: Value = serde_json::from_str(&listed).unwrap();
+    let waiting = listed["runtimes"][0]["id"].as_str().unwrap().to_owned();
+    let short = ["wait", "--for", "state=Ready", "--timeout", "1s", "--interval", "200ms", waiting.as_str()];
+    let (code, _, still) = ctl(&server, &short).await;
+    assert_eq!(code, provisionerctl::exit::NOT_REACHED, "{still}");
+    assert!(still.contains("is still Provisioning after 1s"), "{still}");
+    let (code, cancelled, err) = ctl(&server, &["cancel", &provisioning, "-o", "json"]).await;
+    assert_eq!(code, 0, "{err}");
+    let cancelled: Value = serde_json::from_str(&cancelled).unwrap();
+    assert_eq!(cancelled["operationId"], provisioning.as_str(), "{cancelled}");
+}
