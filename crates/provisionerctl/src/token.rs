@@ -1,6 +1,7 @@
 //! The bearer token: `--token` (or `PROVISIONER_TOKEN`), else `--token-file`, else the current context's user of
-//! the kubeconfig kubectl would read (`KUBECONFIG`'s first file, or `~/.kube/config`): its `token` or `tokenFile`.
-//! Without any, requests carry none (a server with authentication off).
+//! the kubeconfig kubectl would read (`KUBECONFIG`'s first file, or `~/.kube/config`): its `token`, its
+//! `tokenFile`, or what its exec plugin prints (an `ExecCredential`, as kubectl runs it: `gke-gcloud-auth-plugin`,
+//! `aws eks get-token`, `kubelogin`). Without any, requests carry none (a server with authentication off).
 
 use std::path::{Path, PathBuf};
 
@@ -46,14 +47,42 @@ fn of_kubeconfig(path: &Path) -> Result<Option<SecretString>, Error> {
     if let Some(file) = user.get("tokenFile").and_then(Value::as_str) {
         return read_token(Path::new(file)).map(Some);
     }
-    if user.get("exec").is_some() {
-        return Err(unreadable(
-            "its current user signs in with an exec plugin, which provisionerctl does not run: pass --token \
-             (for example $(kubectl create token ...))"
-                .to_owned(),
-        ));
+    if let Some(exec) = user.get("exec") {
+        return exec_credential(exec, path.parent().unwrap_or(Path::new("."))).map(Some).map_err(unreadable);
     }
     Ok(None)
+}
+
+/// Runs the user's exec plugin as kubectl does (its arguments and environment, `KUBERNETES_EXEC_INFO`, no input; a
+/// relative command with a `/` is relative to the kubeconfig's folder) and reads the token of the `ExecCredential`
+/// it prints.
+fn exec_credential(exec: &Value, kubeconfig_dir: &Path) -> Result<SecretString, String> {
+    let command = exec.get("command").and_then(Value::as_str).ok_or("its exec plugin names no command")?;
+    let program = if command.contains('/') { kubeconfig_dir.join(command) } else { PathBuf::from(command) };
+    let list = |key: &str| -> Vec<&Value> { exec.get(key).and_then(Value::as_array).into_iter().flatten().collect() };
+    let mut plugin = std::process::Command::new(&program);
+    plugin.args(list("args").iter().filter_map(|argument| argument.as_str()));
+    for variable in list("env") {
+        if let (Some(name), Some(value)) = (variable["name"].as_str(), variable["value"].as_str()) {
+            plugin.env(name, value);
+        }
+    }
+    let api_version = exec.get("apiVersion").and_then(Value::as_str).unwrap_or("client.authentication.k8s.io/v1");
+    let info = serde_json::json!({"apiVersion": api_version, "kind": "ExecCredential", "spec": {"interactive": false}});
+    plugin.env("KUBERNETES_EXEC_INFO", info.to_string()).stdin(std::process::Stdio::null());
+    let output = plugin.output().map_err(|error| format!("its exec plugin {command} cannot run: {error}"))?;
+    if !output.status.success() {
+        let said: String = String::from_utf8_lossy(&output.stderr).chars().take(300).collect();
+        return Err(format!("its exec plugin {command} failed ({}): {}", output.status, said.trim()));
+    }
+    let credential: Value = serde_json::from_slice(&output.stdout)
+        .map_err(|_| format!("its exec plugin {command} printed no ExecCredential"))?;
+    match credential.pointer("/status/token").and_then(Value::as_str) {
+        Some(token) => Ok(SecretString::from(token)),
+        None => Err(format!(
+            "the ExecCredential of {command} holds no status.token (client certificates are not used): pass --token"
+        )),
+    }
 }
 
 /// The `user` of the current context's user entry.
@@ -83,13 +112,32 @@ mod tests {
         let path = folder.join("config");
         std::fs::write(&path, KUBECONFIG).unwrap();
         assert_eq!(of_kubeconfig(&path).unwrap().unwrap().expose_secret(), "operator-token");
-        std::fs::write(
-            &path,
-            KUBECONFIG.replace("    token: operator-token", "    exec:\n      command: gke-gcloud-auth-plugin"),
-        )
-        .unwrap();
+        std::fs::remove_dir_all(&folder).unwrap();
+    }
+
+    /// A plugin as kubectl runs one: it gets its arguments, its environment and `KUBERNETES_EXEC_INFO`.
+    #[test]
+    fn an_exec_plugin_prints_the_token_as_kubectl_runs_it() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let folder = std::env::temp_dir().join(format!("provisionerctl-exec-{}", std::process::id()));
+        std::fs::create_dir_all(folder.join("bin")).unwrap();
+        let plugin = folder.join("bin/token-plugin");
+        let script = r#"#!/bin/sh
+case "$KUBERNETES_EXEC_INFO" in *ExecCredential*) ;; *) echo "no exec info" >&2; exit 3 ;; esac
+[ "$1" = get-token ] || { echo "no argument" >&2; exit 4; }
+printf '{"kind":"ExecCredential","status":{"token":"%s-exec"}}' "$TOKEN_PREFIX"
+"#;
+        std::fs::write(&plugin, script).unwrap();
+        std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let exec = "    exec:\n      command: ./bin/token-plugin\n      args: [get-token]\n      env:\n      - name: TOKEN_PREFIX\n        value: operator\n";
+        let path = folder.join("config");
+        std::fs::write(&path, KUBECONFIG.replace("    token: operator-token\n", exec)).unwrap();
+        assert_eq!(of_kubeconfig(&path).unwrap().unwrap().expose_secret(), "operator-exec");
+
+        let without_argument = exec.replace("[get-token]", "[]");
+        std::fs::write(&path, KUBECONFIG.replace("    token: operator-token\n", &without_argument)).unwrap();
         let refused = of_kubeconfig(&path).unwrap_err().to_string();
-        assert!(refused.contains("exec plugin"), "{refused}");
+        assert!(refused.contains("./bin/token-plugin failed") && refused.contains("no argument"), "{refused}");
         std::fs::remove_dir_all(&folder).unwrap();
     }
 
