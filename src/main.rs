@@ -36,10 +36,11 @@ async fn main() -> ExitCode {
         }
     };
     install_crypto_provider();
-    telemetry::init_tracing(&settings.log.level, settings.log.format);
+    let log = &settings.log;
+    let traces = telemetry::init_tracing(&log.level, log.format, &log.traces, None);
 
     if migrate_only {
-        return match startup::migrate(&settings).await {
+        let code = match startup::migrate(&settings).await {
             Ok(()) => {
                 tracing::info!(database = %settings.database.describe(), "the database has this release's schema");
                 ExitCode::SUCCESS
@@ -49,6 +50,8 @@ async fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         };
+        traces.shutdown().await;
+        return code;
     }
     let result = async {
         let app = App::build(&settings).await?;
@@ -64,14 +67,16 @@ async fn main() -> ExitCode {
         startup::serve(app, listeners, shutdown_signal()).await
     }
     .await;
-    match result {
+    let code = match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             tracing::error!(%error, "provisioner stopped");
             eprintln!("provisioner: {error}");
             ExitCode::FAILURE
         }
-    }
+    };
+    traces.shutdown().await;
+    code
 }
 
 async fn shutdown_signal() {

@@ -17,8 +17,9 @@ use crate::domain::run::Stage;
 use crate::domain::{FailureReason, OperationState, OperationType};
 use crate::store::{OperationCount, StatementMetrics};
 
-/// The same logs as terraform-runner's.
-pub use process_support::logging::{LogFormat, init_tracing};
+/// The same logs and traces as terraform-runner's.
+pub use process_support::logging::{LogFormat, Tracing, init_tracing};
+pub use process_support::traces::{SPAN_TARGET, TraceSettings, continue_trace, current_traceparent};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct HttpLabels {

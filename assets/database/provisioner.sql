@@ -82,3 +82,5 @@ CREATE UNIQUE INDEX "operation_one_active_per_runtime_idx" ON "operation" ("runt
 ALTER TABLE "operation" ADD COLUMN "forced" text NULL;
 
 ALTER TABLE "operation" ADD COLUMN "approval_policy" text NULL;
+
+ALTER TABLE "operation" ADD COLUMN "trace_parent" text NULL;

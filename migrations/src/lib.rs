@@ -23,6 +23,7 @@ mod m20261213_000001_runtime_deletion_protection;
 mod m20261214_000001_plan_approval;
 mod m20261215_000001_operation_forced;
 mod m20261216_000001_operation_approval_policy;
+mod m20261217_000001_operation_trace_parent;
 
 pub use sea_orm_migration::MigratorTrait;
 
@@ -58,6 +59,7 @@ fn all() -> Vec<Box<dyn Listed>> {
         Box::new(m20261214_000001_plan_approval::Migration),
         Box::new(m20261215_000001_operation_forced::Migration),
         Box::new(m20261216_000001_operation_approval_policy::Migration),
+        Box::new(m20261217_000001_operation_trace_parent::Migration),
     ]
 }
 

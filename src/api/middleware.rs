@@ -18,7 +18,7 @@ use tower_http::trace::TraceLayer;
 use super::browser_guard;
 use super::error::ApiError;
 use super::problem;
-use crate::telemetry::Metrics;
+use crate::telemetry::{self, Metrics};
 
 /// The limited routes under the time and concurrency limits, then with `health` the security headers, the
 /// metrics, the request id and the request's span around both.
@@ -78,7 +78,20 @@ fn request_span(request: &Request) -> tracing::Span {
     let route = request.extensions().get::<MatchedPath>().map(MatchedPath::as_str).unwrap_or("unmatched");
     let request_id =
         request.extensions().get::<RequestId>().and_then(|id| id.header_value().to_str().ok()).unwrap_or("-");
-    tracing::info_span!("request", method = %request.method(), route, request_id)
+    let method = request.method();
+    let span = tracing::info_span!(
+        "request",
+        %method,
+        route,
+        request_id,
+        otel.name = format!("{method} {route}"),
+        otel.kind = "server"
+    );
+    // A caller's W3C trace context: this request, and the operation it queues, join the caller's trace.
+    if let Some(traceparent) = request.headers().get("traceparent").and_then(|value| value.to_str().ok()) {
+        telemetry::continue_trace(&span, traceparent);
+    }
+    span
 }
 
 fn log_response(response: &Response, latency: std::time::Duration, _span: &tracing::Span) {

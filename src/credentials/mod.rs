@@ -299,15 +299,15 @@ impl AuthClient {
         }
     }
 
+    /// The call joins the current trace (W3C `traceparent`) when traces are on.
     async fn get(&self, url: &Url, token: &SecretString) -> Result<reqwest::Response> {
-        self.inner
-            .http
-            .get(url.clone())
+        let mut request = (self.inner.http.get(url.clone()))
             .bearer_auth(token.expose_secret())
-            .header(reqwest::header::ACCEPT, "application/json")
-            .send()
-            .await
-            .map_err(unavailable)
+            .header(reqwest::header::ACCEPT, "application/json");
+        if let Some(traceparent) = crate::telemetry::current_traceparent() {
+            request = request.header("traceparent", traceparent);
+        }
+        request.send().await.map_err(unavailable)
     }
 
     /// The cached access token, or a new one when it is missing or about to expire.

@@ -61,10 +61,12 @@ pub mod run_log;
 mod runtime_state;
 pub mod state_bucket;
 pub mod tenant;
+mod trace_parent;
 
 pub use ids::{OperationId, RuntimeId};
 pub use operation::{LastError, Operation, OperationPage, StageEntry};
 pub use runtime_state::{Condition, ConditionReason, ConditionStatus, ConditionType, RuntimeState, RuntimeSummary};
+pub use trace_parent::TraceParent;
 
 /// Shared with terraform-runner, which reads them from `runner.json`; the service enables their API derives.
 pub use runner_contract::manifest::RunAction;

@@ -9,7 +9,7 @@ use uuid::Uuid;
 use super::run::Stage;
 use super::{
     ClusterConfig, Component, FailureReason, OperationState, OperationType, PlanSummary, ProviderVersion, RunAction,
-    approval, deletion,
+    TraceParent, approval, deletion,
 };
 
 /// Why an operation failed (or why its step is being retried), and which part of the system said so. Kyma's
@@ -87,6 +87,8 @@ pub struct Operation {
     pub approval_policy: Option<approval::ApprovalPolicy>,
     /// Set on a deprovisioning that was forced: it ended without a run, and this may remain in the cloud.
     pub forced: Option<deletion::Forced>,
+    /// The trace context of the request that queued it: its runs continue that trace. `None` without traces.
+    pub trace_parent: Option<TraceParent>,
     pub created_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,
     pub updated_at: DateTime<Utc>,
@@ -124,6 +126,7 @@ impl Operation {
             approved: None,
             approval_policy: None,
             forced: None,
+            trace_parent: None,
             created_at: now,
             started_at: None,
             updated_at: now,

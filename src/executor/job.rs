@@ -23,6 +23,7 @@ use runner_contract::plan::EXIT_DESTRUCTIVE_PLAN;
 
 use crate::domain::run::RunNames;
 use crate::domain::{FailureReason, RunAction};
+use crate::telemetry::TraceSettings;
 
 pub const INIT_CONTAINER: &str = "init";
 pub const RUNNER_CONTAINER: &str = "terraform-runner";
@@ -46,6 +47,8 @@ pub struct JobSettings {
     /// `APP_RUNNER_ENV_CONFIGMAP`: a ConfigMap in the Jobs' namespace whose entries both containers get as
     /// environment (proxies, a cloud's endpoint); optional, and never above the Job's own variables.
     pub env_config_map: Option<String>,
+    /// Where the runners export their spans (the service's collector); off when the service's traces are.
+    pub traces: TraceSettings,
 }
 
 /// Requests and limits of the runner container, as Kubernetes quantities (`APP_RUNNER_*`).
@@ -93,6 +96,7 @@ pub struct ModulesSettings {
 /// The Job of one run: `init` clones the modules at the pinned ref and checks their commit (with the modules
 /// repository's credentials, when there are any, mounted into it alone), `terraform-runner` applies or destroys
 /// with the rendered configuration and the credentials mounted as files (never in the spec or the environment).
+/// With traces on, the runner continues `traceparent` (the span that created the Job).
 pub fn build(
     settings: &JobSettings,
     repo: &ModulesSettings,
@@ -100,6 +104,7 @@ pub fn build(
     names: &RunNames,
     labels: &BTreeMap<String, String>,
     active_deadline: Duration,
+    traceparent: Option<String>,
 ) -> Job {
     Job {
         metadata: ObjectMeta { name: Some(names.job.clone()), labels: Some(labels.clone()), ..ObjectMeta::default() },
@@ -111,7 +116,7 @@ pub fn build(
             ttl_seconds_after_finished: Some(FINISHED_JOB_TTL_SECONDS),
             template: PodTemplateSpec {
                 metadata: Some(ObjectMeta { labels: Some(labels.clone()), ..ObjectMeta::default() }),
-                spec: Some(pod_spec(settings, repo, action, names)),
+                spec: Some(pod_spec(settings, repo, action, names, traceparent)),
             },
             ..JobSpec::default()
         }),
@@ -119,7 +124,13 @@ pub fn build(
     }
 }
 
-fn pod_spec(settings: &JobSettings, repo: &ModulesSettings, action: RunAction, names: &RunNames) -> PodSpec {
+fn pod_spec(
+    settings: &JobSettings,
+    repo: &ModulesSettings,
+    action: RunAction,
+    names: &RunNames,
+    traceparent: Option<String>,
+) -> PodSpec {
     PodSpec {
         restart_policy: Some("Never".to_owned()),
         host_network: settings.host_network.then_some(true),
@@ -141,7 +152,7 @@ fn pod_spec(settings: &JobSettings, repo: &ModulesSettings, action: RunAction, n
             ..PodSecurityContext::default()
         }),
         init_containers: Some(vec![init_container(settings, repo)]),
-        containers: vec![runner_container(settings, action, names)],
+        containers: vec![runner_container(settings, action, names, traceparent)],
         volumes: Some(volumes(repo, names)),
         ..PodSpec::default()
     }
@@ -187,7 +198,15 @@ fn init_container(settings: &JobSettings, repo: &ModulesSettings) -> Container {
 }
 
 /// `terraform-runner`: runs `action` with the rendered configuration and the credentials.
-fn runner_container(settings: &JobSettings, action: RunAction, names: &RunNames) -> Container {
+fn runner_container(
+    settings: &JobSettings,
+    action: RunAction,
+    names: &RunNames,
+    traceparent: Option<String>,
+) -> Container {
+    let traces = settings.traces.child_environment(RUNNER_CONTAINER, traceparent).into_iter();
+    let mut env = runner_variables(names);
+    env.extend(traces.map(|(name, value)| EnvVar { name: name.to_owned(), value: Some(value), ..EnvVar::default() }));
     Container {
         name: RUNNER_CONTAINER.to_owned(),
         image: Some(settings.runner_image.clone()),
@@ -195,7 +214,7 @@ fn runner_container(settings: &JobSettings, action: RunAction, names: &RunNames)
         // both works.
         command: Some(vec![RUNNER_BINARY.to_owned()]),
         args: Some(vec!["--action".to_owned(), action.as_str().to_owned()]),
-        env: Some(runner_variables(names)),
+        env: Some(env),
         env_from: operator_environment(settings),
         resources: Some(settings.runner_resources.requirements()),
         volume_mounts: Some(vec![
@@ -408,6 +427,7 @@ mod tests {
             },
             host_network: false,
             env_config_map: None,
+            traces: TraceSettings::off("provisioner"),
         }
     }
 
@@ -415,7 +435,8 @@ mod tests {
     #[test]
     fn both_containers_are_bounded_and_only_the_runner_gets_a_token() {
         let names = RunNames::new(OperationType::Provision, Uuid::now_v7());
-        let job = build(&settings(), &modules(), RunAction::Apply, &names, &BTreeMap::new(), Duration::from_secs(60));
+        let job =
+            build(&settings(), &modules(), RunAction::Apply, &names, &BTreeMap::new(), Duration::from_secs(60), None);
         let pod = job.spec.unwrap().template.spec.unwrap();
         assert_eq!(pod.automount_service_account_token, Some(false));
         let (init, runner) = (&pod.init_containers.as_ref().unwrap()[0], &pod.containers[0]);
@@ -452,7 +473,8 @@ mod tests {
     #[test]
     fn only_the_init_container_gets_the_modules_repository_credentials() {
         let names = RunNames::new(OperationType::Provision, Uuid::now_v7());
-        let job = build(&settings(), &modules(), RunAction::Apply, &names, &BTreeMap::new(), Duration::from_secs(60));
+        let job =
+            build(&settings(), &modules(), RunAction::Apply, &names, &BTreeMap::new(), Duration::from_secs(60), None);
         let pod = job.spec.unwrap().template.spec.unwrap();
         let init = &pod.init_containers.as_ref().unwrap()[0];
         assert_eq!(init.command.as_deref(), Some(&["terraform-runner".to_owned(), "fetch-modules".to_owned()][..]));
@@ -473,8 +495,15 @@ mod tests {
     #[test]
     fn the_job_never_retries_and_mounts_credentials_as_files() {
         let names = RunNames::new(OperationType::Deprovision, Uuid::now_v7());
-        let job =
-            build(&settings(), &modules(), RunAction::Destroy, &names, &BTreeMap::new(), Duration::from_secs(600));
+        let job = build(
+            &settings(),
+            &modules(),
+            RunAction::Destroy,
+            &names,
+            &BTreeMap::new(),
+            Duration::from_secs(600),
+            None,
+        );
         let spec = job.spec.unwrap();
         assert_eq!(spec.backoff_limit, Some(0));
         let rules = &spec.pod_failure_policy.as_ref().unwrap().rules;
@@ -533,7 +562,8 @@ mod tests {
     #[test]
     fn the_runner_reads_what_the_job_sets_and_finds_it_mounted() {
         let names = RunNames::new(OperationType::Provision, Uuid::now_v7());
-        let job = build(&settings(), &modules(), RunAction::Apply, &names, &BTreeMap::new(), Duration::from_secs(600));
+        let job =
+            build(&settings(), &modules(), RunAction::Apply, &names, &BTreeMap::new(), Duration::from_secs(600), None);
         let pod = job.spec.unwrap().template.spec.unwrap();
         let runner = &pod.containers[0];
         assert_eq!(runner.args.as_ref().unwrap(), &["--action", "apply"]);
@@ -562,7 +592,8 @@ mod tests {
     fn host_network_and_the_operators_variables_are_opt_in() {
         let names = RunNames::new(OperationType::Provision, Uuid::now_v7());
         let pod = |settings: &JobSettings| {
-            let job = build(settings, &modules(), RunAction::Apply, &names, &BTreeMap::new(), Duration::from_secs(60));
+            let job =
+                build(settings, &modules(), RunAction::Apply, &names, &BTreeMap::new(), Duration::from_secs(60), None);
             job.spec.unwrap().template.spec.unwrap()
         };
         let plain = pod(&settings());
@@ -581,6 +612,41 @@ mod tests {
                 container.name
             );
         }
+    }
+
+    /// With traces on, the runner exports where the service does and continues the trace of the span that created
+    /// its Job; the init container and a service without traces get none of it.
+    #[test]
+    fn the_runner_continues_the_trace_only_when_traces_are_on() {
+        let names = RunNames::new(OperationType::Provision, Uuid::now_v7());
+        let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let pod = |settings: &JobSettings| {
+            let deadline = Duration::from_secs(60);
+            let job = build(
+                settings,
+                &modules(),
+                RunAction::Apply,
+                &names,
+                &BTreeMap::new(),
+                deadline,
+                Some(traceparent.into()),
+            );
+            job.spec.unwrap().template.spec.unwrap()
+        };
+        let names_of = |container: &Container| -> Vec<String> {
+            container.env.iter().flatten().map(|variable| variable.name.clone()).collect()
+        };
+        let traced =
+            TraceSettings::from_values(Some("http://collector:4318"), None, "provisioner", None, None).unwrap();
+        let on = pod(&JobSettings { traces: traced, ..settings() });
+        let runner: BTreeMap<_, _> =
+            on.containers[0].env.iter().flatten().map(|var| (var.name.as_str(), var.value.clone())).collect();
+        assert_eq!(runner["TRACEPARENT"].as_deref(), Some(traceparent));
+        assert_eq!(runner["OTEL_EXPORTER_OTLP_ENDPOINT"].as_deref(), Some("http://collector:4318"));
+        assert_eq!(runner["OTEL_SERVICE_NAME"].as_deref(), Some("terraform-runner"));
+        assert!(!names_of(&on.init_containers.unwrap()[0]).iter().any(|name| name.starts_with("OTEL_")));
+        let off = pod(&settings());
+        assert!(!names_of(&off.containers[0]).iter().any(|name| name.starts_with("OTEL_") || name == "TRACEPARENT"));
     }
 
     #[test]

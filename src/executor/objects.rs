@@ -80,7 +80,8 @@ impl Executor {
         run: RunRef<'_>,
         active_deadline: Duration,
     ) -> Result<()> {
-        let job = job::build(&self.settings, modules, action, run.names, &run.labels(), active_deadline);
+        let traceparent = crate::telemetry::current_traceparent();
+        let job = job::build(&self.settings, modules, action, run.names, &run.labels(), active_deadline, traceparent);
         let job = self.ensure(job, run.operation_id).await?;
         let owner = OwnerReference {
             api_version: "batch/v1".to_owned(),

@@ -295,6 +295,7 @@ impl Service {
         operation: Operation,
         keyed: Option<&Keyed<'_>>,
     ) -> Result<Requested> {
+        let operation = Operation { trace_parent: super::trace_of_request(), ..operation };
         let record = keyed.map(|keyed| keyed.record(&operation));
         match self.store.insert_keyed_operation(&operation, record.as_ref()).await {
             Ok(()) => {

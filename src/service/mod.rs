@@ -24,10 +24,10 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 
 use crate::credentials::AuthClient;
-use crate::domain::Runtime;
 use crate::domain::deletion::DeletionPolicy;
 pub use crate::domain::policy::{KubernetesVersion, ValidationPolicy};
 use crate::domain::tenant::Tenant;
+use crate::domain::{Runtime, TraceParent};
 use crate::executor::Executor;
 pub use crate::store::ArchivedLog;
 use crate::store::Store;
@@ -132,4 +132,9 @@ impl Service {
     pub fn open_socket(&self, caller: &str) -> Result<StreamSlot> {
         self.sockets.open(caller).map_err(|full| too_many("WebSockets", caller, full))
     }
+}
+
+/// The trace context of the request being served, which the operation it queues keeps; `None` without traces.
+fn trace_of_request() -> Option<TraceParent> {
+    crate::telemetry::current_traceparent().and_then(|traceparent| TraceParent::parse(&traceparent))
 }

@@ -61,6 +61,7 @@ impl Service {
         runtime.tenant = self.tenant.clone();
         runtime.deletion_protection = protected;
         operation.requested_by = Some(requested_by.to_owned());
+        operation.trace_parent = super::trace_of_request();
         let record = keyed.as_ref().map(|keyed| keyed.record(&operation));
         match self.store.insert_runtime(&runtime, &operation, record.as_ref()).await {
             Ok(()) => {

@@ -56,7 +56,7 @@ impl Variables {
     }
 
     /// What every run's Job is made of.
-    fn jobs(&self) -> Result<JobSettings> {
+    fn jobs(&self, traces: &TraceSettings) -> Result<JobSettings> {
         let env_config_map = self.app_runner_env_configmap.clone().filter(|name| !name.is_empty());
         if let Some(name) = &env_config_map
             && !is_object_name(name)
@@ -76,14 +76,27 @@ impl Variables {
             },
             host_network: self.app_runner_host_network,
             env_config_map,
+            traces: traces.clone(),
         })
+    }
+
+    fn traces(&self) -> Result<TraceSettings> {
+        TraceSettings::from_values(
+            self.otel_exporter_otlp_endpoint.as_deref(),
+            self.otel_service_name.as_deref(),
+            "provisioner",
+            self.otel_traces_sampler.as_deref(),
+            self.otel_traces_sampler_arg.as_deref(),
+        )
+        .map_err(|error| invalid(error.variable, error.message))
     }
 
     /// The checks one variable's type cannot make, then the settings each part of the service takes.
     pub(super) fn validate(self) -> Result<Settings> {
         let database = self.database()?;
         let modules = self.modules()?;
-        let jobs = self.jobs()?;
+        let traces = self.traces()?;
+        let jobs = self.jobs(&traces)?;
         if tracing_subscriber::EnvFilter::try_new(&self.app_log_level).is_err() {
             let message = format!("invalid filter {:?}: expected for example info or debug", self.app_log_level);
             return Err(invalid("APP_LOG_LEVEL", message));
@@ -137,7 +150,7 @@ impl Variables {
                 idempotency_records: self.app_idempotency_key_ttl,
                 plan_approvals: self.app_plan_approval_ttl,
             },
-            log: LogSettings { level: self.app_log_level, format: self.app_log_format },
+            log: LogSettings { level: self.app_log_level, format: self.app_log_format, traces },
             validation: ValidationPolicy { min_kubernetes_version: min_version, max_kubernetes_version: max_version },
         })
     }

@@ -20,7 +20,7 @@ use crate::executor::{JobSettings, ModulesSettings, RunnerResources};
 use crate::listener_tls::TlsFiles;
 use crate::service::{ServiceSettings, StreamLimits};
 use crate::store::Migrations;
-use crate::telemetry::LogFormat;
+use crate::telemetry::{LogFormat, TraceSettings};
 use crate::worker::{RetentionPeriods, WorkerSettings};
 
 mod from_variables;
@@ -179,6 +179,7 @@ pub struct ServerSettings {
 pub struct LogSettings {
     pub level: String,
     pub format: LogFormat,
+    pub traces: TraceSettings,
 }
 
 impl Settings {

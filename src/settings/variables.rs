@@ -152,6 +152,16 @@ pub(super) struct Variables {
     /// `json` or `text` (`make run` uses `text`).
     #[serde(deserialize_with = "log_format", serialize_with = "help::display")]
     pub(super) app_log_format: LogFormat,
+    /// The OpenTelemetry collector's OTLP/HTTP base URL (spans go to `<url>/v1/traces`, as protobuf); the Jobs'
+    /// runners export there too. Unset: no span is recorded or exported.
+    pub(super) otel_exporter_otlp_endpoint: Option<String>,
+    /// The service's name in its traces (the runners are `terraform-runner`); unset: `provisioner`.
+    pub(super) otel_service_name: Option<String>,
+    /// `always_on`, `always_off`, `traceidratio`, `parentbased_always_on`, `parentbased_always_off` or
+    /// `parentbased_traceidratio`; unset: `parentbased_always_on` (a caller's `traceparent` decides).
+    pub(super) otel_traces_sampler: Option<String>,
+    /// The ratio of the `traceidratio` samplers, from 0 to 1; unset: 1.
+    pub(super) otel_traces_sampler_arg: Option<String>,
     /// Time limit of a provisioning operation (`90m`, `1h30m`, …).
     #[serde(deserialize_with = "duration", serialize_with = "help::duration")]
     pub(super) app_provisioning_timeout: Duration,
@@ -311,6 +321,10 @@ impl Default for Variables {
             app_tls_reload_interval: Duration::from_secs(60),
             app_log_level: "info".to_owned(),
             app_log_format: LogFormat::Json,
+            otel_exporter_otlp_endpoint: None,
+            otel_service_name: None,
+            otel_traces_sampler: None,
+            otel_traces_sampler_arg: None,
             app_provisioning_timeout: Duration::from_secs(90 * 60),
             app_deprovisioning_timeout: Duration::from_secs(60 * 60),
             // A version upgrade rolls every node: as long as building the cluster may take.

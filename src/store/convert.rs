@@ -8,7 +8,7 @@ use crate::domain::state_bucket;
 use crate::domain::tenant::Tenant;
 use crate::domain::{
     ClusterConfig, Component, FailureReason, Labels, LastError, Operation, OperationState, OperationType,
-    ProviderVersion, Runtime,
+    ProviderVersion, Runtime, TraceParent,
 };
 
 pub(super) fn runtime_to_model(runtime: &Runtime) -> Result<runtime::Model> {
@@ -104,6 +104,7 @@ pub(super) fn operation_to_model(operation: &Operation) -> Result<operation::Mod
         approved_at: operation.approved.as_ref().map(|approval| approval.at),
         approval_policy: operation.approval_policy.map(|policy| policy.as_str().to_owned()),
         forced: operation.forced.as_ref().map(|forced| serde_json::json!(forced).to_string()),
+        trace_parent: operation.trace_parent.as_ref().map(|parent| parent.as_str().to_owned()),
         kubeconfig_sha256: None,
         claim_token: None,
         progress_since_claim: false,
@@ -171,6 +172,11 @@ pub(super) fn operation_from_model(model: operation::Model) -> Result<Operation>
             .forced
             .as_deref()
             .map(|forced| serde_json::from_str(forced).map_err(|_| corrupt("forced deprovisioning", forced)))
+            .transpose()?,
+        trace_parent: model
+            .trace_parent
+            .as_deref()
+            .map(|parent| TraceParent::parse(parent).ok_or_else(|| corrupt("trace context", parent)))
             .transpose()?,
         created_at: model.created_at,
         started_at: model.started_at,

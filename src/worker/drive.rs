@@ -3,6 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use tokio::sync::{Semaphore, watch};
+use tracing::Instrument;
 
 use super::step_error::{StepError, StepOutcome};
 use super::steps::{Run, step_limit, timeout_error};
@@ -11,6 +12,7 @@ use crate::backoff::Backoff;
 use crate::domain::run::{AfterStep, Record, RunNames, RunState, Stage};
 use crate::domain::{Component, FailureReason, LastError, OperationState, OperationType};
 use crate::store::{self, Claim, Progress};
+use crate::telemetry::SPAN_TARGET;
 use crate::worker::cluster::RunCluster;
 
 /// How recording progress ended.
@@ -75,8 +77,10 @@ impl<C: RunCluster> Worker<C> {
                 _ => Some(steps.acquire().await.expect("the step semaphore is never closed")),
             };
             let failing = state.failure.is_some();
+            // Each step is a span of the trace (not of the log lines, which name the run's span as before).
+            let step = tracing::info_span!(target: SPAN_TARGET, "step", otel.name = stage.as_str());
             let outcome = tokio::select! {
-                outcome = self.attempt_until(deadline, stage, &mut run, failing) => outcome,
+                outcome = self.attempt_until(deadline, stage, &mut run, failing).instrument(step) => outcome,
                 _ = lease_lost.wait_for(|lost| *lost) => {
                     tracing::warn!(stage = stage.as_str(), "lease lost during a step; stopping");
                     return None;

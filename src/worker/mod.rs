@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, Semaphore, watch};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
-use tracing::instrument;
+use tracing::Instrument;
 
 use self::following::Following;
 use crate::credentials::AuthClient;
@@ -24,7 +24,7 @@ use crate::domain::OperationType;
 use crate::executor::{Executor, ModulesSettings};
 use crate::render::Renderer;
 use crate::store::{self, Claim, Store};
-use crate::telemetry::{Metrics, WorkerHealth};
+use crate::telemetry::{self, Metrics, WorkerHealth};
 pub use cluster::RunCluster;
 pub use retention::{Retention, RetentionPeriods};
 
@@ -181,9 +181,29 @@ impl<C: RunCluster> Worker<C> {
         }
     }
 
-    /// Runs one claimed operation to its end, or until its lease is lost or the process shuts down.
-    #[instrument(skip_all, fields(operation_id = %claim.operation.id, runtime_id = %claim.operation.runtime_id))]
+    /// Runs one claimed operation to its end, or until its lease is lost or the process shuts down. Its span
+    /// continues the trace of the request that queued the operation.
     async fn run_operation(
+        self: Arc<Self>,
+        claim: Claim,
+        lease_valid_until: Instant,
+        steps: &Semaphore,
+        shutdown: watch::Receiver<bool>,
+    ) {
+        let operation = &claim.operation;
+        let span = tracing::info_span!(
+            "run_operation",
+            operation_id = %operation.id,
+            runtime_id = %operation.runtime_id,
+            otel.name = format!("{} run", operation.operation_type.as_str()),
+        );
+        if let Some(parent) = &operation.trace_parent {
+            telemetry::continue_trace(&span, parent.as_str());
+        }
+        self.run_claimed(claim, lease_valid_until, steps, shutdown).instrument(span).await
+    }
+
+    async fn run_claimed(
         self: Arc<Self>,
         claim: Claim,
         lease_valid_until: Instant,

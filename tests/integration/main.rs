@@ -40,3 +40,4 @@ mod runner;
 mod runtime_resource;
 mod startup;
 mod statement_counts;
+mod traces;

@@ -1,10 +1,11 @@
-//! What both binaries of the provisioner (the service and terraform-runner) set up the same way: their logs, the
-//! one TLS crypto provider, the delays between retries of their outbound calls, and durations in their settings.
+//! What both binaries of the provisioner (the service and terraform-runner) set up the same way: their logs and
+//! traces, the one TLS crypto provider, the delays between retries of their outbound calls, and durations in their settings.
 #![deny(rust_2018_idioms)]
 #![forbid(unsafe_code)]
 
 pub mod backoff;
 pub mod logging;
+pub mod traces;
 
 use std::time::Duration;
 

@@ -13,7 +13,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use process_support::install_crypto_provider;
-use process_support::logging::{self, LogFormat};
+use process_support::logging::{self, LineFilter, LogFormat};
+use process_support::traces::{SPAN_TARGET, TraceSettings, continue_trace};
 use runner_contract::approval::EXIT_STALE_PLAN;
 use runner_contract::failure::{EXIT_CLOUD_FAILURE, EXIT_LEFTOVERS, Leftovers, MAX_LISTED_LEFTOVERS, RunFailure};
 use runner_contract::manifest::RunAction;
@@ -21,6 +22,7 @@ use runner_contract::plan::EXIT_DESTRUCTIVE_PLAN;
 use runner_contract::redact::SharedRedactor;
 use terraform_runner::fetch_modules::Fetch;
 use terraform_runner::{Error, Runner, RunnerSettings};
+use tracing::Instrument;
 
 /// Where Kubernetes reads a container's termination message (the runner's own setting overrides it).
 const TERMINATION_LOG: &str = "/dev/termination-log";
@@ -54,14 +56,23 @@ async fn main() -> ExitCode {
     // Its own lines too are redacted with every value the run learns.
     let redactor = SharedRedactor::default();
     let filter = redactor.clone();
-    logging::init_tracing_filtered(&settings.log_level, LogFormat::Text, Arc::new(move |line| filter.redact(line)));
+    let line_filter: LineFilter = Arc::new(move |line| filter.redact(line));
+    let traces = logging::init_tracing(&settings.log_level, LogFormat::Text, &settings.traces, Some(line_filter));
 
     let termination_log = settings.termination_log.clone();
+    // The run's spans continue the service's trace: the span of the step that created this Job.
+    let job =
+        tracing::info_span!(target: SPAN_TARGET, "job", otel.name = format!("terraform-runner {}", action.as_str()));
+    if let Some(traceparent) = &settings.traceparent {
+        continue_trace(&job, traceparent);
+    }
     let result = async {
         let kube = kube::Client::try_default().await?;
         Runner::new(settings, kube).run(action, &redactor).await
     }
+    .instrument(job)
     .await;
+    traces.shutdown().await;
     let (message, code) = match result {
         Ok(report) => (serde_json::to_string(&report).expect("a report serialises"), ExitCode::SUCCESS),
         Err(error) => {
@@ -104,7 +115,7 @@ fn parse_command(mut args: impl Iterator<Item = String>) -> Result<Command, Stri
 /// The init container: exit 2 for a bad setting, 1 when the fetch or its check fails, with the reason as the
 /// termination message.
 async fn fetch_modules() -> ExitCode {
-    logging::init_tracing("info", LogFormat::Text);
+    let traces = logging::init_tracing("info", LogFormat::Text, &TraceSettings::off("terraform-runner"), None);
     let (message, code) = match Fetch::from_env() {
         Err(error) => (error.to_string(), ExitCode::from(2)),
         Ok(fetch) => match fetch.run().await {
@@ -112,6 +123,7 @@ async fn fetch_modules() -> ExitCode {
             Err(error) => (error.to_string(), ExitCode::FAILURE),
         },
     };
+    traces.shutdown().await;
     if code != ExitCode::SUCCESS {
         eprintln!("terraform-runner fetch-modules: {message}");
     }

@@ -26,6 +26,7 @@ pub struct Outputs<'a> {
     pub resources: &'a [String],
 }
 
+#[tracing::instrument(target = "traces", name = "publish", skip_all)]
 pub async fn publish_outputs(
     client: Client,
     namespace: &str,

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use process_support::traces::{self, TraceSettings};
 use runner_contract::environment::{InvalidVariable, RunnerEnvironment, non_empty, required, var};
 use runner_contract::job::STATE_LOCK_TIMEOUT;
 use runner_contract::providers::IMAGE_LOCK_DIR;
@@ -59,6 +60,10 @@ pub struct RunnerSettings {
     pub protected_resources: Vec<String>,
     /// How a transient cloud failure (see [`crate::transient`]) is tried again.
     pub transient_retries: TransientRetries,
+    /// Where the run's spans go (the service's collector, from the Job); off without `OTEL_EXPORTER_OTLP_ENDPOINT`.
+    pub traces: TraceSettings,
+    /// `TRACEPARENT`: the service's span that created the Job, which the run's spans continue.
+    pub traceparent: Option<String>,
 }
 
 impl RunnerSettings {
@@ -104,6 +109,9 @@ impl RunnerSettings {
                     .map_err(|error| InvalidVariable { variable: TRANSIENT_RETRIES, message: format!("{error}") })?,
                 first_pause: duration(TRANSIENT_PAUSE, "20s")?,
             },
+            traces: TraceSettings::from_environment(&environment, "terraform-runner")
+                .map_err(|error| InvalidVariable { variable: error.variable, message: error.message })?,
+            traceparent: non_empty(&environment, traces::variable::TRACEPARENT).map(str::to_owned),
         })
     }
 }

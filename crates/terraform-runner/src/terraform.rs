@@ -65,7 +65,9 @@ pub struct Terraform {
 }
 
 impl Terraform {
-    /// Runs one command to completion, streaming its output.
+    /// Runs one command to completion, streaming its output. Its span, named after the command (`init`, `plan`,
+    /// `apply`, `destroy`), is for traces only (`process_support::traces::SPAN_TARGET`).
+    #[tracing::instrument(target = "traces", name = "terraform", skip_all, fields(otel.name = args.first().copied().unwrap_or("terraform")))]
     pub async fn run(&self, args: &[&str], signals: &mut Signals) -> Result<()> {
         let command = self.describe(args);
         if signals.received() {

@@ -27,6 +27,8 @@ struct Shared {
     credentials: Mutex<HashMap<String, Value>>,
     unavailable: AtomicBool,
     credential_requests: AtomicUsize,
+    /// The W3C `traceparent` of each credential request that carried one.
+    traceparents: Mutex<Vec<String>>,
     /// How long a credential request waits before it is answered.
     delay: Mutex<std::time::Duration>,
 }
@@ -97,6 +99,11 @@ impl FakeAuthService {
     pub fn credential_requests(&self) -> usize {
         self.shared.credential_requests.load(Ordering::SeqCst)
     }
+
+    /// The trace contexts credential requests carried, in order.
+    pub fn traceparents(&self) -> Vec<String> {
+        self.shared.traceparents.lock().unwrap().clone()
+    }
 }
 
 async fn token(State(shared): State<Arc<Shared>>, body: String) -> Response {
@@ -113,6 +120,9 @@ async fn token(State(shared): State<Arc<Shared>>, body: String) -> Response {
 
 async fn credential(State(shared): State<Arc<Shared>>, UrlPath(id): UrlPath<String>, headers: HeaderMap) -> Response {
     shared.credential_requests.fetch_add(1, Ordering::SeqCst);
+    if let Some(traceparent) = headers.get("traceparent").and_then(|value| value.to_str().ok()) {
+        shared.traceparents.lock().unwrap().push(traceparent.to_owned());
+    }
     let delay = *shared.delay.lock().unwrap();
     tokio::time::sleep(delay).await;
     if shared.unavailable.load(Ordering::SeqCst) {

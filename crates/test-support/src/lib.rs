@@ -15,6 +15,7 @@ pub mod google_apis;
 pub mod helm;
 pub mod kubelet_stand_in;
 pub mod moto;
+pub mod otlp_collector;
 pub mod pki;
 pub mod server_process;
 pub mod subscriber;

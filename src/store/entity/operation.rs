@@ -37,6 +37,7 @@ pub struct Model {
     pub approved_at: Option<DateTimeUtc>,
     pub forced: Option<String>,
     pub approval_policy: Option<String>,
+    pub trace_parent: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
