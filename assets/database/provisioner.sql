@@ -84,3 +84,5 @@ ALTER TABLE "operation" ADD COLUMN "forced" text NULL;
 ALTER TABLE "operation" ADD COLUMN "approval_policy" text NULL;
 
 ALTER TABLE "operation" ADD COLUMN "trace_parent" text NULL;
+
+CREATE INDEX "runtime_labels_idx" ON "runtime" USING GIN ("labels" jsonb_path_ops);

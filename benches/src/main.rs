@@ -8,6 +8,8 @@
 #![deny(rust_2018_idioms)]
 #![forbid(unsafe_code)]
 
+mod following;
+
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -54,6 +56,10 @@ struct Args {
     load_runs: usize,
     /// Provisioning requests per second during the reads under write load.
     load_posts_per_second: f64,
+    /// How many runs one process follows in each measure of what following costs the database.
+    following: Vec<usize>,
+    /// Only that measure.
+    following_only: bool,
 }
 
 impl Args {
@@ -69,6 +75,8 @@ impl Args {
             server_bin: None,
             load_runs: 200,
             load_posts_per_second: 20.0,
+            following: vec![10, 100, 1_000],
+            following_only: false,
         };
         let mut raw = std::env::args().skip(1);
         while let Some(flag) = raw.next() {
@@ -84,6 +92,10 @@ impl Args {
                 "--server-bin" => args.server_bin = Some(PathBuf::from(value()?)),
                 "--load-runs" => args.load_runs = value()?.parse()?,
                 "--load-posts-per-second" => args.load_posts_per_second = value()?.parse()?,
+                "--following" => {
+                    args.following = value()?.split(',').map(str::parse).collect::<Result<_, _>>()?;
+                }
+                "--following-only" => args.following_only = true,
                 "-h" | "--help" => {
                     println!(
                         "bench [--runtimes N (10000)] [--burst N (1000)] [--duration SECONDS per read run (5)] \
@@ -91,7 +103,8 @@ impl Args {
                          [--burst-timeout SECONDS (120)] [--out FILE (target/bench/results.json)] \
                          [--server-bin PATH (the provisioner binary next to this one)] \
                          [--load-runs N followed during the reads under write load (200)] \
-                         [--load-posts-per-second N (20)]"
+                         [--load-posts-per-second N (20)] [--following N,N,... runs followed (10,100,1000)] \
+                         [--following-only]"
                     );
                     std::process::exit(0);
                 }
@@ -219,6 +232,12 @@ async fn phases(
         .collect()
     };
 
+    // What following runs costs the database, alone or as the last phase.
+    if args.following_only {
+        let rows = following::following_cost(&args.following, server_bin, work, &http, &base_env, databases).await?;
+        return Ok(json!({ "machine": machine(), "following": rows }));
+    }
+
     // Phase 1: start-up on a fresh database (migrations included), no worker (no MODULES_REPO_URL).
     let reads_db = databases.create("reads").await?;
     eprintln!("starting the server (no worker)...");
@@ -313,6 +332,9 @@ async fn phases(
         under_load.extend(write_load(args, work, server_bin, &http, base_env(&database_url), backend).await?);
     }
 
+    // Phase 6: what following 10, 100 and 1,000 runs costs the database.
+    let following = following::following_cost(&args.following, server_bin, work, &http, &base_env, databases).await?;
+
     let baseline_of = |concurrency: usize| {
         reads
             .iter()
@@ -347,7 +369,7 @@ async fn phases(
         })
         .collect();
     Ok(json!({
-        "machine": { "cores": std::thread::available_parallelism().map(usize::from).unwrap_or(0) },
+        "machine": machine(),
         "parameters": {
             "runtimes": args.runtimes,
             "burst": args.burst,
@@ -375,7 +397,12 @@ async fn phases(
         },
         "burst": burst,
         "reads_under_write_load": under_load,
+        "following": following,
     }))
+}
+
+fn machine() -> Value {
+    json!({ "cores": std::thread::available_parallelism().map(usize::from).unwrap_or(0) })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -931,6 +958,11 @@ fn print_table(figures: &Value) {
     let number = |value: &Value| value.as_f64().unwrap_or(f64::NAN);
     let mib = |value: &Value| number(value) / 1024.0;
     println!("\n== provisioner bench ({} cores) ==", figures["machine"]["cores"]);
+    let following = figures["following"].as_array().cloned().unwrap_or_default();
+    if figures.get("reads").is_none() {
+        following::print(&following);
+        return;
+    }
     println!(
         "start-up (spawn to /healthz 200): {:.0} ms; to Job cache synced: {:.0} ms",
         number(&figures["startup"]["healthz_ok_ms"]),
@@ -1043,4 +1075,5 @@ fn print_table(figures: &Value) {
             ratio(baseline),
         );
     }
+    following::print(&following);
 }

@@ -24,6 +24,7 @@ mod m20261214_000001_plan_approval;
 mod m20261215_000001_operation_forced;
 mod m20261216_000001_operation_approval_policy;
 mod m20261217_000001_operation_trace_parent;
+mod m20261218_000001_runtime_labels_index;
 
 pub use sea_orm_migration::MigratorTrait;
 
@@ -60,6 +61,7 @@ fn all() -> Vec<Box<dyn Listed>> {
         Box::new(m20261215_000001_operation_forced::Migration),
         Box::new(m20261216_000001_operation_approval_policy::Migration),
         Box::new(m20261217_000001_operation_trace_parent::Migration),
+        Box::new(m20261218_000001_runtime_labels_index::Migration),
     ]
 }
 

@@ -107,7 +107,7 @@ pub(super) struct Variables {
     /// Operations one process follows at a time; those waiting for their Job take no step slot.
     #[serde(deserialize_with = "parsed")]
     pub(super) app_worker_max_runs: usize,
-    /// Lease of a claimed operation; the heartbeat extends it every third.
+    /// Lease of a claimed operation; the process's lease keeper renews it every 2 s (every third, when shorter).
     #[serde(deserialize_with = "duration", serialize_with = "help::duration")]
     pub(super) app_worker_lease: Duration,
     /// How often an idle worker looks for queued operations.

@@ -17,6 +17,13 @@ pub struct Claim {
     pub token: Uuid,
 }
 
+/// A claim whose lease was renewed, and who asked to cancel its operation (any process may record that).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RenewedLease {
+    pub operation_id: Uuid,
+    pub cancel_requested_by: Option<String>,
+}
+
 /// One SQL statement with its parameters, numbered for the backend (`$n` on PostgreSQL, `?` in order on SQLite).
 struct Sql {
     backend: DbBackend,
@@ -147,19 +154,34 @@ impl Store {
         claimed.map(|model| Ok(Claim { operation: operation_from_model(model)?, token })).transpose()
     }
 
-    /// Extends a lease by `lease` from the database's clock; false when the claim is no longer current (another
-    /// claim took over, or the operation ended).
-    pub async fn extend_lease(&self, operation_id: Uuid, token: Uuid, lease: std::time::Duration) -> Result<bool> {
+    /// Extends every lease in `claims` (operation id and claim token) by `lease` from the database's clock, all in
+    /// one statement whatever their number, and returns the claims still current with their cancel requests. A
+    /// claim missing from the answer is no longer current: another claim took over, or the operation ended.
+    pub async fn renew_leases(&self, claims: &[(Uuid, Uuid)], lease: std::time::Duration) -> Result<Vec<RenewedLease>> {
+        if claims.is_empty() {
+            return Ok(Vec::new());
+        }
         let mut sql = Sql::new(self.db.get_database_backend());
         sql.push("UPDATE operation SET lease_expires_at = ")
             .now_plus(lease)
-            .push(" WHERE id = ")
-            .param(operation_id)
-            .push(" AND claim_token = ")
-            .param(token)
-            .push(" AND state = ")
-            .param(OperationState::InProgress.as_str());
-        Ok(self.db.execute_raw(sql.statement()).await?.rows_affected() == 1)
+            .push(" WHERE state = ")
+            .param(OperationState::InProgress.as_str())
+            .push(" AND id IN (");
+        // Each claim's token is new, so a token matches only its own operation's claim: the two lists fence every
+        // run exactly as a statement per run would (and the ids find the rows by their key).
+        sql.params(claims.iter().map(|(operation_id, _)| *operation_id));
+        sql.push(") AND claim_token IN (");
+        sql.params(claims.iter().map(|(_, token)| *token));
+        sql.push(") RETURNING id, cancel_requested_by");
+        let rows = self.db.query_all_raw(sql.statement()).await?;
+        rows.iter()
+            .map(|row| {
+                Ok(RenewedLease {
+                    operation_id: row.try_get("", "id")?,
+                    cancel_requested_by: row.try_get("", "cancel_requested_by")?,
+                })
+            })
+            .collect()
     }
 
     /// Gives a claim back on shutdown: the operation stays InProgress with an expired lease, so the next process

@@ -21,7 +21,7 @@ use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
 use sea_orm::{ConnectOptions, Database, DatabaseConnection, DbErr, SqlErr};
 use uuid::Uuid;
 
-pub use claims::Claim;
+pub use claims::{Claim, RenewedLease};
 pub use idempotency::IdempotencyRecord;
 pub use operations::{Cancel, OperationCount};
 pub use progress::Progress;

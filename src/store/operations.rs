@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, DatabaseTransaction, EntityTrait, IntoActiveModel, QueryFilter, QueryOrder,
-    QuerySelect, TransactionTrait, UpdateMany,
+    QuerySelect, QueryTrait, Select, Statement, TransactionTrait, UpdateMany,
 };
 use uuid::Uuid;
 
@@ -87,16 +87,15 @@ impl Store {
     /// One page of a runtime's operations, newest first (ids are UUIDv7); `before` is the last id of the
     /// previous page.
     pub async fn list_operations(&self, runtime_id: Uuid, before: Option<Uuid>, limit: u64) -> Result<OperationPage> {
-        let mut query = operation::Entity::find()
-            .filter(operation::Column::RuntimeId.eq(runtime_id))
-            .order_by_desc(operation::Column::Id)
-            .limit(limit + 1);
-        if let Some(before) = before {
-            query = query.filter(operation::Column::Id.lt(before));
-        }
+        let query = operation_page(runtime_id, before, limit);
         let (rows, has_next_page) = page(query.all(&self.reads).await?, limit);
         let operations = rows.into_iter().map(operation_from_model).collect::<Result<_>>()?;
         Ok(OperationPage { operations, has_next_page })
+    }
+
+    /// The statement [`Store::list_operations`] sends, for its plan (`EXPLAIN`).
+    pub fn operation_page_statement(&self, runtime_id: Uuid, before: Option<Uuid>, limit: u64) -> Statement {
+        operation_page(runtime_id, before, limit).build(self.db.get_database_backend())
     }
 
     /// When each of `operation_ids` entered each of its stages, in stage order, in one query: an id without
@@ -187,16 +186,16 @@ impl Store {
             Some(operation) => Ok(Cancel::AlreadyEnded(operation.state)),
         }
     }
+}
 
-    /// Who asked to cancel the operation, once somebody did.
-    pub async fn cancel_requested_by(&self, operation_id: Uuid) -> Result<Option<String>> {
-        let requested: Option<Option<String>> = operation::Entity::find_by_id(operation_id)
-            .select_only()
-            .column(operation::Column::CancelRequestedBy)
-            .into_tuple()
-            .one(&self.db)
-            .await?;
-        Ok(requested.flatten())
+fn operation_page(runtime_id: Uuid, before: Option<Uuid>, limit: u64) -> Select<operation::Entity> {
+    let query = operation::Entity::find()
+        .filter(operation::Column::RuntimeId.eq(runtime_id))
+        .order_by_desc(operation::Column::Id)
+        .limit(limit + 1);
+    match before {
+        Some(before) => query.filter(operation::Column::Id.lt(before)),
+        None => query,
     }
 }
 

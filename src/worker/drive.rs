@@ -18,7 +18,7 @@ use crate::worker::cluster::RunCluster;
 /// How recording progress ended.
 pub(super) enum Recorded {
     Yes,
-    /// The claim is no longer current (or the heartbeat could not renew it in time): stop at once.
+    /// The claim is no longer current (or the lease keeper could not renew it in time): stop at once.
     LeaseLost,
     /// The store stayed unreachable: stop; the operation resumes from its last recorded stage later.
     Unreachable,

@@ -18,7 +18,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use self::following::Following;
+use self::following::{Followed, Following};
 use crate::credentials::AuthClient;
 use crate::domain::OperationType;
 use crate::executor::{Executor, ModulesSettings};
@@ -39,8 +39,9 @@ const MAX_ATTEMPTS: i32 = 10;
 const JOB_DEADLINE_MARGIN: Duration = Duration::from_secs(30);
 /// How long past the runner's grace period a stopped Job's pods may take to go away.
 const STOP_MARGIN: Duration = Duration::from_secs(60);
-/// How often a running operation looks whether a caller cancelled it (any process may record the request).
-const CANCEL_POLL: Duration = Duration::from_secs(2);
+/// How often the lease keeper renews the leases of the runs it follows and so hears of cancel requests (any
+/// process may record one); a third of the lease when that is shorter.
+const LEASE_TICK: Duration = Duration::from_secs(2);
 /// Retries of a failing step start after about half a second and back off up to half a minute.
 const RETRY_INITIAL: Duration = Duration::from_millis(500);
 const RETRY_MAX: Duration = Duration::from_secs(30);
@@ -104,6 +105,10 @@ impl<C: RunCluster> Worker<C> {
         // The runs stop (and release their claims) on the process's shutdown and when the worker fails.
         let (stop_runs, runs_stop) = watch::channel(false);
         let mut runs = JoinSet::new();
+        let keep_leases = |context: Arc<Self>, following: Arc<Following>, stop: watch::Receiver<bool>| {
+            tokio::spawn(async move { context.keep_leases(&following, stop).await })
+        };
+        let mut keeper = keep_leases(context.clone(), following.clone(), runs_stop.clone());
         tracing::info!(
             owner = %context.settings.owner,
             concurrency = context.settings.concurrency,
@@ -119,20 +124,24 @@ impl<C: RunCluster> Worker<C> {
                     Err(error) => break 'poll Err(error),
                 };
                 context.health.tick();
-                let followed = following.follow(claim.operation.id);
+                let followed = following.follow(&claim, lease_valid_until);
                 let context = context.clone();
                 let runs_stop = runs_stop.clone();
                 let steps = steps.clone();
                 runs.spawn(async move {
                     let _permit = permit;
-                    let _followed = followed;
-                    context.run_operation(claim, lease_valid_until, &steps, runs_stop).await;
+                    context.run_operation(claim, followed, &steps, runs_stop).await;
                 });
             }
             tokio::select! {
                 _ = shutdown.changed() => break Ok(()),
                 _ = tokio::time::sleep(context.settings.poll_interval) => {}
                 () = context.wake.notified() => {}
+                ended = &mut keeper => {
+                    // Its runs lose their leases while it is gone (and stop safely); a new keeper renews the rest.
+                    tracing::error!(?ended, "the lease keeper stopped; starting it again");
+                    keeper = keep_leases(context.clone(), following.clone(), runs_stop.clone());
+                }
                 Some(finished) = runs.join_next(), if !runs.is_empty() => {
                     // A panicking run keeps its lease until it expires; then it is resumed.
                     if let Err(error) = finished {
@@ -143,6 +152,7 @@ impl<C: RunCluster> Worker<C> {
         };
         let _ = stop_runs.send(true);
         while runs.join_next().await.is_some() {}
+        let _ = keeper.await;
         tracing::info!("worker stopped");
         result
     }
@@ -186,7 +196,7 @@ impl<C: RunCluster> Worker<C> {
     async fn run_operation(
         self: Arc<Self>,
         claim: Claim,
-        lease_valid_until: Instant,
+        followed: Followed,
         steps: &Semaphore,
         shutdown: watch::Receiver<bool>,
     ) {
@@ -200,13 +210,13 @@ impl<C: RunCluster> Worker<C> {
         if let Some(parent) = &operation.trace_parent {
             telemetry::continue_trace(&span, parent.as_str());
         }
-        self.run_claimed(claim, lease_valid_until, steps, shutdown).instrument(span).await
+        self.run_claimed(claim, followed, steps, shutdown).instrument(span).await
     }
 
     async fn run_claimed(
         self: Arc<Self>,
         claim: Claim,
-        lease_valid_until: Instant,
+        followed: Followed,
         steps: &Semaphore,
         mut shutdown: watch::Receiver<bool>,
     ) {
@@ -223,15 +233,12 @@ impl<C: RunCluster> Worker<C> {
         let shutting_down = async move {
             let _ = shutdown.wait_for(|stop| *stop).await;
         };
-        let (lost, lease_lost) = watch::channel(false);
-        let (cancel_requests, cancelled) = watch::channel(operation.cancel_requested_by.clone());
-        // No task is spawned here: when this future is dropped (the process dies), everything stops with it. The
-        // heartbeat only raises `lost`; the step loop stops at that signal, but never in the middle of recording
-        // progress, so a run that just finished is not mistaken for one that lost its lease.
+        // No task is spawned here: when this future is dropped (the process dies), the run stops and leaves
+        // `Following`, so the keeper stops renewing its lease. The keeper only raises `lease_lost`; the step loop
+        // stops at that signal, but never in the middle of recording progress, so a run that just finished is not
+        // mistaken for one that lost its lease.
         let finished = tokio::select! {
-            finished = self.drive(&claim, steps, lease_lost, cancelled) => finished,
-            never = self.heartbeat(&claim, lease_valid_until, lost) => match never {},
-            never = self.watch_for_cancel(&claim, cancel_requests) => match never {},
+            finished = self.drive(&claim, steps, followed.lease_lost.clone(), followed.cancel_requests.clone()) => finished,
             () = shutting_down => {
                 if let Err(error) = self.store.release(operation.id, claim.token).await {
                     tracing::warn!(%error, "could not release the operation on shutdown; it resumes when its lease expires");

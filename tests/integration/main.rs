@@ -31,6 +31,7 @@ mod plan_approval;
 mod playground;
 mod providers;
 mod provisionerctl;
+mod query_plans;
 mod real_node;
 mod render;
 mod retries;

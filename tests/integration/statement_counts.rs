@@ -148,3 +148,54 @@ async fn a_page_costs_the_same_statements_whatever_its_size(backend: Backend) {
 }
 
 on_both_databases!(a_page_costs_the_same_statements_whatever_its_size);
+
+/// The statements `registry`'s store has sent.
+fn statements_counted(registry: &prometheus_client::registry::Registry) -> u64 {
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, registry).unwrap();
+    let line = text.lines().find(|line| line.starts_with(r#"database_statements_total{result="ok"}"#));
+    line.and_then(|line| line.rsplit(' ').next()?.parse().ok()).unwrap_or_else(|| panic!("no count in {text}"))
+}
+
+/// A process renews the leases of every run it follows in one statement, each still fenced by its own claim token,
+/// and hears of cancel requests in the same answer.
+async fn renewing_every_lease_a_process_holds_is_one_statement(backend: Backend) {
+    use provisioner::store::{Migrations, StatementMetrics};
+    let app = spawn_app(backend).await;
+    for index in 0..5 {
+        let accepted = app.post_provision(&eks_body(&format!("leased-{index}"))).await;
+        assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
+    }
+    let metrics = StatementMetrics::default();
+    let mut registry = prometheus_client::registry::Registry::default();
+    metrics.register(&mut registry);
+    let timeout = Duration::from_secs(5);
+    let store = Store::connect_with(&app.database.url, 2, timeout, Migrations::Check, &metrics).await.unwrap();
+    let lease = Duration::from_secs(60);
+    let mut claims = Vec::new();
+    while let Some(claim) = store.claim_operation("keeper", lease, false, &[]).await.unwrap() {
+        claims.push(claim);
+    }
+    assert_eq!(claims.len(), 5);
+    let cancelled = claims[1].operation.id;
+    let answer = app.request("POST", &format!("/api/v1/operations/{cancelled}/cancel"), None, &[]).await;
+    assert_eq!(answer.status, StatusCode::ACCEPTED, "{}", answer.text);
+    // A claim another process took over: its token is no longer the operation's.
+    let mut sent: Vec<_> = claims.iter().map(|claim| (claim.operation.id, claim.token)).collect();
+    sent[2].1 = uuid::Uuid::now_v7();
+
+    let before = statements_counted(&registry);
+    let renewed = store.renew_leases(&sent, lease).await.unwrap();
+    assert_eq!(statements_counted(&registry) - before, 1, "one statement for every lease");
+    let mut renewed_ids: Vec<_> = renewed.iter().map(|lease| lease.operation_id).collect();
+    renewed_ids.sort();
+    let mut current: Vec<_> =
+        sent.iter().enumerate().filter(|(index, _)| *index != 2).map(|(_, (id, _))| *id).collect();
+    current.sort();
+    assert_eq!(renewed_ids, current, "the superseded claim is not renewed");
+    let cancel_requests: Vec<_> =
+        renewed.iter().filter(|lease| lease.cancel_requested_by.is_some()).map(|lease| lease.operation_id).collect();
+    assert_eq!(cancel_requests, [cancelled], "the cancel request arrives with the renewal");
+}
+
+on_both_databases!(renewing_every_lease_a_process_holds_is_one_statement);
