@@ -98,3 +98,74 @@ async fn provisionerctl_takes_a_cluster_from_create_to_kubeconfig_to_delete() {
     let cancelled: Value = serde_json::from_str(&cancelled).unwrap();
     assert_eq!(cancelled["operationId"], provisioning.as_str(), "{cancelled}");
 }
+
+/// A digest of the stand-in runner's saved plan.
+fn digest(fill: char) -> String {
+    fill.to_string().repeat(64)
+}
+
+/// The stand-in runner's report of a plan it saved for approval.
+fn waiting_report(sha: &str) -> String {
+    let mut report: Value = serde_json::from_str(test_support::engine::RUNNER_PLAN_SUMMARY).unwrap();
+    report["savedPlanSha256"] = serde_json::json!(sha);
+    report.to_string()
+}
+
+/// Day two from the command line: a provisioning whose plan waits is approved by its digest (a wrong one refused),
+/// the runner's log is printed, an upgrade's waiting plan is rejected and the failed upgrade retried.
+#[tokio::test]
+async fn provisionerctl_approves_a_plan_prints_its_log_rejects_an_upgrade_and_retries_it() {
+    const WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+    let (engine, _process) = Engine::start(Backend::Sqlite, &[]).await;
+    let server = serve(engine.app.app.router.clone()).await;
+    let folder = tempfile::tempdir().unwrap();
+    let mut body = provision_body("ctl-gated");
+    body["runtimeInput"]["approvalPolicy"] = serde_json::json!("manual");
+    let request = folder.path().join("request.json");
+    std::fs::write(&request, body.to_string()).unwrap();
+    let (code, created, err) = ctl(&server, &["create", "-f", &request.display().to_string(), "-o", "json"]).await;
+    assert_eq!(code, 0, "{err}");
+    let created: Value = serde_json::from_str(&created).unwrap();
+    let (runtime_id, provisioning) =
+        (created["runtimeId"].as_str().unwrap().to_owned(), created["id"].as_str().unwrap().to_owned());
+    let job = format!("provision-{runtime_id}");
+    engine.wait_for_stage(&provisioning, "WaitForJob", WAIT).await;
+    engine.runner_exits(&job, 0, &waiting_report(&digest('c'))).await;
+    engine.wait_for_stage(&provisioning, "AwaitingApproval", WAIT).await;
+
+    let (code, _, refused) = ctl(&server, &["approve", &provisioning, "--plan-sha256", &digest('d')]).await;
+    assert_eq!(code, provisionerctl::exit::REFUSED, "{refused}");
+    let (code, approved, err) = ctl(&server, &["approve", &provisioning, "--plan-sha256", &digest('c')]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(approved.contains(&provisioning), "{approved}");
+    engine.wait_for_stage(&provisioning, "WaitForJob", WAIT).await;
+    engine.publish_outputs(&format!("{job}-outputs"), KUBECONFIG).await;
+    let printed =
+        "Plan: 3 to add, 0 to change, 0 to destroy.\nApply complete! Resources: 3 added, 0 changed, 0 destroyed.\n";
+    let report = test_support::engine::runner_report(Some(KUBECONFIG));
+    engine.runner_prints_and_exits(&format!("{job}-approved"), &[("terraform-runner", printed)], 0, &report).await;
+    let wait_ready = ["wait", "--for", "state=Ready", "--timeout", "60s", "--interval", "200ms", runtime_id.as_str()];
+    let (code, _, progress) = ctl(&server, &wait_ready).await;
+    assert_eq!(code, 0, "{progress}");
+    let (code, log, err) = ctl(&server, &["logs", &provisioning]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(log.contains("Apply complete! Resources: 3 added"), "{log}");
+
+    let change = folder.path().join("change.yaml");
+    std::fs::write(&change, "workerPool:\n  maxSize: 9\n").unwrap();
+    let (code, upgraded, err) =
+        ctl(&server, &["upgrade", &runtime_id, "-f", &change.display().to_string(), "-o", "json"]).await;
+    assert_eq!(code, 0, "{err}");
+    let upgrading = serde_json::from_str::<Value>(&upgraded).unwrap()["id"].as_str().unwrap().to_owned();
+    engine.wait_for_stage(&upgrading, "WaitForJob", WAIT).await;
+    engine.runner_exits(&format!("upgrade-{runtime_id}"), 0, &waiting_report(&digest('e'))).await;
+    engine.wait_for_stage(&upgrading, "AwaitingApproval", WAIT).await;
+    let (code, rejected, err) = ctl(&server, &["reject", &upgrading, "-o", "json"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(serde_json::from_str::<Value>(&rejected).unwrap()["status"], "failed", "{rejected}");
+    let (code, retried, err) = ctl(&server, &["retry", &upgrading, "-o", "json"]).await;
+    assert_eq!(code, 0, "{err}");
+    let retried: Value = serde_json::from_str(&retried).unwrap();
+    assert_eq!(retried["operation"], "upgrade", "{retried}");
+    assert_ne!(retried["id"], upgrading.as_str(), "a new operation: {retried}");
+}
