@@ -1,7 +1,8 @@
 //! The documentation stays true: every integration test that the README or a page under `docs/` names as proof
 //! (`` `<module>::<test>` ``, or `` `<module>::<sub>::<test>` `` for a nested module, with `<module>` a module of
-//! this binary) exists where the name says; every `make` target they name is in the Makefile; every relative link
-//! leads to a file.
+//! this binary) exists where the name says; every `make` target they name is in the Makefile; every environment
+//! variable they name is read or set somewhere in the project; every REST path they name is in the OpenAPI
+//! document (or is one of the service's other endpoints); every relative link leads to a file.
 
 use std::path::{Path, PathBuf};
 
@@ -93,6 +94,104 @@ fn every_relative_link_leads_to_a_file() {
 }
 
 /// The README, CONTRIBUTING.md, CHANGELOG.md and every Markdown page under `docs/`, at any depth.
+/// The code-quoted words of every page, with the page's path.
+fn quoted(root: &Path) -> Vec<(PathBuf, String)> {
+    pages(root)
+        .into_iter()
+        .flat_map(|page| {
+            let text = std::fs::read_to_string(&page).unwrap();
+            let words: Vec<String> = text.split('`').skip(1).step_by(2).map(str::to_owned).collect();
+            words.into_iter().map(move |word| (page.clone(), word))
+        })
+        .collect()
+}
+
+/// The text of every source, script and package file of the project (not its pages).
+fn project_sources(root: &Path) -> String {
+    let folders =
+        ["src", "crates", "tools", "migrations", "charts", "benches", ".ci", "resources", "examples", "tests"];
+    let mut text = std::fs::read_to_string(root.join("Makefile")).unwrap();
+    text.push_str(&texts_under(folders.iter().map(|folder| root.join(folder)).collect()));
+    text
+}
+
+/// The text of every file under `folders` but the pages.
+fn texts_under(mut folders: Vec<PathBuf>) -> String {
+    let mut text = String::new();
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).into_iter().flatten() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if !path.extension().is_some_and(|extension| extension == "md")
+                && let Ok(source) = std::fs::read_to_string(&path)
+            {
+                text.push_str(&source);
+            }
+        }
+    }
+    text
+}
+
+#[test]
+fn every_variable_the_docs_name_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let sources = project_sources(root);
+    // Variables of other programs that the pages name for their readers.
+    let outside = ["AWS_", "GOOGLE_", "TF_", "KUBERNETES_", "CLOUDSDK_", "STORAGE_EMULATOR_HOST", "HTTPS_PROXY"];
+    let mut named = 0;
+    for (page, word) in quoted(root) {
+        let variable = word.split('=').next().unwrap_or_default();
+        let is_variable = variable.len() > 3
+            && variable.contains('_')
+            && variable.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+            && variable.starts_with(|c: char| c.is_ascii_uppercase());
+        if !is_variable || outside.iter().any(|prefix| variable.starts_with(prefix)) {
+            continue;
+        }
+        // The service's own are fields of its settings, lower-cased as the `config` crate reads them.
+        let read = sources.contains(variable) || sources.contains(&variable.to_lowercase());
+        assert!(read, "{} names {variable}, which nothing in the project reads", page.display());
+        named += 1;
+    }
+    assert!(named >= 50, "the pages name the variables ({named} found)");
+}
+
+#[test]
+fn every_rest_path_the_docs_name_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let openapi: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("assets/openapi.json")).unwrap()).unwrap();
+    // `{runtimeId}` and `{id}` alike: the shape of a path, not its parameters' names.
+    let shape = |path: &str| -> String {
+        let path = path.split(['?', '#']).next().unwrap_or_default();
+        let path = path.trim_end_matches([',', '.', ';', ':', ')', '"']).trim_end_matches('/');
+        let segments: Vec<&str> = path
+            .split('/')
+            .map(|segment| if segment.starts_with('{') || segment.starts_with('<') { "{}" } else { segment })
+            .collect();
+        segments.join("/")
+    };
+    let documented: Vec<String> = openapi["paths"].as_object().unwrap().keys().map(|path| shape(path)).collect();
+    // The endpoints outside the OpenAPI document (the API reference, probes, GraphQL) are spelled in src/api.
+    let router = texts_under(vec![root.join("src/api")]);
+    let mut named = 0;
+    for (page, word) in quoted(root) {
+        let path = word.split_whitespace().find(|part| part.starts_with("/api/")).unwrap_or_default();
+        if path.is_empty() {
+            continue;
+        }
+        let path = shape(path);
+        assert!(
+            documented.contains(&path) || router.contains(&path),
+            "{} names {path}, which is no path of the OpenAPI document",
+            page.display()
+        );
+        named += 1;
+    }
+    assert!(named >= 10, "the pages name the REST paths ({named} found)");
+}
+
 fn pages(root: &Path) -> Vec<PathBuf> {
     let mut pages = vec![root.join("README.md"), root.join("CONTRIBUTING.md"), root.join("CHANGELOG.md")];
     let mut folders = vec![root.join("docs")];
