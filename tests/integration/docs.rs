@@ -123,7 +123,7 @@ fn texts_under(mut folders: Vec<PathBuf>) -> String {
             let path = entry.unwrap().path();
             if path.is_dir() {
                 folders.push(path);
-            } else if !path.extension().is_some_and(|extension| extension == "md")
+            } else if path.extension().is_none_or(|extension| extension != "md")
                 && let Ok(source) = std::fs::read_to_string(&path)
             {
                 text.push_str(&source);
