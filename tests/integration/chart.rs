@@ -160,3 +160,29 @@ fn host_networking_and_the_runners_variables_are_opt_in() {
     assert!(runner_env.contains(&format!("namespace: {PROVISIONING}")), "{runner_env}");
     assert!(runner_env.contains("HTTPS_PROXY: \"http://proxy:3128\""), "{runner_env}");
 }
+
+/// Traces are off by default; with a collector, the service exports there (the runners follow its setting) and
+/// both network policies let the service and the Jobs reach the collector's namespace on its port.
+#[test]
+fn traces_reach_the_collector_only_when_configured() {
+    let default = render(&[]);
+    assert!(!default.contains("OTEL_EXPORTER_OTLP_ENDPOINT") && !default.contains("port: 4318"), "{default}");
+    let traced = render(&[
+        "--set",
+        "traces.endpoint=http://otel-collector.observability:4318",
+        "--set",
+        "traces.namespace=observability",
+    ]);
+    assert!(traced.contains("OTEL_EXPORTER_OTLP_ENDPOINT: \"http://otel-collector.observability:4318\""), "{traced}");
+    let policies: Vec<&str> = traced
+        .split("\n---\n")
+        .filter(|document| document.contains("kind: NetworkPolicy\n") && document.contains("egress:"))
+        .collect();
+    assert_eq!(policies.len(), 2, "the service's and the Jobs' egress: {traced}");
+    for policy in policies {
+        assert!(
+            policy.contains("kubernetes.io/metadata.name: observability") && policy.contains("port: 4318"),
+            "{policy}"
+        );
+    }
+}

@@ -36,3 +36,24 @@ fsGroup: 65532
 seccompProfile:
   type: RuntimeDefault
 {{- end }}
+
+{{/* The egress rule to the OpenTelemetry collector, when traces are on (an item of a NetworkPolicy's `egress`). */}}
+{{- define "cluster-provisioner.tracesEgress" -}}
+{{- with .Values.traces }}
+{{- if and .endpoint (or .namespace .cidrs) }}
+- to:
+    {{- if .namespace }}
+    - namespaceSelector:
+        matchLabels:
+          kubernetes.io/metadata.name: {{ .namespace }}
+    {{- end }}
+    {{- range .cidrs }}
+    - ipBlock:
+        cidr: {{ . }}
+    {{- end }}
+  ports:
+    - protocol: TCP
+      port: {{ .port }}
+{{- end }}
+{{- end }}
+{{- end }}
