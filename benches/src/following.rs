@@ -84,7 +84,7 @@ pub(crate) async fn following_cost(
 
 /// Posts one provisioning, again while the service sheds load (503, 429: starting hundreds of runs at once while
 /// they start their first steps); whether it was accepted.
-async fn post_until_accepted(http: &reqwest::Client, url: &str, name: String) -> bool {
+pub(crate) async fn post_until_accepted(http: &reqwest::Client, url: &str, name: String) -> bool {
     for _ in 0..10 {
         match http.post(url).json(&provision_body(&name)).send().await {
             Ok(answer) if answer.status().is_success() => return true,
@@ -154,6 +154,10 @@ async fn transactions(admin_url: &str, database: &str) -> Result<f64> {
 
 /// The table's rows for this phase.
 pub(crate) fn print(rows: &[Value]) {
+    if rows.is_empty() {
+        return;
+    }
+    let count = |value: &Value| value.as_u64().unwrap_or(0);
     println!(
         "\n{:<10} {:>8} {:>14} {:>10} {:>16} {:>10}",
         "following", "waiting", "statements/s", "vs fewest", "transactions/s", "vs fewest"
@@ -162,8 +166,8 @@ pub(crate) fn print(rows: &[Value]) {
         let ratio = &row["ratio_to_fewest"];
         println!(
             "{:<10} {:>8} {:>14.1} {:>9.2}x {:>16.1} {:>9.2}x",
-            row["runs"],
-            row["runs_waiting_for_their_job"],
+            count(&row["runs"]),
+            count(&row["runs_waiting_for_their_job"]),
             number(&row["statements_per_second"]),
             number(&ratio["statements_per_second"]),
             number(&row["transactions_per_second"]),

@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 
 mod following;
+mod replicas;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -58,8 +59,12 @@ struct Args {
     load_posts_per_second: f64,
     /// How many runs one process follows in each measure of what following costs the database.
     following: Vec<usize>,
-    /// Only that measure.
-    following_only: bool,
+    /// How many replicas share the burst in each row of the scale-out measure.
+    replicas: Vec<usize>,
+    /// Provisionings of the scale-out burst.
+    scale_burst: usize,
+    /// Only one measure: `following` or `replicas`.
+    only: Option<String>,
 }
 
 impl Args {
@@ -76,7 +81,9 @@ impl Args {
             load_runs: 200,
             load_posts_per_second: 20.0,
             following: vec![10, 100, 1_000],
-            following_only: false,
+            replicas: vec![1, 2, 3],
+            scale_burst: 2_000,
+            only: None,
         };
         let mut raw = std::env::args().skip(1);
         while let Some(flag) = raw.next() {
@@ -95,7 +102,14 @@ impl Args {
                 "--following" => {
                     args.following = value()?.split(',').map(str::parse).collect::<Result<_, _>>()?;
                 }
-                "--following-only" => args.following_only = true,
+                "--replicas" => {
+                    args.replicas = value()?.split(',').map(str::parse).collect::<Result<_, _>>()?;
+                }
+                "--scale-burst" => args.scale_burst = value()?.parse()?,
+                "--only" => match value()?.as_str() {
+                    measure @ ("following" | "replicas") => args.only = Some(measure.to_owned()),
+                    other => return Err(format!("--only {other:?}: expected following or replicas").into()),
+                },
                 "-h" | "--help" => {
                     println!(
                         "bench [--runtimes N (10000)] [--burst N (1000)] [--duration SECONDS per read run (5)] \
@@ -104,7 +118,7 @@ impl Args {
                          [--server-bin PATH (the provisioner binary next to this one)] \
                          [--load-runs N followed during the reads under write load (200)] \
                          [--load-posts-per-second N (20)] [--following N,N,... runs followed (10,100,1000)] \
-                         [--following-only]"
+                         [--replicas N,N,... (1,2,3)] [--scale-burst N (2000)] [--only following|replicas]"
                     );
                     std::process::exit(0);
                 }
@@ -232,10 +246,18 @@ async fn phases(
         .collect()
     };
 
-    // What following runs costs the database, alone or as the last phase.
-    if args.following_only {
-        let rows = following::following_cost(&args.following, server_bin, work, &http, &base_env, databases).await?;
-        return Ok(json!({ "machine": machine(), "following": rows }));
+    // One measure alone: what following runs costs the database, or the scale-out.
+    match args.only.as_deref() {
+        Some("following") => {
+            let rows =
+                following::following_cost(&args.following, server_bin, work, &http, &base_env, databases).await?;
+            return Ok(json!({ "machine": machine(), "following": rows }));
+        }
+        Some(_) => {
+            let rows = replicas::scale_out(args, server_bin, work, &http, control_plane, &base_env, databases).await?;
+            return Ok(json!({ "machine": machine(), "replicas": rows }));
+        }
+        None => {}
     }
 
     // Phase 1: start-up on a fresh database (migrations included), no worker (no MODULES_REPO_URL).
@@ -320,7 +342,6 @@ async fn phases(
     let burst = burst(&http, &worker_server, admin, namespace, args).await?;
     let rss_burst = worker_server.rss_kib()?;
     let burst_server_stats = worker_server.stop().await;
-    let _ = control_plane;
 
     // Phase 5: the same status reads on PostgreSQL and on SQLite, idle and under a write load.
     let mut under_load = Vec::new();
@@ -334,6 +355,8 @@ async fn phases(
 
     // Phase 6: what following 10, 100 and 1,000 runs costs the database.
     let following = following::following_cost(&args.following, server_bin, work, &http, &base_env, databases).await?;
+    // Phase 7: one, two and three replicas taking a burst.
+    let scale = replicas::scale_out(args, server_bin, work, &http, control_plane, &base_env, databases).await?;
 
     let baseline_of = |concurrency: usize| {
         reads
@@ -398,6 +421,7 @@ async fn phases(
         "burst": burst,
         "reads_under_write_load": under_load,
         "following": following,
+        "replicas": scale,
     }))
 }
 
@@ -959,8 +983,10 @@ fn print_table(figures: &Value) {
     let mib = |value: &Value| number(value) / 1024.0;
     println!("\n== provisioner bench ({} cores) ==", figures["machine"]["cores"]);
     let following = figures["following"].as_array().cloned().unwrap_or_default();
+    let scale = figures["replicas"].as_array().cloned().unwrap_or_default();
     if figures.get("reads").is_none() {
         following::print(&following);
+        replicas::print(&scale);
         return;
     }
     println!(
@@ -1076,4 +1102,5 @@ fn print_table(figures: &Value) {
         );
     }
     following::print(&following);
+    replicas::print(&scale);
 }
