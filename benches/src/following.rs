@@ -64,9 +64,11 @@ pub(crate) async fn following_cost(
         let service_rate = (service_after - service_before) / seconds;
         let database_rate = (database_after - database_before) / seconds;
         eprintln!("  {waiting} runs waiting: {service_rate:.1} statements/s sent, {database_rate:.1} transactions/s");
-        let first =
-            rows.first().map(|row| (number(&row["statements_per_second"]), number(&row["transactions_per_second"])));
-        let ratio = |value: f64, base: Option<f64>| base.filter(|base| *base > 0.0).map(|base| value / base);
+        // The first row is its own baseline.
+        let (statements_base, transactions_base) = rows.first().map_or((service_rate, database_rate), |row| {
+            (number(&row["statements_per_second"]), number(&row["transactions_per_second"]))
+        });
+        let ratio = |value: f64, base: f64| (base > 0.0).then(|| value / base);
         rows.push(json!({
             "runs": runs,
             "runs_waiting_for_their_job": waiting,
@@ -74,8 +76,8 @@ pub(crate) async fn following_cost(
             "statements_per_second": service_rate,
             "transactions_per_second": database_rate,
             "ratio_to_fewest": {
-                "statements_per_second": ratio(service_rate, first.map(|(statements, _)| statements).or(Some(service_rate))),
-                "transactions_per_second": ratio(database_rate, first.map(|(_, transactions)| transactions).or(Some(database_rate))),
+                "statements_per_second": ratio(service_rate, statements_base),
+                "transactions_per_second": ratio(database_rate, transactions_base),
             },
         }));
     }

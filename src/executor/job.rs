@@ -1,11 +1,9 @@
-//! The Job that runs terraform for one run, and how to read its outcome.
+//! The Job that runs terraform for one run (how it fails, and how to read why: `job_failure.rs`).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::api::batch::v1::{
-    Job, JobSpec, PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement, PodFailurePolicyRule,
-};
+use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     Capabilities, ConfigMapEnvSource, ConfigMapProjection, ConfigMapVolumeSource, Container, DownwardAPIProjection,
     DownwardAPIVolumeFile, EmptyDirVolumeSource, EnvFromSource, EnvVar, EnvVarSource, KeyToPath, ObjectFieldSelector,
@@ -14,23 +12,20 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use runner_contract::approval::EXIT_STALE_PLAN;
 use runner_contract::environment::{RunnerEnvironment, downward_variables, mount};
 pub use runner_contract::job::finished;
 use runner_contract::job::{RUNNER_BINARY, RUNNER_GRACE_PERIOD};
 use runner_contract::modules::{self, ModulesSource};
-use runner_contract::plan::EXIT_DESTRUCTIVE_PLAN;
 
+use super::job_failure::pod_failure_policy;
+use crate::domain::RunAction;
 use crate::domain::run::RunNames;
-use crate::domain::{FailureReason, RunAction};
 use crate::telemetry::TraceSettings;
 
 pub const INIT_CONTAINER: &str = "init";
 pub const RUNNER_CONTAINER: &str = "terraform-runner";
 /// The modules repository's credentials, mounted into the init container only.
 const MODULES_CREDENTIALS_VOLUME: &str = "modules-repo-credentials";
-/// The Job controller's reason for a Job failed by a rule of [`pod_failure_policy`] (it has one).
-const POD_FAILURE_POLICY_REASON: &str = "PodFailurePolicy";
 /// Finished Jobs (and their pods, with the logs) stay a week for inspection, then the TTL controller removes them.
 const FINISHED_JOB_TTL_SECONDS: i32 = 7 * 24 * 3600;
 
@@ -111,7 +106,7 @@ pub fn build(
         spec: Some(JobSpec {
             // terraform must never run twice at once for one state: no retries by the Job controller.
             backoff_limit: Some(0),
-            pod_failure_policy: Some(pod_failure_policy()),
+            pod_failure_policy: Some(pod_failure_policy(RUNNER_CONTAINER)),
             active_deadline_seconds: Some(active_deadline.as_secs().max(1) as i64),
             ttl_seconds_after_finished: Some(FINISHED_JOB_TTL_SECONDS),
             template: PodTemplateSpec {
@@ -204,9 +199,6 @@ fn runner_container(
     names: &RunNames,
     traceparent: Option<String>,
 ) -> Container {
-    let traces = settings.traces.child_environment(RUNNER_CONTAINER, traceparent).into_iter();
-    let mut env = runner_variables(names);
-    env.extend(traces.map(|(name, value)| EnvVar { name: name.to_owned(), value: Some(value), ..EnvVar::default() }));
     Container {
         name: RUNNER_CONTAINER.to_owned(),
         image: Some(settings.runner_image.clone()),
@@ -214,7 +206,7 @@ fn runner_container(
         // both works.
         command: Some(vec![RUNNER_BINARY.to_owned()]),
         args: Some(vec!["--action".to_owned(), action.as_str().to_owned()]),
-        env: Some(env),
+        env: Some(runner_variables(settings, names, traceparent)),
         env_from: operator_environment(settings),
         resources: Some(settings.runner_resources.requirements()),
         volume_mounts: Some(vec![
@@ -230,11 +222,14 @@ fn runner_container(
     }
 }
 
-/// The runner's variables: the contract's, and the pod's own namespace and name from the downward API.
-fn runner_variables(names: &RunNames) -> Vec<EnvVar> {
+/// The runner's variables: the contract's, the pod's own namespace and name from the downward API, and with traces
+/// on where to export and the trace to continue.
+fn runner_variables(settings: &JobSettings, names: &RunNames, traceparent: Option<String>) -> Vec<EnvVar> {
+    let traces = settings.traces.child_environment(RUNNER_CONTAINER, traceparent);
     RunnerEnvironment::for_job(names.outputs_secret.clone())
         .variables()
         .into_iter()
+        .chain(traces)
         .map(|(name, value)| EnvVar { name: name.to_owned(), value: Some(value), ..EnvVar::default() })
         // The Secret goes into the pod's own namespace, whatever it is; the lock holder is the pod and its operation.
         .chain(downward_variables().into_iter().map(|(name, field_path)| EnvVar {
@@ -363,49 +358,6 @@ fn modules_variables(repo: &ModulesSettings) -> Vec<EnvVar> {
         .into_iter()
         .map(|(name, value)| EnvVar { name: name.to_owned(), value: Some(value), ..EnvVar::default() })
         .collect()
-}
-
-/// The runner's refusals that another pod would repeat, by the index of their rule in [`pod_failure_policy`]: a
-/// destructive plan (exit code 3) and a stale approved plan (exit code 4).
-const REFUSALS: [(i32, FailureReason); 2] =
-    [(EXIT_DESTRUCTIVE_PLAN, FailureReason::DestructivePlan), (EXIT_STALE_PLAN, FailureReason::StalePlan)];
-
-/// Each refusal fails the Job at once, under a rule of its own, so that the Job alone says why it failed (the live
-/// status reads only the cached Job, not its pod): its condition's message names the rule's index.
-fn pod_failure_policy() -> PodFailurePolicy {
-    let rule = |exit_code: i32| PodFailurePolicyRule {
-        action: "FailJob".to_owned(),
-        on_exit_codes: Some(PodFailurePolicyOnExitCodesRequirement {
-            container_name: Some(RUNNER_CONTAINER.to_owned()),
-            operator: "In".to_owned(),
-            values: vec![exit_code],
-        }),
-        ..PodFailurePolicyRule::default()
-    };
-    PodFailurePolicy { rules: REFUSALS.iter().map(|(exit_code, _)| rule(*exit_code)).collect() }
-}
-
-/// The refusal a Job failed by: the job controller's message ends "matching FailJob rule at index N".
-fn refusal_of(message: &str) -> FailureReason {
-    let index = message.rsplit_once("rule at index ").and_then(|(_, index)| index.trim().parse::<usize>().ok());
-    index.and_then(|index| REFUSALS.get(index)).map_or(FailureReason::JobFailed, |(_, reason)| *reason)
-}
-
-/// The reason of a failed Job (`timeout` when it hit its deadline, `destructive_plan` when the runner refused the
-/// plan) and the Job's own message.
-pub fn failure(job: &Job) -> (FailureReason, String) {
-    let condition = job.status.as_ref().and_then(|status| status.conditions.as_ref()).and_then(|conditions| {
-        conditions.iter().find(|condition| condition.type_ == "Failed" && condition.status == "True")
-    });
-    let job_reason = condition.and_then(|condition| condition.reason.clone()).unwrap_or_default();
-    let message =
-        condition.and_then(|condition| condition.message.clone()).unwrap_or_else(|| "the Job failed".to_owned());
-    let reason = match job_reason.as_str() {
-        "DeadlineExceeded" => FailureReason::Timeout,
-        POD_FAILURE_POLICY_REASON => refusal_of(&message),
-        _ => FailureReason::JobFailed,
-    };
-    (reason, message)
 }
 
 #[cfg(test)]
@@ -647,35 +599,5 @@ mod tests {
         assert!(!names_of(&on.init_containers.unwrap()[0]).iter().any(|name| name.starts_with("OTEL_")));
         let off = pod(&settings());
         assert!(!names_of(&off.containers[0]).iter().any(|name| name.starts_with("OTEL_") || name == "TRACEPARENT"));
-    }
-
-    #[test]
-    fn a_failed_jobs_reason_says_why() {
-        use k8s_openapi::api::batch::v1::{JobCondition, JobStatus};
-        let failed = |reason: &str, message: &str| Job {
-            status: Some(JobStatus {
-                conditions: Some(vec![JobCondition {
-                    type_: "Failed".into(),
-                    status: "True".into(),
-                    reason: Some(reason.into()),
-                    message: Some(message.into()),
-                    ..JobCondition::default()
-                }]),
-                ..JobStatus::default()
-            }),
-            ..Job::default()
-        };
-        assert_eq!(failure(&failed("DeadlineExceeded", "too long")).0, FailureReason::Timeout);
-        // As the job controller words it (pkg/controller/job/pod_failure_policy.go).
-        let refused = |code: i32, index: usize| {
-            format!(
-                "Container terraform-runner for pod jobs/upgrade-x-abcde failed with exit code {code} matching FailJob \
-                 rule at index {index}"
-            )
-        };
-        let destructive = refused(3, 0);
-        assert_eq!(failure(&failed("PodFailurePolicy", &destructive)), (FailureReason::DestructivePlan, destructive));
-        assert_eq!(failure(&failed("PodFailurePolicy", &refused(4, 1))).0, FailureReason::StalePlan);
-        assert_eq!(failure(&failed("BackoffLimitExceeded", "failed")).0, FailureReason::JobFailed);
     }
 }

@@ -17,7 +17,7 @@ use runner_contract::report::RunReport;
 use uuid::Uuid;
 
 use super::objects::background_deletion;
-use super::{Error, Executor, RUNNER_CONTAINER, Result, belongs_to, job};
+use super::{Error, Executor, RUNNER_CONTAINER, Result, belongs_to, job, job_failure};
 use crate::domain::FailureReason;
 use crate::domain::run::{JobState, RunNames};
 
@@ -92,7 +92,7 @@ impl Executor {
             Some(job) if belongs_to(job.meta(), operation_id) => match job::finished(&job) {
                 Some(true) => JobState::Succeeded,
                 Some(false) => {
-                    let (reason, message) = job::failure(&job);
+                    let (reason, message) = job_failure::failure(&job);
                     JobState::Failed { reason, message }
                 }
                 None => JobState::Running,
@@ -106,7 +106,7 @@ impl Executor {
             None => Ok(JobState::Running),
             Some(true) => Ok(JobState::Succeeded),
             Some(false) => {
-                let (reason, job_message) = job::failure(job);
+                let (reason, job_message) = job_failure::failure(job);
                 let (reason, message) = match self.termination_message(&job.name_any()).await? {
                     Some((EXIT_DESTRUCTIVE_PLAN, message)) => (FailureReason::DestructivePlan, message),
                     Some((EXIT_STALE_PLAN, message)) => (FailureReason::StalePlan, message),

@@ -3,6 +3,7 @@
 //! it), followed through a watch, and read back for status, logs and the kubeconfig.
 
 mod job;
+mod job_failure;
 mod jobs;
 mod logs;
 mod objects;
