@@ -2,7 +2,11 @@
 //! (`` `<module>::<test>` ``, or `` `<module>::<sub>::<test>` `` for a nested module, with `<module>` a module of
 //! this binary) exists where the name says; every `make` target they name is in the Makefile; every environment
 //! variable they name is read or set somewhere in the project; every REST path they name is in the OpenAPI
-//! document (or is one of the service's other endpoints); every relative link leads to a file.
+//! document (or is one of the service's other endpoints), and every path of that document is named by a page;
+//! every GraphQL field they name is in the schema (`graphql`); every relative link leads to a file. That every
+//! variable of the service is in the docs is the generated configuration page's test (`generated`).
+
+mod graphql;
 
 use std::path::{Path, PathBuf};
 
@@ -160,36 +164,57 @@ fn every_variable_the_docs_name_exists() {
 #[test]
 fn every_rest_path_the_docs_name_exists() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let openapi: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(root.join("assets/openapi.json")).unwrap()).unwrap();
-    // `{runtimeId}` and `{id}` alike: the shape of a path, not its parameters' names.
-    let shape = |path: &str| -> String {
-        let path = path.split(['?', '#']).next().unwrap_or_default();
-        let path = path.trim_end_matches([',', '.', ';', ':', ')', '"']).trim_end_matches('/');
-        let segments: Vec<&str> = path
-            .split('/')
-            .map(|segment| if segment.starts_with('{') || segment.starts_with('<') { "{}" } else { segment })
-            .collect();
-        segments.join("/")
-    };
-    let documented: Vec<String> = openapi["paths"].as_object().unwrap().keys().map(|path| shape(path)).collect();
+    let documented = openapi_paths(root);
     // The endpoints outside the OpenAPI document (the API reference, probes, GraphQL) are spelled in src/api.
     let router = texts_under(vec![root.join("src/api")]);
-    let mut named = 0;
-    for (page, word) in quoted(root) {
-        let path = word.split_whitespace().find(|part| part.starts_with("/api/")).unwrap_or_default();
-        if path.is_empty() {
-            continue;
-        }
-        let path = shape(path);
+    let named: Vec<(PathBuf, String)> =
+        rest_paths_named(root).into_iter().filter(|(_, path)| path.starts_with("/api/")).collect();
+    for (page, path) in &named {
         assert!(
-            documented.contains(&path) || router.contains(&path),
+            documented.contains(path) || router.contains(path.as_str()),
             "{} names {path}, which is no path of the OpenAPI document",
             page.display()
         );
-        named += 1;
     }
-    assert!(named >= 10, "the pages name the REST paths ({named} found)");
+    assert!(named.len() >= 10, "the pages name the REST paths ({} found)", named.len());
+}
+
+#[test]
+fn every_rest_path_of_the_openapi_document_is_in_the_docs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let named: Vec<String> = rest_paths_named(root).into_iter().map(|(_, path)| path).collect();
+    for path in openapi_paths(root) {
+        assert!(named.contains(&path), "no page names {path}, a path of the OpenAPI document");
+    }
+}
+
+/// The paths of `assets/openapi.json`, as shapes.
+fn openapi_paths(root: &Path) -> Vec<String> {
+    let openapi: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("assets/openapi.json")).unwrap()).unwrap();
+    openapi["paths"].as_object().unwrap().keys().map(|path| path_shape(path)).collect()
+}
+
+/// Every quoted absolute path of the pages (`/api/…`, `/healthz`), as a shape, with its page.
+fn rest_paths_named(root: &Path) -> Vec<(PathBuf, String)> {
+    quoted(root)
+        .into_iter()
+        .filter_map(|(page, word)| {
+            let path = word.split_whitespace().find(|part| part.starts_with('/'))?;
+            Some((page, path_shape(path)))
+        })
+        .collect()
+}
+
+/// `{runtimeId}` and `{id}` alike: the shape of a path, not its parameters' names.
+fn path_shape(path: &str) -> String {
+    let path = path.split(['?', '#']).next().unwrap_or_default();
+    let path = path.trim_end_matches([',', '.', ';', ':', ')', '"']).trim_end_matches('/');
+    let segments: Vec<&str> = path
+        .split('/')
+        .map(|segment| if segment.starts_with('{') || segment.starts_with('<') { "{}" } else { segment })
+        .collect();
+    segments.join("/")
 }
 
 fn pages(root: &Path) -> Vec<PathBuf> {
