@@ -8,8 +8,11 @@
 #![deny(rust_2018_idioms)]
 #![forbid(unsafe_code)]
 
+mod fleet;
 mod following;
+mod profile;
 mod replicas;
+mod write_load;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -63,7 +66,9 @@ struct Args {
     replicas: Vec<usize>,
     /// Provisionings of the scale-out burst.
     scale_burst: usize,
-    /// Only one measure: `following` or `replicas`.
+    /// Runtimes of the fleet (each with ten operations).
+    fleet_runtimes: usize,
+    /// Only one measure: `following`, `replicas`, `write-load` or `fleet`.
     only: Option<String>,
 }
 
@@ -78,11 +83,12 @@ impl Args {
             burst_timeout: Duration::from_secs(120),
             out: PathBuf::from("target/bench/results.json"),
             server_bin: None,
-            load_runs: 200,
+            load_runs: 1_000,
             load_posts_per_second: 20.0,
             following: vec![10, 100, 1_000],
             replicas: vec![1, 2, 3],
             scale_burst: 2_000,
+            fleet_runtimes: 5_000,
             only: None,
         };
         let mut raw = std::env::args().skip(1);
@@ -106,9 +112,16 @@ impl Args {
                     args.replicas = value()?.split(',').map(str::parse).collect::<Result<_, _>>()?;
                 }
                 "--scale-burst" => args.scale_burst = value()?.parse()?,
+                "--fleet-runtimes" => args.fleet_runtimes = value()?.parse()?,
                 "--only" => match value()?.as_str() {
-                    measure @ ("following" | "replicas") => args.only = Some(measure.to_owned()),
-                    other => return Err(format!("--only {other:?}: expected following or replicas").into()),
+                    measure @ ("following" | "replicas" | "write-load" | "fleet") => {
+                        args.only = Some(measure.to_owned());
+                    }
+                    other => {
+                        return Err(
+                            format!("--only {other:?}: expected following, replicas, write-load or fleet").into()
+                        );
+                    }
                 },
                 "-h" | "--help" => {
                     println!(
@@ -116,9 +129,10 @@ impl Args {
                          [--idle SECONDS of API-server background measure (10)] [--worker-concurrency N (16)] \
                          [--burst-timeout SECONDS (120)] [--out FILE (target/bench/results.json)] \
                          [--server-bin PATH (the provisioner binary next to this one)] \
-                         [--load-runs N followed during the reads under write load (200)] \
+                         [--load-runs N followed during the reads under write load (1000)] \
                          [--load-posts-per-second N (20)] [--following N,N,... runs followed (10,100,1000)] \
-                         [--replicas N,N,... (1,2,3)] [--scale-burst N (2000)] [--only following|replicas]"
+                         [--replicas N,N,... (1,2,3)] [--scale-burst N (2000)] [--fleet-runtimes N (5000)] \
+                         [--only following|replicas|write-load|fleet]"
                     );
                     std::process::exit(0);
                 }
@@ -246,8 +260,16 @@ async fn phases(
         .collect()
     };
 
-    // One measure alone: what following runs costs the database, or the scale-out.
+    // One measure alone: what following runs costs the database, reads under write load, or the scale-out.
     match args.only.as_deref() {
+        Some("write-load") => {
+            let rows = write_load::reads_under_write_load(args, work, server_bin, &http, &base_env, databases).await?;
+            return Ok(json!({ "machine": machine(), "parameters": parameters(args), "reads_under_write_load": rows }));
+        }
+        Some("fleet") => {
+            let rows = fleet::fleet(args, server_bin, work, &http, &base_env, databases).await?;
+            return Ok(json!({ "machine": machine(), "fleet": rows }));
+        }
         Some("following") => {
             let rows =
                 following::following_cost(&args.following, server_bin, work, &http, &base_env, databases).await?;
@@ -300,8 +322,8 @@ async fn phases(
             eprintln!("reads: {} at concurrency {concurrency}...", target.name());
             let url = match target {
                 Target::Baseline => format!("http://{}/runtimes/", baseline),
-                Target::Rest => format!("http://{}/api/v1/provisions/", server.api),
-                Target::Graphql => format!("http://{}/graphql", server.api),
+                Target::Rest | Target::Page(_) => format!("http://{}/api/v1/provisions/", server.api),
+                Target::Graphql | Target::GraphqlQuery(_) => format!("http://{}/graphql", server.api),
             };
             let sampler = RssSampler::start(server.pid);
             let before = apiserver_requests(admin).await?;
@@ -344,18 +366,13 @@ async fn phases(
     let burst_server_stats = worker_server.stop().await;
 
     // Phase 5: the same status reads on PostgreSQL and on SQLite, idle and under a write load.
-    let mut under_load = Vec::new();
-    for backend in [Backend::Postgres, Backend::Sqlite] {
-        let database_url = match backend {
-            Backend::Postgres => databases.create("load").await?,
-            Backend::Sqlite => format!("sqlite://{}?mode=rwc", work.join("load.db").display()),
-        };
-        under_load.extend(write_load(args, work, server_bin, &http, base_env(&database_url), backend).await?);
-    }
+    let under_load = write_load::reads_under_write_load(args, work, server_bin, &http, &base_env, databases).await?;
 
-    // Phase 6: what following 10, 100 and 1,000 runs costs the database.
+    // Phase 6: a fleet of 5,000 runtimes and 50,000 operations, against one a tenth of its size.
+    let fleet = fleet::fleet(args, server_bin, work, &http, &base_env, databases).await?;
+    // Phase 7: what following 10, 100 and 1,000 runs costs the database.
     let following = following::following_cost(&args.following, server_bin, work, &http, &base_env, databases).await?;
-    // Phase 7: one, two and three replicas taking a burst.
+    // Phase 8: one, two and three replicas taking a burst.
     let scale = replicas::scale_out(args, server_bin, work, &http, control_plane, &base_env, databases).await?;
 
     let baseline_of = |concurrency: usize| {
@@ -393,14 +410,7 @@ async fn phases(
         .collect();
     Ok(json!({
         "machine": machine(),
-        "parameters": {
-            "runtimes": args.runtimes,
-            "burst": args.burst,
-            "read_seconds": args.duration.as_secs_f64(),
-            "worker_concurrency": args.worker_concurrency,
-            "load_runs": args.load_runs,
-            "load_posts_per_second": args.load_posts_per_second,
-        },
+        "parameters": parameters(args),
         "startup": {
             "healthz_ok_ms": startup.0,
             "job_cache_synced_ms": startup.1,
@@ -420,131 +430,25 @@ async fn phases(
         },
         "burst": burst,
         "reads_under_write_load": under_load,
+        "fleet": fleet,
         "following": following,
         "replicas": scale,
     }))
 }
 
+fn parameters(args: &Args) -> Value {
+    json!({
+        "runtimes": args.runtimes,
+        "burst": args.burst,
+        "read_seconds": args.duration.as_secs_f64(),
+        "worker_concurrency": args.worker_concurrency,
+        "load_runs": args.load_runs,
+        "load_posts_per_second": args.load_posts_per_second,
+    })
+}
+
 fn machine() -> Value {
     json!({ "cores": std::thread::available_parallelism().map(usize::from).unwrap_or(0) })
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Backend {
-    Postgres,
-    Sqlite,
-}
-
-impl Backend {
-    fn name(self) -> &'static str {
-        match self {
-            Backend::Postgres => "postgres",
-            Backend::Sqlite => "sqlite",
-        }
-    }
-}
-
-/// REST status reads at each concurrency on one database: first with the server idle (no worker), then with the
-/// worker following `load_runs` runs (their Jobs never finish: no kubelet), each renewing its lease every second,
-/// and provisioning requests arriving at a fixed rate.
-async fn write_load(
-    args: &Args,
-    work: &Path,
-    server_bin: &Path,
-    http: &reqwest::Client,
-    env: Vec<(String, String)>,
-    backend: Backend,
-) -> Result<Vec<Value>> {
-    let log = |phase: &str| work.join(format!("server-{}-{phase}.log", backend.name()));
-    let mut rows = Vec::new();
-    let row = |load: &str, concurrency: usize, stats: &Stats| {
-        json!({
-            "backend": backend.name(), "load": load, "concurrency": concurrency, "requests": stats.ok,
-            "errors": stats.errors, "requests_per_second": stats.rps(), "p50_ms": stats.p50, "p99_ms": stats.p99,
-            "p999_ms": stats.p999,
-        })
-    };
-
-    // Idle: runtimes written straight through the store, read by a server without a worker.
-    let mut idle_env = env.clone();
-    idle_env.push(("APP_DATABASE_MAX_CONNECTIONS".to_owned(), "16".to_owned()));
-    let server = Server::start(server_bin, idle_env, &log("idle"), http).await?;
-    let url = format!("http://{}/api/v1/provisions/", server.api);
-    let database_url = &env.iter().find(|(key, _)| key == "DATABASE_URL").ok_or("no DATABASE_URL")?.1;
-    let store = Store::connect(database_url, 4, Duration::from_secs(10)).await?;
-    let ids = Arc::new(seed(&store, 1_000).await?);
-    drop(store);
-    for concurrency in CONCURRENCIES {
-        eprintln!("reads on {} (idle) at concurrency {concurrency}...", backend.name());
-        let stats = load(http, Target::Rest, &url, &ids, concurrency, args.duration).await;
-        rows.push(row("idle", concurrency, &stats));
-    }
-    server.stop().await;
-
-    // Under load: the worker follows the runs, which heartbeat; POSTs keep coming.
-    let mut load_env = env;
-    load_env.extend(
-        [
-            ("MODULES_REPO_URL", MODULES_REPO_URL.to_owned()),
-            ("MODULES_REPO_COMMIT", MODULES_REPO_COMMIT.to_owned()),
-            ("APP_DATABASE_MAX_CONNECTIONS", "16".to_owned()),
-            ("APP_WORKER_LEASE", "3s".to_owned()),
-            ("APP_WORKER_MAX_RUNS", (args.load_runs * 4).to_string()),
-            ("APP_WORKER_CONCURRENCY", args.worker_concurrency.to_string()),
-        ]
-        .map(|(key, value)| (key.to_owned(), value)),
-    );
-    let server = Server::start(server_bin, load_env, &log("load"), http).await?;
-    let posts = format!("http://{}/api/v1/provisions", server.api);
-    eprintln!("{}: starting {} runs for the worker to follow...", backend.name(), args.load_runs);
-    let started: Vec<Result<reqwest::Response, reqwest::Error>> = futures::stream::iter(0..args.load_runs)
-        .map(|index| http.post(&posts).json(&provision_body(&format!("load-{index}"))).send())
-        .buffer_unordered(16)
-        .collect()
-        .await;
-    let accepted = started.iter().filter(|answer| answer.as_ref().is_ok_and(|a| a.status().is_success())).count();
-    eprintln!("  {accepted} accepted; waiting until the worker follows them...");
-    let metrics = format!("http://{}/metrics", server.metrics);
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while runs_in_flight(http, &metrics).await < accepted as f64 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    let stop_posting = Arc::new(AtomicBool::new(false));
-    let poster = {
-        let (http, posts, stop) = (http.clone(), posts.clone(), stop_posting.clone());
-        let interval = Duration::from_secs_f64(1.0 / args.load_posts_per_second.max(0.1));
-        tokio::spawn(async move {
-            let mut ticker = tokio::time::interval(interval);
-            let mut index = 0;
-            while !stop.load(Ordering::Relaxed) {
-                ticker.tick().await;
-                let body = provision_body(&format!("load-post-{index}"));
-                let _ = http.post(&posts).json(&body).send().await;
-                index += 1;
-            }
-            index
-        })
-    };
-    for concurrency in CONCURRENCIES {
-        eprintln!("reads on {} (under write load) at concurrency {concurrency}...", backend.name());
-        let url = format!("http://{}/api/v1/provisions/", server.api);
-        let stats = load(http, Target::Rest, &url, &ids, concurrency, args.duration).await;
-        rows.push(row("write load", concurrency, &stats));
-    }
-    stop_posting.store(true, Ordering::Relaxed);
-    let posted = poster.await.unwrap_or(0);
-    eprintln!("  {posted} provisioning requests posted during the reads");
-    server.stop().await;
-    Ok(rows)
-}
-
-async fn runs_in_flight(http: &reqwest::Client, metrics_url: &str) -> f64 {
-    let Ok(response) = http.get(metrics_url).send().await else { return 0.0 };
-    let text = response.text().await.unwrap_or_default();
-    text.lines()
-        .find_map(|line| line.strip_prefix("provisioner_operations_in_flight "))
-        .and_then(|value| value.trim().parse().ok())
-        .unwrap_or(0.0)
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -755,6 +659,10 @@ enum Target {
     Baseline,
     Rest,
     Graphql,
+    /// A GET of a path whose `{id}` is each runtime's id in turn.
+    Page(&'static str),
+    /// A GraphQL query; one declaring `$id` gets each runtime's id in turn.
+    GraphqlQuery(&'static str),
 }
 
 impl Target {
@@ -763,6 +671,8 @@ impl Target {
             Target::Baseline => "baseline (bare axum + store)",
             Target::Rest => "REST GET /api/v1/provisions/{id}",
             Target::Graphql => "GraphQL runtimeOperationStatus",
+            Target::Page(path) => path,
+            Target::GraphqlQuery(query) => query,
         }
     }
 
@@ -770,7 +680,8 @@ impl Target {
         match self {
             Target::Baseline => "baseline",
             Target::Rest => "REST",
-            Target::Graphql => "GraphQL",
+            Target::Graphql | Target::GraphqlQuery(_) => "GraphQL",
+            Target::Page(_) => "REST",
         }
     }
 }
@@ -829,13 +740,18 @@ async fn load(
                     Target::Graphql => http
                         .post(&url)
                         .json(&json!({"query": GRAPHQL_QUERY, "variables": {"id": operation_id.to_string()}})),
+                    Target::Page(_) => http.get(url.replace("{id}", &runtime_id.to_string())),
+                    Target::GraphqlQuery(query) if query.contains("$id") => {
+                        http.post(&url).json(&json!({"query": query, "variables": {"id": runtime_id.to_string()}}))
+                    }
+                    Target::GraphqlQuery(query) => http.post(&url).json(&json!({ "query": query })),
                 };
                 let started = Instant::now();
                 let outcome = match request.send().await {
                     Ok(response) => {
                         let status = response.status();
                         match response.bytes().await {
-                            Ok(body) if status.is_success() && !(target == Target::Graphql && has_errors(&body)) => {
+                            Ok(body) if status.is_success() && !(target.short() == "GraphQL" && has_errors(&body)) => {
                                 Ok(())
                             }
                             Ok(body) => Err(format!("{status}: {}", String::from_utf8_lossy(&body))),
@@ -984,7 +900,10 @@ fn print_table(figures: &Value) {
     println!("\n== provisioner bench ({} cores) ==", figures["machine"]["cores"]);
     let following = figures["following"].as_array().cloned().unwrap_or_default();
     let scale = figures["replicas"].as_array().cloned().unwrap_or_default();
+    let fleet = figures["fleet"].as_array().cloned().unwrap_or_default();
     if figures.get("reads").is_none() {
+        fleet::print(&fleet);
+        write_load::print(figures);
         following::print(&following);
         replicas::print(&scale);
         return;
@@ -1063,44 +982,8 @@ fn print_table(figures: &Value) {
         if burst["stalled"] == true { "; STALLED: no new Job for 15 s" } else { "" }
     );
 
-    let parameters = &figures["parameters"];
-    println!(
-        "\nREST status reads by database, idle and under write load ({} runs renewing leases, {} POSTs/s):",
-        parameters["load_runs"], parameters["load_posts_per_second"]
-    );
-    println!(
-        "{:<9} {:<11} {:>4} {:>9} {:>8} {:>8} {:>7}  {:>17}  {:>15}",
-        "database", "load", "conc", "req/s", "p50 ms", "p99 ms", "errors", "vs postgres rps", "vs baseline rps"
-    );
-    let rows = figures["reads_under_write_load"].as_array().cloned().unwrap_or_default();
-    let find = |backend: &str, load: &Value, concurrency: &Value| {
-        rows.iter().find(|row| row["backend"] == backend && row["load"] == *load && row["concurrency"] == *concurrency)
-    };
-    for row in &rows {
-        let postgres = find("postgres", &row["load"], &row["concurrency"]);
-        let baseline = figures["reads"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|read| read["target"] == Target::Baseline.name() && read["concurrency"] == row["concurrency"]);
-        let ratio = |other: Option<&Value>| {
-            other.map_or("-".to_owned(), |other| {
-                format!("{:.2}x", number(&row["requests_per_second"]) / number(&other["requests_per_second"]))
-            })
-        };
-        println!(
-            "{:<9} {:<11} {:>4} {:>9.0} {:>8.2} {:>8.2} {:>7}  {:>17}  {:>15}",
-            row["backend"].as_str().unwrap_or_default(),
-            row["load"].as_str().unwrap_or_default(),
-            row["concurrency"].as_u64().unwrap_or(0),
-            number(&row["requests_per_second"]),
-            number(&row["p50_ms"]),
-            number(&row["p99_ms"]),
-            row["errors"].as_u64().unwrap_or(0),
-            ratio(postgres),
-            ratio(baseline),
-        );
-    }
+    write_load::print(figures);
+    fleet::print(&fleet);
     following::print(&following);
     replicas::print(&scale);
 }

@@ -33,11 +33,18 @@ const OPERATIONS: &str = "query($id: String!, $first: Int) {
 /// The statements the app has sent so far, as its metrics endpoint shows them.
 async fn statements_sent(app: &TestApp) -> u64 {
     let metrics = app.metrics().await;
-    let line = metrics
+    ok_statements(&metrics, "provisioner_database_statements_total{")
+        .unwrap_or_else(|| panic!("no statement counter in the metrics:\n{metrics}"))
+}
+
+/// The sum of the counter's `ok` series (one per kind of statement) in a metrics text.
+fn ok_statements(text: &str, counter: &str) -> Option<u64> {
+    let series: Vec<u64> = text
         .lines()
-        .find(|line| line.starts_with(r#"provisioner_database_statements_total{result="ok"}"#))
-        .unwrap_or_else(|| panic!("no statement counter in the metrics:\n{metrics}"));
-    line.rsplit(' ').next().and_then(|count| count.parse().ok()).unwrap_or_else(|| panic!("not a count: {line}"))
+        .filter(|line| line.starts_with(counter) && line.contains(r#"result="ok""#))
+        .map(|line| line.rsplit(' ').next().and_then(|count| count.parse().ok()).expect(line))
+        .collect();
+    (!series.is_empty()).then(|| series.iter().sum())
 }
 
 /// The statements `request` sent, and what it answered: the counter's growth around it, less what reading the
@@ -153,8 +160,7 @@ on_both_databases!(a_page_costs_the_same_statements_whatever_its_size);
 fn statements_counted(registry: &prometheus_client::registry::Registry) -> u64 {
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, registry).unwrap();
-    let line = text.lines().find(|line| line.starts_with(r#"database_statements_total{result="ok"}"#));
-    line.and_then(|line| line.rsplit(' ').next()?.parse().ok()).unwrap_or_else(|| panic!("no count in {text}"))
+    ok_statements(&text, "database_statements_total{").unwrap_or_else(|| panic!("no count in {text}"))
 }
 
 /// A process renews the leases of every run it follows in one statement, each still fenced by its own claim token,
