@@ -68,7 +68,8 @@ struct Args {
     scale_burst: usize,
     /// Runtimes of the fleet (each with ten operations).
     fleet_runtimes: usize,
-    /// Only one measure: `following`, `replicas`, `write-load` or `fleet`.
+    /// Only one measure: `reads` (start-up, seeding and the status reads), `following`, `replicas`, `write-load`
+    /// or `fleet`.
     only: Option<String>,
 }
 
@@ -114,13 +115,14 @@ impl Args {
                 "--scale-burst" => args.scale_burst = value()?.parse()?,
                 "--fleet-runtimes" => args.fleet_runtimes = value()?.parse()?,
                 "--only" => match value()?.as_str() {
-                    measure @ ("following" | "replicas" | "write-load" | "fleet") => {
+                    measure @ ("reads" | "following" | "replicas" | "write-load" | "fleet") => {
                         args.only = Some(measure.to_owned());
                     }
                     other => {
-                        return Err(
-                            format!("--only {other:?}: expected following, replicas, write-load or fleet").into()
-                        );
+                        return Err(format!(
+                            "--only {other:?}: expected reads, following, replicas, write-load or fleet"
+                        )
+                        .into());
                     }
                 },
                 "-h" | "--help" => {
@@ -132,7 +134,7 @@ impl Args {
                          [--load-runs N followed during the reads under write load (1000)] \
                          [--load-posts-per-second N (20)] [--following N,N,... runs followed (10,100,1000)] \
                          [--replicas N,N,... (1,2,3)] [--scale-burst N (2000)] [--fleet-runtimes N (5000)] \
-                         [--only following|replicas|write-load|fleet]"
+                         [--only reads|following|replicas|write-load|fleet]"
                     );
                     std::process::exit(0);
                 }
@@ -275,11 +277,11 @@ async fn phases(
                 following::following_cost(&args.following, server_bin, work, &http, &base_env, databases).await?;
             return Ok(json!({ "machine": machine(), "following": rows }));
         }
-        Some(_) => {
+        Some("replicas") => {
             let rows = replicas::scale_out(args, server_bin, work, &http, control_plane, &base_env, databases).await?;
             return Ok(json!({ "machine": machine(), "replicas": rows }));
         }
-        None => {}
+        _ => {}
     }
 
     // Phase 1: start-up on a fresh database (migrations included), no worker (no MODULES_REPO_URL).
@@ -353,27 +355,34 @@ async fn phases(
     let rss_after = server.rss_kib()?;
     let reads_server_stats = server.stop().await;
 
+    // `--only reads` stops here.
+    let full = args.only.is_none();
     // Phase 4: the burst, on a fresh database with the worker running.
-    let burst_db = databases.create("burst").await?;
-    let mut env = base_env(&burst_db);
-    env.push(("MODULES_REPO_URL".to_owned(), MODULES_REPO_URL.to_owned()));
-    env.push(("MODULES_REPO_COMMIT".to_owned(), MODULES_REPO_COMMIT.to_owned()));
-    env.push(("APP_WORKER_CONCURRENCY".to_owned(), args.worker_concurrency.to_string()));
-    eprintln!("starting the server with the worker (concurrency {})...", args.worker_concurrency);
-    let worker_server = Server::start(server_bin, env, &work.join("server-burst.log"), &http).await?;
-    let burst = burst(&http, &worker_server, admin, namespace, args).await?;
-    let rss_burst = worker_server.rss_kib()?;
-    let burst_server_stats = worker_server.stop().await;
-
-    // Phase 5: the same status reads on PostgreSQL and on SQLite, idle and under a write load.
-    let under_load = write_load::reads_under_write_load(args, work, server_bin, &http, &base_env, databases).await?;
-
-    // Phase 6: a fleet of 5,000 runtimes and 50,000 operations, against one a tenth of its size.
-    let fleet = fleet::fleet(args, server_bin, work, &http, &base_env, databases).await?;
-    // Phase 7: what following 10, 100 and 1,000 runs costs the database.
-    let following = following::following_cost(&args.following, server_bin, work, &http, &base_env, databases).await?;
-    // Phase 8: one, two and three replicas taking a burst.
-    let scale = replicas::scale_out(args, server_bin, work, &http, control_plane, &base_env, databases).await?;
+    let (burst, rss_burst, burst_server_stats) = if full {
+        let burst_db = databases.create("burst").await?;
+        let mut env = base_env(&burst_db);
+        env.push(("MODULES_REPO_URL".to_owned(), MODULES_REPO_URL.to_owned()));
+        env.push(("MODULES_REPO_COMMIT".to_owned(), MODULES_REPO_COMMIT.to_owned()));
+        env.push(("APP_WORKER_CONCURRENCY".to_owned(), args.worker_concurrency.to_string()));
+        eprintln!("starting the server with the worker (concurrency {})...", args.worker_concurrency);
+        let worker_server = Server::start(server_bin, env, &work.join("server-burst.log"), &http).await?;
+        let burst = burst(&http, &worker_server, admin, namespace, args).await?;
+        let rss_burst = worker_server.rss_kib()?;
+        (burst, json!(rss_burst), worker_server.stop().await)
+    } else {
+        (Value::Null, Value::Null, Value::Null)
+    };
+    let (mut under_load, mut fleet, mut following, mut scale) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    if full {
+        // Phase 5: the same status reads on PostgreSQL and on SQLite, idle and under a write load.
+        under_load = write_load::reads_under_write_load(args, work, server_bin, &http, &base_env, databases).await?;
+        // Phase 6: a fleet of 5,000 runtimes and 50,000 operations, against one a tenth of its size.
+        fleet = fleet::fleet(args, server_bin, work, &http, &base_env, databases).await?;
+        // Phase 7: what following 10, 100 and 1,000 runs costs the database.
+        following = following::following_cost(&args.following, server_bin, work, &http, &base_env, databases).await?;
+        // Phase 8: one, two and three replicas taking a burst.
+        scale = replicas::scale_out(args, server_bin, work, &http, control_plane, &base_env, databases).await?;
+    }
 
     let baseline_of = |concurrency: usize| {
         reads
@@ -967,6 +976,9 @@ fn print_table(figures: &Value) {
         mib(&memory["after_burst"])
     );
     let burst = &figures["burst"];
+    if burst.is_null() {
+        return;
+    }
     println!(
         "\nburst: {} requests, {} accepted in {:.2} s ({:.0}/s); {} Jobs created, first at {:.2} s, last at {:.2} s \
          ({:.1} Jobs/s overall, {:.0} Jobs/s between first and last){}",

@@ -433,18 +433,6 @@ impl Runtime {
         };
         (runtime, operation)
     }
-
-    /// Whether this record shows what `operation`, once succeeded, changed of it (written in the transaction that
-    /// ended the operation): false for a record read before that transaction committed.
-    pub fn shows_the_end_of(&self, operation: &Operation) -> bool {
-        if operation.state != OperationState::Succeeded || operation.dry_run {
-            return true;
-        }
-        let hibernation = operation.operation_type.hibernated_after().is_none_or(|after| self.hibernated == after);
-        let deletion = operation.operation_type != OperationType::Deprovision || self.deleted_at.is_some();
-        let config = operation.target_config.as_ref().is_none_or(|target| self.cluster_config == *target);
-        hibernation && deletion && config
-    }
 }
 
 /// A page of runtimes, ordered by id (ids are UUIDv7, so this is creation order).
@@ -492,20 +480,6 @@ mod tests {
         for other in [OperationType::Provision, OperationType::Upgrade, OperationType::Deprovision] {
             assert_eq!(other.hibernated_after(), None);
         }
-    }
-
-    #[test]
-    fn a_record_read_before_a_succeeded_operation_ended_does_not_show_its_end() {
-        let request = ProvisionRequest::example(Topology::Eks);
-        let (mut runtime, mut hibernation) = Runtime::requested(request, false, Utc::now());
-        hibernation.operation_type = OperationType::Hibernate;
-        assert!(runtime.shows_the_end_of(&hibernation), "still queued: nothing to show");
-        hibernation.state = OperationState::Succeeded;
-        assert!(!runtime.shows_the_end_of(&hibernation), "read before the hibernation's end");
-        runtime.hibernated = true;
-        assert!(runtime.shows_the_end_of(&hibernation));
-        hibernation.operation_type = OperationType::Deprovision;
-        assert!(!runtime.shows_the_end_of(&hibernation), "read before the deprovisioning's end");
     }
 
     #[test]

@@ -196,7 +196,7 @@ impl Service {
             return Ok(Requested::Replayed(operation));
         }
         let runtime = &status.runtime;
-        let awake = !runtime.hibernated && is_live(runtime) && self.store.was_provisioned(runtime.id).await?;
+        let awake = !runtime.hibernated && is_live(runtime) && status.provisioned_at.is_some();
         if let Some(repeated) = repeated(&status, OperationType::WakeUp, awake) {
             return Ok(repeated);
         }

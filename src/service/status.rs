@@ -10,7 +10,7 @@ use crate::domain::{
     ClusterConfig, LastError, Operation, OperationId, OperationState, OperationType, Runtime, RuntimeId, RuntimeState,
     RuntimeSummary, StageEntry,
 };
-use crate::store::{self};
+use crate::store::{self, RuntimeRecord};
 
 /// A runtime with its last operation (every runtime has one: it is created with its provisioning), its state and
 /// conditions, and whether it sleeps: what both APIs show of a runtime.
@@ -35,6 +35,8 @@ impl RuntimeStatus {
 pub(super) struct Latest {
     pub(super) runtime: Runtime,
     pub(super) last_operation: Operation,
+    /// When its provisioning (no dry run) succeeded, if it did: its cluster exists since.
+    pub(super) provisioned_at: Option<DateTime<Utc>>,
 }
 
 /// An operation with when it entered each of its stages: what both APIs show of an operation.
@@ -112,6 +114,20 @@ pub fn duration_seconds(operation: &Operation) -> Option<f64> {
 }
 
 /// `first` of a page: [`DEFAULT_PAGE_SIZE`] when left out, at most [`MAX_PAGE_SIZE`].
+/// A runtime's status from its record, its last operation and when it was provisioned.
+fn status_of(
+    runtime: Runtime,
+    last_operation: OperationWithStages,
+    provisioned_at: Option<DateTime<Utc>>,
+) -> RuntimeStatus {
+    RuntimeStatus {
+        summary: RuntimeSummary::of(&runtime, &last_operation.operation, provisioned_at),
+        hibernation: HibernationStatus::of(&runtime, &last_operation.operation, provisioned_at.is_some()),
+        runtime,
+        last_operation,
+    }
+}
+
 fn page_size(first: Option<i32>) -> Result<u64> {
     let first = first.unwrap_or(DEFAULT_PAGE_SIZE);
     if !(1..=MAX_PAGE_SIZE).contains(&first) {
@@ -180,28 +196,21 @@ impl Service {
         operation
     }
 
-    /// A runtime with its last operation and whether it sleeps.
+    /// A runtime with its last operation and whether it sleeps, in two statements.
     pub async fn runtime_status(&self, runtime_id: RuntimeId) -> Result<RuntimeStatus> {
-        let Latest { runtime, last_operation } = self.latest(runtime_id).await?;
-        let mut statuses = self.statuses(vec![(runtime, last_operation)]).await?;
-        Ok(statuses.pop().expect("one runtime in, one out"))
+        let Latest { runtime, last_operation, provisioned_at } = self.latest(runtime_id).await?;
+        let mut operations = self.all_with_stages(vec![last_operation]).await?;
+        Ok(status_of(runtime, operations.pop().expect("one operation in, one out"), provisioned_at))
     }
 
-    /// A runtime this service may see, with its last operation.
+    /// A runtime this service may see, with its last operation and when it was provisioned, in one statement.
     pub(super) async fn latest(&self, runtime_id: RuntimeId) -> Result<Latest> {
         let id = runtime_id.0;
         let not_found = || Error::NotFound { what: "runtime", id: id.to_string() };
-        let find_runtime = async || -> Result<Runtime> {
-            self.store.find_runtime(id).await?.filter(|runtime| self.sees(runtime)).ok_or_else(not_found)
-        };
-        let mut runtime = find_runtime().await?;
-        let operation_id = runtime.last_operation_id.ok_or_else(not_found)?;
-        let last_operation = self.store.find_operation(operation_id).await?.ok_or_else(not_found)?;
-        if !runtime.shows_the_end_of(&last_operation) {
-            // The operation ended between the two reads: the record as its end left it.
-            runtime = find_runtime().await?;
-        }
-        Ok(Latest { runtime, last_operation: self.with_live_job_state(last_operation) })
+        let record = self.store.find_runtime_record(id).await?.filter(|record| self.sees(&record.runtime));
+        let RuntimeRecord { runtime, last_operation, provisioned_at } = record.ok_or_else(not_found)?;
+        let last_operation = self.with_live_job_state(last_operation.ok_or_else(not_found)?);
+        Ok(Latest { runtime, last_operation, provisioned_at })
     }
 
     /// The statuses of runtimes with their last operations, in two queries whatever their number: the stages of
@@ -216,12 +225,7 @@ impl Service {
             .zip(operations)
             .map(|(runtime, last_operation)| {
                 let provisioned_at = provisioned.get(&runtime.id).copied();
-                RuntimeStatus {
-                    summary: RuntimeSummary::of(&runtime, &last_operation.operation, provisioned_at),
-                    hibernation: HibernationStatus::of(&runtime, &last_operation.operation, provisioned_at.is_some()),
-                    runtime,
-                    last_operation,
-                }
+                status_of(runtime, last_operation, provisioned_at)
             })
             .collect())
     }
@@ -233,7 +237,7 @@ impl Service {
         let operation = &status.last_operation;
         let live = status.runtime.deleted_at.is_none() && !status.runtime.preview;
         let deprovisioning = operation.operation_type == OperationType::Deprovision && operation.state.is_active();
-        if !live || deprovisioning || !self.store.was_provisioned(status.runtime.id).await? {
+        if !live || deprovisioning || status.provisioned_at.is_none() {
             return Err(Error::Conflict {
                 conflict: Conflict::NotReady,
                 message: format!(

@@ -26,7 +26,7 @@ pub use idempotency::IdempotencyRecord;
 pub use operations::{Cancel, OperationCount};
 pub use progress::Progress;
 pub use run_logs::ArchivedLog;
-pub use runtimes::RuntimeFilter;
+pub use runtimes::{RuntimeFilter, RuntimeRecord};
 pub use schema::Migrations;
 pub use statement_metrics::StatementMetrics;
 

@@ -4,10 +4,11 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 
-use sea_orm::sea_query::{Condition, Expr};
+use sea_orm::sea_query::{Condition, Expr, SimpleExpr};
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, DbBackend, EntityTrait, IntoActiveModel, JoinType, QueryFilter, QueryOrder,
-    QuerySelect, QueryTrait, RelationDef, SelectTwo, Statement, TransactionTrait,
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, FromQueryResult, IdenStatic,
+    IntoActiveModel, JoinType, QueryFilter, QueryOrder, QuerySelect, QueryTrait, RelationDef, SelectA, SelectB,
+    SelectTwo, Statement, TransactionTrait,
 };
 use uuid::Uuid;
 
@@ -19,6 +20,14 @@ use super::operations::insert_with_first_stage;
 use super::{Error, IdempotencyRecord, Result, Store, page, unique_violation_as};
 use crate::domain::tenant::Tenant;
 use crate::domain::{Operation, OperationState, OperationType, ProviderVersion, Runtime, RuntimePage, RuntimeState};
+
+/// A runtime as one read found it: its record, its last operation, and when its provisioning succeeded.
+#[derive(Debug, Clone)]
+pub struct RuntimeRecord {
+    pub runtime: Runtime,
+    pub last_operation: Option<Operation>,
+    pub provisioned_at: Option<DateTime<Utc>>,
+}
 
 /// Which runtimes a list holds.
 #[derive(Debug, Clone, Copy, Default)]
@@ -94,6 +103,25 @@ impl Store {
 
     pub async fn find_runtime(&self, id: Uuid) -> Result<Option<Runtime>> {
         runtime::Entity::find_by_id(id).one(&self.reads).await?.map(runtime_from_model).transpose()
+    }
+
+    /// A runtime with its last operation and when its provisioning succeeded, in one statement: all three as one
+    /// moment left them (an operation's end and what it changed of the runtime are written in one transaction).
+    pub async fn find_runtime_record(&self, id: Uuid) -> Result<Option<RuntimeRecord>> {
+        const PROVISIONED_AT: &str = "provisioned_at";
+        let statement = runtime::Entity::find_by_id(id)
+            .select_also(operation::Entity)
+            .join(JoinType::LeftJoin, last_operation_relation())
+            .column_as(provisioned_at_of_each_runtime(), PROVISIONED_AT)
+            .build(self.db.get_database_backend());
+        let Some(row) = self.reads.query_one_raw(statement).await? else { return Ok(None) };
+        let runtime = runtime::Model::from_query_result(&row, SelectA.as_str())?;
+        let last_operation = operation::Model::from_query_result_optional(&row, SelectB.as_str())?;
+        Ok(Some(RuntimeRecord {
+            runtime: runtime_from_model(runtime)?,
+            last_operation: last_operation.map(operation_from_model).transpose()?,
+            provisioned_at: row.try_get("", PROVISIONED_AT)?,
+        }))
     }
 
     /// Runtimes after the cursor in id order that `filter` lets through.
@@ -232,6 +260,18 @@ impl Store {
             .one(&self.reads)
             .await?)
     }
+}
+
+/// When the runtime of each row (`"runtime"."id"`) was provisioned, as [`Store::provisioned_among`] tells it: the
+/// latest end of its succeeded provisionings that were no dry run.
+fn provisioned_at_of_each_runtime() -> SimpleExpr {
+    Expr::cust(format!(
+        r#"(SELECT max(coalesce("provisioning"."finished_at", "provisioning"."updated_at")) FROM "operation" AS "provisioning"
+        WHERE "provisioning"."runtime_id" = "runtime"."id" AND "provisioning"."operation_type" = '{provision}'
+        AND "provisioning"."state" = '{succeeded}' AND NOT "provisioning"."dry_run")"#,
+        provision = OperationType::Provision.as_str(),
+        succeeded = OperationState::Succeeded.as_str(),
+    ))
 }
 
 fn last_operation_relation() -> RelationDef {
