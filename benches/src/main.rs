@@ -8,6 +8,7 @@
 #![deny(rust_2018_idioms)]
 #![forbid(unsafe_code)]
 
+mod baseline;
 mod fleet;
 mod following;
 mod profile;
@@ -20,11 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use axum::Json;
-use axum::extract::{Path as UrlPath, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::ListParams;
@@ -145,9 +142,21 @@ impl Args {
     }
 }
 
+/// The service's allocator, so that the baseline (this binary) differs from the service only in what it does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() {
     provisioner::install_crypto_provider();
+    let mut raw = std::env::args().skip(1);
+    if raw.next().as_deref() == Some(baseline::SERVE_FLAG) {
+        if let Err(error) = baseline::serve(&raw.next().unwrap_or_default()).await {
+            eprintln!("baseline: {error}");
+            std::process::exit(1);
+        }
+        return;
+    }
     let args = match Args::parse() {
         Ok(args) => args,
         Err(error) => {
@@ -303,9 +312,9 @@ async fn phases(
     tokio::time::sleep(Duration::from_millis(500)).await;
     let rss_seeded = server.rss_kib()?;
 
-    // The baseline: the same two queries behind a bare axum handler in this process.
-    let baseline_store = Store::connect(&reads_db, 10, std::time::Duration::from_secs(3)).await?;
-    let baseline = start_baseline(baseline_store).await?;
+    // The baseline: the same two queries behind a bare axum handler, in a process of its own as the server is.
+    let baseline_server = baseline::BaselineServer::start(&reads_db).await?;
+    let baseline = baseline_server.address.clone();
 
     // Background API-server traffic while nothing is asked of the server.
     eprintln!("measuring the API server's idle background for {:?}...", args.idle);
@@ -626,38 +635,6 @@ async fn seed(store: &Store, count: usize) -> Result<Vec<(Uuid, Uuid)>> {
         .collect()
         .await;
     results.into_iter().collect()
-}
-
-/// A bare axum handler doing what a REST status read does in the database: the runtime, then its operation.
-async fn start_baseline(store: Store) -> Result<String> {
-    async fn status(State(store): State<Store>, UrlPath(id): UrlPath<Uuid>) -> Response {
-        let runtime = match store.find_runtime(id).await {
-            Ok(Some(runtime)) => runtime,
-            Ok(None) => return StatusCode::NOT_FOUND.into_response(),
-            Err(error) => return (StatusCode::INTERNAL_SERVER_ERROR, error.to_string()).into_response(),
-        };
-        let Some(operation_id) = runtime.last_operation_id else { return StatusCode::NOT_FOUND.into_response() };
-        match store.find_operation(operation_id).await {
-            Ok(Some(operation)) => Json(json!({
-                "id": runtime.id,
-                "name": runtime.name,
-                "operationId": operation.id,
-                "status": format!("{:?}", operation.state),
-                "stage": operation.stage.as_str(),
-                "message": operation.message,
-            }))
-            .into_response(),
-            Ok(None) => StatusCode::NOT_FOUND.into_response(),
-            Err(error) => (StatusCode::INTERNAL_SERVER_ERROR, error.to_string()).into_response(),
-        }
-    }
-    let router = axum::Router::new().route("/runtimes/{id}", get(status)).with_state(store);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let address = listener.local_addr()?.to_string();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
-    });
-    Ok(address)
 }
 
 // ---------------------------------------------------------------------------------------------------------------

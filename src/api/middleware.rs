@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::error_handling::HandleErrorLayer;
 use axum::extract::{MatchedPath, Request, State};
+use axum::http::Method;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::{BoxError, Extension, Router};
@@ -47,7 +48,8 @@ pub(super) fn around(
         .layer(
             ServiceBuilder::new()
                 .layer(SetRequestIdLayer::new(x_request_id.clone(), MakeRequestUuid))
-                .layer(TraceLayer::new_for_http().make_span_with(request_span).on_response(log_response))
+                .layer(TraceLayer::new_for_http().make_span_with(request_span).on_response(()))
+                .layer(middleware::from_fn(log_request))
                 .layer(PropagateRequestIdLayer::new(x_request_id))
                 .layer(Extension(metrics)),
         )
@@ -94,8 +96,24 @@ fn request_span(request: &Request) -> tracing::Span {
     span
 }
 
-fn log_response(response: &Response, latency: std::time::Duration, _span: &tracing::Span) {
-    tracing::info!(status = response.status().as_u16(), duration_ms = latency.as_secs_f64() * 1000.0, "request");
+/// A read slower than this is logged at `info` like a change.
+const SLOW_REQUEST: Duration = Duration::from_secs(1);
+
+/// One line per request, in its span: at `info` for a change, a refused or failed request, or a slow one; at
+/// `debug` for a read answered in time. The metrics count every request; a line for each read cost a sixth of the
+/// status reads' throughput.
+async fn log_request(request: Request, next: Next) -> Response {
+    let read = matches!(*request.method(), Method::GET | Method::HEAD);
+    let started = Instant::now();
+    let response = next.run(request).await;
+    let latency = started.elapsed();
+    let (status, duration_ms) = (response.status().as_u16(), latency.as_secs_f64() * 1000.0);
+    if read && status < 400 && latency < SLOW_REQUEST {
+        tracing::debug!(status, duration_ms, "request");
+    } else {
+        tracing::info!(status, duration_ms, "request");
+    }
+    response
 }
 
 /// Counts requests and their durations by route template (never the raw path, which would explode the labels).
