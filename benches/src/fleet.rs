@@ -14,9 +14,10 @@ use provisioner::domain::{Labels, ProvisionRequest, Runtime, Topology};
 use provisioner::store::{self, Store};
 use sea_orm::{ConnectionTrait, Database};
 use serde_json::{Value, json};
+use test_control_plane::ControlPlane;
 use uuid::Uuid;
 
-use crate::{Args, Databases, Result, Server, Stats, Target, load};
+use crate::{Args, Databases, Result, Server, Stats, Target, in_fresh_namespace, load};
 
 /// Operations of history per runtime, beside its provisioning.
 const HISTORY: usize = 9;
@@ -55,34 +56,36 @@ pub async fn fleet(
     server_bin: &Path,
     work: &Path,
     http: &reqwest::Client,
+    control_plane: &ControlPlane,
     base_env: &dyn Fn(&str) -> Vec<(String, String)>,
     databases: &mut Databases,
 ) -> Result<Vec<Value>> {
     let mut rows = Vec::new();
     for runtimes in [(args.fleet_runtimes / BASELINE_FRACTION).max(LABELLED), args.fleet_runtimes] {
-        rows.push(one_fleet(runtimes, args, server_bin, work, http, base_env, databases).await?);
+        let database_url = databases.create("fleet").await?;
+        let env = in_fresh_namespace(control_plane, work, &format!("fleet{runtimes}"), base_env(&database_url)).await?;
+        rows.push(one_fleet(runtimes, &database_url, env, args, server_bin, work, http).await?);
     }
     Ok(rows)
 }
 
 async fn one_fleet(
     runtimes: usize,
+    database_url: &str,
+    env: Vec<(String, String)>,
     args: &Args,
     server_bin: &Path,
     work: &Path,
     http: &reqwest::Client,
-    base_env: &dyn Fn(&str) -> Vec<(String, String)>,
-    databases: &mut Databases,
 ) -> Result<Value> {
-    let database_url = databases.create("fleet").await?;
     let log = work.join(format!("server-fleet-{runtimes}.log"));
     // The first start applies the migrations; the second, measured, finds them applied.
-    Server::start(server_bin, base_env(&database_url), &log, http).await?.stop().await;
+    Server::start(server_bin, env.clone(), &log, http).await?.stop().await;
     eprintln!("fleet: seeding {runtimes} runtimes with {} operations...", runtimes * (HISTORY + 1));
     let seeding = Instant::now();
-    let ids = Arc::new(seed(&database_url, runtimes).await?);
+    let ids = Arc::new(seed(database_url, runtimes).await?);
     let seed_seconds = seeding.elapsed().as_secs_f64();
-    let server = Server::start(server_bin, base_env(&database_url), &log, http).await?;
+    let server = Server::start(server_bin, env, &log, http).await?;
     let startup_ms = server.ready_ms;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let rss_idle = server.rss_kib()?;

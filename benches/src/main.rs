@@ -24,7 +24,9 @@ use std::time::{Duration, Instant};
 use axum::http::StatusCode;
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
-use kube::api::ListParams;
+use kube::ResourceExt;
+use kube::api::PartialObjectMeta;
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 use provisioner::domain::{ProvisionRequest, Runtime, Topology};
 use provisioner::store::{self, Store};
@@ -42,6 +44,8 @@ const MANIFEST: &str = include_str!("../../resources/cluster-provisioner.yaml");
 const MODULES_REPO_URL: &str = "https://git.example.invalid/bench/terraform-modules.git";
 const MODULES_REPO_COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
 const SERVICE_ACCOUNT: &str = "cluster-provisioner";
+/// The label selector of the provisioner's Jobs.
+const MANAGED_BY: &str = "app.kubernetes.io/managed-by=cluster-provisioner";
 const CONCURRENCIES: [usize; 3] = [1, 16, 64];
 
 struct Args {
@@ -65,8 +69,8 @@ struct Args {
     scale_burst: usize,
     /// Runtimes of the fleet (each with ten operations).
     fleet_runtimes: usize,
-    /// Only one measure: `reads` (start-up, seeding and the status reads), `following`, `replicas`, `write-load`
-    /// or `fleet`.
+    /// Only one measure: `reads` (start-up, seeding and the status reads), `burst`, `following`, `replicas`,
+    /// `write-load` or `fleet`.
     only: Option<String>,
 }
 
@@ -112,7 +116,7 @@ impl Args {
                 "--scale-burst" => args.scale_burst = value()?.parse()?,
                 "--fleet-runtimes" => args.fleet_runtimes = value()?.parse()?,
                 "--only" => match value()?.as_str() {
-                    measure @ ("reads" | "following" | "replicas" | "write-load" | "fleet") => {
+                    measure @ ("reads" | "burst" | "following" | "replicas" | "write-load" | "fleet") => {
                         args.only = Some(measure.to_owned());
                     }
                     other => {
@@ -131,7 +135,7 @@ impl Args {
                          [--load-runs N followed during the reads under write load (1000)] \
                          [--load-posts-per-second N (20)] [--following N,N,... runs followed (10,100,1000)] \
                          [--replicas N,N,... (1,2,3)] [--scale-burst N (2000)] [--fleet-runtimes N (5000)] \
-                         [--only reads|following|replicas|write-load|fleet]"
+                         [--only reads|burst|following|replicas|write-load|fleet]"
                     );
                     std::process::exit(0);
                 }
@@ -274,11 +278,18 @@ async fn phases(
     // One measure alone: what following runs costs the database, reads under write load, or the scale-out.
     match args.only.as_deref() {
         Some("write-load") => {
-            let rows = write_load::reads_under_write_load(args, work, server_bin, &http, &base_env, databases).await?;
+            let rows =
+                write_load::reads_under_write_load(args, work, server_bin, &http, control_plane, &base_env, databases)
+                    .await?;
             return Ok(json!({ "machine": machine(), "parameters": parameters(args), "reads_under_write_load": rows }));
         }
+        Some("burst") => {
+            let (burst, rss, _) =
+                burst_phase(args, work, server_bin, &http, admin, namespace, &base_env, databases).await?;
+            return Ok(json!({ "machine": machine(), "burst": burst, "memory_kib": { "after_burst": rss } }));
+        }
         Some("fleet") => {
-            let rows = fleet::fleet(args, server_bin, work, &http, &base_env, databases).await?;
+            let rows = fleet::fleet(args, server_bin, work, &http, control_plane, &base_env, databases).await?;
             return Ok(json!({ "machine": machine(), "fleet": rows }));
         }
         Some("following") => {
@@ -368,25 +379,18 @@ async fn phases(
     let full = args.only.is_none();
     // Phase 4: the burst, on a fresh database with the worker running.
     let (burst, rss_burst, burst_server_stats) = if full {
-        let burst_db = databases.create("burst").await?;
-        let mut env = base_env(&burst_db);
-        env.push(("MODULES_REPO_URL".to_owned(), MODULES_REPO_URL.to_owned()));
-        env.push(("MODULES_REPO_COMMIT".to_owned(), MODULES_REPO_COMMIT.to_owned()));
-        env.push(("APP_WORKER_CONCURRENCY".to_owned(), args.worker_concurrency.to_string()));
-        eprintln!("starting the server with the worker (concurrency {})...", args.worker_concurrency);
-        let worker_server = Server::start(server_bin, env, &work.join("server-burst.log"), &http).await?;
-        let burst = burst(&http, &worker_server, admin, namespace, args).await?;
-        let rss_burst = worker_server.rss_kib()?;
-        (burst, json!(rss_burst), worker_server.stop().await)
+        burst_phase(args, work, server_bin, &http, admin, namespace, &base_env, databases).await?
     } else {
         (Value::Null, Value::Null, Value::Null)
     };
     let (mut under_load, mut fleet, mut following, mut scale) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     if full {
         // Phase 5: the same status reads on PostgreSQL and on SQLite, idle and under a write load.
-        under_load = write_load::reads_under_write_load(args, work, server_bin, &http, &base_env, databases).await?;
+        under_load =
+            write_load::reads_under_write_load(args, work, server_bin, &http, control_plane, &base_env, databases)
+                .await?;
         // Phase 6: a fleet of 5,000 runtimes and 50,000 operations, against one a tenth of its size.
-        fleet = fleet::fleet(args, server_bin, work, &http, &base_env, databases).await?;
+        fleet = fleet::fleet(args, server_bin, work, &http, control_plane, &base_env, databases).await?;
         // Phase 7: what following 10, 100 and 1,000 runs costs the database.
         following = following::following_cost(&args.following, server_bin, work, &http, &base_env, databases).await?;
         // Phase 8: one, two and three replicas taking a burst.
@@ -452,6 +456,43 @@ async fn phases(
         "following": following,
         "replicas": scale,
     }))
+}
+
+/// The burst on a fresh database with the worker running: its figures, the server's RSS after it, and its exit.
+#[allow(clippy::too_many_arguments)]
+async fn burst_phase(
+    args: &Args,
+    work: &Path,
+    server_bin: &Path,
+    http: &reqwest::Client,
+    admin: &Client,
+    namespace: &str,
+    base_env: &dyn Fn(&str) -> Vec<(String, String)>,
+    databases: &mut Databases,
+) -> Result<(Value, Value, Value)> {
+    let burst_db = databases.create("burst").await?;
+    let mut env = base_env(&burst_db);
+    env.push(("MODULES_REPO_URL".to_owned(), MODULES_REPO_URL.to_owned()));
+    env.push(("MODULES_REPO_COMMIT".to_owned(), MODULES_REPO_COMMIT.to_owned()));
+    env.push(("APP_WORKER_CONCURRENCY".to_owned(), args.worker_concurrency.to_string()));
+    eprintln!("starting the server with the worker (concurrency {})...", args.worker_concurrency);
+    let worker_server = Server::start(server_bin, env, &work.join("server-burst.log"), http).await?;
+    let metrics = vec![format!("http://{}/metrics", worker_server.metrics)];
+    let profile = profile::Profile::start(http, vec![worker_server.pid], metrics, Some(&burst_db)).await?;
+    let requests_before = apiserver_requests_by_kind(admin).await?;
+    let mut figures = burst(http, &worker_server, admin, namespace, args).await?;
+    figures["profile"] = profile.stop(http).await;
+    let jobs = figures["jobs_created"].as_f64().unwrap_or(0.0).max(1.0);
+    let per_job: BTreeMap<String, f64> = apiserver_requests_by_kind(admin)
+        .await?
+        .into_iter()
+        .map(|(kind, after)| (kind.clone(), (after - requests_before.get(&kind).copied().unwrap_or(0.0)) / jobs))
+        .filter(|(_, per_job)| *per_job >= 0.05)
+        .collect();
+    figures["apiserver_requests_per_job"] = json!(per_job.values().sum::<f64>());
+    figures["apiserver_requests_per_job_by_kind"] = json!(per_job);
+    let rss_burst = worker_server.rss_kib()?;
+    Ok((figures, json!(rss_burst), worker_server.stop().await))
 }
 
 fn parameters(args: &Args) -> Value {
@@ -591,6 +632,26 @@ impl RssSampler {
 // ---------------------------------------------------------------------------------------------------------------
 // Kubernetes set-up.
 
+/// A namespace of its own for a measure, so that the Jobs of an earlier one neither count, nor fill the Job cache
+/// whose memory it reads: `env` with `JOB_NAMESPACE` and `KUBECONFIG` pointing at it.
+async fn in_fresh_namespace(
+    control_plane: &ControlPlane,
+    work: &Path,
+    purpose: &str,
+    mut env: Vec<(String, String)>,
+) -> Result<Vec<(String, String)>> {
+    let namespace = control_plane.new_namespace(purpose).await?;
+    control_plane.apply_rbac_manifest(MANIFEST, &namespace).await?;
+    let token = control_plane.service_account_token(&namespace, SERVICE_ACCOUNT, &[]).await?;
+    let folder = work.join(&namespace);
+    std::fs::create_dir_all(&folder)?;
+    let kubeconfig = write_token_kubeconfig(&folder, control_plane, &token)?;
+    env.retain(|(key, _)| key != "JOB_NAMESPACE" && key != "KUBECONFIG");
+    env.push(("JOB_NAMESPACE".to_owned(), namespace));
+    env.push(("KUBECONFIG".to_owned(), kubeconfig.display().to_string()));
+    Ok(env)
+}
+
 /// A kubeconfig for the ServiceAccount token (the child process reads it through KUBECONFIG).
 fn write_token_kubeconfig(work: &Path, control_plane: &ControlPlane, token: &str) -> Result<PathBuf> {
     let ca = work.join("ca.crt");
@@ -617,6 +678,28 @@ async fn apiserver_requests(admin: &Client) -> Result<f64> {
         .filter(|line| line.starts_with("apiserver_request_total{") || line.starts_with("apiserver_request_total "))
         .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
         .sum())
+}
+
+/// The API server's `apiserver_request_total` by `verb resource[/subresource]`.
+async fn apiserver_requests_by_kind(admin: &Client) -> Result<BTreeMap<String, f64>> {
+    let request = http::Request::get("/metrics").body(Vec::new())?;
+    let text = admin.request_text(request).await?;
+    let label = |line: &str, name: &str| -> String {
+        let quoted = format!("{name}=\"");
+        line.split(&quoted).nth(1).and_then(|rest| rest.split('"').next()).unwrap_or_default().to_owned()
+    };
+    let mut by_kind = BTreeMap::new();
+    for line in text.lines().filter(|line| line.starts_with("apiserver_request_total{")) {
+        let Some(count) = line.rsplit(' ').next().and_then(|count| count.parse::<f64>().ok()) else { continue };
+        let subresource = label(line, "subresource");
+        let resource = label(line, "resource");
+        let kind = match subresource.as_str() {
+            "" => format!("{} {resource}", label(line, "verb")),
+            _ => format!("{} {resource}/{subresource}", label(line, "verb")),
+        };
+        *by_kind.entry(kind).or_insert(0.0) += count;
+    }
+    Ok(by_kind)
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -796,8 +879,7 @@ fn has_errors(body: &[u8]) -> bool {
 // The burst.
 
 async fn burst(http: &reqwest::Client, server: &Server, admin: &Client, namespace: &str, args: &Args) -> Result<Value> {
-    let jobs: Api<Job> = Api::namespaced(admin.clone(), namespace);
-    let selector = ListParams::default().labels("app.kubernetes.io/managed-by=cluster-provisioner");
+    let jobs: Api<PartialObjectMeta<Job>> = Api::namespaced(admin.clone(), namespace);
     let url = format!("http://{}/api/v1/provisions", server.api);
     eprintln!("burst: POSTing {} provisioning requests (64 in flight)...", args.burst);
     let started = Instant::now();
@@ -816,24 +898,31 @@ async fn burst(http: &reqwest::Client, server: &Server, admin: &Client, namespac
         })
         .buffer_unordered(64)
         .collect::<Vec<_>>();
-    // Watch the Jobs appear while the requests go in.
+    // Watch the Jobs appear while the requests go in: one watch of their metadata, so that counting them costs the
+    // API server little (a list of every Job ten times a second cost it more than the provisioner's requests).
     let counting = async {
+        let mut names = std::collections::HashSet::new();
         let mut seen = BTreeMap::<usize, f64>::new();
-        let mut last_count = 0;
-        let mut last_change = Instant::now();
+        let stream =
+            watcher(jobs.clone(), watcher::Config::default().labels(MANAGED_BY)).default_backoff().applied_objects();
+        futures::pin_mut!(stream);
+        let deadline = started + args.burst_timeout;
         loop {
-            let count = jobs.list_metadata(&selector).await.map(|list| list.items.len()).unwrap_or(last_count);
-            let now = Instant::now();
-            if count != last_count {
-                seen.insert(count, (now - started).as_secs_f64());
-                last_count = count;
-                last_change = now;
+            let patience = Duration::from_secs(15).min(deadline.saturating_duration_since(Instant::now()));
+            match tokio::time::timeout(patience, stream.next()).await {
+                Ok(Some(Ok(job))) => {
+                    if names.insert(job.name_any()) {
+                        seen.insert(names.len(), started.elapsed().as_secs_f64());
+                    }
+                }
+                Ok(Some(Err(_))) => {}
+                // No new Job for 15 s once some exist: stalled.
+                Err(_) if !names.is_empty() && Instant::now() < deadline => return (names.len(), seen, true),
+                Ok(None) | Err(_) => return (names.len(), seen, false),
             }
-            let stalled = count > 0 && now - last_change > Duration::from_secs(15);
-            if count >= args.burst || stalled || now - started > args.burst_timeout {
-                return (count, seen, stalled);
+            if names.len() >= args.burst {
+                return (names.len(), seen, false);
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     };
     let accepting = async {
@@ -880,6 +969,35 @@ async fn burst(http: &reqwest::Client, server: &Server, admin: &Client, namespac
 // ---------------------------------------------------------------------------------------------------------------
 // The table.
 
+/// The burst's line, when it ran.
+fn print_burst(figures: &Value) {
+    let number = |value: &Value| value.as_f64().unwrap_or(f64::NAN);
+    let burst = &figures["burst"];
+    if burst.is_null() {
+        return;
+    }
+    println!(
+        "\nburst: {} requests, {} accepted in {:.2} s ({:.0}/s); {} Jobs created, first at {:.2} s, last at {:.2} s \
+         ({:.1} Jobs/s overall, {:.0} Jobs/s between first and last){}",
+        burst["requests"],
+        burst["accepted"],
+        number(&burst["all_accepted_seconds"]),
+        number(&burst["accepted_per_second"]),
+        burst["jobs_created"],
+        number(&burst["first_job_seconds"]),
+        number(&burst["last_job_seconds"]),
+        number(&burst["jobs_per_second"]),
+        number(&burst["job_creation_rate_per_second"]),
+        if burst["stalled"] == true { "; STALLED: no new Job for 15 s" } else { "" }
+    );
+    println!("  cores busy during the burst: {}", profile::listed(&burst["profile"]["cores_busy"], 2));
+    println!(
+        "  API-server requests per Job: {:.1} ({})",
+        number(&burst["apiserver_requests_per_job"]),
+        profile::listed(&burst["apiserver_requests_per_job_by_kind"], 1)
+    );
+}
+
 fn print_table(figures: &Value) {
     let number = |value: &Value| value.as_f64().unwrap_or(f64::NAN);
     let mib = |value: &Value| number(value) / 1024.0;
@@ -888,6 +1006,7 @@ fn print_table(figures: &Value) {
     let scale = figures["replicas"].as_array().cloned().unwrap_or_default();
     let fleet = figures["fleet"].as_array().cloned().unwrap_or_default();
     if figures.get("reads").is_none() {
+        print_burst(figures);
         fleet::print(&fleet);
         write_load::print(figures);
         following::print(&following);
@@ -952,25 +1071,7 @@ fn print_table(figures: &Value) {
         mib(&memory["after_reads"]),
         mib(&memory["after_burst"])
     );
-    let burst = &figures["burst"];
-    if burst.is_null() {
-        return;
-    }
-    println!(
-        "\nburst: {} requests, {} accepted in {:.2} s ({:.0}/s); {} Jobs created, first at {:.2} s, last at {:.2} s \
-         ({:.1} Jobs/s overall, {:.0} Jobs/s between first and last){}",
-        burst["requests"],
-        burst["accepted"],
-        number(&burst["all_accepted_seconds"]),
-        number(&burst["accepted_per_second"]),
-        burst["jobs_created"],
-        number(&burst["first_job_seconds"]),
-        number(&burst["last_job_seconds"]),
-        number(&burst["jobs_per_second"]),
-        number(&burst["job_creation_rate_per_second"]),
-        if burst["stalled"] == true { "; STALLED: no new Job for 15 s" } else { "" }
-    );
-
+    print_burst(figures);
     write_load::print(figures);
     fleet::print(&fleet);
     following::print(&following);

@@ -70,10 +70,11 @@ impl Profile {
             Some(sampler) => sampler.stop().await,
             None => Value::Null,
         };
+        // CPU seconds per second of wall time: 1.0 is one core busy for the whole row.
+        let cores_busy: BTreeMap<&String, f64> = cpu.iter().map(|(process, used)| (*process, used / seconds)).collect();
         json!({
             "seconds": seconds,
-            // CPU seconds per second of wall time: 1.0 is one core busy for the whole row.
-            "cores_busy": cpu.iter().map(|(process, used)| ((*process).clone(), used / seconds)).collect::<BTreeMap<_, _>>(),
+            "cores_busy": cores_busy,
             "statements_per_second": per_second(&statements_after, &self.statements),
             "active_sessions_by_wait": waits,
         })
@@ -183,4 +184,15 @@ impl WaitSampler {
             sessions.into_iter().map(|(wait, total)| (wait, total as f64 / samples.max(1) as f64)).collect();
         json!(mean)
     }
+}
+
+/// `name figure, name figure, ...` of an object of figures, leaving out those below 0.005.
+pub fn listed(value: &Value, precision: usize) -> String {
+    let number = |value: &Value| value.as_f64().unwrap_or(f64::NAN);
+    let entries = value.as_object().into_iter().flatten();
+    let parts: Vec<String> = entries
+        .filter(|(_, amount)| number(amount) >= 0.005)
+        .map(|(name, amount)| format!("{name} {:.*}", precision, number(amount)))
+        .collect();
+    if parts.is_empty() { "-".to_owned() } else { parts.join(", ") }
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::following::post_until_accepted;
-use crate::{Args, Databases, MANIFEST, MODULES_REPO_COMMIT, MODULES_REPO_URL, Result, SERVICE_ACCOUNT, Server};
+use crate::{Args, Databases, MODULES_REPO_COMMIT, MODULES_REPO_URL, Result, Server};
 use futures::StreamExt;
 use sea_orm::{ConnectionTrait, Database, DbBackend, Statement};
 use serde_json::{Value, json};
@@ -26,22 +26,17 @@ pub(crate) async fn scale_out(
     let burst = args.scale_burst;
     let mut rows: Vec<Value> = Vec::new();
     for &count in &args.replicas {
+        let database_url = databases.create("scale").await?;
         // A namespace of its own, so that the Jobs of an earlier row neither count nor slow this one.
-        let namespace = control_plane.new_namespace(&format!("scale{count}")).await?;
-        control_plane.apply_rbac_manifest(MANIFEST, &namespace).await?;
-        let token = control_plane.service_account_token(&namespace, SERVICE_ACCOUNT, &[]).await?;
+        let env =
+            crate::in_fresh_namespace(control_plane, work, &format!("scale{count}"), base_env(&database_url)).await?;
         let folder = work.join(format!("scale-{count}"));
         std::fs::create_dir_all(&folder)?;
-        let kubeconfig = crate::write_token_kubeconfig(&folder, control_plane, &token)?;
-        let database_url = databases.create("scale").await?;
         let mut servers = Vec::new();
         for replica in 0..count {
-            let mut env = base_env(&database_url);
-            env.retain(|(key, _)| key != "JOB_NAMESPACE" && key != "KUBECONFIG");
+            let mut env = env.clone();
             env.extend(
                 [
-                    ("JOB_NAMESPACE", namespace.clone()),
-                    ("KUBECONFIG", kubeconfig.display().to_string()),
                     ("MODULES_REPO_URL", MODULES_REPO_URL.to_owned()),
                     ("MODULES_REPO_COMMIT", MODULES_REPO_COMMIT.to_owned()),
                     ("APP_WORKER_MAX_RUNS", (burst + 16).to_string()),

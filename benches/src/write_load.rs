@@ -9,11 +9,13 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use provisioner::store::Store;
 use serde_json::{Value, json};
+use test_control_plane::ControlPlane;
 use test_support::provision_body;
 
-use crate::profile::Profile;
+use crate::profile::{Profile, listed};
 use crate::{
-    Args, CONCURRENCIES, Databases, MODULES_REPO_COMMIT, MODULES_REPO_URL, Result, Server, Stats, Target, load, seed,
+    Args, CONCURRENCIES, Databases, MODULES_REPO_COMMIT, MODULES_REPO_URL, Result, Server, Stats, Target,
+    in_fresh_namespace, load, seed,
 };
 
 /// Both databases' rows.
@@ -22,6 +24,7 @@ pub async fn reads_under_write_load(
     work: &Path,
     server_bin: &Path,
     http: &reqwest::Client,
+    control_plane: &ControlPlane,
     base_env: &dyn Fn(&str) -> Vec<(String, String)>,
     databases: &mut Databases,
 ) -> Result<Vec<Value>> {
@@ -31,7 +34,9 @@ pub async fn reads_under_write_load(
             Backend::Postgres => databases.create("load").await?,
             Backend::Sqlite => format!("sqlite://{}?mode=rwc", work.join("load.db").display()),
         };
-        rows.extend(on_one_database(args, work, server_bin, http, base_env(&database_url), backend).await?);
+        let env = in_fresh_namespace(control_plane, work, &format!("load-{}", backend.name()), base_env(&database_url))
+            .await?;
+        rows.extend(on_one_database(args, work, server_bin, http, env, backend).await?);
     }
     Ok(rows)
 }
@@ -201,14 +206,6 @@ pub fn print(figures: &Value) {
     }
     println!("\nwhere each row's time went: cores busy by process; statements/s the service sent, by kind;");
     println!("PostgreSQL's active sessions (mean) by what they waited for");
-    let listed = |value: &Value, precision: usize| -> String {
-        let entries = value.as_object().into_iter().flatten();
-        let parts: Vec<String> = entries
-            .filter(|(_, amount)| number(amount) >= 0.005)
-            .map(|(name, amount)| format!("{name} {:.*}", precision, number(amount)))
-            .collect();
-        if parts.is_empty() { "-".to_owned() } else { parts.join(", ") }
-    };
     for row in &rows {
         let profile = &row["profile"];
         println!(

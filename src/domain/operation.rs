@@ -136,6 +136,12 @@ impl Operation {
 }
 
 impl Operation {
+    /// Whether it is the first operation of its runtime, so that no other operation's Job can run on it: a runtime
+    /// is created with its provisioning, and a later provisioning is a retry of a failed one.
+    pub fn is_its_runtimes_first(&self) -> bool {
+        self.operation_type == OperationType::Provision && self.retry_of.is_none()
+    }
+
     /// What its Job's terraform-runner does.
     pub fn run_action(&self) -> RunAction {
         match (self.dry_run, self.operation_type) {
@@ -191,5 +197,19 @@ mod tests {
         assert_eq!(queued(OperationType::WakeUp).run_action(), RunAction::Apply);
         let dry_run = Operation { dry_run: true, ..queued(OperationType::Upgrade) };
         assert_eq!(dry_run.run_action(), RunAction::Plan);
+    }
+
+    #[test]
+    fn only_a_provisioning_that_retries_nothing_is_its_runtimes_first_operation() {
+        let provider = ProviderVersion::pinned(Cloud::Aws);
+        let queued = |operation_type| Operation::queued(Uuid::now_v7(), operation_type, provider.clone(), Utc::now());
+        assert!(queued(OperationType::Provision).is_its_runtimes_first());
+        let retry = Operation { retry_of: Some(Uuid::now_v7()), ..queued(OperationType::Provision) };
+        assert!(!retry.is_its_runtimes_first(), "the failed provisioning's Job may still run");
+        for later in
+            [OperationType::Upgrade, OperationType::Hibernate, OperationType::WakeUp, OperationType::Deprovision]
+        {
+            assert!(!queued(later).is_its_runtimes_first(), "{later:?}");
+        }
     }
 }

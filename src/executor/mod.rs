@@ -16,7 +16,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::reflector;
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client, Resource};
+use kube::{Api, Client, Resource, ResourceExt};
 use runner_contract::job::{MANAGED_BY, MANAGED_BY_LABEL, OPERATION_LABEL, RUNTIME_LABEL};
 use runner_contract::manifest::KUBECONFIG_KEY;
 use serde::Serialize;
@@ -120,7 +120,8 @@ impl Executor {
         let api: Api<Job> = Api::namespaced(client.clone(), &settings.namespace);
         let (jobs, writer) = reflector::store();
         let config = watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY}"));
-        let stream = reflector::reflector(writer, watcher(api, config).default_backoff()).applied_objects();
+        let jobs_as_read = watcher(api, config).default_backoff().modify(only_what_the_cache_reads);
+        let stream = reflector::reflector(writer, jobs_as_read).applied_objects();
         let sync = async move {
             futures::pin_mut!(stream);
             while let Some(event) = stream.next().await {
@@ -146,6 +147,14 @@ impl Executor {
     pub async fn api_server_reachable(&self, budget: Duration) -> bool {
         matches!(tokio::time::timeout(budget, self.client.apiserver_version()).await, Ok(Ok(_)))
     }
+}
+
+/// A Job as the cache keeps it: its metadata (name, labels, uid) and status, which tell a run's state; its spec
+/// (the pod template, with every variable of the runner) and managed fields are what most of a Job weighs, and
+/// nothing reads them from the cache: a process following 1,000 runs would hold them all.
+fn only_what_the_cache_reads(job: &mut Job) {
+    job.spec = None;
+    job.managed_fields_mut().clear();
 }
 
 /// The run an object belongs to: its names, and the ids its objects' labels carry.

@@ -266,8 +266,8 @@ impl Store {
 /// latest end of its succeeded provisionings that were no dry run.
 fn provisioned_at_of_each_runtime() -> SimpleExpr {
     Expr::cust(format!(
-        r#"(SELECT max(coalesce("provisioning"."finished_at", "provisioning"."updated_at")) FROM "operation" AS "provisioning"
-        WHERE "provisioning"."runtime_id" = "runtime"."id" AND "provisioning"."operation_type" = '{provision}'
+        r#"(SELECT max(coalesce("provisioning"."finished_at", "provisioning"."updated_at"))
+        FROM "operation" AS "provisioning" WHERE "provisioning"."runtime_id" = "runtime"."id" AND "provisioning"."operation_type" = '{provision}'
         AND "provisioning"."state" = '{succeeded}' AND NOT "provisioning"."dry_run")"#,
         provision = OperationType::Provision.as_str(),
         succeeded = OperationState::Succeeded.as_str(),

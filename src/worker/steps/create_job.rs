@@ -21,7 +21,11 @@ impl<C: RunCluster> Worker<C> {
         let operation = &run.claim.operation;
         // One Terraform per runtime: a Job of an earlier operation that is still running (its run ended without
         // stopping it, or another replica's) must end first. Waiting is transient: it is retried until the deadline.
-        if let Some(other) = self.executor.other_run_of_runtime(operation.runtime_id, operation.id).await? {
+        // The runtime's first operation has no earlier one, so a burst of provisionings asks the API server
+        // nothing here (two lists that read every Job and pod of the namespace).
+        if !operation.is_its_runtimes_first()
+            && let Some(other) = self.executor.other_run_of_runtime(operation.runtime_id, operation.id).await?
+        {
             return Err(StepError {
                 transient: true,
                 detail: format!("{other} of another operation on this runtime is still running"),
@@ -53,7 +57,7 @@ mod tests {
     #[tokio::test]
     async fn a_running_job_of_another_operation_holds_the_run_back_until_it_ends() {
         let script = Script { other_run: Some("Job deprovision-earlier".to_owned()), ..Script::default() };
-        let fixture = Fixture::with(OperationType::Provision, script).await;
+        let fixture = Fixture::with(OperationType::Upgrade, script).await;
         let mut run = fixture.run();
         let deadline = store::now() + Duration::from_secs(600);
         let error = fixture.worker.create_job(&mut run, deadline).await.expect_err("another Job runs");
@@ -69,7 +73,19 @@ mod tests {
         let deadline = store::now() + Duration::from_secs(600);
         let outcome = fixture.worker.create_job(&mut run, deadline).await.expect("the step succeeds");
         assert_eq!(outcome, StepOutcome::Next);
-        // Ten minutes left and the thirty seconds of margin: under eleven minutes.
+        // Ten minutes left and the thirty seconds of margin: under eleven minutes. A runtime's first provisioning
+        // has no other run to wait for.
+        let job = format!("ensure_job {} apply within 11 min", run.names.job);
+        assert_eq!(fixture.calls(), [job]);
+    }
+
+    #[tokio::test]
+    async fn a_retried_provisioning_asks_whether_the_failed_ones_job_still_runs() {
+        let mut fixture = Fixture::provisioning().await;
+        fixture.claim.operation.retry_of = Some(uuid::Uuid::now_v7());
+        let mut run = fixture.run();
+        let deadline = store::now() + Duration::from_secs(600);
+        fixture.worker.create_job(&mut run, deadline).await.expect("the step succeeds");
         let job = format!("ensure_job {} apply within 11 min", run.names.job);
         assert_eq!(fixture.calls(), ["other_run_of_runtime".to_owned(), job]);
     }
