@@ -1,5 +1,5 @@
 //! A fleet (issue 31 item 3): runtimes with ten operations each (the provisioning recorded through the store's
-//! insert path, nine finished upgrades of history added in one statement, as the EXPLAIN test does), then the
+//! insert path, nine finished upgrades of history added in one statement by `test_support::fleet`), then the
 //! server's start-up with that database, its memory, single-client pages of 100 (REST and GraphQL, all runtimes,
 //! by label, by label and state), one runtime's history, and the runtime list at 16 clients. The baseline is the
 //! same measure on a fleet a tenth of the size in the same run, every page as full: an index-backed page costs the
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use provisioner::domain::{Labels, ProvisionRequest, Runtime, Topology};
 use provisioner::store::{self, Store};
-use sea_orm::{ConnectionTrait, Database};
+use sea_orm::Database;
 use serde_json::{Value, json};
 use test_control_plane::ControlPlane;
 use uuid::Uuid;
@@ -143,16 +143,7 @@ async fn seed(database_url: &str, runtimes: usize) -> Result<Vec<(Uuid, Uuid)>> 
         .await;
     let ids = results.into_iter().collect::<Result<Vec<_>>>()?;
     let database = Database::connect(database_url).await?;
-    let history = format!(
-        "INSERT INTO operation (id, runtime_id, operation_type, state, stage, message, attempts, claims, \
-         progress_since_claim, dry_run, created_at, updated_at, finished_at) \
-         SELECT gen_random_uuid(), runtime.id, 'Upgrade', 'Succeeded', 'Done', 'upgraded', 1, 1, true, false, \
-         runtime.created_at - make_interval(days => n), runtime.created_at - make_interval(days => n), \
-         runtime.created_at - make_interval(days => n) \
-         FROM runtime CROSS JOIN generate_series(1, {HISTORY}) AS n"
-    );
-    database.execute_unprepared(&history).await?;
-    database.execute_unprepared("ANALYZE").await?;
+    test_support::fleet::add_finished_upgrades(&database, HISTORY).await?;
     Ok(ids)
 }
 

@@ -44,16 +44,7 @@ async fn every_page_of_a_large_fleet_is_found_through_an_index() {
     let ids = seed(&store).await;
     let db = Database::connect(&database.url).await.unwrap();
     // The history: finished upgrades of every runtime, older than its provisioning.
-    let history = format!(
-        "INSERT INTO operation (id, runtime_id, operation_type, state, stage, message, attempts, claims, \
-         progress_since_claim, dry_run, created_at, updated_at, finished_at) \
-         SELECT gen_random_uuid(), runtime.id, 'Upgrade', 'Succeeded', 'Done', 'upgraded', 1, 1, true, false, \
-         runtime.created_at - make_interval(days => n), runtime.created_at - make_interval(days => n), \
-         runtime.created_at - make_interval(days => n) \
-         FROM runtime CROSS JOIN generate_series(1, {HISTORY}) AS n"
-    );
-    db.execute_unprepared(&history).await.unwrap();
-    db.execute_unprepared("ANALYZE").await.unwrap();
+    test_support::fleet::add_finished_upgrades(&db, HISTORY).await.unwrap();
 
     let middle = ids[ids.len() / 2];
     let payments = RuntimeFilter { label: Some(("team", "payments")), ..RuntimeFilter::default() };

@@ -9,6 +9,7 @@ pub mod browser;
 pub mod documents;
 pub mod engine;
 pub mod fault_proxy;
+pub mod fleet;
 pub mod gcp;
 pub mod git_server;
 pub mod google_apis;
