@@ -138,7 +138,7 @@ impl Service {
                 message: format!("runtime {} is hibernated; wake it up before upgrading it", runtime.id),
             });
         }
-        self.check_provisioned(runtime, "upgrade").await?;
+        check_provisioned(&status, "upgrade")?;
         let provider = self.state_provider(&status.runtime).await?;
         let operation = Operation {
             target_config: Some(target),
@@ -176,7 +176,7 @@ impl Service {
                 message: format!("runtime {} is already hibernated", runtime.id),
             });
         }
-        self.check_provisioned(runtime, "hibernate").await?;
+        check_provisioned(&status, "hibernate")?;
         self.queue_run(&status, OperationType::Hibernate, requested_by, keyed.as_ref()).await
     }
 
@@ -208,17 +208,6 @@ impl Service {
             });
         }
         self.queue_run(&status, OperationType::WakeUp, requested_by, keyed.as_ref()).await
-    }
-
-    /// A change of a cluster needs a cluster: a provisioning of the runtime succeeded.
-    pub(super) async fn check_provisioned(&self, runtime: &Runtime, what: &str) -> Result<()> {
-        if self.store.was_provisioned(runtime.id).await? {
-            return Ok(());
-        }
-        Err(Error::Conflict {
-            conflict: Conflict::NotReady,
-            message: format!("runtime {} has no cluster to {what}: its provisioning has not succeeded", runtime.id),
-        })
     }
 
     /// Queues a run of the runtime's own configuration with the provider that last wrote its state.
@@ -356,4 +345,15 @@ impl Service {
             Cancel::NotFound => Err(Error::NotFound { what: "operation", id: id.to_string() }),
         }
     }
+}
+
+/// A change of a cluster needs a cluster: a provisioning of the runtime succeeded.
+pub(super) fn check_provisioned(status: &Latest, what: &str) -> Result<()> {
+    if status.provisioned_at.is_some() {
+        return Ok(());
+    }
+    Err(Error::Conflict {
+        conflict: Conflict::NotReady,
+        message: format!("runtime {} has no cluster to {what}: its provisioning has not succeeded", status.runtime.id),
+    })
 }

@@ -4,6 +4,7 @@
 
 use tracing::instrument;
 
+use super::changes::check_provisioned;
 use super::deletion::deletion_refused;
 use super::idempotency::fingerprint;
 use super::{Conflict, Error, Latest, Requested, Result, Service};
@@ -69,7 +70,7 @@ impl Service {
                     message: format!("runtime {} is hibernated; wake it up first", runtime.id),
                 });
             }
-            OperationType::Upgrade | OperationType::Hibernate => self.check_provisioned(runtime, "change").await?,
+            OperationType::Upgrade | OperationType::Hibernate => check_provisioned(status, "change")?,
             OperationType::WakeUp if !runtime.hibernated => {
                 return Err(Error::Conflict {
                     conflict: Conflict::NotHibernated,

@@ -113,7 +113,6 @@ pub fn duration_seconds(operation: &Operation) -> Option<f64> {
     Some((ended - started).num_milliseconds().max(0) as f64 / 1000.0)
 }
 
-/// `first` of a page: [`DEFAULT_PAGE_SIZE`] when left out, at most [`MAX_PAGE_SIZE`].
 /// A runtime's status from its record, its last operation and when it was provisioned.
 fn status_of(
     runtime: Runtime,
@@ -128,6 +127,7 @@ fn status_of(
     }
 }
 
+/// `first` of a page: [`DEFAULT_PAGE_SIZE`] when left out, at most [`MAX_PAGE_SIZE`].
 fn page_size(first: Option<i32>) -> Result<u64> {
     let first = first.unwrap_or(DEFAULT_PAGE_SIZE);
     if !(1..=MAX_PAGE_SIZE).contains(&first) {

@@ -203,11 +203,6 @@ impl Store {
         query
     }
 
-    /// Whether a provisioning of the runtime (not a dry run) succeeded: its cluster exists.
-    pub async fn was_provisioned(&self, runtime_id: Uuid) -> Result<bool> {
-        Ok(self.provisioned_among(&[runtime_id]).await?.contains_key(&runtime_id))
-    }
-
     /// Those of `runtime_ids` whose provisioning (not a dry run) succeeded, with when it ended, in one query.
     pub async fn provisioned_among(&self, runtime_ids: &[Uuid]) -> Result<HashMap<Uuid, DateTime<Utc>>> {
         if runtime_ids.is_empty() {
