@@ -61,6 +61,36 @@ impl Sql {
         self
     }
 
+    /// `column` is one of `values`: on PostgreSQL one array parameter, so that the statement's text (and its
+    /// prepared plan) is the same whatever their number; on SQLite, which has no arrays, a list of parameters.
+    fn one_of(&mut self, column: &str, values: &[Uuid]) -> &mut Self {
+        self.push("(").push(column);
+        match self.backend {
+            DbBackend::Postgres => self.push(" = ANY(").param(values.to_vec()),
+            _ => self.push(" IN (").params(values.iter().copied()),
+        };
+        self.push("))")
+    }
+
+    /// `(first, second)` is one of `pairs`: on PostgreSQL two array parameters unnested side by side, so that
+    /// the statement's text is the same whatever their number; on SQLite a list of row values.
+    fn pairs_among(&mut self, first: &str, second: &str, pairs: &[(Uuid, Uuid)]) -> &mut Self {
+        self.push("(").push(first).push(", ").push(second).push(") IN (");
+        match self.backend {
+            DbBackend::Postgres => {
+                let (firsts, seconds): (Vec<Uuid>, Vec<Uuid>) = pairs.iter().copied().unzip();
+                self.push("SELECT * FROM unnest(").param(firsts).push("::uuid[], ").param(seconds).push("::uuid[])");
+            }
+            _ => {
+                self.push("VALUES ");
+                for (index, (first, second)) in pairs.iter().enumerate() {
+                    self.push(if index > 0 { ", (" } else { "(" }).param(*first).push(", ").param(*second).push(")");
+                }
+            }
+        }
+        self.push(")")
+    }
+
     /// The database's clock: a claim that waited for a connection still gets its whole lease.
     fn now(&mut self) -> &mut Self {
         match self.backend {
@@ -88,19 +118,22 @@ impl Sql {
 }
 
 impl Store {
-    /// Claims the oldest Pending operation, or (with `enqueue_in_progress`) an InProgress one whose lease expired, except
-    /// those in `exclude` (the runs this process still follows), marking it InProgress under a new claim token with
-    /// a lease of `lease` from the database's clock, all in one statement. The claim uses an attempt when the
-    /// operation was Pending, or when the previous holder recorded no progress and was not waiting for its Job.
-    /// On PostgreSQL the row lock with SKIP LOCKED makes concurrent claims skip each other's rows; SQLite serialises
-    /// writers.
-    pub async fn claim_operation(
+    /// Claims up to `limit` of the oldest Pending operations, or (with `enqueue_in_progress`) InProgress ones whose
+    /// lease expired, except those in `exclude` (the runs this process still follows), marking them InProgress
+    /// under a new claim token with a lease of `lease` from the database's clock, all in one statement (one commit
+    /// for a burst's claims, not one each). The claims of one statement share their token: a token is still new
+    /// for every claim of an operation, and every write of a run is fenced by its operation's id and the token.
+    /// A claim uses an attempt when the operation was Pending, or when the previous holder recorded no progress
+    /// and was not waiting for its Job. On PostgreSQL the row locks with SKIP LOCKED make concurrent claims skip
+    /// each other's rows; SQLite serialises writers. The claims come oldest first.
+    pub async fn claim_operations(
         &self,
         owner: &str,
         lease: std::time::Duration,
         enqueue_in_progress: bool,
         exclude: &[Uuid],
-    ) -> Result<Option<Claim>> {
+        limit: u64,
+    ) -> Result<Vec<Claim>> {
         let backend = self.db.get_database_backend();
         let token = Uuid::now_v7();
         let pending = OperationState::Pending.as_str();
@@ -124,7 +157,7 @@ impl Store {
             .param(Stage::WaitForJob.as_str())
             .push(") THEN 1 ELSE 0 END, progress_since_claim = ")
             .param(false)
-            .push(" WHERE id = (SELECT id FROM operation WHERE (state = ")
+            .push(" WHERE id IN (SELECT id FROM operation WHERE (state = ")
             .param(pending)
             .push(" OR (state = ")
             .param(in_progress)
@@ -141,17 +174,20 @@ impl Store {
         sql.params(Stage::ALL.iter().map(|stage| stage.as_str()));
         sql.push(")");
         if !exclude.is_empty() {
-            sql.push(" AND id NOT IN (");
-            sql.params(exclude.iter().copied());
-            sql.push(")");
+            sql.push(" AND NOT ").one_of("id", exclude);
         }
-        sql.push(" ORDER BY created_at, id LIMIT 1");
+        sql.push(" ORDER BY created_at, id LIMIT ").param(i64::try_from(limit).unwrap_or(i64::MAX));
         if backend == DbBackend::Postgres {
             sql.push(" FOR UPDATE SKIP LOCKED");
         }
         sql.push(") RETURNING *");
-        let claimed = operation::Entity::find().from_raw_sql(sql.statement()).one(&self.db).await?;
-        claimed.map(|model| Ok(Claim { operation: operation_from_model(model)?, token })).transpose()
+        let claimed = operation::Entity::find().from_raw_sql(sql.statement()).all(&self.db).await?;
+        let mut claims = claimed
+            .into_iter()
+            .map(|model| Ok(Claim { operation: operation_from_model(model)?, token }))
+            .collect::<Result<Vec<_>>>()?;
+        claims.sort_by_key(|claim| (claim.operation.created_at, claim.operation.id));
+        Ok(claims)
     }
 
     /// Extends every lease in `claims` (operation id and claim token) by `lease` from the database's clock, all in
@@ -166,13 +202,9 @@ impl Store {
             .now_plus(lease)
             .push(" WHERE state = ")
             .param(OperationState::InProgress.as_str())
-            .push(" AND id IN (");
-        // Each claim's token is new, so a token matches only its own operation's claim: the two lists fence every
-        // run exactly as a statement per run would (and the ids find the rows by their key).
-        sql.params(claims.iter().map(|(operation_id, _)| *operation_id));
-        sql.push(") AND claim_token IN (");
-        sql.params(claims.iter().map(|(_, token)| *token));
-        sql.push(") RETURNING id, cancel_requested_by");
+            .push(" AND ")
+            .pairs_among("id", "claim_token", claims);
+        sql.push(" RETURNING id, cancel_requested_by");
         let rows = self.db.query_all_raw(sql.statement()).await?;
         rows.iter()
             .map(|row| {

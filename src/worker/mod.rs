@@ -117,21 +117,34 @@ impl<C: RunCluster> Worker<C> {
         );
         let result = 'poll: loop {
             context.health.tick();
-            while let Ok(permit) = run_permits.clone().try_acquire_owned() {
-                let (claim, lease_valid_until) = match context.claim(&following).await {
-                    Ok(Some(claimed)) => claimed,
-                    Ok(None) => break,
+            loop {
+                // At most as many at once as steps may run at once: a replica takes no more of a burst than it
+                // can start on, and leaves the rest to the others.
+                let wanted = run_permits.available_permits().min(context.settings.concurrency.max(1));
+                if wanted == 0 {
+                    break;
+                }
+                let (claims, lease_valid_until) = match context.claim(&following, wanted).await {
+                    Ok(claimed) => claimed,
                     Err(error) => break 'poll Err(error),
                 };
                 context.health.tick();
-                let followed = following.follow(&claim, lease_valid_until);
-                let context = context.clone();
-                let runs_stop = runs_stop.clone();
-                let steps = steps.clone();
-                runs.spawn(async move {
-                    let _permit = permit;
-                    context.run_operation(claim, followed, &steps, runs_stop).await;
-                });
+                let drained = claims.len() < wanted;
+                for claim in claims {
+                    // Only this loop takes run permits, and it counted them before claiming.
+                    let permit = run_permits.clone().try_acquire_owned().expect("a run permit was counted free");
+                    let followed = following.follow(&claim, lease_valid_until);
+                    let context = context.clone();
+                    let runs_stop = runs_stop.clone();
+                    let steps = steps.clone();
+                    runs.spawn(async move {
+                        let _permit = permit;
+                        context.run_operation(claim, followed, &steps, runs_stop).await;
+                    });
+                }
+                if drained {
+                    break;
+                }
             }
             tokio::select! {
                 _ = shutdown.changed() => break Ok(()),
@@ -157,29 +170,36 @@ impl<C: RunCluster> Worker<C> {
         result
     }
 
-    /// Claims the next operation; also returns until when the lease surely holds by this process's clock (the
-    /// database set it from its own clock after the call started). A database that does not answer is not an
-    /// error here (the next poll tries again); an operation that cannot be read is.
-    async fn claim(&self, following: &Following) -> Result<Option<(Claim, Instant)>, Error> {
+    /// Claims up to `wanted` operations; also returns until when their leases surely hold by this process's
+    /// clock (the database set them from its own clock after the call started). A database that does not answer
+    /// is not an error here (the next poll tries again, and nothing is claimed); an operation that cannot be read is.
+    async fn claim(&self, following: &Following, wanted: usize) -> Result<(Vec<Claim>, Instant), Error> {
         let started = Instant::now();
         let settings = &self.settings;
         let exclude = following.ids();
-        let claim = self.store.claim_operation(&settings.owner, settings.lease, settings.enqueue_in_progress, &exclude);
-        match tokio::time::timeout(STORE_TIMEOUT, claim).await {
-            Ok(Ok(claim)) => Ok(claim.map(|claim| (claim, started + settings.lease))),
+        let claim = self.store.claim_operations(
+            &settings.owner,
+            settings.lease,
+            settings.enqueue_in_progress,
+            &exclude,
+            wanted as u64,
+        );
+        let claims = match tokio::time::timeout(STORE_TIMEOUT, claim).await {
+            Ok(Ok(claims)) => claims,
             Ok(Err(error @ store::Error::Corrupt(_))) => {
                 tracing::error!(%error, "a claimed operation cannot be read; stopping the worker");
-                Err(Error::Unreadable(error))
+                return Err(Error::Unreadable(error));
             }
             Ok(Err(error)) => {
                 tracing::warn!(%error, "could not claim an operation");
-                Ok(None)
+                Vec::new()
             }
             Err(_) => {
                 tracing::warn!("claiming an operation timed out");
-                Ok(None)
+                Vec::new()
             }
-        }
+        };
+        Ok((claims, started + settings.lease))
     }
 
     fn timeout_of(&self, operation_type: OperationType) -> Duration {

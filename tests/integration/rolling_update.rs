@@ -30,10 +30,12 @@ async fn a_replica_leaves_operations_it_does_not_know_to_newer_ones(backend: Bac
 
     let store = Store::connect(&app.database.url, 2, std::time::Duration::from_secs(5)).await.unwrap();
     let lease = std::time::Duration::from_secs(60);
-    let claim = store.claim_operation("older-replica", lease, true, &[]).await.expect("a claim never fails on them");
-    assert_eq!(claim.map(|claim| claim.operation.id.to_string()).as_deref(), Some(operations[2].as_str()));
-    let none = store.claim_operation("older-replica", lease, true, &[]).await.expect("claiming again");
-    assert!(none.is_none(), "nothing else this release can run");
+    let claims =
+        store.claim_operations("older-replica", lease, true, &[], 3).await.expect("a claim never fails on them");
+    let claimed: Vec<String> = claims.iter().map(|claim| claim.operation.id.to_string()).collect();
+    assert_eq!(claimed, [operations[2].as_str()], "only the operation this release knows");
+    let none = store.claim_operations("older-replica", lease, true, &[], 3).await.expect("claiming again");
+    assert!(none.is_empty(), "nothing else this release can run");
 
     let db = sea_orm::Database::connect(&app.database.url).await.unwrap();
     let statement = "SELECT state, claims FROM operation ORDER BY created_at, id".to_owned();

@@ -304,7 +304,8 @@ async fn changes_of_a_runtime_answer_with_their_operation_which_says_whether_and
     // The worker retries a step: its error shows as `retrying`, not as a failure.
     let store =
         provisioner::store::Store::connect(&app.database.url, 2, std::time::Duration::from_secs(5)).await.unwrap();
-    let claim = store.claim_operation("test", std::time::Duration::from_secs(60), false, &[]).await.unwrap().unwrap();
+    let claim =
+        store.claim_operations("test", std::time::Duration::from_secs(60), false, &[], 1).await.unwrap().remove(0);
     let error = provisioner::domain::LastError::new(
         provisioner::domain::FailureReason::AuthServiceError,
         provisioner::domain::Component::AuthService,

@@ -180,7 +180,11 @@ on_both_databases!(a_status_read_is_two_statements);
 fn statements_counted(registry: &prometheus_client::registry::Registry) -> u64 {
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, registry).unwrap();
-    ok_statements(&text, "database_statements_total{").unwrap_or_else(|| panic!("no count in {text}"))
+    // A store that has sent nothing yet shows no series of the counter, and a count of zero of its durations.
+    let none_yet = text.contains("database_statement_duration_seconds_count 0\n");
+    ok_statements(&text, "database_statements_total{")
+        .or(none_yet.then_some(0))
+        .unwrap_or_else(|| panic!("no count in {text}"))
 }
 
 /// A process renews the leases of every run it follows in one statement, each still fenced by its own claim token,
@@ -198,10 +202,7 @@ async fn renewing_every_lease_a_process_holds_is_one_statement(backend: Backend)
     let timeout = Duration::from_secs(5);
     let store = Store::connect_with(&app.database.url, 2, timeout, Migrations::Check, &metrics).await.unwrap();
     let lease = Duration::from_secs(60);
-    let mut claims = Vec::new();
-    while let Some(claim) = store.claim_operation("keeper", lease, false, &[]).await.unwrap() {
-        claims.push(claim);
-    }
+    let claims = store.claim_operations("keeper", lease, false, &[], 10).await.unwrap();
     assert_eq!(claims.len(), 5);
     let cancelled = claims[1].operation.id;
     let answer = app.request("POST", &format!("/api/v1/operations/{cancelled}/cancel"), None, &[]).await;
@@ -225,3 +226,36 @@ async fn renewing_every_lease_a_process_holds_is_one_statement(backend: Backend)
 }
 
 on_both_databases!(renewing_every_lease_a_process_holds_is_one_statement);
+
+/// A burst is claimed in one statement per batch, not one per operation: a claim takes at most its limit, the
+/// oldest first, each once (the next claim takes the rest), each using its first attempt.
+async fn claiming_a_burst_is_one_statement(backend: Backend) {
+    use provisioner::store::{Migrations, StatementMetrics};
+    let app = spawn_app(backend).await;
+    let mut queued = Vec::new();
+    for index in 0..6 {
+        let accepted = app.post_provision(&eks_body(&format!("burst-{index}"))).await;
+        assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
+        queued.push(accepted.json()["operationId"].as_str().unwrap().to_owned());
+    }
+    let metrics = StatementMetrics::default();
+    let mut registry = prometheus_client::registry::Registry::default();
+    metrics.register(&mut registry);
+    let timeout = Duration::from_secs(5);
+    let store = Store::connect_with(&app.database.url, 2, timeout, Migrations::Check, &metrics).await.unwrap();
+    let lease = Duration::from_secs(60);
+
+    let before = statements_counted(&registry);
+    let first = store.claim_operations("burst", lease, false, &[], 4).await.unwrap();
+    assert_eq!(statements_counted(&registry) - before, 1, "one statement for the batch");
+    let rest = store.claim_operations("burst", lease, false, &[], 4).await.unwrap();
+    let claimed: Vec<String> = first.iter().chain(&rest).map(|claim| claim.operation.id.to_string()).collect();
+    assert_eq!(claimed, queued, "the four oldest first, in creation order, then the other two");
+    for claim in first.iter().chain(&rest) {
+        let operation = &claim.operation;
+        assert_eq!((operation.state, operation.claims, operation.attempts), (OperationState::InProgress, 1, 1));
+    }
+    assert!(store.claim_operations("burst", lease, false, &[], 4).await.unwrap().is_empty(), "nothing is left");
+}
+
+on_both_databases!(claiming_a_burst_is_one_statement);

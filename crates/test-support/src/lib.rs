@@ -309,9 +309,10 @@ impl TestApp {
         use provisioner::store::Store;
         let store = Store::connect(&self.database.url, 2, std::time::Duration::from_secs(5)).await.expect("store");
         let claim = store
-            .claim_operation("test", std::time::Duration::from_secs(60), false, &[])
+            .claim_operations("test", std::time::Duration::from_secs(60), false, &[], 1)
             .await
             .expect("claim")
+            .pop()
             .expect("a queued operation");
         (store, claim)
     }

@@ -226,8 +226,8 @@ fn now() -> chrono::DateTime<chrono::Utc> {
 }
 
 async fn claim(store: &Store) -> Claim {
-    let claim = store.claim_operation("unit-test", Duration::from_secs(60), false, &[]).await;
-    claim.expect("a claim").expect("a queued operation")
+    let claims = store.claim_operations("unit-test", Duration::from_secs(60), false, &[], 1).await;
+    claims.expect("a claim").pop().expect("a queued operation")
 }
 
 /// An auth-service that never answers: nothing listens on the discard port, so a call fails at once.
