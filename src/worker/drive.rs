@@ -49,6 +49,7 @@ impl<C: RunCluster> Worker<C> {
             );
         }
         let mut run = Run { claim, names, redact: Vec::new(), runtime: None };
+        let mut step_slot = None;
 
         loop {
             let timeout = self.timeout_of(operation.operation_type);
@@ -71,11 +72,13 @@ impl<C: RunCluster> Worker<C> {
 
             let step_started = std::time::Instant::now();
             // Waiting for a Job only reads the Job cache, so it takes no step slot: a process can follow many
-            // long terraform runs while still starting new ones.
-            let _step = match stage {
-                Stage::WaitForJob => None,
-                _ => Some(steps.acquire().await.expect("the step semaphore is never closed")),
-            };
+            // long terraform runs while still starting new ones. A run keeps its slot from one step to the next,
+            // so that once started it reaches its Job without queueing again behind every run claimed after it.
+            if stage == Stage::WaitForJob {
+                step_slot = None;
+            } else if step_slot.is_none() {
+                step_slot = Some(steps.acquire().await.expect("the step semaphore is never closed"));
+            }
             let failing = state.failure.is_some();
             // Each step is a span of the trace (not of the log lines, which name the run's span as before).
             let step = tracing::info_span!(target: SPAN_TARGET, "step", otel.name = stage.as_str());
