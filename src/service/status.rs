@@ -35,6 +35,8 @@ impl RuntimeStatus {
 pub(super) struct Latest {
     pub(super) runtime: Runtime,
     pub(super) last_operation: Operation,
+    /// When its last operation entered each of its stages, in stage order.
+    pub(super) stages: Vec<StageEntry>,
     /// When its provisioning (no dry run) succeeded, if it did: its cluster exists since.
     pub(super) provisioned_at: Option<DateTime<Utc>>,
 }
@@ -127,6 +129,10 @@ fn status_of(
     }
 }
 
+fn operation_not_found(operation_id: OperationId) -> Error {
+    Error::NotFound { what: "operation", id: operation_id.0.to_string() }
+}
+
 /// `first` of a page: [`DEFAULT_PAGE_SIZE`] when left out, at most [`MAX_PAGE_SIZE`].
 fn page_size(first: Option<i32>) -> Result<u64> {
     let first = first.unwrap_or(DEFAULT_PAGE_SIZE);
@@ -137,19 +143,24 @@ fn page_size(first: Option<i32>) -> Result<u64> {
 }
 
 impl Service {
-    /// An operation with its stages.
+    /// An operation with its stages, in one statement (two for a tenant's service, which checks the runtime).
     pub async fn operation_status(&self, operation_id: OperationId) -> Result<OperationWithStages> {
-        let operation = self.visible_operation(operation_id).await?;
-        self.with_stages(operation).await
+        let found = self.store.find_operation_with_stages(operation_id.0).await?;
+        let (operation, stages) = found.ok_or_else(|| operation_not_found(operation_id))?;
+        Ok(OperationWithStages { operation: self.visible(operation).await?, stages })
     }
 
     /// An operation this service may see, with its live Job state.
     pub(super) async fn visible_operation(&self, operation_id: OperationId) -> Result<Operation> {
-        let id = operation_id.0;
-        let not_found = || Error::NotFound { what: "operation", id: id.to_string() };
-        let operation = self.store.find_operation(id).await?.ok_or_else(not_found)?;
+        let operation = self.store.find_operation(operation_id.0).await?;
+        self.visible(operation.ok_or_else(|| operation_not_found(operation_id))?).await
+    }
+
+    /// `operation` with its live Job state when this service may see it (a tenant's sees only its runtimes').
+    async fn visible(&self, operation: Operation) -> Result<Operation> {
         if self.tenant.is_some() {
             let runtime = self.store.find_runtime(operation.runtime_id).await?;
+            let not_found = || operation_not_found(OperationId(operation.id));
             runtime.filter(|runtime| self.sees(runtime)).ok_or_else(not_found)?;
         }
         Ok(self.with_live_job_state(operation))
@@ -196,21 +207,22 @@ impl Service {
         operation
     }
 
-    /// A runtime with its last operation and whether it sleeps, in two statements.
+    /// A runtime with its last operation and whether it sleeps, in one statement.
     pub async fn runtime_status(&self, runtime_id: RuntimeId) -> Result<RuntimeStatus> {
-        let Latest { runtime, last_operation, provisioned_at } = self.latest(runtime_id).await?;
-        let mut operations = self.all_with_stages(vec![last_operation]).await?;
-        Ok(status_of(runtime, operations.pop().expect("one operation in, one out"), provisioned_at))
+        let Latest { runtime, last_operation, stages, provisioned_at } = self.latest(runtime_id).await?;
+        Ok(status_of(runtime, OperationWithStages { operation: last_operation, stages }, provisioned_at))
     }
 
-    /// A runtime this service may see, with its last operation and when it was provisioned, in one statement.
+    /// A runtime this service may see, with its last operation, its stages and when it was provisioned, in one
+    /// statement.
     pub(super) async fn latest(&self, runtime_id: RuntimeId) -> Result<Latest> {
         let id = runtime_id.0;
         let not_found = || Error::NotFound { what: "runtime", id: id.to_string() };
         let record = self.store.find_runtime_record(id).await?.filter(|record| self.sees(&record.runtime));
         let RuntimeRecord { runtime, last_operation, provisioned_at } = record.ok_or_else(not_found)?;
-        let last_operation = self.with_live_job_state(last_operation.ok_or_else(not_found)?);
-        Ok(Latest { runtime, last_operation, provisioned_at })
+        let (last_operation, stages) = last_operation.ok_or_else(not_found)?;
+        let last_operation = self.with_live_job_state(last_operation);
+        Ok(Latest { runtime, last_operation, stages, provisioned_at })
     }
 
     /// The statuses of runtimes with their last operations, in two queries whatever their number: the stages of

@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, DatabaseTransaction, EntityTrait, IntoActiveModel, QueryFilter, QueryOrder,
-    QuerySelect, QueryTrait, Select, Statement, TransactionTrait, UpdateMany,
+    ActiveModelTrait, ColumnTrait, DatabaseTransaction, EntityTrait, IntoActiveModel, JoinType, QueryFilter,
+    QueryOrder, QuerySelect, QueryTrait, RelationDef, Select, Statement, TransactionTrait, UpdateMany,
 };
 use uuid::Uuid;
 
@@ -84,6 +84,21 @@ impl Store {
         operation::Entity::find_by_id(id).one(&self.reads).await?.map(operation_from_model).transpose()
     }
 
+    /// An operation with when it entered each of its stages (in stage order), in one statement.
+    pub async fn find_operation_with_stages(&self, id: Uuid) -> Result<Option<(Operation, Vec<StageEntry>)>> {
+        let rows = operation::Entity::find_by_id(id)
+            .select_also(operation_stage::Entity)
+            .join(JoinType::LeftJoin, stages_relation())
+            .all(&self.reads)
+            .await?;
+        let Some((first, _)) = rows.first() else { return Ok(None) };
+        let operation = operation_from_model(first.clone())?;
+        let mut stages =
+            rows.into_iter().filter_map(|(_, stage)| stage).map(stage_entry).collect::<Result<Vec<_>>>()?;
+        stages.sort_by_key(|entry| entry.stage);
+        Ok(Some((operation, stages)))
+    }
+
     /// One page of a runtime's operations, newest first (ids are UUIDv7); `before` is the last id of the
     /// previous page.
     pub async fn list_operations(&self, runtime_id: Uuid, before: Option<Uuid>, limit: u64) -> Result<OperationPage> {
@@ -110,8 +125,7 @@ impl Store {
             .await?;
         let mut stages: HashMap<Uuid, Vec<StageEntry>> = HashMap::new();
         for row in rows {
-            let stage = Stage::parse(&row.stage).ok_or_else(|| corrupt("stage", &row.stage))?;
-            stages.entry(row.operation_id).or_default().push(StageEntry { stage, entered_at: row.entered_at });
+            stages.entry(row.operation_id).or_default().push(stage_entry(row)?);
         }
         for entries in stages.values_mut() {
             entries.sort_by_key(|entry| entry.stage);
@@ -235,4 +249,19 @@ pub(super) async fn enter_stage(
     };
     operation_stage::Entity::insert(entry).on_conflict_do_nothing().exec(txn).await?;
     Ok(())
+}
+
+/// A stored stage entry; an unknown stage is an error.
+pub(super) fn stage_entry(row: operation_stage::Model) -> Result<StageEntry> {
+    let stage = Stage::parse(&row.stage).ok_or_else(|| corrupt("stage", &row.stage))?;
+    Ok(StageEntry { stage, entered_at: row.entered_at })
+}
+
+/// An operation's stages, joined to it.
+pub(super) fn stages_relation() -> RelationDef {
+    let stage_of_operation: RelationDef = operation_stage::Entity::belongs_to(operation::Entity)
+        .from(operation_stage::Column::OperationId)
+        .to(operation::Column::Id)
+        .into();
+    stage_of_operation.rev()
 }

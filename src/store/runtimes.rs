@@ -15,17 +15,20 @@ use uuid::Uuid;
 use crate::domain::approval::ApprovalPolicy;
 
 use super::convert::{operation_from_model, provider_from_str, runtime_from_model, runtime_to_model};
-use super::entity::{operation, runtime};
-use super::operations::insert_with_first_stage;
+use super::entity::{operation, operation_stage, runtime};
+use super::operations::{insert_with_first_stage, stage_entry, stages_relation};
 use super::{Error, IdempotencyRecord, Result, Store, page, unique_violation_as};
 use crate::domain::tenant::Tenant;
-use crate::domain::{Operation, OperationState, OperationType, ProviderVersion, Runtime, RuntimePage, RuntimeState};
+use crate::domain::{
+    Operation, OperationState, OperationType, ProviderVersion, Runtime, RuntimePage, RuntimeState, StageEntry,
+};
 
-/// A runtime as one read found it: its record, its last operation, and when its provisioning succeeded.
+/// A runtime as one read found it: its record, its last operation with when it entered each of its stages (in
+/// stage order), and when its provisioning succeeded.
 #[derive(Debug, Clone)]
 pub struct RuntimeRecord {
     pub runtime: Runtime,
-    pub last_operation: Option<Operation>,
+    pub last_operation: Option<(Operation, Vec<StageEntry>)>,
     pub provisioned_at: Option<DateTime<Utc>>,
 }
 
@@ -105,22 +108,36 @@ impl Store {
         runtime::Entity::find_by_id(id).one(&self.reads).await?.map(runtime_from_model).transpose()
     }
 
-    /// A runtime with its last operation and when its provisioning succeeded, in one statement: all three as one
-    /// moment left them (an operation's end and what it changed of the runtime are written in one transaction).
+    /// A runtime with its last operation, that operation's stages and when its provisioning succeeded, in one
+    /// statement: all as one moment left them (an operation's end and what it changed of the runtime are written
+    /// in one transaction). A row for each stage; the runtime and its operation are read from the first.
     pub async fn find_runtime_record(&self, id: Uuid) -> Result<Option<RuntimeRecord>> {
         const PROVISIONED_AT: &str = "provisioned_at";
+        const STAGE: &str = "stage_name";
+        const ENTERED_AT: &str = "stage_entered_at";
         let statement = runtime::Entity::find_by_id(id)
             .select_also(operation::Entity)
             .join(JoinType::LeftJoin, last_operation_relation())
+            .join(JoinType::LeftJoin, stages_relation())
             .column_as(provisioned_at_of_each_runtime(), PROVISIONED_AT)
+            .column_as(operation_stage::Column::Stage, STAGE)
+            .column_as(operation_stage::Column::EnteredAt, ENTERED_AT)
             .build(self.db.get_database_backend());
-        let Some(row) = self.reads.query_one_raw(statement).await? else { return Ok(None) };
-        let runtime = runtime::Model::from_query_result(&row, SelectA.as_str())?;
-        let last_operation = operation::Model::from_query_result_optional(&row, SelectB.as_str())?;
+        let rows = self.reads.query_all_raw(statement).await?;
+        let Some(first) = rows.first() else { return Ok(None) };
+        let runtime = runtime::Model::from_query_result(first, SelectA.as_str())?;
+        let last_operation = operation::Model::from_query_result_optional(first, SelectB.as_str())?;
+        let mut stages = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let Some(stage) = row.try_get::<Option<String>>("", STAGE)? else { continue };
+            let entered_at = row.try_get("", ENTERED_AT)?;
+            stages.push(stage_entry(operation_stage::Model { operation_id: id, stage, entered_at })?);
+        }
+        stages.sort_by_key(|entry| entry.stage);
         Ok(Some(RuntimeRecord {
             runtime: runtime_from_model(runtime)?,
-            last_operation: last_operation.map(operation_from_model).transpose()?,
-            provisioned_at: row.try_get("", PROVISIONED_AT)?,
+            last_operation: last_operation.map(operation_from_model).transpose()?.map(|operation| (operation, stages)),
+            provisioned_at: first.try_get("", PROVISIONED_AT)?,
         }))
     }
 
