@@ -47,8 +47,17 @@ pub use validation::{
     deserialize_naming_every_field, parse_operation_id, parse_runtime_id, runtime_patch_from_json, upgrade_from_json,
 };
 
+/// The use cases, for every runtime or for one tenant's; cheap to clone (each request takes its own), since all
+/// but the tenant is shared.
 #[derive(Clone)]
 pub struct Service {
+    shared: Arc<Shared>,
+    /// The tenant this service acts for (see [`Service::for_tenant`]); `None` sees every runtime.
+    tenant: Option<Tenant>,
+}
+
+/// What every [`Service`] of a process shares; its fields read as the service's own.
+pub struct Shared {
     store: Store,
     policy: ValidationPolicy,
     auth: AuthClient,
@@ -64,10 +73,16 @@ pub struct Service {
     streams: streams::Streams,
     /// Open WebSockets, counted apart from the streams they carry, to the same limits.
     sockets: streams::Streams,
-    /// The tenant this service acts for (see [`Service::for_tenant`]); `None` sees every runtime.
-    tenant: Option<Tenant>,
     /// Which runtimes are protected from deletion when created, and whether a deletion must be confirmed.
-    deletion: Arc<DeletionPolicy>,
+    deletion: DeletionPolicy,
+}
+
+impl std::ops::Deref for Service {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.shared
+    }
 }
 
 /// The service's own settings.
@@ -93,7 +108,7 @@ impl Service {
     ) -> Self {
         let idempotency_ttl =
             chrono::TimeDelta::from_std(settings.idempotency_key_ttl).unwrap_or(chrono::TimeDelta::MAX);
-        Service {
+        let shared = Shared {
             store,
             policy,
             auth,
@@ -105,16 +120,16 @@ impl Service {
             log_bytes_per_request: settings.log_bytes_per_request,
             streams: streams::Streams::new(settings.stream_limits),
             sockets: streams::Streams::new(settings.stream_limits),
-            tenant: None,
-            deletion: Arc::new(settings.deletion),
-        }
+            deletion: settings.deletion,
+        };
+        Service { shared: Arc::new(shared), tenant: None }
     }
 
     /// This service for a request that names `tenant`: it creates runtimes of that tenant and finds no other
     /// runtime and no operation of one (as not found, so that nothing tells another tenant's ids apart from
     /// unknown ones). Without a tenant, every runtime.
     pub fn for_tenant(&self, tenant: Option<Tenant>) -> Service {
-        Service { tenant, ..self.clone() }
+        Service { shared: self.shared.clone(), tenant }
     }
 
     /// Whether `runtime` is one this service may see.
