@@ -118,10 +118,16 @@ async fn on_one_database(
         .collect()
         .await;
     let accepted = started.iter().filter(|answer| answer.as_ref().is_ok_and(|a| a.status().is_success())).count();
-    eprintln!("  {accepted} accepted; waiting until the worker follows them...");
+    eprintln!("  {accepted} accepted; waiting until the worker follows them, each waiting for its Job...");
     let metrics = format!("http://{}/metrics", server.metrics);
     let deadline = Instant::now() + Duration::from_secs(120);
-    while runs_in_flight(http, &metrics).await < accepted as f64 && Instant::now() < deadline {
+    // Claimed is not enough: a claimed run still records its stages and creates its Job, which would count as load
+    // of the first loaded row. The worker also runs the seeded runtimes' provisionings.
+    while Instant::now() < deadline {
+        let in_flight = metric(http, &metrics, IN_FLIGHT).await;
+        if in_flight >= accepted as f64 && metric(http, &metrics, WAITING_FOR_JOBS).await >= in_flight {
+            break;
+        }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let stop_posting = Arc::new(AtomicBool::new(false));
@@ -154,11 +160,17 @@ async fn on_one_database(
     Ok(rows)
 }
 
-async fn runs_in_flight(http: &reqwest::Client, metrics_url: &str) -> f64 {
+/// The runs the worker follows.
+const IN_FLIGHT: &str = "provisioner_operations_in_flight ";
+/// The runs past `CreateJob` (each waits for its Job then): the steps of that stage the worker finished.
+const WAITING_FOR_JOBS: &str = "provisioner_operation_step_duration_seconds_count{stage=\"CreateJob\"} ";
+
+/// The value of the metric whose line starts with `line_prefix`; 0 when the server does not show it (yet).
+async fn metric(http: &reqwest::Client, metrics_url: &str, line_prefix: &str) -> f64 {
     let Ok(response) = http.get(metrics_url).send().await else { return 0.0 };
     let text = response.text().await.unwrap_or_default();
     text.lines()
-        .find_map(|line| line.strip_prefix("provisioner_operations_in_flight "))
+        .find_map(|line| line.strip_prefix(line_prefix))
         .and_then(|value| value.trim().parse().ok())
         .unwrap_or(0.0)
 }
