@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::following::post_until_accepted;
+use crate::profile::{Profile, listed};
 use crate::{Args, Databases, MODULES_REPO_COMMIT, MODULES_REPO_URL, Result, Server};
 use futures::StreamExt;
 use sea_orm::{ConnectionTrait, Database, DbBackend, Statement};
@@ -49,6 +50,9 @@ pub(crate) async fn scale_out(
         eprintln!("scale-out: {burst} provisionings across {count} replica(s)...");
         let urls: Vec<String> =
             servers.iter().map(|server| format!("http://{}/api/v1/provisions", server.api)).collect();
+        let pids = servers.iter().map(|server| server.pid).collect();
+        let metrics = servers.iter().map(|server| format!("http://{}/metrics", server.metrics)).collect();
+        let profile = Profile::start(http, pids, metrics, Some(&database_url)).await?;
         let started = Instant::now();
         let posting = futures::stream::iter(0..burst)
             .map(|index| post_until_accepted(http, &urls[index % urls.len()], format!("scale-{index}")))
@@ -57,6 +61,7 @@ pub(crate) async fn scale_out(
             .count();
         let (accepted, created) = tokio::join!(posting, jobs_created(&database_url, burst, started));
         let (jobs, last_job_seconds, double_claims) = created?;
+        let profile = profile.stop(http).await;
         for server in servers {
             server.stop().await;
         }
@@ -80,6 +85,7 @@ pub(crate) async fn scale_out(
             "jobs_per_second": jobs_per_second,
             "ratio_to_one_replica": ratio,
             "double_claims": double_claims,
+            "profile": profile,
         }));
     }
     Ok(rows)
@@ -132,5 +138,9 @@ pub(crate) fn print(rows: &[Value]) {
             number(&row["ratio_to_one_replica"]),
             count(&row["double_claims"]),
         );
+    }
+    println!("where the time went: cores busy by process (the replicas together as the service)");
+    for row in rows {
+        println!("{:<9} {}", count(&row["replicas"]), listed(&row["profile"]["cores_busy"], 2));
     }
 }
