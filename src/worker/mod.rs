@@ -33,7 +33,7 @@ const STEP_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a store call may take.
 const STORE_TIMEOUT: Duration = Duration::from_secs(10);
 /// After this many attempts an operation fails instead of being resumed again: a step that crashes its process
-/// every time must not block its runtime forever. Restarts do not count (see `Store::claim_operation`).
+/// every time must not block its runtime forever. Restarts do not count (see `Store::claim_operations`).
 const MAX_ATTEMPTS: i32 = 10;
 /// How much longer than the operation's remaining time its Job may run.
 const JOB_DEADLINE_MARGIN: Duration = Duration::from_secs(30);
