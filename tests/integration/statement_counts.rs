@@ -182,6 +182,16 @@ async fn a_status_read_is_one_statement(backend: Backend) {
 
 on_both_databases!(a_status_read_is_one_statement);
 
+/// A store of its own on `url` whose statements `statements_counted` counts in the registry returned with it.
+async fn counted_store(url: &str) -> (Store, prometheus_client::registry::Registry) {
+    use provisioner::store::{Migrations, StatementMetrics};
+    let metrics = StatementMetrics::default();
+    let mut registry = prometheus_client::registry::Registry::default();
+    metrics.register(&mut registry);
+    let store = Store::connect_with(url, 2, Duration::from_secs(5), Migrations::Check, &metrics).await.unwrap();
+    (store, registry)
+}
+
 /// The statements `registry`'s store has sent.
 fn statements_counted(registry: &prometheus_client::registry::Registry) -> u64 {
     let mut text = String::new();
@@ -196,17 +206,12 @@ fn statements_counted(registry: &prometheus_client::registry::Registry) -> u64 {
 /// A process renews the leases of every run it follows in one statement, each still fenced by its own claim token,
 /// and hears of cancel requests in the same answer.
 async fn renewing_every_lease_a_process_holds_is_one_statement(backend: Backend) {
-    use provisioner::store::{Migrations, StatementMetrics};
     let app = spawn_app(backend).await;
     for index in 0..5 {
         let accepted = app.post_provision(&eks_body(&format!("leased-{index}"))).await;
         assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
     }
-    let metrics = StatementMetrics::default();
-    let mut registry = prometheus_client::registry::Registry::default();
-    metrics.register(&mut registry);
-    let timeout = Duration::from_secs(5);
-    let store = Store::connect_with(&app.database.url, 2, timeout, Migrations::Check, &metrics).await.unwrap();
+    let (store, registry) = counted_store(&app.database.url).await;
     let lease = Duration::from_secs(60);
     let claims = store.claim_operations("keeper", lease, false, &[], 10).await.unwrap();
     assert_eq!(claims.len(), 5);
@@ -236,7 +241,6 @@ on_both_databases!(renewing_every_lease_a_process_holds_is_one_statement);
 /// A burst is claimed in one statement per batch, not one per operation: a claim takes at most its limit, the
 /// oldest first, each once (the next claim takes the rest), each using its first attempt.
 async fn claiming_a_burst_is_one_statement(backend: Backend) {
-    use provisioner::store::{Migrations, StatementMetrics};
     let app = spawn_app(backend).await;
     let mut queued = Vec::new();
     for index in 0..6 {
@@ -244,11 +248,7 @@ async fn claiming_a_burst_is_one_statement(backend: Backend) {
         assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
         queued.push(accepted.json()["operationId"].as_str().unwrap().to_owned());
     }
-    let metrics = StatementMetrics::default();
-    let mut registry = prometheus_client::registry::Registry::default();
-    metrics.register(&mut registry);
-    let timeout = Duration::from_secs(5);
-    let store = Store::connect_with(&app.database.url, 2, timeout, Migrations::Check, &metrics).await.unwrap();
+    let (store, registry) = counted_store(&app.database.url).await;
     let lease = Duration::from_secs(60);
 
     let before = statements_counted(&registry);
