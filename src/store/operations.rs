@@ -93,8 +93,11 @@ impl Store {
             .await?;
         let Some((first, _)) = rows.first() else { return Ok(None) };
         let operation = operation_from_model(first.clone())?;
-        let mut stages =
-            rows.into_iter().filter_map(|(_, stage)| stage).map(stage_entry).collect::<Result<Vec<_>>>()?;
+        let mut stages = rows
+            .into_iter()
+            .filter_map(|(_, stage)| stage)
+            .map(|row| stage_entry(&row.stage, row.entered_at))
+            .collect::<Result<Vec<_>>>()?;
         stages.sort_by_key(|entry| entry.stage);
         Ok(Some((operation, stages)))
     }
@@ -125,7 +128,7 @@ impl Store {
             .await?;
         let mut stages: HashMap<Uuid, Vec<StageEntry>> = HashMap::new();
         for row in rows {
-            stages.entry(row.operation_id).or_default().push(stage_entry(row)?);
+            stages.entry(row.operation_id).or_default().push(stage_entry(&row.stage, row.entered_at)?);
         }
         for entries in stages.values_mut() {
             entries.sort_by_key(|entry| entry.stage);
@@ -252,9 +255,9 @@ pub(super) async fn enter_stage(
 }
 
 /// A stored stage entry; an unknown stage is an error.
-pub(super) fn stage_entry(row: operation_stage::Model) -> Result<StageEntry> {
-    let stage = Stage::parse(&row.stage).ok_or_else(|| corrupt("stage", &row.stage))?;
-    Ok(StageEntry { stage, entered_at: row.entered_at })
+pub(super) fn stage_entry(stage: &str, entered_at: DateTime<Utc>) -> Result<StageEntry> {
+    let stage = Stage::parse(stage).ok_or_else(|| corrupt("stage", stage))?;
+    Ok(StageEntry { stage, entered_at })
 }
 
 /// An operation's stages, joined to it.

@@ -131,7 +131,7 @@ impl Store {
         for row in &rows {
             let Some(stage) = row.try_get::<Option<String>>("", STAGE)? else { continue };
             let entered_at = row.try_get("", ENTERED_AT)?;
-            stages.push(stage_entry(operation_stage::Model { operation_id: id, stage, entered_at })?);
+            stages.push(stage_entry(&stage, entered_at)?);
         }
         stages.sort_by_key(|entry| entry.stage);
         Ok(Some(RuntimeRecord {
