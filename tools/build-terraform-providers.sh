@@ -11,8 +11,9 @@
 # they are filed under here (aws 6.47.0 of 2026-05-27: commit 5f2286d6d836 of 2026-06-02; google 8.0.0 of
 # 2026-08-26: commit f3721fb45fa3 of 2026-08-28); production mirrors the real releases (Dockerfile).
 #
-# The AWS build is long (about 37 min on two cores, ~10 GB of compiled packages in a private Go build cache that
-# is removed after linking); it runs once per machine.
+# The AWS provider is built with the service packages the modules use only (terraform-provider-aws/services and
+# trim.py, which says why): 3 min on two cores instead of 28 to 37 for all 266. Each build runs once per machine, in
+# a private Go build cache that is removed after linking.
 set -euo pipefail
 # shellcheck source=lib/cached-go-build.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/cached-go-build.sh"
@@ -30,10 +31,25 @@ build_provider() { # wrapper folder and Go module, output folder
   rm -rf "$2/gocache"
 }
 
-build_aws() { build_provider terraform-provider-aws "$1"; }
+# The AWS provider's source is copied (hard links into the module cache), trimmed, and built through a copy of the
+# wrapper module that replaces the published module by that copy.
+build_aws() {
+  local module=github.com/hashicorp/terraform-provider-aws published
+  published=$(cd terraform-provider-aws && go mod download -json "$module" \
+    | python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')
+  echo "building $module $(basename "$published") with the services of terraform-provider-aws/services..." >&2
+  cp -al "$published" "$1/source" 2>/dev/null || cp -a "$published" "$1/source"
+  chmod u+w "$1/source/internal/provider/sdkv2" "$1/source/internal/conns"
+  mkdir "$1/wrapper" && cp terraform-provider-aws/go.mod terraform-provider-aws/go.sum "$1/wrapper/"
+  (cd "$1/wrapper" && go mod edit -replace="$module=$1/source")
+  terraform-provider-aws/trim.py "$1/source" "$1/wrapper" terraform-provider-aws/services
+  GOCACHE="$1/gocache" go_build "$1/wrapper" "$module" "$1/terraform-provider-aws" "-s -w"
+  chmod -R u+w "$1/source" && rm -rf "$1/source" "$1/wrapper" "$1/gocache"
+}
 build_google() { build_provider terraform-provider-google "$1"; }
 
-aws=$(cached_go_build terraform-provider-aws terraform-provider-aws terraform-provider-aws build_aws | tail -n1)
+aws=$(CACHE_KEY_FILES="terraform-provider-aws/trim.py terraform-provider-aws/services" \
+  cached_go_build terraform-provider-aws terraform-provider-aws terraform-provider-aws build_aws | tail -n1)
 google=$(cached_go_build terraform-provider-google terraform-provider-google terraform-provider-google build_google \
   | tail -n1)
 
