@@ -12,6 +12,7 @@ mod baseline;
 mod fleet;
 mod following;
 mod profile;
+mod reads;
 mod replicas;
 mod write_load;
 
@@ -52,6 +53,8 @@ struct Args {
     runtimes: usize,
     burst: usize,
     duration: Duration,
+    /// Rounds of the idle status reads: each measures the baseline, REST and GraphQL in turn at a concurrency.
+    rounds: usize,
     idle: Duration,
     worker_concurrency: usize,
     burst_timeout: Duration,
@@ -80,6 +83,7 @@ impl Args {
             runtimes: 10_000,
             burst: 1_000,
             duration: Duration::from_secs(5),
+            rounds: 3,
             idle: Duration::from_secs(10),
             worker_concurrency: 16,
             burst_timeout: Duration::from_secs(120),
@@ -100,6 +104,7 @@ impl Args {
                 "--runtimes" => args.runtimes = value()?.parse()?,
                 "--burst" => args.burst = value()?.parse()?,
                 "--duration" => args.duration = Duration::from_secs_f64(value()?.parse()?),
+                "--rounds" => args.rounds = value()?.parse::<usize>()?.max(1),
                 "--idle" => args.idle = Duration::from_secs_f64(value()?.parse()?),
                 "--worker-concurrency" => args.worker_concurrency = value()?.parse()?,
                 "--burst-timeout" => args.burst_timeout = Duration::from_secs_f64(value()?.parse()?),
@@ -129,7 +134,7 @@ impl Args {
                 "-h" | "--help" => {
                     println!(
                         "bench [--runtimes N (10000)] [--burst N (1000)] [--duration SECONDS per read run (5)] \
-                         [--idle SECONDS of API-server background measure (10)] [--worker-concurrency N (16)] \
+                         [--rounds N of the idle reads (3)] [--idle SECONDS of API-server background measure (10)] [--worker-concurrency N (16)] \
                          [--burst-timeout SECONDS (120)] [--out FILE (target/bench/results.json)] \
                          [--server-bin PATH (the provisioner binary next to this one)] \
                          [--load-runs N followed during the reads under write load (1000)] \
@@ -334,44 +339,11 @@ async fn phases(
     tokio::time::sleep(args.idle).await;
     let background_per_sec = (apiserver_requests(admin).await? - before) / idle_started.elapsed().as_secs_f64();
 
-    // Phase 3: status reads.
-    let seeded = Arc::new(seeded);
-    let mut reads = Vec::new();
-    let mut rss_reads_max = 0;
-    let mut rss_after_reads = Vec::new();
-    for target in [Target::Baseline, Target::Rest, Target::Graphql] {
-        for concurrency in CONCURRENCIES {
-            eprintln!("reads: {} at concurrency {concurrency}...", target.name());
-            let url = match target {
-                Target::Baseline => format!("http://{}/runtimes/", baseline),
-                Target::Rest | Target::Page(_) => format!("http://{}/api/v1/provisions/", server.api),
-                Target::Graphql | Target::GraphqlQuery(_) => format!("http://{}/graphql", server.api),
-            };
-            let sampler = RssSampler::start(server.pid);
-            let before = apiserver_requests(admin).await?;
-            let stats = load(&http, target, &url, &seeded, concurrency, args.duration).await;
-            let after = apiserver_requests(admin).await?;
-            let rss_max = sampler.stop().await;
-            if target != Target::Baseline {
-                rss_reads_max = rss_reads_max.max(rss_max);
-            }
-            let caused = (after - before) - background_per_sec * stats.wall_secs;
-            let per_read = if target == Target::Baseline { None } else { Some(caused / stats.ok as f64) };
-            eprintln!(
-                "  {:.0} req/s, p50 {:.2} ms, p99 {:.2} ms, p99.9 {:.2} ms, errors {}",
-                stats.rps(),
-                stats.p50,
-                stats.p99,
-                stats.p999,
-                stats.errors
-            );
-            reads.push((target, concurrency, stats, per_read, after - before));
-            if target != Target::Baseline {
-                rss_after_reads
-                    .push(json!({"after": format!("{} c={concurrency}", target.name()), "rss_kib": server.rss_kib()?}));
-            }
-        }
-    }
+    // Phase 3: status reads, the baseline, REST and GraphQL interleaved in rounds.
+    let read_targets =
+        reads::ReadTargets { baseline: &baseline, api: &server.api, server_pid: server.pid, seeded: Arc::new(seeded) };
+    let (reads_json, rss_reads_max) =
+        reads::measure(&http, admin, &read_targets, args.rounds, args.duration, background_per_sec).await?;
     let rss_after = server.rss_kib()?;
     let reads_server_stats = server.stop().await;
 
@@ -397,39 +369,6 @@ async fn phases(
         scale = replicas::scale_out(args, server_bin, work, &http, control_plane, &base_env, databases).await?;
     }
 
-    let baseline_of = |concurrency: usize| {
-        reads
-            .iter()
-            .find(|(target, c, ..)| *target == Target::Baseline && *c == concurrency)
-            .map(|(_, _, stats, ..)| stats.clone())
-    };
-    let reads_json: Vec<Value> = reads
-        .iter()
-        .map(|(target, concurrency, stats, per_read, apiserver_delta)| {
-            let base = baseline_of(*concurrency);
-            let ratio = |value: f64, base: Option<f64>| base.filter(|base| *base > 0.0).map(|base| value / base);
-            json!({
-                "target": target.name(),
-                "concurrency": concurrency,
-                "requests": stats.ok,
-                "errors": stats.errors,
-                "seconds": stats.wall_secs,
-                "requests_per_second": stats.rps(),
-                "p50_ms": stats.p50,
-                "p99_ms": stats.p99,
-                "p999_ms": stats.p999,
-                "max_ms": stats.max,
-                "ratio_to_baseline": {
-                    "requests_per_second": ratio(stats.rps(), base.as_ref().map(Stats::rps)),
-                    "p50": ratio(stats.p50, base.as_ref().map(|base| base.p50)),
-                    "p99": ratio(stats.p99, base.as_ref().map(|base| base.p99)),
-                    "p999": ratio(stats.p999, base.as_ref().map(|base| base.p999)),
-                },
-                "apiserver_requests_during_run": apiserver_delta,
-                "apiserver_requests_per_read": per_read,
-            })
-        })
-        .collect();
     Ok(json!({
         "machine": machine(),
         "parameters": parameters(args),
@@ -444,7 +383,6 @@ async fn phases(
             "idle": rss_idle,
             "after_seeding": rss_seeded,
             "under_read_load_max": rss_reads_max,
-            "after_each_read_run": rss_after_reads,
             "after_reads": rss_after,
             "after_burst": rss_burst,
             "reads_server_exit": reads_server_stats,
