@@ -106,13 +106,13 @@ pub fn router(
 ) -> Router {
     // One set of permits for HTTP requests and operations over WebSockets.
     let in_flight = Arc::new(tokio::sync::Semaphore::new(settings.max_concurrent_requests));
-    let schema = graphql::schema(service.clone(), settings.graphql, in_flight.clone());
+    let schemas = graphql::schemas(service.clone(), settings.graphql, in_flight.clone());
     let state = AppState { service, process };
     let playground_endpoint = settings.playground_endpoint.clone();
-    let subscriptions = subscriptions(schema.clone(), settings, &authentication, &state, &playground);
+    let subscriptions = subscriptions(schemas.websocket.clone(), settings, &authentication, &state, &playground);
     let limited = public_routes(settings, subscriptions, playground)
         .route("/", get(move || async move { Redirect::temporary(&playground_endpoint) }))
-        .merge(protected_routes(schema, settings, authentication, &state))
+        .merge(protected_routes(schemas, settings, authentication, &state))
         .fallback(rest::no_route)
         .method_not_allowed_fallback(rest::method_not_allowed)
         .with_state(state.clone());
@@ -147,7 +147,7 @@ fn subscriptions(
 
 /// Everything but health and the static playground pages needs a caller the platform knows.
 fn protected_routes(
-    schema: graphql::ProvisionerSchema,
+    schemas: graphql::Schemas,
     settings: &HttpSettings,
     authentication: Authentication,
     state: &AppState,
@@ -161,13 +161,13 @@ fn protected_routes(
                 move |Extension(identity): Extension<Identity>,
                       headers: HeaderMap,
                       request: GraphQLRequest<ApiError>| {
-                    let schema = schema.clone();
+                    let schemas = schemas.clone();
                     let budget = graphql_service.log_budget();
                     async move {
                         if !browser_guard::is_json(&headers) {
                             return ApiError::UnsupportedMediaType.into_response();
                         }
-                        graphql::execute(&schema, request.into_inner(), identity, budget).await
+                        graphql::execute(&schemas, request.into_inner(), identity, budget).await
                     }
                 },
             ),

@@ -193,11 +193,20 @@ async fn a_batch_answers_400() {
 }
 
 #[tokio::test]
-async fn introspection_is_off_unless_configured() {
+async fn introspection_is_off_unless_configured_over_http_and_websockets() {
     let introspection = "{ __schema { queryType { name } } }";
     let app = app_with(&[]).await;
     let answer = graphql(&app, introspection).await;
     assert_graphql_refused(&answer, "introspection is disabled");
+    let in_a_fragment = "query { ...Types } fragment Types on Query { __type(name: \"Query\") { name } }";
+    assert_graphql_refused(&graphql(&app, in_a_fragment).await, "introspection is disabled");
+    let mut socket = Subscriber::connect(&app).await;
+    socket.send(json!({ "type": "connection_init", "payload": {} })).await;
+    assert_eq!(socket.next().await["type"], "connection_ack");
+    socket.send(json!({ "id": "1", "type": "subscribe", "payload": { "query": introspection } })).await;
+    let refused = socket.next().await;
+    let message = refused["payload"][0]["message"].as_str().or(refused["payload"]["errors"][0]["message"].as_str());
+    assert!(message.is_some_and(|message| message.contains("introspection is disabled")), "{refused}");
 
     let app = app_with(&[("APP_GRAPHQL_INTROSPECTION", "true")]).await;
     let answer = graphql(&app, introspection).await;

@@ -6,12 +6,9 @@ use async_graphql::extensions::{Extension, ExtensionContext, ExtensionFactory, N
 use async_graphql::parser::types::{ExecutableDocument, Selection, SelectionSet};
 use async_graphql::{ServerError, ServerResult, Variables};
 
-/// Marks a request that came over HTTP: the router already holds it to the request limits.
-pub(super) struct ViaHttp;
-
-/// Holds a query or mutation to the request limits: it ends with an error when it runs longer than the timeout,
-/// and one sent over a WebSocket takes a permit of the concurrency limit as an HTTP request does (a subscription
-/// is not one run).
+/// Holds a query or mutation sent over a WebSocket to the request limits an HTTP request has in the router: it
+/// takes a permit of the concurrency limit and ends with an error when it runs longer than the timeout (a
+/// subscription is not one run).
 pub(super) struct OperationLimits {
     pub(super) timeout: std::time::Duration,
     pub(super) in_flight: Arc<tokio::sync::Semaphore>,
@@ -31,14 +28,8 @@ impl Extension for OperationLimits {
         operation_name: Option<&str>,
         next: NextExecute<'_>,
     ) -> async_graphql::Response {
-        let _permit = match context.data_opt::<ViaHttp>() {
-            Some(_) => None,
-            None => match self.in_flight.clone().try_acquire_owned() {
-                Ok(permit) => Some(permit),
-                Err(_) => {
-                    return refused("OVERLOADED", "overloaded", "too many requests at once: retry shortly".into());
-                }
-            },
+        let Ok(_permit) = self.in_flight.clone().try_acquire_owned() else {
+            return refused("OVERLOADED", "overloaded", "too many requests at once: retry shortly".into());
         };
         match tokio::time::timeout(self.timeout, next.run(context, operation_name)).await {
             Ok(response) => response,
@@ -79,17 +70,25 @@ impl Extension for RefuseIntrospection {
         next: NextParseQuery<'_>,
     ) -> ServerResult<ExecutableDocument> {
         let document = next.run(context, query, variables).await?;
-        let operations = document.operations.iter().map(|(_, operation)| &operation.node.selection_set.node);
-        let fragments = document.fragments.values().map(|fragment| &fragment.node.selection_set.node);
-        if operations.chain(fragments).any(asks_for_introspection) {
-            return Err(ServerError::new("introspection is disabled (APP_GRAPHQL_INTROSPECTION)", None));
+        match introspection_refusal(&document) {
+            Some(refusal) => Err(refusal),
+            None => Ok(document),
         }
-        Ok(document)
     }
 }
 
+/// The error of a document that asks for `__schema` or `__type` where introspection is disabled.
+pub(super) fn introspection_refusal(document: &ExecutableDocument) -> Option<ServerError> {
+    let operations = document.operations.iter().map(|(_, operation)| &operation.node.selection_set.node);
+    let fragments = document.fragments.values().map(|fragment| &fragment.node.selection_set.node);
+    let mut selections = operations.chain(fragments);
+    selections
+        .any(asks_for_introspection)
+        .then(|| ServerError::new("introspection is disabled (APP_GRAPHQL_INTROSPECTION)", None))
+}
+
 /// Fragment spreads are not followed: every fragment definition is checked on its own.
-pub(super) fn asks_for_introspection(selections: &SelectionSet) -> bool {
+fn asks_for_introspection(selections: &SelectionSet) -> bool {
     selections.items.iter().any(|selection| match &selection.node {
         Selection::Field(field) => {
             matches!(field.node.name.node.as_str(), "__schema" | "__type")

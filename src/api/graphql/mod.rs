@@ -25,7 +25,7 @@ mod types;
 
 use crate::api::views::OperationView;
 use crate::domain::{Component, OperationId, RuntimeId};
-use limits::{OperationLimits, RefuseIntrospection, ViaHttp};
+use limits::{OperationLimits, RefuseIntrospection};
 pub use mutation::Mutation;
 pub use query::Query;
 pub use subscription::Subscription;
@@ -44,34 +44,53 @@ pub struct Limits {
     pub operation_timeout: std::time::Duration,
 }
 
-/// `in_flight`: the permits of `APP_MAX_CONCURRENT_REQUESTS`, which HTTP requests take in the router and
-/// operations over a WebSocket here.
-pub fn schema(service: Service, limits: Limits, in_flight: Arc<tokio::sync::Semaphore>) -> ProvisionerSchema {
-    let archived_logs = DataLoader::new(loaders::ArchivedLogs { service: service.clone() }, tokio::spawn);
-    let builder = Schema::build(Query, Mutation, Subscription)
-        .data(service)
-        .data(archived_logs)
-        .limit_depth(limits.max_depth)
-        .limit_complexity(limits.max_complexity)
-        .extension(OperationLimits { timeout: limits.operation_timeout, in_flight });
-    if limits.introspection {
-        builder.finish()
-    } else {
-        // Disabled alone would answer `__schema: null`; the extension says why instead.
-        builder.disable_introspection().extension(RefuseIntrospection).finish()
-    }
+/// The schema of each way in. An extension costs every resolved field a boxed hook and two registry lookups, so
+/// HTTP requests, which the router already holds to the request limits, run on a schema with none, and
+/// introspection is refused before they run instead (`execute`). Operations over a WebSocket run under
+/// `OperationLimits` and `RefuseIntrospection`.
+#[derive(Clone)]
+pub struct Schemas {
+    http: ProvisionerSchema,
+    pub websocket: ProvisionerSchema,
+    introspection: bool,
 }
 
-/// Runs one request as `identity`. A request refused before anything ran (parse or validation errors, the
+/// `in_flight`: the permits of `APP_MAX_CONCURRENT_REQUESTS`, which HTTP requests take in the router and
+/// operations over a WebSocket in `OperationLimits`.
+pub fn schemas(service: Service, limits: Limits, in_flight: Arc<tokio::sync::Semaphore>) -> Schemas {
+    let build = || {
+        let archived_logs = DataLoader::new(loaders::ArchivedLogs { service: service.clone() }, tokio::spawn);
+        let builder = Schema::build(Query, Mutation, Subscription)
+            .data(service.clone())
+            .data(archived_logs)
+            .limit_depth(limits.max_depth)
+            .limit_complexity(limits.max_complexity);
+        // Disabled alone would answer `__schema: null`; the refusal says why instead.
+        if limits.introspection { builder } else { builder.disable_introspection() }
+    };
+    let websocket = build().extension(OperationLimits { timeout: limits.operation_timeout, in_flight });
+    let websocket = if limits.introspection { websocket } else { websocket.extension(RefuseIntrospection) };
+    Schemas { http: build().finish(), websocket: websocket.finish(), introspection: limits.introspection }
+}
+
+/// Runs one HTTP request as `identity`. A request refused before anything ran (parse or validation errors, the
 /// depth and complexity limits among them: errors without a path) answers 400 instead of 200.
 /// Its fields share `budget` for the logs they read.
 pub async fn execute(
-    schema: &ProvisionerSchema,
-    request: async_graphql::Request,
+    schemas: &Schemas,
+    mut request: async_graphql::Request,
     identity: Identity,
     budget: LogBudget,
 ) -> Response {
-    let response = schema.execute(request.data(identity).data(budget).data(ViaHttp)).await;
+    // The document parsed here is the one that runs; one that does not parse is left to the schema's own error.
+    let refusal = match request.parsed_query() {
+        Ok(document) if !schemas.introspection => limits::introspection_refusal(document),
+        _ => None,
+    };
+    let response = match refusal {
+        Some(refusal) => async_graphql::Response::from_errors(vec![refusal]),
+        None => schemas.http.execute(request.data(identity).data(budget)).await,
+    };
     let refused = response.data == async_graphql::Value::Null
         && !response.errors.is_empty()
         && response.errors.iter().all(|error| error.path.is_empty());
