@@ -24,6 +24,7 @@ pub const SERVE_FLAG: &str = "--serve-baseline";
 pub struct BaselineServer {
     _child: tokio::process::Child,
     pub address: String,
+    pub pid: u32,
 }
 
 impl BaselineServer {
@@ -34,13 +35,14 @@ impl BaselineServer {
             .stdout(Stdio::piped())
             .kill_on_drop(true)
             .spawn()?;
+        let pid = child.id().ok_or("the baseline exited at once")?;
         let stdout = child.stdout.take().ok_or("no standard output of the baseline")?;
         let mut lines = BufReader::new(stdout).lines();
         let address = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
             .await
             .map_err(|_| "the baseline did not start within 30 s")??
             .ok_or("the baseline exited before it served")?;
-        Ok(BaselineServer { _child: child, address })
+        Ok(BaselineServer { _child: child, address, pid })
     }
 }
 

@@ -340,8 +340,13 @@ async fn phases(
     let background_per_sec = (apiserver_requests(admin).await? - before) / idle_started.elapsed().as_secs_f64();
 
     // Phase 3: status reads, the baseline, REST and GraphQL interleaved in rounds.
-    let read_targets =
-        reads::ReadTargets { baseline: &baseline, api: &server.api, server_pid: server.pid, seeded: Arc::new(seeded) };
+    let read_targets = reads::ReadTargets {
+        baseline: &baseline,
+        baseline_pid: baseline_server.pid,
+        api: &server.api,
+        server_pid: server.pid,
+        seeded: Arc::new(seeded),
+    };
     let (reads_json, rss_reads_max) =
         reads::measure(&http, admin, &read_targets, args.rounds, args.duration, background_per_sec).await?;
     let rss_after = server.rss_kib()?;
@@ -696,6 +701,8 @@ impl Target {
 #[derive(Debug, Clone, Default)]
 struct Stats {
     ok: u64,
+    /// Reads answered during the warm-up, which the figures leave out.
+    warmup_ok: u64,
     errors: u64,
     wall_secs: f64,
     p50: f64,
@@ -725,13 +732,21 @@ async fn load(
     let warmup = (duration / 5).min(Duration::from_secs(1));
     let next = Arc::new(AtomicUsize::new(0));
     let errors = Arc::new(AtomicU64::new(0));
+    let warmup_ok = Arc::new(AtomicU64::new(0));
     let first_error = Arc::new(std::sync::Mutex::new(None::<String>));
     let measure_from = Instant::now() + warmup;
     let deadline = measure_from + duration;
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..concurrency {
-        let (http, url, ids, next, errors, first_error) =
-            (http.clone(), url.to_owned(), ids.clone(), next.clone(), errors.clone(), first_error.clone());
+        let (http, url, ids, next, errors, first_error, warmup_ok) = (
+            http.clone(),
+            url.to_owned(),
+            ids.clone(),
+            next.clone(),
+            errors.clone(),
+            first_error.clone(),
+            warmup_ok.clone(),
+        );
         tasks.spawn(async move {
             let mut latencies = Vec::with_capacity(65_536);
             loop {
@@ -769,6 +784,7 @@ async fn load(
                 };
                 let elapsed = started.elapsed();
                 if started < measure_from {
+                    warmup_ok.fetch_add(u64::from(outcome.is_ok()), Ordering::Relaxed);
                     continue;
                 }
                 match outcome {
@@ -800,6 +816,7 @@ async fn load(
     }
     Stats {
         ok: latencies.len() as u64,
+        warmup_ok: warmup_ok.load(Ordering::Relaxed),
         errors: errors.load(Ordering::Relaxed),
         wall_secs,
         p50: percentile(0.50),
@@ -964,8 +981,17 @@ fn print_table(figures: &Value) {
     );
     println!("API-server background: {:.1} requests/s", number(&figures["apiserver_background_requests_per_second"]));
     println!(
-        "\n{:<9} {:>4} {:>9} {:>8} {:>8} {:>8} {:>8}  {:>22}  {:>10}",
-        "reads", "conc", "req/s", "p50 ms", "p99 ms", "p99.9 ms", "errors", "vs baseline rps/p50/p99", "apisrv/rd"
+        "\n{:<9} {:>4} {:>9} {:>8} {:>8} {:>8} {:>8}  {:>22}  {:>15}  {:>10}",
+        "reads",
+        "conc",
+        "req/s",
+        "p50 ms",
+        "p99 ms",
+        "p99.9 ms",
+        "errors",
+        "vs baseline rps/p50/p99",
+        "CPU us/rd (vs)",
+        "apisrv/rd"
     );
     for row in figures["reads"].as_array().into_iter().flatten() {
         let target = row["target"].as_str().unwrap_or_default();
@@ -986,8 +1012,10 @@ fn print_table(figures: &Value) {
             )
         };
         let per_read = row["apiserver_requests_per_read"].as_f64().map(|v| format!("{v:.4}")).unwrap_or("-".into());
+        let cpu =
+            format!("{:.0} ({:.2}x)", number(&row["server_cpu_us_per_read"]), number(&ratio["server_cpu_per_read"]));
         println!(
-            "{:<9} {:>4} {:>9.0} {:>8.2} {:>8.2} {:>8.2} {:>8}  {:>22}  {:>10}",
+            "{:<9} {:>4} {:>9.0} {:>8.2} {:>8.2} {:>8.2} {:>8}  {:>22}  {:>15}  {:>10}",
             short,
             row["concurrency"].as_u64().unwrap_or(0),
             number(&row["requests_per_second"]),
@@ -996,6 +1024,7 @@ fn print_table(figures: &Value) {
             number(&row["p999_ms"]),
             row["errors"].as_u64().unwrap_or(0),
             ratios,
+            cpu,
             per_read
         );
     }

@@ -104,6 +104,11 @@ fn cpu_seconds(service_pids: &[u32]) -> BTreeMap<String, f64> {
     used
 }
 
+/// The CPU seconds (user and system) one process has used so far.
+pub fn process_cpu_seconds(pid: u32) -> Option<f64> {
+    process_ticks(pid).map(|(_, ticks)| ticks as f64 / clock_ticks_per_second())
+}
+
 /// A process's name and its user plus system clock ticks, from `/proc/<pid>/stat`.
 fn process_ticks(pid: u32) -> Option<(String, u64)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
