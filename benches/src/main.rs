@@ -134,7 +134,8 @@ impl Args {
                 "-h" | "--help" => {
                     println!(
                         "bench [--runtimes N (10000)] [--burst N (1000)] [--duration SECONDS per read run (5)] \
-                         [--rounds N of the idle reads (3)] [--idle SECONDS of API-server background measure (10)] [--worker-concurrency N (16)] \
+                         [--rounds N of the idle reads (3)] [--idle SECONDS of API-server background measure (10)] \
+                         [--worker-concurrency N (16)] \
                          [--burst-timeout SECONDS (120)] [--out FILE (target/bench/results.json)] \
                          [--server-bin PATH (the provisioner binary next to this one)] \
                          [--load-runs N followed during the reads under write load (1000)] \
