@@ -10,6 +10,7 @@ mod cancel;
 mod change_detection;
 mod chart;
 mod cloud_failures;
+mod database_connections;
 mod day_two;
 mod deletion_protection;
 mod docs;
