@@ -99,13 +99,19 @@ fn request_span(request: &Request) -> tracing::Span {
 /// A read slower than this is logged at `info` like a change.
 const SLOW_REQUEST: Duration = Duration::from_secs(1);
 
+/// In the extensions of an answer to a request that only read though its method may change (a GraphQL query is
+/// a POST): its line is logged as a GET's is.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct AnsweredRead;
+
 /// One line per request, in its span: at `info` for a change, a refused or failed request, or a slow one; at
 /// `debug` for a read answered in time. The metrics count every request; a line for each read cost a sixth of the
 /// status reads' throughput.
 async fn log_request(request: Request, next: Next) -> Response {
-    let read = matches!(*request.method(), Method::GET | Method::HEAD);
+    let get = matches!(*request.method(), Method::GET | Method::HEAD);
     let started = Instant::now();
     let response = next.run(request).await;
+    let read = get || response.extensions().get::<AnsweredRead>().is_some();
     let latency = started.elapsed();
     let (status, duration_ms) = (response.status().as_u16(), latency.as_secs_f64() * 1000.0);
     if read && status < 400 && latency < SLOW_REQUEST {

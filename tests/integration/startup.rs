@@ -5,7 +5,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use test_control_plane::free_port;
-use test_support::server_process::service_binary;
+use test_support::server_process::{ServerProcess, service_binary};
 
 #[test]
 fn a_bad_value_stops_the_process_naming_the_variable() {
@@ -336,3 +336,40 @@ fn provisioner_migrate_prepares_the_database_replicas_only_check() {
     let _ = child.wait();
     assert!(ready.starts_with("HTTP/1.1 200"), "{ready}");
 }
+
+/// A GraphQL query is a read sent as a POST: its request line is at `debug` as a GET's is, so that reads over
+/// GraphQL do not write a line each at `info`; a document that may change (one with a mutation) is logged at
+/// `info` as every change is, whichever of its operations runs.
+#[tokio::test]
+async fn a_graphql_query_is_logged_as_a_read_and_a_document_with_a_mutation_as_a_change() {
+    let server = ServerProcess::start("provisioner", "/healthz", |port, folder| {
+        let mut command = sqlite_default(folder, port);
+        command.env("APP_AUTH_ENABLED", "false").env("APP_LOG_LEVEL", "info").env("APP_LOG_FORMAT", "json");
+        command
+    })
+    .await;
+    let read = "query Read { runtimes(first: 1) { edges { cursor } } }";
+    let client = reqwest::Client::new();
+    for (request_id, query) in [("only-queries", read.to_owned()), ("with-a-mutation", format!("{read} {CHANGE}"))] {
+        let answer = client
+            .post(format!("http://127.0.0.1:{}/graphql", server.port()))
+            .header("x-request-id", request_id)
+            .json(&serde_json::json!({ "query": query, "operationName": "Read" }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), reqwest::StatusCode::OK, "{request_id}");
+        let body: serde_json::Value = answer.json().await.unwrap();
+        assert_eq!(body["errors"], serde_json::Value::Null, "{request_id}: {body}");
+    }
+    let log = server.log();
+    let request_lines = |request_id: &str| {
+        let id = format!("\"request_id\":\"{request_id}\"");
+        log.lines().filter(|line| line.contains("\"message\":\"request\"") && line.contains(&id)).count()
+    };
+    assert_eq!(request_lines("with-a-mutation"), 1, "{log}");
+    assert_eq!(request_lines("only-queries"), 0, "{log}");
+}
+
+/// A mutation beside the query the tests run (`operationName` picks the query).
+const CHANGE: &str = r#"mutation Change { deprovisionRuntime(id: "00000000-0000-0000-0000-000000000000") }"#;

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use async_graphql::dataloader::DataLoader;
+use async_graphql::parser::types::{ExecutableDocument, OperationType};
 use async_graphql::{Context, ErrorExtensions, Schema};
 use async_graphql_axum::GraphQLResponse;
 use axum::http::StatusCode;
@@ -11,11 +12,13 @@ use axum::response::{IntoResponse, Response};
 
 use super::authentication::Identity;
 use super::authorization::Action;
+use super::middleware::AnsweredRead;
 use crate::domain::run_log::LogBudget;
 
 use super::error::{ApiError, classify};
 use crate::service::{self, Service};
 
+mod documents;
 mod limits;
 mod loaders;
 mod mutation;
@@ -25,6 +28,7 @@ mod types;
 
 use crate::api::views::OperationView;
 use crate::domain::{Component, OperationId, RuntimeId};
+use documents::ParsedDocuments;
 use limits::{OperationLimits, RefuseIntrospection};
 pub use mutation::Mutation;
 pub use query::Query;
@@ -53,6 +57,8 @@ pub struct Schemas {
     http: ProvisionerSchema,
     pub websocket: ProvisionerSchema,
     introspection: bool,
+    /// The documents of HTTP requests, kept by their text.
+    documents: Arc<ParsedDocuments>,
 }
 
 /// `in_flight`: the permits of `APP_MAX_CONCURRENT_REQUESTS`, which HTTP requests take in the router and
@@ -70,7 +76,12 @@ pub fn schemas(service: Service, limits: Limits, in_flight: Arc<tokio::sync::Sem
     };
     let websocket = build().extension(OperationLimits { timeout: limits.operation_timeout, in_flight });
     let websocket = if limits.introspection { websocket } else { websocket.extension(RefuseIntrospection) };
-    Schemas { http: build().finish(), websocket: websocket.finish(), introspection: limits.introspection }
+    Schemas {
+        http: build().finish(),
+        websocket: websocket.finish(),
+        introspection: limits.introspection,
+        documents: Arc::default(),
+    }
 }
 
 /// Runs one HTTP request as `identity`. A request refused before anything ran (parse or validation errors, the
@@ -82,10 +93,14 @@ pub async fn execute(
     identity: Identity,
     budget: LogBudget,
 ) -> Response {
+    schemas.documents.prepare(&mut request);
     // The document parsed here is the one that runs; one that does not parse is left to the schema's own error.
-    let refusal = match request.parsed_query() {
-        Ok(document) if !schemas.introspection => limits::introspection_refusal(document),
-        _ => None,
+    let (refusal, read) = match request.parsed_query() {
+        Ok(document) => {
+            let refusal = if schemas.introspection { None } else { limits::introspection_refusal(document) };
+            (refusal, only_queries(document))
+        }
+        Err(_) => (None, false),
     };
     let response = match refusal {
         Some(refusal) => async_graphql::Response::from_errors(vec![refusal]),
@@ -95,7 +110,16 @@ pub async fn execute(
         && !response.errors.is_empty()
         && response.errors.iter().all(|error| error.path.is_empty());
     let status = if refused { StatusCode::BAD_REQUEST } else { StatusCode::OK };
-    (status, GraphQLResponse::from(response)).into_response()
+    let mut answer = (status, GraphQLResponse::from(response)).into_response();
+    if read {
+        answer.extensions_mut().insert(AnsweredRead);
+    }
+    answer
+}
+
+/// Whether every operation of `document` is a query: whichever runs, the request changes nothing.
+fn only_queries(document: &ExecutableDocument) -> bool {
+    document.operations.iter().all(|(_, operation)| operation.node.ty == OperationType::Query)
 }
 
 /// The runtime an `id` argument names, checked as every id is.
