@@ -50,12 +50,20 @@ impl BaselineServer {
 pub async fn serve(database_url: &str) -> Result<()> {
     // As the server's default pool.
     let store = Store::connect(database_url, 10, Duration::from_secs(3)).await?;
-    let router = axum::Router::new().route("/runtimes/{id}", get(status)).with_state(store);
+    let router = router(store);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     println!("{}", listener.local_addr()?);
     axum::serve(listener, router).await?;
     Ok(())
 }
+
+/// The baseline's one route, `/runtimes/{id}`.
+pub fn router(store: Store) -> axum::Router {
+    axum::Router::new().route(PATH, get(status)).with_state(store)
+}
+
+/// Where the baseline answers a runtime's status, `{id}` its id.
+pub const PATH: &str = "/runtimes/{id}";
 
 async fn status(State(store): State<Store>, UrlPath(id): UrlPath<Uuid>) -> Response {
     let runtime = match store.find_runtime(id).await {

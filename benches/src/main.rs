@@ -3,7 +3,8 @@
 //! The server runs as a child process (the release `provisioner` binary next to this one), so its start-up time
 //! and resident memory are its own. Phases: start-up; seeding N runtimes straight through the store (no worker);
 //! status reads over REST and GraphQL at several concurrencies, against a bare axum baseline doing the same two
-//! queries; API-server requests caused per read; a burst of provisioning requests with the worker running.
+//! queries, and the same reads with the router and the baseline's handler called in-process; API-server requests
+//! caused per read; a burst of provisioning requests with the worker running.
 //! It prints a table and writes the same figures as JSON. It never asserts: the figures are the output.
 #![deny(rust_2018_idioms)]
 #![forbid(unsafe_code)]
@@ -11,6 +12,7 @@
 mod baseline;
 mod fleet;
 mod following;
+mod in_process;
 mod profile;
 mod reads;
 mod replicas;
@@ -121,14 +123,13 @@ impl Args {
                 "--scale-burst" => args.scale_burst = value()?.parse()?,
                 "--fleet-runtimes" => args.fleet_runtimes = value()?.parse()?,
                 "--only" => match value()?.as_str() {
-                    measure @ ("reads" | "burst" | "following" | "replicas" | "write-load" | "fleet") => {
+                    measure
+                    @ ("reads" | "in-process" | "burst" | "following" | "replicas" | "write-load" | "fleet") => {
                         args.only = Some(measure.to_owned());
                     }
                     other => {
-                        return Err(format!(
-                            "--only {other:?}: expected reads, following, replicas, write-load or fleet"
-                        )
-                        .into());
+                        let expected = "reads, in-process, burst, following, replicas, write-load or fleet";
+                        return Err(format!("--only {other:?}: expected {expected}").into());
                     }
                 },
                 "-h" | "--help" => {
@@ -141,7 +142,7 @@ impl Args {
                          [--load-runs N followed during the reads under write load (1000)] \
                          [--load-posts-per-second N (20)] [--following N,N,... runs followed (10,100,1000)] \
                          [--replicas N,N,... (1,2,3)] [--scale-burst N (2000)] [--fleet-runtimes N (5000)] \
-                         [--only reads|burst|following|replicas|write-load|fleet]"
+                         [--only reads|in-process|burst|following|replicas|write-load|fleet]"
                     );
                     std::process::exit(0);
                 }
@@ -307,6 +308,9 @@ async fn phases(
             let rows = replicas::scale_out(args, server_bin, work, &http, control_plane, &base_env, databases).await?;
             return Ok(json!({ "machine": machine(), "replicas": rows }));
         }
+        Some("in-process") => {
+            return Ok(json!({ "machine": machine(), "reads_in_process": in_process::measure().await? }));
+        }
         _ => {}
     }
 
@@ -352,6 +356,8 @@ async fn phases(
         reads::measure(&http, admin, &read_targets, args.rounds, args.duration, background_per_sec).await?;
     let rss_after = server.rss_kib()?;
     let reads_server_stats = server.stop().await;
+    // The same reads with the router called directly, beside them.
+    let reads_in_process = in_process::measure().await?;
 
     // `--only reads` stops here.
     let full = args.only.is_none();
@@ -385,6 +391,7 @@ async fn phases(
         "seeding": { "runtimes": args.runtimes, "seconds": seed_secs, "per_second": args.runtimes as f64 / seed_secs },
         "apiserver_background_requests_per_second": background_per_sec,
         "reads": reads_json,
+        "reads_in_process": reads_in_process,
         "memory_kib": {
             "idle": rss_idle,
             "after_seeding": rss_seeded,
@@ -962,6 +969,7 @@ fn print_table(figures: &Value) {
     let scale = figures["replicas"].as_array().cloned().unwrap_or_default();
     let fleet = figures["fleet"].as_array().cloned().unwrap_or_default();
     if figures.get("reads").is_none() {
+        in_process::print(&figures["reads_in_process"]);
         print_burst(figures);
         fleet::print(&fleet);
         write_load::print(figures);
@@ -1039,6 +1047,7 @@ fn print_table(figures: &Value) {
         mib(&memory["after_reads"]),
         mib(&memory["after_burst"])
     );
+    in_process::print(&figures["reads_in_process"]);
     print_burst(figures);
     write_load::print(figures);
     fleet::print(&fleet);

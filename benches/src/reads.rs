@@ -149,7 +149,7 @@ fn median_index(stats: &[Stats]) -> usize {
 }
 
 /// The median of some values (the mean of the middle two of an even count); `None` for none.
-fn median(values: impl Iterator<Item = f64>) -> Option<f64> {
+pub(crate) fn median(values: impl Iterator<Item = f64>) -> Option<f64> {
     let mut values: Vec<f64> = values.collect();
     if values.is_empty() {
         return None;
