@@ -10,11 +10,8 @@ use test_support::{Backend, TestDatabase};
 
 /// The store over one connection to a fresh database, through a proxy that can drop it.
 async fn store_behind_a_proxy(database: &TestDatabase) -> (Store, FaultProxy) {
-    let mut url = reqwest::Url::parse(&database.url).unwrap();
-    let upstream = format!("{}:{}", url.host_str().unwrap(), url.port_or_known_default().unwrap());
-    let proxy = FaultProxy::start(upstream.parse().unwrap()).await;
-    url.set_port(Some(proxy.address().port())).unwrap();
-    let store = Store::connect(url.as_str(), 1, Duration::from_secs(3)).await.expect("connect through the proxy");
+    let (proxy, url) = FaultProxy::in_front_of(&database.url).await;
+    let store = Store::connect(&url, 1, Duration::from_secs(3)).await.expect("connect through the proxy");
     (store, proxy)
 }
 

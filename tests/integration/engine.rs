@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use test_support::auth_service::{AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY};
 use test_support::documents;
 use test_support::engine::{Engine, MODULES_REPO_COMMIT, MODULES_REPO_URL, RUNNER_PLAN_SUMMARY, RunLog};
-use test_support::fault_proxy::FaultProxy;
+use test_support::fault_proxy::{FaultProxy, socket_address};
 use test_support::subscriber::Subscriber;
 use test_support::{Backend, eks_body, on_both_databases, provision_body};
 
@@ -1176,11 +1176,6 @@ async fn runs_in_flight(http: &reqwest::Client, metrics_url: &str) -> i64 {
     line.rsplit(' ').next().unwrap().parse().unwrap()
 }
 
-fn socket_address(url: &str) -> std::net::SocketAddr {
-    let url = reqwest::Url::parse(url).unwrap();
-    format!("{}:{}", url.host_str().unwrap(), url.port_or_known_default().unwrap()).parse().unwrap()
-}
-
 /// Runs in flight while the database is cut for 15 s and for 40 s and the API server for 20 s, each through a
 /// fault-injecting proxy in front of the service (a child process): no operation runs twice, requests answer 503
 /// fast while the database is away, /healthz tells which dependency is missing, and everything recovers by
@@ -1191,9 +1186,7 @@ async fn runs_survive_database_and_api_server_outages() {
     let worker = [("APP_WORKER_LEASE", "3s"), ("APP_WORKER_POLL_INTERVAL", "200ms")];
     let (engine, api) = Engine::start_api_only(Backend::Postgres, &worker).await;
     let direct = provisioner::store::Store::connect(&engine.app.database.url, 2, Duration::from_secs(3)).await.unwrap();
-    let database = FaultProxy::start(socket_address(&engine.app.database.url)).await;
-    let mut proxied_url = reqwest::Url::parse(&engine.app.database.url).unwrap();
-    proxied_url.set_port(Some(database.address().port())).unwrap();
+    let (database, proxied_url) = FaultProxy::in_front_of(&engine.app.database.url).await;
     let api_server = FaultProxy::start(socket_address(engine.control_plane.server_url())).await;
     let metrics_address = format!("127.0.0.1:{}", test_control_plane::free_port());
     let settings = [

@@ -18,7 +18,22 @@ pub struct FaultProxy {
     accept: JoinHandle<()>,
 }
 
+/// The host and port a URL names (its scheme's port when it names none).
+pub fn socket_address(url: &str) -> SocketAddr {
+    let url = reqwest::Url::parse(url).expect("a URL");
+    let host = url.host_str().expect("a URL with a host");
+    format!("{host}:{}", url.port_or_known_default().expect("a URL with a port")).parse().expect("an IP address")
+}
+
 impl FaultProxy {
+    /// A proxy in front of the server `url` names, and `url` through the proxy.
+    pub async fn in_front_of(url: &str) -> (FaultProxy, String) {
+        let proxy = FaultProxy::start(socket_address(url)).await;
+        let mut proxied = reqwest::Url::parse(url).expect("a URL");
+        proxied.set_port(Some(proxy.address().port())).expect("a URL that can have a port");
+        (proxy, proxied.to_string())
+    }
+
     pub async fn start(upstream: SocketAddr) -> FaultProxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind the proxy");
         let address = listener.local_addr().expect("proxy address");
