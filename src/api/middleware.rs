@@ -124,14 +124,12 @@ async fn log_request(request: Request, next: Next) -> Response {
 
 /// Counts requests and their durations by route template (never the raw path, which would explode the labels).
 async fn record_metrics(Extension(metrics): Extension<Metrics>, request: Request, next: Next) -> impl IntoResponse {
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|path| path.as_str().to_owned())
-        .unwrap_or_else(|| "unmatched".to_owned());
-    let method = request.method().to_string();
+    // Both are kept without copying their text: a matched path is shared, a standard method a constant.
+    let route = request.extensions().get::<MatchedPath>().cloned();
+    let method = request.method().clone();
     let started = Instant::now();
     let response = next.run(request).await;
-    metrics.observe_http(&method, &route, response.status().as_u16(), started.elapsed());
+    let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
+    metrics.observe_http(method.as_str(), route, response.status().as_u16(), started.elapsed());
     response
 }

@@ -153,6 +153,8 @@ fn protected_routes(
     state: &AppState,
 ) -> Router<AppState> {
     let graphql_service = state.service.clone();
+    // One count to raise per request, not one per schema.
+    let schemas = Arc::new(schemas);
     Router::new()
         .route(
             &settings.api_endpoint,

@@ -9,6 +9,7 @@ mod convert;
 mod entity;
 mod idempotency;
 mod operations;
+mod prepared;
 mod progress;
 mod run_logs;
 mod runtime_states;
@@ -108,6 +109,7 @@ pub struct Store {
     /// Reads. On SQLite a pool of its own, so that in WAL mode readers never queue behind the writer; on
     /// PostgreSQL the same pool as `db`.
     reads: DatabaseConnection,
+    prepared: prepared::Prepared,
 }
 
 impl Store {
@@ -152,12 +154,14 @@ impl Store {
             let mut reads = Database::connect(options(max_connections)).await?;
             statements.observe(&mut db);
             statements.observe(&mut reads);
-            return Ok(Store { db, reads });
+            let prepared = prepared::Prepared::for_backend(db.get_database_backend());
+            return Ok(Store { db, reads, prepared });
         }
         let mut db = Database::connect(options(max_connections)).await?;
         schema::prepare(&db, migrations).await?;
         statements.observe(&mut db);
-        Ok(Store { reads: db.clone(), db })
+        let prepared = prepared::Prepared::for_backend(db.get_database_backend());
+        Ok(Store { reads: db.clone(), db, prepared })
     }
 
     pub async fn ping(&self) -> Result<()> {

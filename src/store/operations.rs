@@ -5,8 +5,9 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, DatabaseTransaction, EntityTrait, IntoActiveModel, JoinType, QueryFilter,
-    QueryOrder, QuerySelect, QueryTrait, RelationDef, Select, Statement, TransactionTrait, UpdateMany,
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseTransaction, EntityTrait, FromQueryResult, IdenStatic,
+    IntoActiveModel, JoinType, QueryFilter, QueryOrder, QuerySelect, QueryTrait, RelationDef, Select, SelectA, SelectB,
+    SelectTwo, Statement, TransactionTrait, UpdateMany,
 };
 use uuid::Uuid;
 
@@ -85,19 +86,18 @@ impl Store {
     }
 
     /// An operation with when it entered each of its stages (in stage order), in one statement.
+    /// The operation is decoded from the first row only; each row adds one stage.
     pub async fn find_operation_with_stages(&self, id: Uuid) -> Result<Option<(Operation, Vec<StageEntry>)>> {
-        let rows = operation::Entity::find_by_id(id)
-            .select_also(operation_stage::Entity)
-            .join(JoinType::LeftJoin, stages_relation())
-            .all(&self.reads)
-            .await?;
-        let Some((first, _)) = rows.first() else { return Ok(None) };
-        let operation = operation_from_model(first.clone())?;
-        let mut stages = rows
-            .into_iter()
-            .filter_map(|(_, stage)| stage)
-            .map(|row| stage_entry(&row.stage, row.entered_at))
-            .collect::<Result<Vec<_>>>()?;
+        let rows = self.reads.query_all_raw(self.prepared.operation_with_stages(id)).await?;
+        let Some(first) = rows.first() else { return Ok(None) };
+        let operation = operation_from_model(operation::Model::from_query_result(first, SelectA.as_str())?)?;
+        let mut stages = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let Some(stage) = operation_stage::Model::from_query_result_optional(row, SelectB.as_str())? else {
+                continue;
+            };
+            stages.push(stage_entry(&stage.stage, stage.entered_at)?);
+        }
         stages.sort_by_key(|entry| entry.stage);
         Ok(Some((operation, stages)))
     }
@@ -258,6 +258,11 @@ pub(super) async fn enter_stage(
 pub(super) fn stage_entry(stage: &str, entered_at: DateTime<Utc>) -> Result<StageEntry> {
     let stage = Stage::parse(stage).ok_or_else(|| corrupt("stage", stage))?;
     Ok(StageEntry { stage, entered_at })
+}
+
+/// The statement of [`Store::find_operation_with_stages`] (sent as [`super::prepared::Prepared`] built it).
+pub(super) fn operation_with_stages_query(id: Uuid) -> SelectTwo<operation::Entity, operation_stage::Entity> {
+    operation::Entity::find_by_id(id).select_also(operation_stage::Entity).join(JoinType::LeftJoin, stages_relation())
 }
 
 /// An operation's stages, joined to it.

@@ -112,18 +112,7 @@ impl Store {
     /// statement: all as one moment left them (an operation's end and what it changed of the runtime are written
     /// in one transaction). A row for each stage; the runtime and its operation are read from the first.
     pub async fn find_runtime_record(&self, id: Uuid) -> Result<Option<RuntimeRecord>> {
-        const PROVISIONED_AT: &str = "provisioned_at";
-        const STAGE: &str = "stage_name";
-        const ENTERED_AT: &str = "stage_entered_at";
-        let statement = runtime::Entity::find_by_id(id)
-            .select_also(operation::Entity)
-            .join(JoinType::LeftJoin, last_operation_relation())
-            .join(JoinType::LeftJoin, stages_relation())
-            .column_as(provisioned_at_of_each_runtime(), PROVISIONED_AT)
-            .column_as(operation_stage::Column::Stage, STAGE)
-            .column_as(operation_stage::Column::EnteredAt, ENTERED_AT)
-            .build(self.db.get_database_backend());
-        let rows = self.reads.query_all_raw(statement).await?;
+        let rows = self.reads.query_all_raw(self.prepared.runtime_record(id)).await?;
         let Some(first) = rows.first() else { return Ok(None) };
         let runtime = runtime::Model::from_query_result(first, SelectA.as_str())?;
         let last_operation = operation::Model::from_query_result_optional(first, SelectB.as_str())?;
@@ -276,6 +265,21 @@ impl Store {
 
 /// When the runtime of each row (`"runtime"."id"`) was provisioned, as [`Store::provisioned_among`] tells it: the
 /// latest end of its succeeded provisionings that were no dry run.
+const PROVISIONED_AT: &str = "provisioned_at";
+const STAGE: &str = "stage_name";
+const ENTERED_AT: &str = "stage_entered_at";
+
+/// The statement of [`Store::find_runtime_record`] (sent as [`super::prepared::Prepared`] built it).
+pub(super) fn runtime_record_query(id: Uuid) -> SelectTwo<runtime::Entity, operation::Entity> {
+    runtime::Entity::find_by_id(id)
+        .select_also(operation::Entity)
+        .join(JoinType::LeftJoin, last_operation_relation())
+        .join(JoinType::LeftJoin, stages_relation())
+        .column_as(provisioned_at_of_each_runtime(), PROVISIONED_AT)
+        .column_as(operation_stage::Column::Stage, STAGE)
+        .column_as(operation_stage::Column::EnteredAt, ENTERED_AT)
+}
+
 fn provisioned_at_of_each_runtime() -> SimpleExpr {
     Expr::cust(format!(
         r#"(SELECT max(coalesce("provisioning"."finished_at", "provisioning"."updated_at"))
