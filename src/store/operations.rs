@@ -85,8 +85,8 @@ impl Store {
         operation::Entity::find_by_id(id).one(&self.reads).await?.map(operation_from_model).transpose()
     }
 
-    /// An operation with when it entered each of its stages (in stage order), in one statement.
-    /// The operation is decoded from the first row only; each row adds one stage.
+    /// An operation with when it entered each of its stages (in stage order), in one statement: a row for each
+    /// stage, the operation decoded from the first.
     pub async fn find_operation_with_stages(&self, id: Uuid) -> Result<Option<(Operation, Vec<StageEntry>)>> {
         let rows = self.reads.query_all_raw(self.prepared.operation_with_stages(id)).await?;
         let Some(first) = rows.first() else { return Ok(None) };

@@ -263,8 +263,6 @@ impl Store {
     }
 }
 
-/// When the runtime of each row (`"runtime"."id"`) was provisioned, as [`Store::provisioned_among`] tells it: the
-/// latest end of its succeeded provisionings that were no dry run.
 const PROVISIONED_AT: &str = "provisioned_at";
 const STAGE: &str = "stage_name";
 const ENTERED_AT: &str = "stage_entered_at";
@@ -280,6 +278,8 @@ pub(super) fn runtime_record_query(id: Uuid) -> SelectTwo<runtime::Entity, opera
         .column_as(operation_stage::Column::EnteredAt, ENTERED_AT)
 }
 
+/// When the runtime of each row (`"runtime"."id"`) was provisioned, as [`Store::provisioned_among`] tells it: the
+/// latest end of its succeeded provisionings that were no dry run.
 fn provisioned_at_of_each_runtime() -> SimpleExpr {
     Expr::cust(format!(
         r#"(SELECT max(coalesce("provisioning"."finished_at", "provisioning"."updated_at"))
