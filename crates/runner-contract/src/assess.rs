@@ -129,6 +129,7 @@ mod tests {
             destructive: vec![],
             swept: vec![],
             orphans: vec![],
+            foreign: vec![],
         };
         assert_eq!(summary, expected);
         let protected = summarize(include_bytes!("testdata/plan.json"), &["terraform_data.replaced".into()]).unwrap();

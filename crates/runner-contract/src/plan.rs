@@ -48,16 +48,21 @@ pub struct PlanSummary {
     /// The addresses whose change is destructive (an apply refuses such a plan).
     #[serde(default)]
     pub destructive: Vec<String>,
-    /// After a deprovisioning's destroy: what still carried the runtime's tag though no state knew it (created by
-    /// a run killed before it saved its state), and was deleted; ARNs, at most
-    /// [`crate::failure::MAX_LISTED_LEFTOVERS`].
+    /// After a deprovisioning's destroy: what still carried the runtime's tag though no state knew it, that a run
+    /// of the runtime recorded creating (one killed before it saved its state), and was deleted; ARNs or self
+    /// links, at most [`crate::failure::MAX_LISTED_LEFTOVERS`].
     #[serde(default)]
     pub swept: Vec<String>,
-    /// After an apply (AWS): what carries the runtime's tag though its state does not know it (created by an
-    /// earlier run killed before it saved its state), left for the deprovisioning to delete; ARNs, at most
+    /// After an apply: what carries the runtime's tag though its state does not know it (created by an earlier
+    /// run killed before it saved its state), left for the deprovisioning to delete; ARNs or self links, at most
     /// [`crate::failure::MAX_LISTED_LEFTOVERS`].
     #[serde(default)]
     pub orphans: Vec<String>,
+    /// After an apply or a destroy: what carries the runtime's tag though no run of the runtime recorded creating
+    /// it (tagged by someone else, or created by a run killed between creating it and recording it); never
+    /// deleted, only named. ARNs or self links, at most [`crate::failure::MAX_LISTED_LEFTOVERS`].
+    #[serde(default)]
+    pub foreign: Vec<String>,
 }
 
 #[cfg(test)]
@@ -77,18 +82,20 @@ mod tests {
             destructive: vec!["module.eks.aws_eks_cluster.this".into()],
             swept: vec![],
             orphans: vec![],
+            foreign: vec!["arn:aws:ec2:eu-west-1:123456789012:instance/i-0f".into()],
         };
         let json = serde_json::to_value(&summary).unwrap();
         assert_eq!(
             json,
             serde_json::json!({"add": 2, "change": 1, "destroy": 1, "replaced": ["module.eks.aws_eks_cluster.this"],
                 "destroyed": [], "risk": "destructive", "risky": [], "destructive": ["module.eks.aws_eks_cluster.this"],
-                "swept": [], "orphans": []})
+                "swept": [], "orphans": [],
+                "foreign": ["arn:aws:ec2:eu-west-1:123456789012:instance/i-0f"]})
         );
         assert_eq!(serde_json::from_value::<PlanSummary>(json).unwrap(), summary);
         // A summary recorded before risks were reads without them.
         let older = serde_json::json!({"add": 1, "change": 0, "destroy": 0, "replaced": [], "destroyed": []});
         let read = serde_json::from_value::<PlanSummary>(older).unwrap();
-        assert_eq!((read.add, read.risk, read.risky.len(), read.swept.len()), (1, None, 0, 0));
+        assert_eq!((read.add, read.risk, read.risky.len(), read.swept.len(), read.foreign.len()), (1, None, 0, 0, 0));
     }
 }

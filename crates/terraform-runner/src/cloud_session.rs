@@ -10,6 +10,8 @@ use crate::gcp::GcpSession;
 pub(crate) struct StateObjects {
     pub(crate) lock: &'static str,
     pub(crate) holder: &'static str,
+    /// What the runs created ([`crate::creations`]).
+    pub(crate) creations: &'static str,
 }
 
 /// The cloud a run works in.
@@ -34,17 +36,21 @@ impl CloudSession {
         }
     }
 
-    /// Terraform's lock beside the state, and the record of who takes it: the backends of
+    /// Terraform's lock beside the state, the record of who takes it and that of what runs created: the backends of
     /// assets/terraform/*/main.tf.hbs (S3 `key = "terraform.tfstate"` with `use_lockfile`, GCS `prefix =
     /// "terraform"`, whose default workspace locks `default.tflock`).
     pub(crate) fn state_objects(&self) -> StateObjects {
         match self {
-            CloudSession::Aws(_) => {
-                StateObjects { lock: "terraform.tfstate.tflock", holder: "terraform.tfstate.holder.json" }
-            }
-            CloudSession::Gcp(_) => {
-                StateObjects { lock: "terraform/default.tflock", holder: "terraform/default.holder.json" }
-            }
+            CloudSession::Aws(_) => StateObjects {
+                lock: "terraform.tfstate.tflock",
+                holder: "terraform.tfstate.holder.json",
+                creations: "terraform.tfstate.created.json",
+            },
+            CloudSession::Gcp(_) => StateObjects {
+                lock: "terraform/default.tflock",
+                holder: "terraform/default.holder.json",
+                creations: "terraform/default.created.json",
+            },
         }
     }
 

@@ -1,9 +1,12 @@
 //! Terraform's machine-readable output (`-json`): each line turned back into the text people read in the run's
-//! log, and its error diagnostics kept, so that a failure names the cloud's answer, its class and the resource.
+//! log, its error diagnostics kept, so that a failure names the cloud's answer, its class and the resource, and
+//! each resource an apply created named as it completes (for [`crate::creations`]).
 
 use runner_contract::failure::{CloudFailure, CloudFailureClass};
 use runner_contract::redact::Redactor;
 use serde::Deserialize;
+
+use crate::creations::Created;
 
 /// An error Terraform reported.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,6 +34,49 @@ struct UiMessage {
     message: String,
     #[serde(default)]
     diagnostic: Option<UiDiagnostic>,
+    #[serde(default, rename = "type")]
+    kind: String,
+    #[serde(default)]
+    hook: Option<UiHook>,
+}
+
+/// The `hook` of an `apply_complete` message: the resource and the id the provider gave it.
+#[derive(Deserialize)]
+struct UiHook {
+    resource: UiResource,
+    action: String,
+    #[serde(default)]
+    id_value: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct UiResource {
+    addr: String,
+    resource_type: String,
+}
+
+impl UiMessage {
+    /// The resource this message says an apply created (a replacement's new half is a creation too).
+    fn created(&self) -> Option<Created> {
+        let hook = self.hook.as_ref().filter(|hook| self.kind == "apply_complete" && hook.action == "create")?;
+        let id = hook.id_value.as_deref().filter(|id| !id.is_empty())?;
+        Some(Created {
+            resource_type: hook.resource.resource_type.clone(),
+            id: id.to_owned(),
+            address: hook.resource.addr.clone(),
+        })
+    }
+}
+
+/// What one line of output says.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Line {
+    /// The text to log for it (a line that is not a JSON message is logged as it is).
+    pub text: String,
+    /// The error it reports.
+    pub error: Option<Diagnostic>,
+    /// The resource it says was created.
+    pub created: Option<Created>,
 }
 
 #[derive(Deserialize)]
@@ -44,13 +90,13 @@ struct UiDiagnostic {
     address: Option<String>,
 }
 
-/// One line of output: the text to log for it (a line that is not a JSON message is logged as it is) and the
-/// error it reports.
-pub fn read_line(line: &str) -> (String, Option<Diagnostic>) {
+/// What one line of output says.
+pub fn read_line(line: &str) -> Line {
     let Some(message) = line.starts_with('{').then(|| serde_json::from_str::<UiMessage>(line).ok()).flatten() else {
-        return (line.to_owned(), None);
+        return Line { text: line.to_owned(), ..Line::default() };
     };
-    let Some(diagnostic) = message.diagnostic else { return (message.message, None) };
+    let created = message.created();
+    let Some(diagnostic) = message.diagnostic else { return Line { text: message.message, error: None, created } };
     let mut text = message.message;
     if !diagnostic.detail.is_empty() {
         text = format!("{text}\n  {}", diagnostic.detail.replace('\n', "\n  "));
@@ -63,7 +109,7 @@ pub fn read_line(line: &str) -> (String, Option<Diagnostic>) {
         detail: diagnostic.detail,
         address: diagnostic.address,
     });
-    (text, error)
+    Line { text, error, created }
 }
 
 /// The cloud failure behind `errors`, when the cloud's answer is recognised: transient only when every error is
@@ -112,23 +158,54 @@ mod tests {
         }
     }
 
+    fn plain(text: &str) -> Line {
+        Line { text: text.to_owned(), ..Line::default() }
+    }
+
     #[test]
     fn a_json_line_is_logged_as_its_message_and_an_error_is_kept() {
-        let (text, error) = read_line(VPC_QUOTA);
+        let Line { text, error, created } = read_line(VPC_QUOTA);
         assert!(text.starts_with("Error: creating EC2 VPC"), "{text}");
         assert!(text.ends_with("\n  with module.vpc.aws_vpc.this"), "{text}");
         let error = error.unwrap();
         assert_eq!(error.address.as_deref(), Some("module.vpc.aws_vpc.this"));
+        assert_eq!(created, None);
         let progress = r#"{"@level":"info","@message":"module.vpc.aws_vpc.this: Creating...","type":"apply_start"}"#;
-        assert_eq!(read_line(progress), ("module.vpc.aws_vpc.this: Creating...".to_owned(), None));
-        assert_eq!(read_line("Warning: plain text"), ("Warning: plain text".to_owned(), None));
+        assert_eq!(read_line(progress), plain("module.vpc.aws_vpc.this: Creating..."));
+        assert_eq!(read_line("Warning: plain text"), plain("Warning: plain text"));
         let warning = r#"{"@message":"Warning: deprecated","diagnostic":{"severity":"warning","summary":"deprecated","detail":"use x\ninstead"},"type":"diagnostic"}"#;
-        assert_eq!(read_line(warning), ("Warning: deprecated\n  use x\n  instead".to_owned(), None));
+        assert_eq!(read_line(warning), plain("Warning: deprecated\n  use x\n  instead"));
+    }
+
+    /// As OpenTofu 1.x prints them with `apply -json`.
+    fn apply_complete(action: &str, id: &str) -> String {
+        format!(
+            r#"{{"@level":"info","@message":"module.compute.aws_instance.control_plane[0]: Creation complete after 12s [id={id}]","@module":"tofu.ui","hook":{{"resource":{{"addr":"module.compute.aws_instance.control_plane[0]","module":"module.compute","resource":"aws_instance.control_plane[0]","implied_provider":"aws","resource_type":"aws_instance","resource_name":"control_plane","resource_key":0}},"action":"{action}","id_key":"id","id_value":"{id}","elapsed_seconds":12}},"type":"apply_complete"}}"#
+        )
+    }
+
+    #[test]
+    fn a_completed_creation_names_the_resource_by_its_type_and_id_and_nothing_else_does() {
+        let line = read_line(&apply_complete("create", "i-0a1b"));
+        assert_eq!(line.text, "module.compute.aws_instance.control_plane[0]: Creation complete after 12s [id=i-0a1b]");
+        assert_eq!(
+            line.created,
+            Some(Created {
+                resource_type: "aws_instance".into(),
+                id: "i-0a1b".into(),
+                address: "module.compute.aws_instance.control_plane[0]".into(),
+            })
+        );
+        for (action, id) in [("update", "i-0a1b"), ("delete", "i-0a1b"), ("create", "")] {
+            assert_eq!(read_line(&apply_complete(action, id)).created, None, "{action} {id:?}");
+        }
+        let started = apply_complete("create", "i-0a1b").replace("apply_complete", "apply_start");
+        assert_eq!(read_line(&started).created, None);
     }
 
     #[test]
     fn the_failure_is_transient_only_when_every_error_is() {
-        let quota = read_line(VPC_QUOTA).1.unwrap();
+        let quota = read_line(VPC_QUOTA).error.unwrap();
         let all_throttled = [throttled("a"), throttled("b")];
         let failure = cloud_failure(&all_throttled).unwrap();
         assert_eq!((failure.class, failure.address.as_deref()), (CloudFailureClass::RateLimited, Some("a")));
@@ -143,7 +220,7 @@ mod tests {
 
     #[test]
     fn errors_are_described_in_one_line() {
-        let quota = read_line(VPC_QUOTA).1.unwrap();
+        let quota = read_line(VPC_QUOTA).error.unwrap();
         let other = Diagnostic { summary: "s".to_owned(), detail: "two\nlines".to_owned(), address: None };
         assert_eq!(
             describe(&[quota, other]),

@@ -1,15 +1,17 @@
 //! What a deprovisioning left in the cloud: every resource the modules create carries the runtime's id as a tag
-//! ([`RUNTIME_ID_TAG`]) or, in GCP, a label, so once the state is destroyed, whatever still carries it is a
-//! leftover: created by a run that was killed before it saved its state, or changed outside Terraform. Each cloud
-//! lists them ([`RuntimeResources`]); the kinds the modules create are deleted, in dependency order; anything else
-//! is named. After an apply, what carries the id though the state does not know it is reported as orphans, for
-//! the deprovisioning. AWS: the Resource Groups Tagging API (below); GCP: [`crate::gcp`]'s `leftovers`.
+//! ([`RUNTIME_ID_TAG`]) or, in GCP, a label, and every one a run creates is recorded as it is created
+//! ([`crate::creations`]). Once the state is destroyed, whatever still carries the id and a run recorded creating is
+//! a leftover (created by a run killed before it saved its state): the kinds the modules create are deleted, in
+//! dependency order, and anything else is named. What carries the id though no run recorded creating it is
+//! foreign (someone else tagged it): named, never touched. After an apply, both are reported for what the state
+//! does not know. AWS: the Resource Groups Tagging API (below); GCP: [`crate::gcp`]'s `leftovers`.
 
 use runner_contract::failure::{MAX_LISTED_LEFTOVERS, RUNTIME_ID_TAG};
 use runner_contract::inventory;
 use uuid::Uuid;
 
 use crate::aws::{AwsSession, aws_error};
+use crate::creations::Creations;
 use crate::ec2_query::{Ec2Refusal, elements};
 use crate::terraform::Signals;
 use crate::transient::Retrying;
@@ -23,6 +25,9 @@ pub(crate) trait RuntimeResources {
 
     /// The leftover `name` names, when it is of a kind the runner deletes.
     fn leftover(name: &str) -> Option<Self::Leftover>;
+
+    /// Whether a run of the runtime recorded creating the resource `name` names.
+    fn created_by_a_run(name: &str, creations: &Creations) -> bool;
 
     /// The names of the resources that carry `runtime_id` and still exist.
     async fn left_of_runtime(&self, runtime_id: Uuid) -> Result<Vec<String>>;
@@ -77,6 +82,26 @@ impl AwsLeftover {
     }
 }
 
+impl AwsLeftover {
+    /// Terraform's resource type and id of this leftover.
+    fn terraform_identity(&self) -> (&'static str, String) {
+        match self {
+            AwsLeftover::EksNodegroup { cluster, nodegroup } => {
+                ("aws_eks_node_group", format!("{cluster}:{nodegroup}"))
+            }
+            AwsLeftover::EksCluster(name) => ("aws_eks_cluster", name.clone()),
+            AwsLeftover::Instance(id) => ("aws_instance", id.clone()),
+            AwsLeftover::NatGateway(id) => ("aws_nat_gateway", id.clone()),
+            AwsLeftover::ElasticIp(id) => ("aws_eip", id.clone()),
+            AwsLeftover::InternetGateway(id) => ("aws_internet_gateway", id.clone()),
+            AwsLeftover::SecurityGroup(id) => ("aws_security_group", id.clone()),
+            AwsLeftover::Subnet(id) => ("aws_subnet", id.clone()),
+            AwsLeftover::RouteTable(id) => ("aws_route_table", id.clone()),
+            AwsLeftover::Vpc(id) => ("aws_vpc", id.clone()),
+        }
+    }
+}
+
 /// What one deletion came to.
 pub(crate) enum Deleted {
     /// Deleted now, or gone already.
@@ -85,21 +110,35 @@ pub(crate) enum Deleted {
     Refused(String),
 }
 
+/// What a destroy's sweep came to: what it deleted, and what it left alone because no run created it.
+pub(crate) struct Swept {
+    pub(crate) swept: Vec<String>,
+    pub(crate) foreign: Vec<String>,
+}
+
+/// What carries the runtime's id though the state does not know it: what a run created (`ours`), and what none did.
+pub(crate) struct Unknown {
+    pub(crate) ours: Vec<String>,
+    pub(crate) foreign: Vec<String>,
+}
+
 impl Runner {
-    /// After a destroy: deletes what still carries the runtime's id, trying what is still in use again after the
-    /// transient pauses; returns what it deleted (at most [`MAX_LISTED_LEFTOVERS`]), or fails naming what is left.
+    /// After a destroy: deletes what still carries the runtime's id and a run of it created, trying what is still
+    /// in use again after the transient pauses; returns what it deleted and what it left alone (each at most
+    /// [`MAX_LISTED_LEFTOVERS`]), or fails naming what a run created and is left.
     pub(crate) async fn sweep_leftovers<C: RuntimeResources>(
         &self,
         cloud: &C,
         runtime_id: Uuid,
+        creations: &Creations,
         signals: &mut Signals,
-    ) -> Result<Vec<String>> {
+    ) -> Result<Swept> {
         let mut retrying = Retrying::new(self.settings.transient_retries);
         let mut swept = Vec::new();
-        let mut left = cloud.left_of_runtime(runtime_id).await?;
+        let Unknown { ours: mut left, mut foreign } = split::<C>(cloud.left_of_runtime(runtime_id).await?, creations);
         while !left.is_empty() {
             swept.extend(delete_leftovers(cloud, &left).await?);
-            left = cloud.left_of_runtime(runtime_id).await?;
+            Unknown { ours: left, foreign } = split::<C>(cloud.left_of_runtime(runtime_id).await?, creations);
             if left.is_empty() {
                 break;
             }
@@ -110,21 +149,31 @@ impl Runner {
             }
         }
         swept.truncate(MAX_LISTED_LEFTOVERS);
-        Ok(swept)
+        foreign.truncate(MAX_LISTED_LEFTOVERS);
+        Ok(Swept { swept, foreign })
     }
 }
 
-/// After an apply: what carries `runtime_id` and still exists though the state's `inventory` does not name it;
-/// at most [`MAX_LISTED_LEFTOVERS`].
+/// After an apply: what carries `runtime_id` and still exists though the state's `inventory` does not name it, by
+/// whether a run created it; each at most [`MAX_LISTED_LEFTOVERS`].
 pub(crate) async fn orphans<C: RuntimeResources>(
     cloud: &C,
     runtime_id: Uuid,
+    creations: &Creations,
     inventory: &[String],
-) -> Result<Vec<String>> {
-    let mut orphans = cloud.left_of_runtime(runtime_id).await?;
-    orphans.retain(|name| !inventory::names(inventory, name));
-    orphans.truncate(MAX_LISTED_LEFTOVERS);
-    Ok(orphans)
+) -> Result<Unknown> {
+    let mut unknown = cloud.left_of_runtime(runtime_id).await?;
+    unknown.retain(|name| !inventory::names(inventory, name));
+    let Unknown { mut ours, mut foreign } = split::<C>(unknown, creations);
+    ours.truncate(MAX_LISTED_LEFTOVERS);
+    foreign.truncate(MAX_LISTED_LEFTOVERS);
+    Ok(Unknown { ours, foreign })
+}
+
+/// `names` parted by whether a run of the runtime created each.
+fn split<C: RuntimeResources>(names: Vec<String>, creations: &Creations) -> Unknown {
+    let (ours, foreign) = names.into_iter().partition(|name| C::created_by_a_run(name, creations));
+    Unknown { ours, foreign }
 }
 
 /// Deletes, in dependency order, each of `names` of a kind the runner deletes; returns the names deleted. One the
@@ -151,6 +200,18 @@ impl RuntimeResources for AwsSession {
 
     fn leftover(arn: &str) -> Option<AwsLeftover> {
         AwsLeftover::of_arn(arn)
+    }
+
+    /// A kind the runner deletes by its type and id; any other by the ARN or the id it ends with, whatever the
+    /// type, since that only decides whether it is named as left or as foreign.
+    fn created_by_a_run(arn: &str, creations: &Creations) -> bool {
+        match AwsLeftover::of_arn(arn) {
+            Some(leftover) => {
+                let (resource_type, id) = leftover.terraform_identity();
+                creations.holds(resource_type, &id)
+            }
+            None => creations.holds_id(arn) || creations.holds_id(arn.rsplit(['/', ':']).next().unwrap_or(arn)),
+        }
     }
 
     /// The ARNs of the resources of this region that carry `runtime_id`'s tag and still exist.
@@ -328,6 +389,24 @@ mod tests {
                 AwsLeftover::Vpc("vpc-0a1b".into()),
             ]
         );
+    }
+
+    #[test]
+    fn a_tagged_resource_is_ours_only_when_a_run_recorded_creating_it_by_its_type_and_id() {
+        let creations: Creations = serde_json::from_value(serde_json::json!({"created": [
+            {"type": "aws_instance", "id": "i-0e3f", "address": "aws_instance.node[0]"},
+            {"type": "aws_eks_node_group", "id": "prod:workers", "address": "aws_eks_node_group.workers"},
+            {"type": "aws_iam_role", "id": "prod", "address": "aws_iam_role.cluster"},
+            {"type": "aws_ebs_volume", "id": "vol-0a1b", "address": "aws_ebs_volume.data"},
+        ]}))
+        .unwrap();
+        let ours = |arn: &str| AwsSession::created_by_a_run(arn, &creations);
+        assert!(ours("arn:aws:ec2:eu-west-1:123456789012:instance/i-0e3f"));
+        assert!(ours("arn:aws:eks:eu-west-1:123456789012:nodegroup/prod/workers/6ac7a1e2-2b1c-4f6e-9a9b-0e5c2c7d1f00"));
+        assert!(ours("arn:aws:ec2:eu-west-1:123456789012:volume/vol-0a1b"), "a kind it does not delete, by its id");
+        assert!(!ours("arn:aws:ec2:eu-west-1:123456789012:instance/i-0f4a"), "another instance");
+        assert!(!ours("arn:aws:eks:eu-west-1:123456789012:cluster/prod"), "a cluster named as the recorded role");
+        assert!(!ours("arn:aws:ec2:eu-west-1:123456789012:vpc/vpc-0a1b"));
     }
 
     #[test]

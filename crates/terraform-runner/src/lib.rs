@@ -12,6 +12,7 @@ mod api_server;
 mod approval;
 mod aws;
 mod cloud_session;
+mod creations;
 mod diagnostics;
 mod ec2_query;
 pub mod fetch_modules;
@@ -41,8 +42,10 @@ use serde_json::Value;
 use approval::SavedPlan;
 use aws::AwsSession;
 use cloud_session::CloudSession;
+use creations::{Creations, Recorder};
 use gcp::GcpSession;
 use inputs::{install_lock_file, plan_without_backend, prepare_work_dir, read_credential, read_manifest};
+use leftovers::{Swept, Unknown};
 use plans::{EVERYTHING, apply_plan, plan, plan_destroy, refuse_destructive, show_plan, within_approval};
 pub use settings::RunnerSettings;
 use state_lock::{LockHolder, StateLock, Verdict};
@@ -267,6 +270,7 @@ impl Runner {
                 summary
             }
         };
+        let recorder = Recorder::open(&run.session, bucket).await?;
         if let (Some(upgrade), CloudSession::Aws(aws)) = (&run.manifest.control_plane_upgrade, &run.session) {
             if approved.is_some() {
                 // The protocol applies parts alone, so it cannot apply the saved file: the approval holds while a
@@ -278,7 +282,9 @@ impl Runner {
                     });
                 }
             }
-            self.upgrade_control_plane_first(&run.terraform, aws, upgrade, &run.lock_timeout, &mut run.signals).await?;
+            let (terraform, lock_timeout) = (&run.terraform, &run.lock_timeout);
+            self.upgrade_control_plane_first(terraform, &recorder, aws, upgrade, lock_timeout, &mut run.signals)
+                .await?;
             // The first plan is stale once the control plane's part is applied: the rest is planned again (and
             // checked again) from the state as it is now; an approved run may change no more than was approved.
             let rest = plan(&run.terraform, EVERYTHING, &run.lock_timeout, protected, &mut run.signals).await?;
@@ -290,15 +296,16 @@ impl Runner {
         match approved {
             // An approval names one plan file: a new plan would need a new approval.
             Some(_) => {
-                apply_plan(&run.terraform, &run.lock_timeout, &mut run.signals)
+                apply_plan(&run.terraform, &run.lock_timeout, &mut run.signals, Some(&recorder))
                     .await
                     .map_err(approval::stale_plan_refusal)?;
             }
             None => {
-                self.apply_retrying_transient(&run.terraform, &run.lock_timeout, &mut run.signals, Replan::Apply)
-                    .await?
+                let replan = Replan::Apply(&recorder);
+                self.apply_retrying_transient(&run.terraform, &run.lock_timeout, &mut run.signals, replan).await?
             }
         }
+        recorder.save().await?;
         if approved.is_some() {
             saved.discard().await?;
         }
@@ -310,7 +317,7 @@ impl Runner {
             api_server::wait_until_answering(&kubeconfig, interval, timeout, &mut run.signals).await?;
         }
         let resources = run.terraform.cloud_resources().await?;
-        let orphans = self.orphans(run, &resources).await;
+        let (orphans, foreign) = self.orphans(run, &recorder.creations(), &resources).await;
         publish::publish_outputs(
             self.kube.clone(),
             &settings.namespace,
@@ -319,30 +326,38 @@ impl Runner {
             publish::Outputs { kubeconfig: &kubeconfig, resources: &resources },
         )
         .await?;
-        Ok(RunReport::applied(PlanSummary { orphans, ..summary }, kubeconfig_digest(kubeconfig.as_bytes())))
+        let summary = PlanSummary { orphans, foreign, ..summary };
+        Ok(RunReport::applied(summary, kubeconfig_digest(kubeconfig.as_bytes())))
     }
 
-    /// What an earlier run of the runtime, killed before it saved its state, left in the cloud. The apply itself
-    /// succeeded, so a failed listing is logged, not a failure of the run.
-    async fn orphans(&self, run: &Prepared, inventory: &[String]) -> Vec<String> {
+    /// What carries the runtime's id though the state does not know it: what an earlier run of the runtime,
+    /// killed before it saved its state, created (orphans), and what no run recorded creating (foreign). The apply
+    /// itself succeeded, so a failed listing is logged, not a failure of the run.
+    async fn orphans(&self, run: &Prepared, creations: &Creations, inventory: &[String]) -> (Vec<String>, Vec<String>) {
         let runtime_id = run.manifest.runtime_id;
         let listed = match &run.session {
-            CloudSession::Aws(aws) => leftovers::orphans(aws.as_ref(), runtime_id, inventory).await,
-            CloudSession::Gcp(gcp) => leftovers::orphans(gcp.as_ref(), runtime_id, inventory).await,
+            CloudSession::Aws(aws) => leftovers::orphans(aws.as_ref(), runtime_id, creations, inventory).await,
+            CloudSession::Gcp(gcp) => leftovers::orphans(gcp.as_ref(), runtime_id, creations, inventory).await,
         };
         match listed {
-            Ok(orphans) => {
+            Ok(Unknown { ours: orphans, foreign }) => {
                 if !orphans.is_empty() {
                     tracing::warn!(
                         ?orphans,
-                        "resources carrying the runtime's id that the state does not know; the deprovisioning deletes them"
+                        "resources an earlier run created that the state does not know; the deprovisioning deletes them"
                     );
                 }
-                orphans
+                if !foreign.is_empty() {
+                    tracing::warn!(
+                        ?foreign,
+                        "resources carrying the runtime's id that no run of it created; they are never deleted"
+                    );
+                }
+                (orphans, foreign)
             }
             Err(error) => {
                 tracing::warn!(%error, "listing what carries the runtime's id failed; no orphans are reported");
-                Vec::new()
+                (Vec::new(), Vec::new())
             }
         }
     }
@@ -386,16 +401,21 @@ impl Runner {
             aws.delete_parameters_under(prefix).await?;
         }
         // The bucket stays while anything of the runtime is left: a repeated deprovisioning looks again.
-        let swept = match &run.session {
+        let creations = Creations::read(&run.session, bucket).await?;
+        let runtime_id = run.manifest.runtime_id;
+        let Swept { swept, foreign } = match &run.session {
             CloudSession::Aws(aws) => {
-                self.sweep_leftovers(aws.as_ref(), run.manifest.runtime_id, &mut run.signals).await?
+                self.sweep_leftovers(aws.as_ref(), runtime_id, &creations, &mut run.signals).await?
             }
             CloudSession::Gcp(gcp) => {
-                self.sweep_leftovers(gcp.as_ref(), run.manifest.runtime_id, &mut run.signals).await?
+                self.sweep_leftovers(gcp.as_ref(), runtime_id, &creations, &mut run.signals).await?
             }
         };
+        if !foreign.is_empty() {
+            tracing::warn!(?foreign, "resources carrying the runtime's id that no run of it created were left alone");
+        }
         run.session.delete_state_bucket(bucket).await?;
-        Ok(Some(RunReport::of_plan(PlanSummary { swept, ..summary })))
+        Ok(Some(RunReport::of_plan(PlanSummary { swept, foreign, ..summary })))
     }
 
     /// Runs after `init` and before the first command that takes the state lock: a lock whose recorded holder is
@@ -483,6 +503,7 @@ impl Runner {
     async fn upgrade_control_plane_first(
         &self,
         terraform: &Terraform,
+        recorder: &Recorder<'_>,
         aws: &AwsSession,
         upgrade: &ControlPlaneUpgrade,
         lock_timeout: &str,
@@ -500,17 +521,17 @@ impl Runner {
                 target: format!("{}[{node}]", upgrade.machines),
                 marker: nodes.running_marker(node, &upgrade.machine_type),
                 what: format!("that control-plane node {node} runs again on {}", upgrade.machine_type),
+                timeout: settings.kubeconfig_timeout,
             };
-            self.apply_alone_then_wait(terraform, aws, &change, settings.kubeconfig_timeout, lock_timeout, signals)
-                .await?;
+            self.apply_alone_then_wait(terraform, recorder, aws, &change, lock_timeout, signals).await?;
         }
         let change = ControlPlaneChange {
             target: upgrade.resource.clone(),
             marker: nodes.upgraded_marker(upgrade.last_node, &upgrade.version),
             what: format!("that its control plane runs {}", upgrade.version),
+            timeout: settings.control_plane_upgrade_timeout,
         };
-        let timeout = settings.control_plane_upgrade_timeout;
-        self.apply_alone_then_wait(terraform, aws, &change, timeout, lock_timeout, signals).await
+        self.apply_alone_then_wait(terraform, recorder, aws, &change, lock_timeout, signals).await
     }
 
     /// Plans `change.target` alone; when that changes anything, removes the marker (one of an earlier change
@@ -518,9 +539,9 @@ impl Runner {
     async fn apply_alone_then_wait(
         &self,
         terraform: &Terraform,
+        recorder: &Recorder<'_>,
         aws: &AwsSession,
         change: &ControlPlaneChange,
-        timeout: std::time::Duration,
         lock_timeout: &str,
         signals: &mut Signals,
     ) -> Result<()> {
@@ -531,10 +552,10 @@ impl Runner {
         }
         refuse_destructive(&summary)?;
         aws.delete_parameter(&change.marker).await?;
-        apply_plan(terraform, lock_timeout, signals).await?;
+        apply_plan(terraform, lock_timeout, signals, Some(recorder)).await?;
         tracing::info!(target = change.target, marker = change.marker, "waiting for the control plane");
         let interval = self.settings.kubeconfig_poll_interval;
-        aws.wait_for_parameter(&change.marker, &change.what, interval, timeout, signals).await?;
+        aws.wait_for_parameter(&change.marker, &change.what, interval, change.timeout, signals).await?;
         tracing::info!(target = change.target, "the control plane has taken the change");
         Ok(())
     }
@@ -606,9 +627,10 @@ fn output<'a>(outputs: &'a BTreeMap<String, Value>, name: &str) -> Result<&'a st
 const INIT: &[&str] = &["init", "-input=false", "-no-color", "-lockfile=readonly", "-reconfigure"];
 
 /// One step of [`Runner::upgrade_control_plane_first`]: the resource applied alone, and the SSM parameter the
-/// nodes publish once they have taken it.
+/// nodes publish once they have taken it, within `timeout`.
 struct ControlPlaneChange {
     target: String,
     marker: String,
     what: String,
+    timeout: std::time::Duration,
 }

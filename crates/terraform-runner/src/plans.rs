@@ -3,6 +3,7 @@
 
 use runner_contract::plan::PlanSummary;
 
+use crate::creations::Recorder;
 use crate::terraform::{Signals, Terraform};
 use crate::{Error, Result};
 
@@ -85,7 +86,13 @@ pub(crate) fn refuse_destructive(summary: &PlanSummary) -> Result<()> {
     }
 }
 
-/// Applies exactly the saved plan.
-pub(crate) async fn apply_plan(terraform: &Terraform, lock_timeout: &str, signals: &mut Signals) -> Result<()> {
-    terraform.run(&["apply", "-input=false", "-no-color", "-json", lock_timeout, PLAN_FILE], signals).await
+/// Applies exactly the saved plan; `recorder` records what it creates (a destroy creates nothing).
+pub(crate) async fn apply_plan(
+    terraform: &Terraform,
+    lock_timeout: &str,
+    signals: &mut Signals,
+    recorder: Option<&Recorder<'_>>,
+) -> Result<()> {
+    let arguments = ["apply", "-input=false", "-no-color", "-json", lock_timeout, PLAN_FILE];
+    terraform.run_recording(&arguments, signals, recorder).await
 }

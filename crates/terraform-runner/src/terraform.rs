@@ -5,13 +5,14 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use runner_contract::redact::{HOLD_BACK, LineRedactor, SharedRedactor};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
+use crate::creations::Recorder;
 use crate::diagnostics::{self, Diagnostic};
 use crate::{Error, Result};
 
@@ -67,8 +68,18 @@ pub struct Terraform {
 impl Terraform {
     /// Runs one command to completion, streaming its output. Its span, named after the command (`init`, `plan`,
     /// `apply`, `destroy`), is for traces only (`process_support::traces::SPAN_TARGET`).
-    #[tracing::instrument(target = "traces", name = "terraform", skip_all, fields(otel.name = args.first().copied().unwrap_or("terraform")))]
     pub async fn run(&self, args: &[&str], signals: &mut Signals) -> Result<()> {
+        self.run_recording(args, signals, None).await
+    }
+
+    /// [`Terraform::run`] of an `apply -json` whose creations `recorder` records as Terraform reports them.
+    #[tracing::instrument(target = "traces", name = "terraform", skip_all, fields(otel.name = args.first().copied().unwrap_or("terraform")))]
+    pub(crate) async fn run_recording(
+        &self,
+        args: &[&str],
+        signals: &mut Signals,
+        recorder: Option<&Recorder<'_>>,
+    ) -> Result<()> {
         let command = self.describe(args);
         if signals.received() {
             return Err(Error::Interrupted);
@@ -77,27 +88,17 @@ impl Terraform {
         let mut child = self.spawn(args)?;
         // Kept apart: Terraform reports errors on stderr (on stdout with `-json`), and the two streams arrive
         // interleaved.
-        let stdout_tail = Arc::new(Mutex::new(VecDeque::with_capacity(TAIL_LINES)));
-        let stderr_tail = Arc::new(Mutex::new(VecDeque::with_capacity(TAIL_LINES)));
-        let errors = Arc::new(Mutex::new(Vec::new()));
-        let stdout = tokio::spawn(forward(
-            child.stdout.take(),
-            tokio::io::stdout(),
-            self.redactor.clone(),
-            stdout_tail.clone(),
-            Some(errors.clone()),
-        ));
-        let stderr = tokio::spawn(forward(
-            child.stderr.take(),
-            tokio::io::stderr(),
-            self.redactor.clone(),
-            stderr_tail.clone(),
-            None,
-        ));
-        let status = wait_passing_signals(&mut child, signals)
-            .await
-            .map_err(|source| Error::Spawn { binary: self.binary.clone(), source })?;
-        let _ = tokio::join!(stdout, stderr);
+        let stdout_tail = Mutex::new(VecDeque::with_capacity(TAIL_LINES));
+        let stderr_tail = Mutex::new(VecDeque::with_capacity(TAIL_LINES));
+        let errors = Mutex::new(Vec::new());
+        let messages = Messages { errors: &errors, recorder };
+        let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+        let (status, (), ()) = tokio::join!(
+            wait_passing_signals(&mut child, signals),
+            forward(stdout, tokio::io::stdout(), &self.redactor, &stdout_tail, Some(messages)),
+            forward(stderr, tokio::io::stderr(), &self.redactor, &stderr_tail, None),
+        );
+        let status = status.map_err(|source| Error::Spawn { binary: self.binary.clone(), source })?;
         if signals.received() {
             return Err(Error::Interrupted);
         }
@@ -197,16 +198,36 @@ async fn wait_passing_signals(child: &mut Child, signals: &mut Signals) -> std::
     }
 }
 
+/// Where what Terraform's `-json` messages say goes: their errors, redacted, and the resources they say were
+/// created, recorded before the next line is read.
+struct Messages<'a> {
+    errors: &'a Mutex<Vec<Diagnostic>>,
+    recorder: Option<&'a Recorder<'a>>,
+}
+
+impl Messages<'_> {
+    /// The text of `raw`, after keeping what it says.
+    async fn read(&self, raw: &str, redactor: &SharedRedactor) -> String {
+        let line = diagnostics::read_line(raw);
+        let error = line.error.map(|error| error.redacted(&redactor.current()));
+        self.errors.lock().expect("errors lock").extend(error);
+        if let (Some(recorder), Some(created)) = (self.recorder, line.created) {
+            recorder.record(created).await;
+        }
+        line.text
+    }
+}
+
 /// Copies a child's output to ours line by line, redacted, keeping the last lines. Each line is printed once the
-/// next one arrived, or after [`HOLD_BACK`], so that a value split across the two is redacted too. With `errors`,
-/// the output may be Terraform's `-json` messages: each is turned into its text first (a value inside JSON is
-/// escaped, and the halves of a split one sit in two messages) and then redacted, and its error kept, redacted.
+/// next one arrived, or after [`HOLD_BACK`], so that a value split across the two is redacted too. With
+/// `messages`, the output may be Terraform's `-json` messages: each is turned into its text first (a value inside
+/// JSON is escaped, and the halves of a split one sit in two messages) and then redacted, and what it says kept.
 async fn forward(
     source: Option<impl AsyncRead + Unpin>,
     mut sink: impl tokio::io::AsyncWrite + Unpin,
-    redactor: SharedRedactor,
-    tail: Arc<Mutex<VecDeque<String>>>,
-    errors: Option<Arc<Mutex<Vec<Diagnostic>>>>,
+    redactor: &SharedRedactor,
+    tail: &Mutex<VecDeque<String>>,
+    messages: Option<Messages<'_>>,
 ) {
     let Some(source) = source else { return };
     let mut reader = BufReader::new(source);
@@ -224,13 +245,8 @@ async fn forward(
             Ok(Ok(_)) => {
                 let raw = String::from_utf8_lossy(&buffer).trim_end().to_owned();
                 buffer.clear();
-                let text = match &errors {
-                    Some(errors) => {
-                        let (text, error) = diagnostics::read_line(&raw);
-                        let error = error.map(|error| error.redacted(&redactor.current()));
-                        errors.lock().expect("errors lock").extend(error);
-                        text
-                    }
+                let text = match &messages {
+                    Some(messages) => messages.read(&raw, redactor).await,
                     None => raw,
                 };
                 text.lines().filter_map(|line| lines.push(line)).collect()

@@ -6,14 +6,15 @@ use std::time::Duration;
 
 use process_support::backoff::Backoff;
 
+use crate::creations::Recorder;
 use crate::plans::{EVERYTHING, apply_plan, plan, plan_destroy, refuse_destructive};
 use crate::terraform::{Signals, Terraform};
 use crate::{Error, Result, Runner};
 
 /// What a retry plans again.
-pub(crate) enum Replan {
-    /// The configuration, checked like the first plan.
-    Apply,
+pub(crate) enum Replan<'a> {
+    /// The configuration, checked like the first plan; what it creates recorded.
+    Apply(&'a Recorder<'a>),
     /// The destruction of everything the state still holds.
     Destroy,
 }
@@ -25,16 +26,20 @@ impl Runner {
         terraform: &Terraform,
         lock_timeout: &str,
         signals: &mut Signals,
-        replan: Replan,
+        replan: Replan<'_>,
     ) -> Result<()> {
         let mut retrying = Retrying::new(self.settings.transient_retries);
+        let recorder = match replan {
+            Replan::Apply(recorder) => Some(recorder),
+            Replan::Destroy => None,
+        };
         loop {
-            let Err(error) = apply_plan(terraform, lock_timeout, signals).await else {
+            let Err(error) = apply_plan(terraform, lock_timeout, signals, recorder).await else {
                 return Ok(());
             };
             retrying.pause_after(error, signals).await?;
             match replan {
-                Replan::Apply => {
+                Replan::Apply(_) => {
                     let protected = &self.settings.protected_resources;
                     refuse_destructive(&plan(terraform, EVERYTHING, lock_timeout, protected, signals).await?)?;
                 }

@@ -6,9 +6,10 @@ use test_support::google_apis::FakeGoogleApis;
 
 use super::*;
 
-/// Also: what a run killed before it saved its state left (a cluster and a stray instance carrying the runtime's
-/// label) is reported as orphans by the apply and deleted by the destroy, cluster first; a node of a GKE pool goes
-/// with its cluster, and another runtime's cluster is left alone.
+/// Also: what carries the runtime's label though no run recorded creating it (a cluster and a stray instance) is
+/// reported as foreign by the apply; once the cluster is in the record (as a run killed before it saved its state
+/// leaves it), the next apply reports it as an orphan and the destroy deletes it and names the stray instance as
+/// foreign, leaving it; a node of a GKE pool goes with its cluster, and another runtime's cluster is left alone.
 #[tokio::test]
 async fn gke_apply_keeps_state_in_gcs_and_destroy_removes_the_bucket() {
     let job = Job::new().await;
@@ -82,7 +83,8 @@ output "location" {{
     write_config("apply");
     let applied = job.run_with("apply", &emulator).await;
     let summary = applied.assert_success();
-    assert_eq!(summary.orphans, [left_cluster.clone(), stray.clone()], "the state knows neither");
+    assert!(summary.orphans.is_empty(), "no run created them: {:?}", summary.orphans);
+    assert_eq!(summary.foreign, [left_cluster.clone(), stray.clone()], "the state knows neither");
     assert!(!applied.output.contains(&key.key.private_key_pem.lines().nth(1).unwrap().to_owned()));
 
     // The runner signed in as the service account and created a versioned bucket with that token.
@@ -107,9 +109,18 @@ output "location" {{
     assert_eq!(gcs.bucket(&job.bucket).await.expect("the state bucket")["versioning"]["enabled"], true);
     assert_eq!(
         gcs.object_names(&job.bucket).await,
-        ["terraform/default.holder.json", "terraform/default.tfstate"],
-        "state written, lock released, its holder recorded"
+        ["terraform/default.created.json", "terraform/default.holder.json", "terraform/default.tfstate"],
+        "state written, lock released, its holder and what the run created recorded"
     );
+    // The cluster as a run killed before it saved its state would have recorded it.
+    let record = gcs.object(&job.bucket, "terraform/default.created.json").await.unwrap();
+    let mut record: Value = serde_json::from_slice(&record).unwrap();
+    assert_eq!(record["created"].as_array().map(Vec::len), Some(1), "the apply created one resource: {record}");
+    record["created"].as_array_mut().unwrap().push(json!({
+        "type": "google_container_cluster", "address": "module.gke.google_container_cluster.this",
+        "id": format!("projects/{PROJECT_ID}/locations/europe-west1/clusters/runner-gke-1"),
+    }));
+    gcs.put_object(&job.bucket, "terraform/default.created.json", record.to_string()).await;
     for token in &issued {
         assert!(!applied.output.contains(token.as_str()), "the access token was printed");
     }
@@ -129,7 +140,8 @@ output "location" {{
     let mut next_run = RunIdentity::new(&job, "next").env();
     next_run.extend(emulator.clone());
     let took_over = job.run_with("apply", &next_run).await;
-    took_over.assert_success();
+    let summary = took_over.assert_success();
+    assert_eq!((summary.orphans, summary.foreign), (vec![left_cluster.clone()], vec![stray.clone()]));
     let unlocked = took_over.take_over_line();
     assert!(unlocked.contains(&format!("lock_id=\"{generation}\"")), "{unlocked}");
     assert!(gcs.object(&job.bucket, "terraform/default.tflock").await.is_none(), "the lock is gone");
@@ -146,8 +158,13 @@ output "location" {{
     let destroyed = job.run_with("destroy", &emulator).await;
     let report = destroyed.assert_report();
     assert!(destroyed.output.contains("Resources: 0 added, 0 changed, 1 destroyed."), "{}", destroyed.output);
-    assert_eq!(report.plan.swept, [left_cluster, stray], "the leftovers are deleted, the cluster first");
-    assert_eq!(apis.self_links(), [others, pool_node], "only another runtime's cluster and the pool's node remain");
+    assert_eq!(report.plan.swept, [left_cluster], "what a run created is deleted");
+    assert_eq!(report.plan.foreign, [stray.clone()], "what none did is named");
+    assert_eq!(
+        apis.self_links(),
+        [others, pool_node, stray],
+        "only another runtime's cluster, the pool's node and the foreign instance remain"
+    );
     let issued = token_server.issued_tokens();
     assert!(apis.bearer_tokens().iter().all(|bearer| issued.contains(bearer)), "every call carries an issued token");
     assert!(gcs.bucket(&job.bucket).await.is_none(), "the state bucket is removed after the destroy");

@@ -11,6 +11,7 @@ use uuid::Uuid;
 
 use super::{GcpSession, describe, gcp_error, joined};
 use crate::Result;
+use crate::creations::Creations;
 use crate::leftovers::{Deleted, RuntimeResources};
 
 /// The label GKE puts on every instance and disk of its node pools.
@@ -42,6 +43,21 @@ impl GcpLeftover {
             ("zones", "disks") => GcpLeftover::Disk { project, zone: place, name },
             _ => return None,
         })
+    }
+
+    /// Terraform's resource type and id of this leftover.
+    fn terraform_identity(&self) -> (&'static str, String) {
+        match self {
+            GcpLeftover::Cluster { project, location, name } => {
+                ("google_container_cluster", format!("projects/{project}/locations/{location}/clusters/{name}"))
+            }
+            GcpLeftover::Instance { project, zone, name } => {
+                ("google_compute_instance", format!("projects/{project}/zones/{zone}/instances/{name}"))
+            }
+            GcpLeftover::Disk { project, zone, name } => {
+                ("google_compute_disk", format!("projects/{project}/zones/{zone}/disks/{name}"))
+            }
+        }
     }
 
     fn project(&self) -> &str {
@@ -112,6 +128,20 @@ impl RuntimeResources for GcpSession {
 
     fn leftover(self_link: &str) -> Option<GcpLeftover> {
         GcpLeftover::of_self_link(self_link)
+    }
+
+    /// A kind the runner deletes by its type and id; any other by the path its self link ends with (`projects/…`,
+    /// Terraform's id of most Google resources).
+    fn created_by_a_run(self_link: &str, creations: &Creations) -> bool {
+        match GcpLeftover::of_self_link(self_link) {
+            Some(leftover) => {
+                let (resource_type, id) = leftover.terraform_identity();
+                creations.holds(resource_type, &id)
+            }
+            None => self_link
+                .split_once("/projects/")
+                .is_some_and(|(_, path)| creations.holds_id(&format!("projects/{path}"))),
+        }
     }
 
     /// The self links of this project's clusters, instances and disks that carry `runtime_id`'s label.
@@ -242,6 +272,26 @@ mod tests {
             ["https://www.googleapis.com/compute/v1/projects/my-project-1/zones/europe-west3-a/instances/stray"]
         );
         assert!(items_carrying(&page, Collection::Disks, RUNTIME).is_empty(), "no disks on an instances page");
+    }
+
+    #[test]
+    fn a_labelled_resource_is_ours_only_when_a_run_recorded_creating_it_by_its_type_and_id() {
+        let creations: Creations = serde_json::from_value(serde_json::json!({"created": [
+            {"type": "google_container_cluster", "id": "projects/p/locations/europe-west3/clusters/team-a-gke",
+             "address": "module.gke.google_container_cluster.this"},
+            {"type": "google_compute_address", "id": "projects/p/regions/europe-west3/addresses/nat",
+             "address": "google_compute_address.nat"},
+        ]}))
+        .unwrap();
+        let ours = |link: &str| GcpSession::created_by_a_run(link, &creations);
+        assert!(ours("https://container.googleapis.com/v1/projects/p/locations/europe-west3/clusters/team-a-gke"));
+        assert!(
+            ours("https://container.googleapis.com/v1/projects/p/zones/europe-west3/clusters/team-a-gke"),
+            "a cluster's self link may name its location a zone"
+        );
+        assert!(ours("https://www.googleapis.com/compute/v1/projects/p/regions/europe-west3/addresses/nat"));
+        assert!(!ours("https://container.googleapis.com/v1/projects/p/locations/europe-west3/clusters/team-b-gke"));
+        assert!(!ours("https://www.googleapis.com/compute/v1/projects/p/zones/europe-west3-a/instances/team-a-gke"));
     }
 
     #[test]
