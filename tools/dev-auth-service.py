@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """A development stand-in for auth-service, for `make run` only: an OAuth2 token endpoint and the credentials API
-on loopback, serving the fake credentials in dev/credentials.json. Never use it with real credentials."""
+on loopback, serving the fake credentials in dev/credentials.json. Never use it with real credentials.
+
+As the contract says, a credential with a "tenant" is served only to requests whose Tenant header names it, one
+without only to requests without the header; any other is 404, as an unknown id."""
 import argparse
 import json
 import pathlib
@@ -36,8 +39,9 @@ class Handler(BaseHTTPRequestHandler):
         if self.headers.get("Authorization") != f"Bearer {TOKEN}":
             return self.answer(401, {"error": "invalid token"})
         credential_id = self.path[len(prefix):]
-        credential = self.credentials.get(credential_id)
-        if credential is None:
+        credential = dict(self.credentials.get(credential_id) or {})
+        tenant = credential.pop("tenant", None)
+        if not credential or tenant != self.headers.get("Tenant"):
             return self.answer(404, {"error": f"credential {credential_id} not found"})
         self.answer(200, {"id": credential_id, **credential})
 

@@ -12,7 +12,12 @@
 //! `expires_in`) and sends it as `Authorization: Bearer <token>`.
 //!
 //! **Request.** `GET {AUTH_SERVICE_BASE_URL}/api/v1/credentials/{id}`, the id percent-encoded as one path
-//! segment, with `Accept: application/json`.
+//! segment, with `Accept: application/json` and, when the runtime or request has a tenant, `Tenant: <tenant>`.
+//!
+//! **Tenants.** A credential is resolved within a tenant: one of tenant T is served only to requests with
+//! `Tenant: T`, one with no tenant (the platform's own) only to requests without the header. For any other
+//! credential auth-service answers 404, as for one that does not exist, so that a caller cannot tell another
+//! tenant's id from an unknown one; the provisioner answers both the same way too.
 //!
 //! **Answer 200.** A JSON object whose `id` equals the requested id and whose `type` selects the other fields
 //! (unknown fields are ignored):
@@ -21,13 +26,13 @@
 //! |---|---|
 //! | `aws_access_key` | `accessKeyId`, `secretAccessKey`, optional `region` |
 //! | `aws_assume_role` | `roleArn` (`arn:<partition>:iam::<12-digit account>:role/<name>`), optional `externalId`, optional `sessionDurationSeconds` (900 to 43200), optional `accessKeyId` and `secretAccessKey` together: the source credentials (without them the runner uses its own workload identity) |
-//! | `gcp_service_account` | `projectId`, `serviceAccountKey` (the JSON key file, as an object) |
+//! | `gcp_service_account` | `projectId`, `serviceAccountKey` (the JSON key file, as an object), optional `projectIds`: the other projects requests may name in `gcp.projectId` (an array of project ids; without it only `projectId`) |
 //!
 //! **Errors.**
 //!
 //! | Answer | Result | Retried |
 //! |---|---|---|
-//! | 404 | `NotFound`: the credential does not exist | no |
+//! | 404 | `NotFound`: the credential does not exist, or belongs to another tenant | no |
 //! | 401 | the token is replaced by a fresh one and the request sent again; a second 401 is `Rejected` | once |
 //! | 403, other 4xx | `Rejected`: the provisioner is not allowed | no |
 //! | 5xx, timeout, connection error (also of the token endpoint) | `Unavailable` (transient) | 3 attempts in all, backoff 200 ms then 400 ms plus jitter |
@@ -51,8 +56,12 @@ use secrecy::{ExposeSecret, SecretString};
 use tokio::sync::Mutex;
 
 use crate::backoff::Backoff;
+use crate::domain::tenant::Tenant;
 
 mod wire;
+
+/// The request header that names the tenant a credential is resolved for.
+const TENANT_HEADER: &str = "Tenant";
 
 /// Attempts of one [`AuthClient::credential`] call when auth-service is unavailable.
 const MAX_ATTEMPTS: u32 = 3;
@@ -108,6 +117,15 @@ impl Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A credential as auth-service answered it.
+#[derive(Debug)]
+pub struct Resolved {
+    /// What the runner gets.
+    pub credential: CloudCredential,
+    /// `projectIds`: the GCP projects besides the credential's own that a request may build in (empty for AWS).
+    pub project_ids: Vec<String>,
+}
 
 /// Where auth-service is and how the provisioner signs in to it (`AUTH_SERVICE_BASE_URL`, `APP_AUTH_OAUTH_PATH`,
 /// `APP_AUTH_TIMEOUT`, read in crate::settings).
@@ -253,38 +271,39 @@ impl AuthClient {
         Ok(AuthClient { inner: Arc::new(Inner { http, oauth, credentials_url, token: Mutex::new(None) }) })
     }
 
-    /// Resolves the credential `id`, retrying while auth-service is unavailable.
-    #[tracing::instrument(skip_all, fields(credential_id = %id))]
-    pub async fn credential(&self, id: &str) -> Result<CloudCredential> {
+    /// Resolves the credential `id` within `tenant` (see the contract: another tenant's is `NotFound`), retrying
+    /// while auth-service is unavailable.
+    #[tracing::instrument(skip_all, fields(credential_id = %id, tenant = tenant.map(Tenant::as_str)))]
+    pub async fn credential(&self, id: &str, tenant: Option<&Tenant>) -> Result<Resolved> {
         let mut url = self.inner.credentials_url.clone();
         url.path_segments_mut().expect("new() checked that the URL takes a path").push(id);
         let mut attempt = 1;
         let mut backoff = Backoff::new(RETRY_BASE_DELAY, RETRY_MAX_DELAY);
         loop {
-            match self.attempt(id, &url).await {
+            match self.attempt(id, &url, tenant).await {
                 Err(error) if error.is_transient() && attempt < MAX_ATTEMPTS => {
                     let delay = backoff.next_delay();
                     tracing::warn!(attempt, ?delay, %error, "auth-service call failed, retrying");
                     tokio::time::sleep(delay).await;
                     attempt += 1;
                 }
-                Ok(credential) => {
-                    tracing::debug!(kind = credential.kind().as_str(), "resolved the credential");
-                    return Ok(credential);
+                Ok(resolved) => {
+                    tracing::debug!(kind = resolved.credential.kind().as_str(), "resolved the credential");
+                    return Ok(resolved);
                 }
                 Err(error) => return Err(error),
             }
         }
     }
 
-    async fn attempt(&self, id: &str, url: &Url) -> Result<CloudCredential> {
+    async fn attempt(&self, id: &str, url: &Url, tenant: Option<&Tenant>) -> Result<Resolved> {
         let token = self.token().await?;
-        let mut response = self.get(url, &token).await?;
+        let mut response = self.get(url, &token, tenant).await?;
         if response.status() == StatusCode::UNAUTHORIZED {
             tracing::debug!("auth-service refused the access token, retrying with a fresh one");
             self.forget_token(&token).await;
             let token = self.token().await?;
-            response = self.get(url, &token).await?;
+            response = self.get(url, &token, tenant).await?;
         }
         let status = response.status();
         let body = response.bytes().await.map_err(unavailable)?;
@@ -300,10 +319,13 @@ impl AuthClient {
     }
 
     /// The call joins the current trace (W3C `traceparent`) when traces are on.
-    async fn get(&self, url: &Url, token: &SecretString) -> Result<reqwest::Response> {
+    async fn get(&self, url: &Url, token: &SecretString, tenant: Option<&Tenant>) -> Result<reqwest::Response> {
         let mut request = (self.inner.http.get(url.clone()))
             .bearer_auth(token.expose_secret())
             .header(reqwest::header::ACCEPT, "application/json");
+        if let Some(tenant) = tenant {
+            request = request.header(TENANT_HEADER, tenant.as_str());
+        }
         if let Some(traceparent) = crate::telemetry::current_traceparent() {
             request = request.header("traceparent", traceparent);
         }
@@ -378,6 +400,6 @@ mod tests {
     fn credential_calls_can_be_spawned() {
         // Compiling is the test: see `send_token_request`.
         fn spawnable(_: impl Future + Send + 'static) {}
-        let _ = |client: AuthClient| spawnable(async move { client.credential("id").await });
+        let _ = |client: AuthClient| spawnable(async move { client.credential("id", None).await });
     }
 }

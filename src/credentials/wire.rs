@@ -1,11 +1,13 @@
 //! auth-service's answer for one credential, checked against its `type` (see the table in [`super`]) and turned
-//! into the [`CloudCredential`] the runner gets. Messages name what is wrong, never a secret value.
+//! into the [`CloudCredential`] the runner gets, with the other projects it may build in. Messages name what is
+//! wrong, never a secret value.
 
 use runner_contract::credential::{AwsKeyPair, CloudCredential, CredentialType};
+use runner_contract::credential_check::{InvalidField, is_gcp_project_id};
 use secrecy::SecretString;
 use serde::{Deserialize, Deserializer, de};
 
-use super::Error;
+use super::{Error, Resolved};
 
 /// The answer of auth-service as it arrives; [`WireCredential::into_credential`] checks it against its `type`.
 #[derive(Deserialize)]
@@ -21,6 +23,7 @@ struct WireCredential {
     external_id: Option<WireSecret>,
     session_duration_seconds: Option<u32>,
     project_id: Option<String>,
+    project_ids: Option<Vec<String>>,
     service_account_key: Option<WireJsonObject>,
 }
 
@@ -57,6 +60,18 @@ fn required_text(value: Option<String>, field: &str, kind: CredentialType) -> Re
 }
 
 impl WireCredential {
+    /// The credential, and for a GCP one the projects it lists besides its own (unknown fields, `projectIds` of
+    /// another type among them, are ignored).
+    fn into_resolved(mut self, requested_id: &str) -> Result<Resolved, String> {
+        let project_ids = self.project_ids.take().unwrap_or_default();
+        let credential = self.into_credential(requested_id)?;
+        let project_ids = match credential {
+            CloudCredential::GcpServiceAccount { .. } => project_ids,
+            CloudCredential::AwsAccessKey { .. } | CloudCredential::AwsAssumeRole { .. } => Vec::new(),
+        };
+        Ok(Resolved { credential, project_ids })
+    }
+
     fn into_credential(self, requested_id: &str) -> Result<CloudCredential, String> {
         if self.id != requested_id {
             return Err(format!("id {:?} is not the requested {requested_id:?}", self.id));
@@ -103,13 +118,17 @@ impl WireCredential {
 
 /// Parses a 200 answer and checks every value's format; the message names what is wrong and never holds a
 /// secret value.
-pub(super) fn parse_credential(requested_id: &str, body: &[u8]) -> Result<CloudCredential, Error> {
+pub(super) fn parse_credential(requested_id: &str, body: &[u8]) -> Result<Resolved, Error> {
     let shape = |message| Error::InvalidResponse { message };
     let wire: WireCredential = serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_slice(body))
         .map_err(|error| shape(error.to_string()))?;
-    let credential = wire.into_credential(requested_id).map_err(shape)?;
-    credential.check().map_err(|invalid| Error::InvalidCredential { id: requested_id.to_owned(), invalid })?;
-    Ok(credential)
+    let resolved = wire.into_resolved(requested_id).map_err(shape)?;
+    let invalid = |invalid| Error::InvalidCredential { id: requested_id.to_owned(), invalid };
+    resolved.credential.check().map_err(invalid)?;
+    if !resolved.project_ids.iter().all(|project| is_gcp_project_id(project)) {
+        return Err(invalid(InvalidField { field: "projectIds", why: "is not a list of Google Cloud project ids" }));
+    }
+    Ok(resolved)
 }
 
 #[cfg(test)]
@@ -121,8 +140,12 @@ mod tests {
 
     use super::*;
 
-    fn parse(json: serde_json::Value) -> Result<CloudCredential, String> {
+    fn parse_resolved(json: serde_json::Value) -> Result<Resolved, String> {
         parse_credential("cred-1", json.to_string().as_bytes()).map_err(|error| error.to_string())
+    }
+
+    fn parse(json: serde_json::Value) -> Result<CloudCredential, String> {
+        parse_resolved(json).map(|resolved| resolved.credential)
     }
 
     #[test]
@@ -199,6 +222,30 @@ mod tests {
         let secrets = credential.secret_values();
         assert_eq!(secrets.len(), 2, "the key file and its private key on its own");
         assert_eq!(secrets[1], "-----BEGIN PRIVATE KEY-----");
+    }
+
+    #[test]
+    fn a_gcp_credential_lists_the_other_projects_it_may_build_in() {
+        let key = serde_json::json!({"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----"});
+        let gcp = |project_ids: serde_json::Value| {
+            parse_resolved(serde_json::json!({
+                "id": "cred-1", "type": "gcp_service_account", "projectId": "my-project",
+                "serviceAccountKey": key, "projectIds": project_ids,
+            }))
+        };
+        let resolved = gcp(serde_json::json!(["other-project-2", "spare-project-3"])).unwrap();
+        assert_eq!(resolved.project_ids, ["other-project-2", "spare-project-3"]);
+        assert!(gcp(serde_json::json!([])).unwrap().project_ids.is_empty());
+        let message = gcp(serde_json::json!(["other-project-2", "Not A Project"])).map(|_| ()).unwrap_err();
+        assert!(message.contains("has an invalid projectIds"), "{message}");
+        assert!(gcp(serde_json::json!("other-project-2")).is_err(), "a list, not one project");
+
+        let aws = parse_resolved(serde_json::json!({
+            "id": "cred-1", "type": "aws_access_key", "accessKeyId": "AKIAEXAMPLE", "secretAccessKey": "s3cr3t-key",
+            "projectIds": ["other-project-2"],
+        }))
+        .unwrap();
+        assert!(aws.project_ids.is_empty(), "only a GCP credential has projects");
     }
 
     #[test]

@@ -149,9 +149,11 @@ impl FailureReason {
                 "Fix the credential in auth-service, then retry the operation.",
             ),
             _ => (
-                "The credential is not of the kind the topology needs (an AWS key for GKE, another account, ...).",
+                "The credential is not of the kind the topology needs (an AWS key for GKE, another account, ...), \
+                 or a GCP credential's `projectId` is not the request's and its `projectIds` do not list it.",
                 Retried::Never,
-                "Point the runtime at a credential of the topology's cloud.",
+                "Point the runtime at a credential of the topology's cloud, or list the runtime's project in the \
+                 credential's `projectIds` in auth-service.",
             ),
         };
         ReasonEntry { meaning, retried, action }

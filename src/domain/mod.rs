@@ -48,6 +48,7 @@ pub(crate) use spelled;
 
 pub mod approval;
 mod cloud_failure;
+pub mod credential_fit;
 pub mod deletion;
 #[cfg(any(test, feature = "examples"))]
 mod example;

@@ -7,6 +7,7 @@ use tracing::instrument;
 use super::validation::{Invalid, InvalidReason};
 use super::{Conflict, Error, Result, Service};
 use crate::credentials;
+use crate::domain::credential_fit::CredentialMismatch;
 use crate::domain::tenant::Tenant;
 use crate::domain::{ClusterConfig, Component, Operation, ProvisionRequest, Runtime};
 use crate::store;
@@ -52,8 +53,8 @@ impl Service {
             return Ok(ProvisionAccepted { operation, replayed: true });
         }
 
-        // Fail fast: nothing is recorded for a credential that does not exist or does not fit the topology.
-        self.check_credential(&request.cluster_config).await?;
+        // Fail fast: nothing is recorded for a credential that does not exist (in the tenant) or does not fit.
+        self.check_credential(&request.cluster_config, self.tenant.as_ref()).await?;
 
         let protected = (request.runtime_input.deletion_protection)
             .unwrap_or_else(|| self.deletion.protects(&request.cluster_config.environment));
@@ -83,19 +84,15 @@ impl Service {
         }
     }
 
-    pub(super) async fn check_credential(&self, config: &ClusterConfig) -> Result<()> {
+    /// Resolves the configuration's credential within `tenant` and checks that it fits. An id of another tenant
+    /// answers exactly as an unknown one (auth-service answers 404 for both), so that it reveals nothing.
+    pub(super) async fn check_credential(&self, config: &ClusterConfig, tenant: Option<&Tenant>) -> Result<()> {
         let field = "clusterConfig.credentialId";
-        match self.auth.credential(&config.credential_id).await {
-            Ok(credential) => {
-                match config.topology.credential_mismatch(
-                    &config.credential_id,
-                    credential.kind().as_str(),
-                    credential.cloud(),
-                ) {
-                    None => Ok(()),
-                    Some(message) => Err(Invalid::new(InvalidReason::Conflict, field, message).into()),
-                }
-            }
+        match self.auth.credential(&config.credential_id, tenant).await {
+            Ok(resolved) => match config.credential_mismatch(&resolved.credential, &resolved.project_ids) {
+                None => Ok(()),
+                Some(mismatch) => Err(credential_mismatch(&mismatch).into()),
+            },
             Err(credentials::Error::NotFound { id }) => Err(Invalid::new(
                 InvalidReason::NotFound,
                 field,
@@ -105,19 +102,29 @@ impl Service {
             Err(error @ credentials::Error::InvalidCredential { .. }) => {
                 Err(Invalid::new(InvalidReason::UnsupportedValue, field, error.to_string()).into())
             }
-            Err(error) => {
-                tracing::warn!(%error, "could not resolve the credential at request time");
-                let what = match &error {
-                    credentials::Error::Unavailable { .. } => "no answer, or a server error".to_owned(),
-                    other => other.public_message(),
-                };
-                Err(Error::Unavailable {
-                    component: Component::AuthService,
-                    message: format!(
-                        "{what}; the credential could not be checked and nothing was recorded, try again shortly"
-                    ),
-                })
-            }
+            Err(error) => Err(auth_service_unavailable(&error)),
         }
+    }
+}
+
+/// The request's field a mismatch is about: the credential, or the project it is asked to build in.
+fn credential_mismatch(mismatch: &CredentialMismatch) -> Invalid {
+    let field = match mismatch {
+        CredentialMismatch::Cloud(_) => "clusterConfig.credentialId",
+        CredentialMismatch::Project { .. } => "clusterConfig.gcp.projectId",
+    };
+    Invalid::new(InvalidReason::Conflict, field, mismatch.to_string())
+}
+
+/// auth-service could not check the credential: nothing is recorded, and the caller may try again.
+fn auth_service_unavailable(error: &credentials::Error) -> Error {
+    tracing::warn!(%error, "could not resolve the credential at request time");
+    let what = match error {
+        credentials::Error::Unavailable { .. } => "no answer, or a server error".to_owned(),
+        other => other.public_message(),
+    };
+    Error::Unavailable {
+        component: Component::AuthService,
+        message: format!("{what}; the credential could not be checked and nothing was recorded, try again shortly"),
     }
 }

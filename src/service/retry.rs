@@ -86,7 +86,8 @@ impl Service {
             return Ok(());
         }
         let config = failed.target_config.as_ref().unwrap_or(&runtime.cluster_config);
-        match self.check_credential(config).await {
+        // The runtime's tenant, as the worker will resolve it (a caller without a tenant may retry any runtime).
+        match self.check_credential(config, runtime.tenant.as_ref()).await {
             Err(Error::Invalid(refused)) => Err(not_retryable(format!(
                 "operation {} failed with reason {} and the credential is still refused: {}",
                 failed.id,

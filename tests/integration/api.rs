@@ -6,10 +6,11 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use provisioner::domain::{DEFAULT_DISK_SIZE_GB, ProvisionRequest, Topology};
 use serde_json::{Value, json};
+use test_support::auth_service::{aws_credential, gcp_credential};
 use test_support::documents;
 use test_support::{
-    Backend, OPERATION_STATUS_FIELDS, TestApp, call, on_both_databases, provision_body, provision_input, spawn_app,
-    spawn_app_with,
+    Backend, OPERATION_STATUS_FIELDS, TestApp, call, gke_body, on_both_databases, provision_body, provision_input,
+    spawn_app, spawn_app_with,
 };
 
 async fn operation_status_via_graphql(app: &TestApp, operation_id: &str) -> Value {
@@ -512,8 +513,16 @@ async fn injected_credential_values_are_refused_and_record_nothing(backend: Back
 /// changes; a request without the header sees every runtime.
 async fn a_tenant_sees_and_changes_only_its_own_runtimes(backend: Backend) {
     let app = spawn_app(backend).await;
+    // Each tenant builds with a credential of its own: auth-service serves a tenant no other.
+    for tenant in ["tenant-a", "tenant-b"] {
+        app.auth.add_tenant_credential(tenant, &format!("cred-aws-{tenant}"), aws_credential());
+    }
     let provision = async |name: &str, tenant: &[(&str, &str)]| {
-        let accepted = app.request("POST", "/api/v1/provisions", Some(&provision_body(name)), tenant).await;
+        let mut body = provision_body(name);
+        if let [(_, tenant)] = tenant {
+            body["clusterConfig"]["credentialId"] = json!(format!("cred-aws-{tenant}"));
+        }
+        let accepted = app.request("POST", "/api/v1/provisions", Some(&body), tenant).await;
         assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
         let accepted = accepted.json();
         (accepted["id"].as_str().unwrap().to_owned(), accepted["operationId"].as_str().unwrap().to_owned())
@@ -581,7 +590,89 @@ async fn a_tenant_sees_and_changes_only_its_own_runtimes(backend: Backend) {
     assert_eq!((refused.status, refused.json()["field"].clone()), (StatusCode::BAD_REQUEST, json!("Tenant")));
 }
 
+/// A credential is resolved within the request's tenant. Naming another tenant's credential answers exactly as
+/// naming one that does not exist, over both APIs: status, headers and body byte for byte, apart from the ids the
+/// caller sent (credential and request ids of one length, so that even the lengths compare). The tenant's own
+/// credential builds, and auth-service was asked with the request's tenant every time.
+async fn another_tenants_credential_answers_as_an_unknown_one(backend: Backend) {
+    let app = spawn_app(backend).await;
+    app.auth.add_tenant_credential("tenant-a", "cred-of-tenant-a", aws_credential());
+    app.auth.add_tenant_credential("tenant-b", "cred-of-tenant-b", aws_credential());
+    let ask = async |graphql: bool, credential: &str, request_id: &str| {
+        let (path, body) = if graphql {
+            let mut input = provision_input("shop");
+            input["clusterConfig"]["credentialId"] = json!(credential);
+            let query = "mutation($config: ProvisionRuntimeInput!) { provisionRuntime(config: $config) { id } }";
+            ("/graphql", json!({ "query": query, "variables": { "config": input } }))
+        } else {
+            let mut body = provision_body("shop");
+            body["clusterConfig"]["credentialId"] = json!(credential);
+            ("/api/v1/provisions", body)
+        };
+        let headers = [("Tenant", "tenant-a"), ("X-Request-Id", request_id)];
+        let answer = app.request("POST", path, Some(&body), &headers).await;
+        let headers: Vec<(String, String)> = (answer.headers.iter())
+            .filter(|(name, _)| name.as_str() != "x-request-id")
+            .map(|(name, value)| (name.to_string(), value.to_str().unwrap().to_owned()))
+            .collect();
+        let text = answer.text.replace(credential, "<credential>").replace(request_id, "<request>");
+        (answer.status, headers, text)
+    };
+    for graphql in [false, true] {
+        let others = ask(graphql, "cred-of-tenant-b", "req-others-00001").await;
+        let unknown = ask(graphql, "cred-of-nobody-x", "req-unknown-0001").await;
+        assert_eq!(others, unknown, "graphql: {graphql}");
+        assert!(unknown.2.contains(r#"credential \"<credential>\" does not exist in auth-service"#), "{}", unknown.2);
+    }
+    let (status, _, rest) = ask(false, "cred-of-nobody-x", "req-unknown-0002").await;
+    let rest: Value = serde_json::from_str(&rest).unwrap();
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{rest}");
+    assert_eq!(
+        (&rest["code"], &rest["field"], &rest["errors"][0]["reason"]),
+        (&json!("invalid_input"), &json!("clusterConfig.credentialId"), &json!("not_found")),
+        "{rest}"
+    );
+    assert_eq!(runtimes_recorded(&app).await, 0);
+
+    let (status, _, own) = ask(false, "cred-of-tenant-a", "req-own-00000001").await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{own}");
+    let asked = app.auth.tenants();
+    assert_eq!(asked, vec![Some("tenant-a".to_owned()); 6]);
+}
+
+/// A GCP credential builds only in its own project or in one it lists in `projectIds` (the runner builds in the
+/// request's project with the credential's key): another project answers 400 naming `clusterConfig.gcp.projectId`
+/// and records nothing.
+async fn a_gcp_credential_builds_only_in_its_projects(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let mut body = gke_body("elsewhere");
+    body["clusterConfig"]["gcp"]["projectId"] = json!("their-project-2");
+    let answer = app.post_provision(&body).await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.text);
+    let error = &answer.json()["errors"][0];
+    assert_eq!(
+        (&error["field"], &error["reason"]),
+        (&json!("clusterConfig.gcp.projectId"), &json!("conflict")),
+        "{error}"
+    );
+    assert_eq!(
+        error["message"],
+        r#"credential "cred-gcp-1" is for GCP project "my-project-1" and does not list "their-project-2" in its projectIds"#
+    );
+    assert_eq!(runtimes_recorded(&app).await, 0);
+
+    let mut listing = gcp_credential("my-project-1");
+    listing["projectIds"] = json!(["their-project-2"]);
+    app.auth.add_credential("cred-gcp-1", listing);
+    let answer = app.post_provision(&body).await;
+    assert_eq!(answer.status, StatusCode::ACCEPTED, "{}", answer.text);
+    let answer = app.post_provision(&gke_body("at-home")).await;
+    assert_eq!(answer.status, StatusCode::ACCEPTED, "its own project: {}", answer.text);
+}
+
 on_both_databases!(
+    another_tenants_credential_answers_as_an_unknown_one,
+    a_gcp_credential_builds_only_in_its_projects,
     a_tenant_sees_and_changes_only_its_own_runtimes,
     injected_credential_values_are_refused_and_record_nothing,
     missing_credentials_fail_fast_and_record_nothing,

@@ -2,8 +2,8 @@
 //! 127.0.0.1 that count the requests they get and check the client's Basic and Bearer authentication.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::{Path, State};
@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use provisioner::credentials::{AuthClient, Error};
+use provisioner::domain::tenant::Tenant;
 use provisioner::settings::Settings;
 use runner_contract::credential::{CloudCredential, CredentialType};
 use secrecy::ExposeSecret;
@@ -42,6 +43,8 @@ struct AuthService {
     first_valid_token: AtomicUsize,
     /// 503 answers left for the credential `flaky`.
     failures_left: AtomicUsize,
+    /// The `Tenant` header of each credential request (`None`: it had none).
+    tenants: Mutex<Vec<Option<String>>>,
 }
 
 impl AuthService {
@@ -92,11 +95,15 @@ fn aws_access_key(id: &str) -> Response {
 
 async fn credential(State(service): State<Arc<AuthService>>, Path(id): Path<String>, headers: HeaderMap) -> Response {
     service.credential_requests.fetch_add(1, Ordering::SeqCst);
+    let tenant = headers.get("tenant").map(|value| value.to_str().unwrap().to_owned());
+    service.tenants.lock().unwrap().push(tenant.clone());
     if !service.bearer_is_valid(&headers) {
         return StatusCode::UNAUTHORIZED.into_response();
     }
     match id.as_str() {
         "aws-key" | "a/b c?" => aws_access_key(&id),
+        // Tenant a's own, and nobody else's.
+        "tenant-a-key" if tenant.as_deref() == Some("tenant-a") => aws_access_key(&id),
         "aws-role" => Json(json!({
             "id": id, "type": "aws_assume_role",
             "roleArn": "arn:aws:iam::123456789012:role/provisioner", "externalId": SECRET,
@@ -104,7 +111,7 @@ async fn credential(State(service): State<Arc<AuthService>>, Path(id): Path<Stri
         }))
         .into_response(),
         "gcp-sa" => Json(json!({
-            "id": id, "type": "gcp_service_account", "projectId": "my-project",
+            "id": id, "type": "gcp_service_account", "projectId": "my-project", "projectIds": ["other-project-2"],
             "serviceAccountKey": {"type": "service_account", "private_key": private_key()},
         }))
         .into_response(),
@@ -120,7 +127,7 @@ async fn credential(State(service): State<Arc<AuthService>>, Path(id): Path<Stri
             tokio::time::sleep(Duration::from_secs(5)).await;
             aws_access_key(&id)
         }
-        "forbidden" => (StatusCode::FORBIDDEN, "credential belongs to another tenant").into_response(),
+        "forbidden" => (StatusCode::FORBIDDEN, "this client may not read credentials").into_response(),
         "malformed" => Json(json!({
             "id": id, "type": "aws_access_key", "accessKeyId": "AKIAEXAMPLE", "secretAccessKey": {"value": SECRET},
         }))
@@ -181,7 +188,7 @@ fn unused_port() -> u16 {
 async fn each_credential_kind_parses() {
     let (_, client) = start(with_long_tokens()).await;
 
-    let credential = client.credential("aws-key").await.unwrap();
+    let credential = client.credential("aws-key", None).await.unwrap().credential;
     assert!(matches!(
         &credential,
         CloudCredential::AwsAccessKey { access_key_id, region: Some(region), .. }
@@ -189,7 +196,7 @@ async fn each_credential_kind_parses() {
     ));
     assert_eq!(credential.secret_values(), ["AKIAEXAMPLE", SECRET]);
 
-    let credential = client.credential("aws-role").await.unwrap();
+    let credential = client.credential("aws-role", None).await.unwrap().credential;
     assert!(matches!(
         &credential,
         CloudCredential::AwsAssumeRole { role_arn, session_duration_seconds: Some(3600), source: None, .. }
@@ -197,7 +204,9 @@ async fn each_credential_kind_parses() {
     ));
     assert_eq!(credential.secret_values(), [SECRET]);
 
-    let credential = client.credential("gcp-sa").await.unwrap();
+    let resolved = client.credential("gcp-sa", None).await.unwrap();
+    assert_eq!(resolved.project_ids, ["other-project-2"]);
+    let credential = resolved.credential;
     assert_eq!(credential.kind(), CredentialType::GcpServiceAccount);
     let files = credential.secret_files();
     let key: serde_json::Value = serde_json::from_str(files["service_account.json"].expose_secret()).unwrap();
@@ -205,8 +214,28 @@ async fn each_credential_kind_parses() {
     assert_eq!(files["project_id"].expose_secret(), "my-project");
 
     // The id travels as one percent-encoded path segment.
-    let credential = client.credential("a/b c?").await.unwrap();
+    let credential = client.credential("a/b c?", None).await.unwrap().credential;
     assert_eq!(credential.kind(), CredentialType::AwsAccessKey);
+}
+
+/// The tenant a credential is resolved for travels as the `Tenant` header, also when the request is sent again
+/// with a fresh token; without a tenant no header is sent. Another tenant's credential is `NotFound`.
+#[tokio::test]
+async fn the_tenant_travels_as_a_header() {
+    let (service, client) = start(with_long_tokens()).await;
+    let (tenant_a, tenant_b) = (Tenant::parse("tenant-a").unwrap(), Tenant::parse("tenant-b").unwrap());
+    let credential = client.credential("tenant-a-key", Some(&tenant_a)).await.unwrap().credential;
+    assert_eq!(credential.kind(), CredentialType::AwsAccessKey);
+    for tenant in [Some(&tenant_b), None] {
+        let error = client.credential("tenant-a-key", tenant).await.unwrap_err();
+        assert!(matches!(&error, Error::NotFound { id } if id == "tenant-a-key"), "{tenant:?}: {error}");
+    }
+    service.first_valid_token.store(2, Ordering::SeqCst);
+    client.credential("tenant-a-key", Some(&tenant_a)).await.unwrap();
+
+    let sent = service.tenants.lock().unwrap().clone();
+    let tenant = |name: &str| Some(name.to_owned());
+    assert_eq!(sent, [tenant("tenant-a"), tenant("tenant-b"), None, tenant("tenant-a"), tenant("tenant-a")]);
 }
 
 #[tokio::test]
@@ -214,12 +243,12 @@ async fn a_token_is_fetched_once_and_reused() {
     for expires_in in [Some(3600), None] {
         let (service, client) = start(AuthService { expires_in, ..AuthService::default() }).await;
         for _ in 0..3 {
-            client.credential("aws-key").await.unwrap();
+            client.credential("aws-key", None).await.unwrap();
         }
         // Concurrent callers (and clones) share the token and wait for one fetch.
         let calls = (0..5).map(|_| {
             let client = client.clone();
-            async move { client.credential("aws-key").await }
+            async move { client.credential("aws-key", None).await }
         });
         for result in futures::future::join_all(calls).await {
             result.unwrap();
@@ -232,8 +261,8 @@ async fn a_token_is_fetched_once_and_reused() {
 #[tokio::test]
 async fn an_expiring_token_is_replaced() {
     let (service, client) = start(AuthService { expires_in: Some(1), ..AuthService::default() }).await;
-    client.credential("aws-key").await.unwrap();
-    client.credential("aws-key").await.unwrap();
+    client.credential("aws-key", None).await.unwrap();
+    client.credential("aws-key", None).await.unwrap();
     assert_eq!(service.token_requests(), 2);
     assert_eq!(service.credential_requests(), 2);
 }
@@ -241,17 +270,17 @@ async fn an_expiring_token_is_replaced() {
 #[tokio::test]
 async fn a_refused_token_is_replaced_once() {
     let (service, client) = start(with_long_tokens()).await;
-    client.credential("aws-key").await.unwrap();
+    client.credential("aws-key", None).await.unwrap();
 
     // auth-service revokes token-1: one 401, a new token, the same request again.
     service.first_valid_token.store(2, Ordering::SeqCst);
-    client.credential("aws-key").await.unwrap();
+    client.credential("aws-key", None).await.unwrap();
     assert_eq!(service.token_requests(), 2);
     assert_eq!(service.credential_requests(), 3);
 
     // It refuses every token: after the one retry with a fresh token the client gives up.
     service.first_valid_token.store(usize::MAX, Ordering::SeqCst);
-    let error = client.credential("aws-key").await.unwrap_err();
+    let error = client.credential("aws-key", None).await.unwrap_err();
     assert!(matches!(error, Error::Rejected { status, .. } if status == StatusCode::UNAUTHORIZED), "{error}");
     assert!(!error.is_transient());
     assert_eq!(service.token_requests(), 3);
@@ -261,15 +290,15 @@ async fn a_refused_token_is_replaced_once() {
 #[tokio::test]
 async fn client_errors_are_permanent_and_not_retried() {
     let (service, client) = start(with_long_tokens()).await;
-    let error = client.credential("unknown").await.unwrap_err();
+    let error = client.credential("unknown", None).await.unwrap_err();
     assert!(matches!(&error, Error::NotFound { id } if id == "unknown"), "{error}");
     assert!(!error.is_transient());
     assert_eq!(service.credential_requests(), 1);
 
-    let error = client.credential("forbidden").await.unwrap_err();
+    let error = client.credential("forbidden", None).await.unwrap_err();
     assert!(
         matches!(&error, Error::Rejected { status, message }
-            if *status == StatusCode::FORBIDDEN && message.contains("another tenant")),
+            if *status == StatusCode::FORBIDDEN && message.contains("may not read credentials")),
         "{error}"
     );
     assert!(!error.is_transient());
@@ -280,7 +309,7 @@ async fn client_errors_are_permanent_and_not_retried() {
 async fn unavailability_is_retried_until_it_passes() {
     let service = AuthService { failures_left: AtomicUsize::new(2), ..with_long_tokens() };
     let (service, client) = start(service).await;
-    let credential = client.credential("flaky").await.unwrap();
+    let credential = client.credential("flaky", None).await.unwrap().credential;
     assert_eq!(credential.kind(), CredentialType::AwsAccessKey);
     assert_eq!(service.credential_requests(), 3);
     assert_eq!(service.token_requests(), 1);
@@ -289,7 +318,7 @@ async fn unavailability_is_retried_until_it_passes() {
 #[tokio::test]
 async fn lasting_unavailability_gives_up_after_bounded_attempts() {
     let (service, client) = start(with_long_tokens()).await;
-    let error = client.credential("down").await.unwrap_err();
+    let error = client.credential("down", None).await.unwrap_err();
     assert!(matches!(error, Error::Unavailable { .. }), "{error}");
     assert!(error.is_transient());
     assert_eq!(service.credential_requests(), 3);
@@ -300,7 +329,7 @@ async fn a_slow_answer_times_out_as_unavailable() {
     let service = Arc::new(with_long_tokens());
     let base_url = serve(&service).await;
     let client = new_client(&base_url, &format!("{base_url}/oauth2/token"), Duration::from_millis(300));
-    let error = client.credential("slow").await.unwrap_err();
+    let error = client.credential("slow", None).await.unwrap_err();
     assert!(matches!(error, Error::Unavailable { .. }), "{error}");
     assert_eq!(service.credential_requests(), 3);
 }
@@ -313,14 +342,14 @@ async fn refused_connections_are_unavailable() {
 
     // auth-service down, the token endpoint up.
     let client = new_client(&nowhere, &format!("{base_url}/oauth2/token"), TIMEOUT);
-    let error = client.credential("aws-key").await.unwrap_err();
+    let error = client.credential("aws-key", None).await.unwrap_err();
     assert!(matches!(error, Error::Unavailable { .. }), "{error}");
     assert!(error.is_transient());
     assert_eq!(service.token_requests(), 1);
 
     // The token endpoint down.
     let client = new_client(&base_url, &format!("{nowhere}/oauth2/token"), TIMEOUT);
-    let error = client.credential("aws-key").await.unwrap_err();
+    let error = client.credential("aws-key", None).await.unwrap_err();
     assert!(matches!(error, Error::Unavailable { .. }), "{error}");
     assert_eq!(service.credential_requests(), 0);
 }
@@ -328,7 +357,7 @@ async fn refused_connections_are_unavailable() {
 #[tokio::test]
 async fn a_refused_client_is_a_token_error() {
     let (service, client) = start(AuthService { refuse_client: true, ..AuthService::default() }).await;
-    let error = client.credential("aws-key").await.unwrap_err();
+    let error = client.credential("aws-key", None).await.unwrap_err();
     assert!(matches!(&error, Error::Token { message } if message.contains("invalid_client")), "{error}");
     assert!(!error.is_transient());
     assert_eq!(service.token_requests(), 1);
@@ -338,13 +367,13 @@ async fn a_refused_client_is_a_token_error() {
 #[tokio::test]
 async fn a_malformed_credential_is_invalid_without_its_secret() {
     let (service, client) = start(with_long_tokens()).await;
-    let error = client.credential("malformed").await.unwrap_err();
+    let error = client.credential("malformed", None).await.unwrap_err();
     assert!(matches!(&error, Error::InvalidResponse { message } if message.contains("secretAccessKey")), "{error}");
     assert!(!error.to_string().contains(SECRET), "{error}");
     assert!(!error.is_transient());
     assert_eq!(service.credential_requests(), 1);
 
-    let error = client.credential("truncated").await.unwrap_err();
+    let error = client.credential("truncated", None).await.unwrap_err();
     assert!(matches!(error, Error::InvalidResponse { .. }), "{error}");
     assert!(!error.to_string().contains(SECRET), "{error}");
 }

@@ -11,12 +11,12 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use provisioner::api::audit::{ApiKind, AuditEvent};
 use provisioner::domain::{Cloud, ProviderVersion};
 use serde_json::{Value, json};
-use test_support::auth_service::{AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY};
+use test_support::auth_service::{AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, gcp_credential};
 use test_support::documents;
 use test_support::engine::{Engine, MODULES_REPO_COMMIT, MODULES_REPO_URL, RUNNER_PLAN_SUMMARY, RunLog};
 use test_support::fault_proxy::{FaultProxy, socket_address};
 use test_support::subscriber::Subscriber;
-use test_support::{Backend, eks_body, on_both_databases, provision_body};
+use test_support::{Backend, eks_body, gke_body, on_both_databases, provision_body};
 
 const WAIT: Duration = Duration::from_secs(60);
 const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters: []\n";
@@ -586,7 +586,33 @@ async fn an_injected_credential_value_fails_the_run_before_anything_is_written(b
     api.stop().await;
 }
 
+/// A tenant's run resolves its credential within the tenant, as its request did; and a GCP credential that
+/// auth-service moved to another project after the request was accepted fails the run at its first step with
+/// reason `credential_mismatch`, naming both projects. No credentials Secret is written.
+async fn a_tenants_credential_moved_to_another_project_fails_the_run_before_anything_is_written(backend: Backend) {
+    let (mut engine, api) = Engine::start_api_only(backend, &[]).await;
+    engine.app.auth.add_tenant_credential("tenant-a", "cred-gcp-a", gcp_credential("my-project-1"));
+    let mut body = gke_body("engine-moved");
+    body["clusterConfig"]["credentialId"] = json!("cred-gcp-a");
+    let accepted = engine.app.request("POST", "/api/v1/provisions", Some(&body), &[("Tenant", "tenant-a")]).await;
+    assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
+    let runtime_id = accepted.json()["id"].as_str().unwrap().to_owned();
+    engine.app.auth.add_tenant_credential("tenant-a", "cred-gcp-a", gcp_credential("other-project-9"));
+    let worker = engine.start_process(&[]).await;
+    let failed = engine.wait_for_status(&runtime_id, &["failed"], WAIT).await;
+    let error = &failed["lastError"];
+    assert_eq!((&error["reason"], &error["component"]), (&json!("credential_mismatch"), &json!("auth-service")));
+    let message = error["errMessage"].as_str().unwrap();
+    assert!(message.contains(r#"is for GCP project "other-project-9" and does not list "my-project-1""#), "{message}");
+    assert!(engine.secret(&format!("provision-{runtime_id}-credentials")).await.is_none(), "nothing written");
+    let asked = engine.app.auth.tenants();
+    assert_eq!(asked, vec![Some("tenant-a".to_owned()); 2], "the request's check, then the run's");
+    worker.stop().await;
+    api.stop().await;
+}
+
 on_both_databases!(
+    a_tenants_credential_moved_to_another_project_fails_the_run_before_anything_is_written,
     an_injected_credential_value_fails_the_run_before_anything_is_written,
     provisioning_succeeds_and_serves_the_kubeconfig,
     a_failing_runner_fails_the_operation_with_its_redacted_message,

@@ -7,6 +7,7 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use provisioner::domain::OperationState;
 use serde_json::{Value, json};
+use test_support::auth_service::aws_credential;
 use test_support::engine::Engine;
 use test_support::{Backend, TestApp, documents, eks_body, on_both_databases, provision_body, spawn_app};
 
@@ -126,7 +127,27 @@ async fn a_retry_that_cannot_help_is_refused_naming_why(backend: Backend) {
     assert_eq!((status, &queued["operation"]), (StatusCode::ACCEPTED, &json!("provision")), "{queued}");
 }
 
-on_both_databases!(a_retry_that_cannot_help_is_refused_naming_why);
+/// A retry checks the credential within the runtime's tenant, as the worker will resolve it, whoever asks: a
+/// caller without a tenant (who sees every runtime) retries a tenant's runtime whose credential is the tenant's.
+async fn a_retry_checks_the_credential_within_the_runtimes_tenant(backend: Backend) {
+    let app = spawn_app(backend).await;
+    app.auth.add_tenant_credential("tenant-a", "cred-aws-a", aws_credential());
+    let mut body = eks_body("retry-tenant");
+    body["clusterConfig"]["credentialId"] = json!("cred-aws-a");
+    let accepted = app.request("POST", "/api/v1/provisions", Some(&body), &[("Tenant", "tenant-a")]).await;
+    assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.text);
+    let provisioning = accepted.json()["operationId"].as_str().unwrap().to_owned();
+    app.fail_operation(&provisioning, "credential_not_found").await;
+
+    let (status, queued) = retry(&app, &provisioning).await;
+    assert_eq!((status, &queued["operation"]), (StatusCode::ACCEPTED, &json!("provision")), "{queued}");
+    assert_eq!(app.auth.tenants(), vec![Some("tenant-a".to_owned()); 2], "the request's check, then the retry's");
+}
+
+on_both_databases!(
+    a_retry_that_cannot_help_is_refused_naming_why,
+    a_retry_checks_the_credential_within_the_runtimes_tenant
+);
 
 /// The real worker runs the retry of a failed provisioning: a new Job replaces the failed one, and the cluster
 /// exists once it succeeds.

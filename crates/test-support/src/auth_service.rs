@@ -1,5 +1,7 @@
 //! A small auth-service for the tests: an OAuth2 token endpoint and the credentials API on loopback, with
-//! switches for outages and counters of what it was asked.
+//! switches for outages and counters of what it was asked. It keeps credentials within tenants as the contract
+//! says: one registered for a tenant is served only to requests with its `Tenant` header, one without a tenant only
+//! to requests without the header; any other is 404, as an unknown id.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -22,13 +24,21 @@ pub const AWS_ACCESS_KEY_ID: &str = "AKIAFAKEHYGIENE0001";
 pub const AWS_SECRET_ACCESS_KEY: &str = "fake-secret-access-key-hygiene-0001";
 pub const GCP_PRIVATE_KEY: &str = "-----BEGIN PRIVATE KEY-----fake-gcp-key-hygiene-0001-----END PRIVATE KEY-----";
 
+/// A credential and the tenant it belongs to (`None`: the platform's own).
+struct Registered {
+    tenant: Option<String>,
+    answer: Value,
+}
+
 #[derive(Default)]
 struct Shared {
-    credentials: Mutex<HashMap<String, Value>>,
+    credentials: Mutex<HashMap<String, Registered>>,
     unavailable: AtomicBool,
     credential_requests: AtomicUsize,
     /// The W3C `traceparent` of each credential request that carried one.
     traceparents: Mutex<Vec<String>>,
+    /// The `Tenant` header of each credential request, `None` when it had none.
+    tenants: Mutex<Vec<Option<String>>>,
     /// How long a credential request waits before it is answered.
     delay: Mutex<std::time::Duration>,
 }
@@ -69,21 +79,24 @@ impl FakeAuthService {
         )
         .unwrap();
         let service = FakeAuthService { base_url, client_file, shared, server };
-        service.add_credential(
-            "cred-aws-1",
-            json!({"type": "aws_access_key", "accessKeyId": AWS_ACCESS_KEY_ID, "secretAccessKey": AWS_SECRET_ACCESS_KEY}),
-        );
-        service.add_credential(
-            "cred-gcp-1",
-            json!({"type": "gcp_service_account", "projectId": "my-project-1",
-                   "serviceAccountKey": {"type": "service_account", "project_id": "my-project-1", "private_key": GCP_PRIVATE_KEY}}),
-        );
+        service.add_credential("cred-aws-1", aws_credential());
+        service.add_credential("cred-gcp-1", gcp_credential("my-project-1"));
         service
     }
 
-    pub fn add_credential(&self, id: &str, mut credential: Value) {
-        credential["id"] = json!(id);
-        self.shared.credentials.lock().unwrap().insert(id.to_owned(), credential);
+    /// Registers (or replaces) the credential `id` with no tenant: the platform's own.
+    pub fn add_credential(&self, id: &str, credential: Value) {
+        self.register(id, None, credential);
+    }
+
+    /// Registers (or replaces) the credential `id` as `tenant`'s: only requests naming that tenant get it.
+    pub fn add_tenant_credential(&self, tenant: &str, id: &str, credential: Value) {
+        self.register(id, Some(tenant.to_owned()), credential);
+    }
+
+    fn register(&self, id: &str, tenant: Option<String>, mut answer: Value) {
+        answer["id"] = json!(id);
+        self.shared.credentials.lock().unwrap().insert(id.to_owned(), Registered { tenant, answer });
     }
 
     /// While unavailable, both endpoints answer 503.
@@ -104,6 +117,22 @@ impl FakeAuthService {
     pub fn traceparents(&self) -> Vec<String> {
         self.shared.traceparents.lock().unwrap().clone()
     }
+
+    /// The `Tenant` header of each credential request, in order (`None`: the request had none).
+    pub fn tenants(&self) -> Vec<Option<String>> {
+        self.shared.tenants.lock().unwrap().clone()
+    }
+}
+
+/// The answer for `cred-aws-1`: an AWS access key of the distinctive values above.
+pub fn aws_credential() -> Value {
+    json!({"type": "aws_access_key", "accessKeyId": AWS_ACCESS_KEY_ID, "secretAccessKey": AWS_SECRET_ACCESS_KEY})
+}
+
+/// The answer for `cred-gcp-1` with `project` as its `projectId`: a service account key of the values above.
+pub fn gcp_credential(project: &str) -> Value {
+    json!({"type": "gcp_service_account", "projectId": project,
+           "serviceAccountKey": {"type": "service_account", "project_id": project, "private_key": GCP_PRIVATE_KEY}})
 }
 
 async fn token(State(shared): State<Arc<Shared>>, body: String) -> Response {
@@ -123,6 +152,8 @@ async fn credential(State(shared): State<Arc<Shared>>, UrlPath(id): UrlPath<Stri
     if let Some(traceparent) = headers.get("traceparent").and_then(|value| value.to_str().ok()) {
         shared.traceparents.lock().unwrap().push(traceparent.to_owned());
     }
+    let tenant = headers.get("tenant").map(|value| value.to_str().unwrap_or_default().to_owned());
+    shared.tenants.lock().unwrap().push(tenant.clone());
     let delay = *shared.delay.lock().unwrap();
     tokio::time::sleep(delay).await;
     if shared.unavailable.load(Ordering::SeqCst) {
@@ -134,7 +165,8 @@ async fn credential(State(shared): State<Arc<Shared>>, UrlPath(id): UrlPath<Stri
         return StatusCode::UNAUTHORIZED.into_response();
     }
     match shared.credentials.lock().unwrap().get(&id) {
-        Some(credential) => Json(credential.clone()).into_response(),
-        None => (StatusCode::NOT_FOUND, Json(json!({"error": "not found"}))).into_response(),
+        Some(credential) if credential.tenant == tenant => Json(credential.answer.clone()).into_response(),
+        // Another tenant's credential is answered as one that does not exist.
+        _ => (StatusCode::NOT_FOUND, Json(json!({"error": "not found"}))).into_response(),
     }
 }

@@ -379,6 +379,11 @@ pub fn eks_body(name: &str) -> Value {
     serde_json::to_value(ProvisionRequest::example_named(Topology::Eks, name)).expect("serialisable")
 }
 
+/// The GKE example in the REST spelling, named `name` (project `my-project-1`, credential `cred-gcp-1`).
+pub fn gke_body(name: &str) -> Value {
+    serde_json::to_value(ProvisionRequest::example_named(Topology::Gke, name)).expect("serialisable")
+}
+
 /// The configuration of `action` on `runtime` with this release's provider pin, as the worker renders it for a
 /// new cluster (an apply or a dry run provisions, a destroy deprovisions).
 pub fn render(runtime: &Runtime, action: RunAction) -> RenderedConfig {

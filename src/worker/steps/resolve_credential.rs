@@ -1,4 +1,5 @@
-//! ResolveCredential: the run's credential from auth-service, checked against the topology, into its Secret.
+//! ResolveCredential: the run's credential from auth-service, resolved within the runtime's tenant and checked
+//! against its configuration, into its Secret.
 
 use super::Run;
 use crate::domain::{Component, FailureReason, LastError};
@@ -17,12 +18,11 @@ impl<C: RunCluster> Worker<C> {
         }
         let runtime = run.runtime(&self.store).await?;
         let config = &runtime.cluster_config;
-        let credential = self.auth.credential(&config.credential_id).await?;
+        let resolved = self.auth.credential(&config.credential_id, runtime.tenant.as_ref()).await?;
+        let credential = &resolved.credential;
         // The credential may have changed in auth-service since the request was checked.
-        let mismatch =
-            config.topology.credential_mismatch(&config.credential_id, credential.kind().as_str(), credential.cloud());
-        if let Some(message) = mismatch {
-            let error = LastError::new(FailureReason::CredentialMismatch, Component::AuthService, message);
+        if let Some(mismatch) = config.credential_mismatch(credential, &resolved.project_ids) {
+            let error = LastError::new(FailureReason::CredentialMismatch, Component::AuthService, mismatch.to_string());
             return Ok(StepOutcome::Fail(error));
         }
         run.redact = credential.secret_values();
