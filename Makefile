@@ -66,6 +66,7 @@ TEST_ENV = TEST_TERRAFORM_RUNNER_BIN="$${CARGO_TARGET_DIR:-$(CURDIR)/target}/deb
 	TEST_TERRAFORM_PROVIDERS="$${TEST_TERRAFORM_PROVIDERS:-$$(tools/build-terraform-providers.sh | tail -n1)}" \
 	TEST_FAKE_GCS_BIN="$${TEST_FAKE_GCS_BIN:-$$(tools/build-fake-gcs.sh | tail -n1)/fake-gcs-server}" \
 	TEST_AWS_TOOLS_BIN_DIR="$${TEST_AWS_TOOLS_BIN_DIR:-$$(tools/test-tools.sh | tail -n1)}" \
+	TEST_IAM_TOOLS_DIR="$${TEST_IAM_TOOLS_DIR:-$$(tools/iam-test-tools.sh | tail -n1)}" \
 	TEST_PLAYGROUND_ASSETS_DIR="$${TEST_PLAYGROUND_ASSETS_DIR:-$$(tools/build-playground.sh | tail -n1)}" \
 	TEST_BROWSER_TOOLS_DIR="$${TEST_BROWSER_TOOLS_DIR:-$$(tools/browser-test-tools.sh | tail -n1)}" \
 	TEST_PREVIOUS_RELEASE_BIN="$${TEST_PREVIOUS_RELEASE_BIN:-$$(tools/build-previous-release.sh | tail -n1)/provisioner}"
@@ -131,9 +132,11 @@ browser-test-tools:
 fake-gcs:
 	tools/build-fake-gcs.sh
 
-## Installs moto's server and the AWS CLI v1 (pinned, into a venv under ~/.cache) and shellcheck when missing.
+## Installs moto's server and the AWS CLI v1 (pinned, into a venv under ~/.cache), shellcheck when missing, and the
+## IAM policy simulator the module tests evaluate the node roles with (pinned by tests/iam/package-lock.json).
 test-tools:
 	tools/test-tools.sh
+	tools/iam-test-tools.sh
 
 ## Builds the provisioner of the previous release (tests/fixtures/previous-release) once, for the mixed-version
 ## test (tools/build-previous-release.sh).

@@ -65,7 +65,9 @@ module "eks" {
   node_disk_size_gb  = 80
   worker_scaling     = "initial"
 
-  tags = local.tags
+  # The nodes' role may tag, change or delete nothing that carries another runtime's id.
+  runtime_id = local.tags["kubeopera.io/runtime-id"]
+  tags       = local.tags
 }
 
 output "cluster_name" {

@@ -88,7 +88,9 @@ module "compute" {
   # coordinate their one-at-a-time control-plane joins through it.
   ssm_parameter_prefix = "/kubeopera/0190b8a6-7f3e-7c4a-9a41-3f2d3c1b2a10/"
 
-  tags = local.tags
+  # The nodes' roles may tag, change or delete nothing that carries another runtime's id.
+  runtime_id = local.tags["kubeopera.io/runtime-id"]
+  tags       = local.tags
 }
 
 output "kubeconfig_ssm_parameter" {

@@ -6,6 +6,9 @@
 //!   module cannot drift apart), and every `var.`, `local.`, `data.` and resource reference inside a module
 //!   resolves (there is no provider download here, so `tofu validate` cannot run);
 //! - the vanilla bootstrap scripts pass shellcheck and fit EC2's 16 KB user data;
+//! - the node roles' IAM policies, as tofu renders them, refuse the provisioner's tags and other runtimes' resources
+//!   to a cluster (evaluated by @cloud-copilot/iam-simulate through tests/iam/simulate.cjs, `TEST_IAM_TOOLS_DIR`:
+//!   moto does not evaluate IAM conditions);
 //! - the control plane's join coordination through SSM Parameter Store works: four control-plane bootstraps run
 //!   concurrently against moto (`TEST_AWS_TOOLS_BIN_DIR`) with recording stand-ins for kubeadm and kubectl, and
 //!   must init once, then join one at a time in index order with the published credentials; then their upgrade
@@ -494,33 +497,407 @@ fn bootstrap_scripts_pass_shellcheck() {
 /// `base64gzip`, which the module uses.
 #[test]
 fn bootstrap_user_data_fits_the_ec2_limit() {
-    let folder = tempfile::tempdir().unwrap();
     for (role, scripts) in [("control plane", ["lib.sh", "control-plane.sh"]), ("worker", ["lib.sh", "worker.sh"])] {
         let expression = scripts
             .iter()
             .map(|script| format!("length(base64gzip(file({:?})))", scripts_dir().join(script).display().to_string()))
             .collect::<Vec<_>>()
             .join(" + ");
-        let mut child = Command::new(tofu_bin())
-            .arg("console")
-            .current_dir(folder.path())
-            .env("TF_CLI_CONFIG_FILE", "/dev/null")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start tofu console");
-        use std::io::Write;
-        writeln!(child.stdin.take().unwrap(), "{expression}").unwrap();
-        let output = child.wait_with_output().unwrap();
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let size: usize = stdout
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("tofu console printed {stdout:?}: {}", String::from_utf8_lossy(&output.stderr)));
+        let printed = tofu_console(&expression);
+        let size: usize = printed.parse().unwrap_or_else(|_| panic!("tofu console printed {printed:?}"));
         // Room left for the cloud-config around the scripts (~500 bytes) and the env file (~1.5 KB base64).
         assert!(size <= 12 * 1024, "the {role} scripts take {size} bytes of user data compressed");
     }
+}
+
+/// What `tofu console` prints for a one-line `expression`, evaluated in an empty folder (functions and literals
+/// only), trimmed.
+fn tofu_console(expression: &str) -> String {
+    let folder = tempfile::tempdir().unwrap();
+    let mut child = Command::new(tofu_bin())
+        .arg("console")
+        .current_dir(folder.path())
+        .env("TF_CLI_CONFIG_FILE", "/dev/null")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start tofu console");
+    use std::io::Write;
+    writeln!(child.stdin.take().unwrap(), "{expression}").unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "tofu console failed: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
+// ------------------------------------------------------------------------------------------------------------------
+// The node roles' IAM policies, evaluated
+
+const RUNTIME_ID: &str = "0190b8a6-7f3e-7c4a-9a41-3f2d3c1b2a10";
+const OTHER_RUNTIME_ID: &str = "0190b8a6-7f3e-7c4a-9a41-3f2d3c1b2a11";
+const CLUSTER_NAME: &str = "team-a";
+const CLUSTER_TAG: &str = "kubernetes.io/cluster/team-a";
+const ARN_PREFIX: &str = "arn:aws:ec2:eu-west-1:123456789012";
+const ELB_ARN_PREFIX: &str = "arn:aws:elasticloadbalancing:eu-west-1:123456789012";
+
+/// The folder tools/iam-test-tools.sh printed (`TEST_IAM_TOOLS_DIR`): @cloud-copilot/iam-simulate, an IAM policy
+/// simulator that evaluates conditions, which moto's IAM does not.
+fn iam_tools_dir() -> PathBuf {
+    let dir = std::env::var_os("TEST_IAM_TOOLS_DIR").map(PathBuf::from).unwrap_or_else(|| {
+        panic!(
+            "TEST_IAM_TOOLS_DIR is not set: install the IAM policy simulator with tools/iam-test-tools.sh and set it \
+             to the folder it prints (`make test-really-local` does both)"
+        )
+    });
+    assert!(
+        dir.join("node_modules/@cloud-copilot/iam-simulate").is_dir(),
+        "TEST_IAM_TOOLS_DIR={} has no node_modules/@cloud-copilot/iam-simulate",
+        dir.display()
+    );
+    dir
+}
+
+/// Each node role's policy documents (JSON text) as tofu renders the modules' templates (which the modules must
+/// render), for runtime [`RUNTIME_ID`] and cluster [`CLUSTER_NAME`]. The EKS node role's permissions are AWS managed
+/// policies, which AWS changes; a policy that allows everything stands in for them, so the guard alone must refuse.
+fn node_roles() -> BTreeMap<&'static str, Vec<String>> {
+    let template = |module: &str, file: &str, values: &str| {
+        let main_tf = std::fs::read_to_string(modules_dir().join(module).join("main.tf")).unwrap();
+        let call = format!("templatefile(\"${{path.module}}/policies/{file}\"");
+        assert!(main_tf.contains(&call), "module {module} does not render policies/{file}");
+        let path = modules_dir().join(module).join("policies").join(file).display().to_string();
+        format!("templatefile({path:?}, {{ {values} }})")
+    };
+    let ssm_arn = format!("arn:aws:ssm:eu-west-1:123456789012:parameter/kubeopera/{RUNTIME_ID}/generation");
+    let guard_values = format!("runtime_id = {RUNTIME_ID:?}");
+    let templates = [
+        (
+            "control_plane",
+            template(
+                "compute",
+                "control-plane.json.tftpl",
+                &format!("ssm_arn = {ssm_arn:?}, cluster_name = {CLUSTER_NAME:?}, runtime_id = {RUNTIME_ID:?}"),
+            ),
+        ),
+        ("worker", template("compute", "worker.json.tftpl", &format!("ssm_arn = {ssm_arn:?}"))),
+        ("compute_guard", template("compute", "runtime-guard.json.tftpl", &guard_values)),
+        ("eks_guard", template("eks", "runtime-guard.json.tftpl", &guard_values)),
+    ];
+    let object = templates.iter().map(|(name, call)| format!("{name} = {call}")).collect::<Vec<_>>().join(", ");
+    // One line of JSON: tofu prints it as a quoted string whose escapes are JSON's.
+    let printed = tofu_console(&format!("jsonencode({{ {object} }})"));
+    let encoded: String = serde_json::from_str(&printed).unwrap_or_else(|error| panic!("{error}: {printed}"));
+    let mut documents: BTreeMap<String, String> = serde_json::from_str(&encoded).unwrap();
+    let mut take = |name: &str| documents.remove(name).unwrap();
+    let allow_everything = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"*","Resource":"*"}]}"#;
+    let compute_guard = take("compute_guard");
+    BTreeMap::from([
+        ("control-plane", vec![take("control_plane"), compute_guard.clone()]),
+        ("worker", vec![take("worker"), compute_guard]),
+        ("EKS node", vec![take("eks_guard"), allow_everything.to_owned()]),
+    ])
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+enum Decision {
+    Allowed,
+    /// By a Deny statement, whatever else the role is granted.
+    ExplicitlyDenied,
+    /// No statement allows it.
+    ImplicitlyDenied,
+}
+
+/// A request a node could make: the action, the resource's ARN and what the request and the resource carry.
+struct Request {
+    what: &'static str,
+    action: &'static str,
+    resource: String,
+    /// Tags the request writes or removes (`aws:TagKeys`, and `aws:RequestTag/<key>` when it has a value).
+    request_tags: Vec<(&'static str, Option<String>)>,
+    /// Tags the resource carries (`aws:ResourceTag/<key>`).
+    resource_tags: Vec<(String, String)>,
+}
+
+fn request(what: &'static str, action: &'static str, resource: String) -> Request {
+    Request { what, action, resource, request_tags: vec![], resource_tags: vec![] }
+}
+
+impl Request {
+    fn writing(mut self, key: &'static str, value: &str) -> Self {
+        self.request_tags.push((key, Some(value.to_owned())));
+        self
+    }
+
+    fn removing(mut self, key: &'static str) -> Self {
+        self.request_tags.push((key, None));
+        self
+    }
+
+    fn of_runtime(self, runtime_id: &str) -> Self {
+        self.tagged("kubeopera.io/runtime-id", runtime_id)
+    }
+
+    fn of_cluster(self, cluster_name: &str) -> Self {
+        self.tagged(&format!("kubernetes.io/cluster/{cluster_name}"), "owned")
+    }
+
+    fn tagged(mut self, key: &str, value: &str) -> Self {
+        self.resource_tags.push((key.to_owned(), value.to_owned()));
+        self
+    }
+
+    fn context(&self) -> serde_json::Value {
+        let mut context = serde_json::Map::new();
+        if !self.request_tags.is_empty() {
+            let keys: Vec<&str> = self.request_tags.iter().map(|(key, _)| *key).collect();
+            context.insert("aws:TagKeys".into(), keys.into());
+        }
+        for (key, value) in &self.request_tags {
+            if let Some(value) = value {
+                context.insert(format!("aws:RequestTag/{key}"), value.as_str().into());
+            }
+        }
+        for (key, value) in &self.resource_tags {
+            context.insert(format!("aws:ResourceTag/{key}"), value.as_str().into());
+        }
+        context.into()
+    }
+}
+
+fn instance() -> String {
+    format!("{ARN_PREFIX}:instance/i-0123456789abcdef0")
+}
+
+fn security_group() -> String {
+    format!("{ARN_PREFIX}:security-group/sg-0123456789abcdef0")
+}
+
+fn volume() -> String {
+    format!("{ARN_PREFIX}:volume/vol-0123456789abcdef0")
+}
+
+fn network_interface() -> String {
+    format!("{ARN_PREFIX}:network-interface/eni-0123456789abcdef0")
+}
+
+/// A Classic Load Balancer, what the cloud controller manager creates for a Service by default.
+fn load_balancer() -> String {
+    format!("{ELB_ARN_PREFIX}:loadbalancer/a0123456789abcdef0123456789abcde")
+}
+
+/// Evaluates each (role, request, expected decision) with tests/iam/simulate.cjs and fails with every case whose
+/// decision differs, or that the simulator refused, or where it ignored part of the request's context (a case that
+/// would otherwise pass without its condition keys).
+fn assert_decisions(cases: &[(&str, Request, Decision)]) {
+    let roles = node_roles();
+    let input: Vec<serde_json::Value> = cases
+        .iter()
+        .map(|(role, request, _)| {
+            serde_json::json!({
+                "policies": roles[role],
+                "action": request.action,
+                "resource": request.resource,
+                "context": request.context(),
+            })
+        })
+        .collect();
+    let mut child = Command::new("node")
+        .arg(repo().join("tests/iam/simulate.cjs"))
+        .env("IAM_TOOLS_DIR", iam_tools_dir())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start node (Node.js)");
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(serde_json::to_string(&input).unwrap().as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "simulate.cjs failed: {}", String::from_utf8_lossy(&output.stderr));
+
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Evaluated {
+        result: Option<Decision>,
+        #[serde(default)]
+        ignored_context_keys: Vec<String>,
+        error: Option<String>,
+    }
+    let evaluated: Vec<Evaluated> = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(evaluated.len(), cases.len());
+    let wrong: Vec<String> = cases
+        .iter()
+        .zip(&evaluated)
+        .filter_map(|((role, request, expected), evaluated)| {
+            let problem = if let Some(error) = &evaluated.error {
+                format!("the simulator refused it: {error}")
+            } else if !evaluated.ignored_context_keys.is_empty() {
+                format!("the simulator ignored {:?}", evaluated.ignored_context_keys)
+            } else if evaluated.result != Some(*expected) {
+                format!("{:?}, expected {expected:?}", evaluated.result)
+            } else {
+                return None;
+            };
+            Some(format!("{role}: {} ({}): {problem}", request.what, request.action))
+        })
+        .collect();
+    assert!(wrong.is_empty(), "{} of {} decisions are wrong:\n{}", wrong.len(), cases.len(), wrong.join("\n"));
+}
+
+/// Finding 1 of the 2026-12b security review: from a node, a tenant's cluster-admin could tag another runtime's
+/// resources with their own runtime's id (and the deprovisioning's sweep would delete them). No node role may write
+/// or remove a kubeopera.io/ tag on any resource, on creation or after, nor tag anything that carries another
+/// runtime's id, whatever else the role is granted.
+#[test]
+fn node_roles_cannot_write_the_provisioners_tags_or_tag_other_runtimes_resources() {
+    let compute_guard = std::fs::read_to_string(modules_dir().join("compute/policies/runtime-guard.json.tftpl"));
+    let eks_guard = std::fs::read_to_string(modules_dir().join("eks/policies/runtime-guard.json.tftpl"));
+    assert_eq!(compute_guard.unwrap(), eks_guard.unwrap(), "the compute and eks modules' guards differ");
+
+    use Decision::*;
+    let mut cases = Vec::new();
+    for role in ["control-plane", "worker", "EKS node"] {
+        cases.extend([
+            (
+                role,
+                request("forging another runtime's instance as this one's", "ec2:CreateTags", instance())
+                    .of_runtime(OTHER_RUNTIME_ID)
+                    .writing("kubeopera.io/runtime-id", RUNTIME_ID),
+                ExplicitlyDenied,
+            ),
+            (
+                role,
+                request("any kubeopera.io/ tag on an untagged resource", "ec2:CreateTags", security_group())
+                    .writing("kubeopera.io/anything", "x"),
+                ExplicitlyDenied,
+            ),
+            (
+                role,
+                request("removing this runtime's id from its own instance", "ec2:DeleteTags", instance())
+                    .of_runtime(RUNTIME_ID)
+                    .removing("kubeopera.io/runtime-id"),
+                ExplicitlyDenied,
+            ),
+            (
+                role,
+                request("this cluster's tag on another runtime's security group", "ec2:CreateTags", security_group())
+                    .of_runtime(OTHER_RUNTIME_ID)
+                    .writing(CLUSTER_TAG, "owned"),
+                ExplicitlyDenied,
+            ),
+            (
+                role,
+                request("a kubeopera.io/ tag on a load balancer", "elasticloadbalancing:AddTags", load_balancer())
+                    .writing("kubeopera.io/runtime-id", RUNTIME_ID),
+                ExplicitlyDenied,
+            ),
+            (
+                role,
+                request(
+                    "a load balancer created with another runtime's id",
+                    "elasticloadbalancing:CreateLoadBalancer",
+                    load_balancer(),
+                )
+                .writing("kubeopera.io/runtime-id", OTHER_RUNTIME_ID),
+                ExplicitlyDenied,
+            ),
+        ]);
+    }
+    cases.extend([
+        // The VPC CNI (AmazonEKS_CNI_Policy) tags network interfaces anywhere.
+        (
+            "EKS node",
+            request("a kubeopera.io/ tag on a network interface", "ec2:CreateTags", network_interface())
+                .writing("kubeopera.io/runtime-id", RUNTIME_ID),
+            ExplicitlyDenied,
+        ),
+        (
+            "EKS node",
+            request("the VPC CNI's own tags on a network interface", "ec2:CreateTags", network_interface())
+                .writing("cluster.k8s.amazonaws.com/name", CLUSTER_NAME),
+            Allowed,
+        ),
+        // What the cloud controller manager does for a Service of type LoadBalancer.
+        (
+            "control-plane",
+            request("this cluster's tag on a new security group", "ec2:CreateTags", security_group())
+                .writing(CLUSTER_TAG, "owned"),
+            Allowed,
+        ),
+        (
+            "control-plane",
+            request("a security group created with this cluster's tag", "ec2:CreateSecurityGroup", security_group())
+                .writing(CLUSTER_TAG, "owned"),
+            Allowed,
+        ),
+        (
+            "control-plane",
+            request(
+                "a load balancer created with this cluster's tag",
+                "elasticloadbalancing:CreateLoadBalancer",
+                load_balancer(),
+            )
+            .writing(CLUSTER_TAG, "owned")
+            .writing("kubernetes.io/service-name", "default/web"),
+            Allowed,
+        ),
+    ]);
+    assert_decisions(&cases);
+}
+
+/// The control-plane role (the AWS cloud controller manager's) changes and deletes only what carries this runtime's
+/// id or this cluster's tag, and nothing that carries another runtime's id, even with this cluster's tag on it; the
+/// EKS node role (the VPC CNI's network interfaces) nothing of another runtime's either.
+#[test]
+fn node_roles_change_and_delete_only_their_own_runtimes_and_clusters_resources() {
+    use Decision::*;
+    let deletes = [
+        ("ec2:DeleteVolume", volume()),
+        ("ec2:DeleteSecurityGroup", security_group()),
+        ("ec2:AuthorizeSecurityGroupIngress", security_group()),
+        ("ec2:ModifyInstanceAttribute", instance()),
+        ("elasticloadbalancing:DeleteLoadBalancer", load_balancer()),
+    ];
+    let mut cases = Vec::new();
+    for (action, resource) in deletes {
+        cases.extend([
+            (
+                "control-plane",
+                request("another runtime's resource", action, resource.clone()).of_runtime(OTHER_RUNTIME_ID),
+                ExplicitlyDenied,
+            ),
+            (
+                "control-plane",
+                request("another runtime's resource with this cluster's tag", action, resource.clone())
+                    .of_runtime(OTHER_RUNTIME_ID)
+                    .of_cluster(CLUSTER_NAME),
+                ExplicitlyDenied,
+            ),
+            ("control-plane", request("an untagged resource", action, resource.clone()), ImplicitlyDenied),
+            (
+                "control-plane",
+                request("another cluster's resource", action, resource.clone()).of_cluster("team-b"),
+                ImplicitlyDenied,
+            ),
+            (
+                "control-plane",
+                request("this cluster's resource", action, resource.clone()).of_cluster(CLUSTER_NAME),
+                Allowed,
+            ),
+            ("control-plane", request("this runtime's resource", action, resource).of_runtime(RUNTIME_ID), Allowed),
+        ]);
+    }
+    for action in ["ec2:DeleteNetworkInterface", "ec2:DetachNetworkInterface", "ec2:ModifyNetworkInterfaceAttribute"] {
+        cases.extend([
+            (
+                "EKS node",
+                request("another runtime's network interface", action, network_interface())
+                    .of_runtime(OTHER_RUNTIME_ID),
+                ExplicitlyDenied,
+            ),
+            ("EKS node", request("a network interface of no runtime", action, network_interface()), Allowed),
+        ]);
+    }
+    assert_decisions(&cases);
 }
 
 // ------------------------------------------------------------------------------------------------------------------

@@ -394,6 +394,19 @@ fn resources_are_tagged_with_the_runtime_and_the_users_labels() {
     );
 }
 
+/// The AWS cluster modules confine their node roles to the runtime id the resources are tagged with (see
+/// `modules::node_roles_cannot_write_the_provisioners_tags_or_tag_other_runtimes_resources`): the same tag's value.
+#[test]
+fn the_node_roles_are_confined_to_the_runtime_the_resources_are_tagged_with() {
+    for (runtime, module) in [(vanilla(), "compute"), (eks(), "eks")] {
+        let body = parse(&render(&runtime));
+        let runtime_id = traversal(block(&body, "module", &[module]).body(), "runtime_id");
+        assert_eq!(runtime_id, r#"local.tags["kubeopera.io/runtime-id"]"#, "{module}");
+        let tags = string_map(block(&body, "locals", &[]).body(), "tags");
+        assert_eq!(tags["kubeopera.io/runtime-id"], runtime.id.to_string(), "{module}");
+    }
+}
+
 #[test]
 fn rendered_configs_match_their_golden_files() {
     let update = std::env::var_os("UPDATE_GOLDEN").is_some();

@@ -193,120 +193,34 @@ resource "aws_iam_instance_profile" "node" {
   tags = var.tags
 }
 
-data "aws_iam_policy_document" "control_plane" {
-  statement {
-    sid = "PublishAndReadBootstrapParameters"
-    actions = [
-      "ssm:GetParameter",
-      "ssm:GetParameters",
-      "ssm:GetParametersByPath",
-      "ssm:PutParameter",
-    ]
-    resources = ["${local.ssm_arn}/*"]
-  }
-
-  # What the AWS cloud controller manager needs on a control-plane node:
-  # https://cloud-provider-aws.sigs.k8s.io/prerequisites/
-  statement {
-    sid = "CloudControllerManager"
-    actions = [
-      "autoscaling:DescribeAutoScalingGroups",
-      "autoscaling:DescribeLaunchConfigurations",
-      "autoscaling:DescribeTags",
-      "ec2:DescribeInstances",
-      "ec2:DescribeInstanceTopology",
-      "ec2:DescribeRegions",
-      "ec2:DescribeRouteTables",
-      "ec2:DescribeSecurityGroups",
-      "ec2:DescribeSubnets",
-      "ec2:DescribeVolumes",
-      "ec2:DescribeAvailabilityZones",
-      "ec2:DescribeVpcs",
-      "ec2:CreateSecurityGroup",
-      "ec2:CreateTags",
-      "ec2:CreateVolume",
-      "ec2:ModifyInstanceAttribute",
-      "ec2:ModifyVolume",
-      "ec2:AttachVolume",
-      "ec2:AuthorizeSecurityGroupIngress",
-      "ec2:CreateRoute",
-      "ec2:DeleteRoute",
-      "ec2:DeleteSecurityGroup",
-      "ec2:DeleteVolume",
-      "ec2:DetachVolume",
-      "ec2:RevokeSecurityGroupIngress",
-      "elasticloadbalancing:AddTags",
-      "elasticloadbalancing:AttachLoadBalancerToSubnets",
-      "elasticloadbalancing:ApplySecurityGroupsToLoadBalancer",
-      "elasticloadbalancing:CreateLoadBalancer",
-      "elasticloadbalancing:CreateLoadBalancerPolicy",
-      "elasticloadbalancing:CreateLoadBalancerListeners",
-      "elasticloadbalancing:ConfigureHealthCheck",
-      "elasticloadbalancing:DeleteLoadBalancer",
-      "elasticloadbalancing:DeleteLoadBalancerListeners",
-      "elasticloadbalancing:DescribeLoadBalancers",
-      "elasticloadbalancing:DescribeLoadBalancerAttributes",
-      "elasticloadbalancing:DetachLoadBalancerFromSubnets",
-      "elasticloadbalancing:DeregisterInstancesFromLoadBalancer",
-      "elasticloadbalancing:ModifyLoadBalancerAttributes",
-      "elasticloadbalancing:RegisterInstancesWithLoadBalancer",
-      "elasticloadbalancing:SetLoadBalancerPoliciesForBackendServer",
-      "elasticloadbalancing:CreateListener",
-      "elasticloadbalancing:CreateTargetGroup",
-      "elasticloadbalancing:DeleteListener",
-      "elasticloadbalancing:DeleteTargetGroup",
-      "elasticloadbalancing:DescribeListeners",
-      "elasticloadbalancing:DescribeLoadBalancerPolicies",
-      "elasticloadbalancing:DescribeTargetGroups",
-      "elasticloadbalancing:DescribeTargetHealth",
-      "elasticloadbalancing:ModifyListener",
-      "elasticloadbalancing:ModifyTargetGroup",
-      "elasticloadbalancing:RegisterTargets",
-      "elasticloadbalancing:DeregisterTargets",
-      "elasticloadbalancing:SetLoadBalancerPoliciesOfListener",
-      "iam:CreateServiceLinkedRole",
-      "kms:DescribeKey",
-    ]
-    resources = ["*"]
-  }
-}
-
-data "aws_iam_policy_document" "worker" {
-  # The join credentials and node 0's marker; not control-plane/certificate-key, which unlocks the control
-  # plane's certificates.
-  statement {
-    sid       = "ReadJoinParameters"
-    actions   = ["ssm:GetParameter", "ssm:GetParameters", "ssm:GetParametersByPath"]
-    resources = ["${local.ssm_arn}/join", "${local.ssm_arn}/join/*", "${local.ssm_arn}/control-plane/0/joined"]
-  }
-
-  # The kubelet's AWS needs: https://cloud-provider-aws.sigs.k8s.io/prerequisites/
-  statement {
-    sid = "Kubelet"
-    actions = [
-      "ec2:DescribeInstances",
-      "ec2:DescribeRegions",
-      "ecr:GetAuthorizationToken",
-      "ecr:BatchCheckLayerAvailability",
-      "ecr:GetDownloadUrlForLayer",
-      "ecr:GetRepositoryPolicy",
-      "ecr:DescribeRepositories",
-      "ecr:ListImages",
-      "ecr:BatchGetImage",
-    ]
-    resources = ["*"]
-  }
-}
-
+# The roles' permissions (policies/control-plane.json.tftpl, policies/worker.json.tftpl) and, beside them on both,
+# the guard (policies/runtime-guard.json.tftpl) that keeps the provisioner's tags and other runtimes' resources out
+# of a cluster's reach. Templates rather than policy documents in HCL, so the module tests evaluate exactly these
+# documents with an IAM policy simulator.
 resource "aws_iam_role_policy" "node" {
   for_each = {
-    "control-plane" = data.aws_iam_policy_document.control_plane.json
-    "worker"        = data.aws_iam_policy_document.worker.json
+    "control-plane" = templatefile("${path.module}/policies/control-plane.json.tftpl", {
+      ssm_arn      = local.ssm_arn
+      cluster_name = var.cluster_name
+      runtime_id   = var.runtime_id
+    })
+    "worker" = templatefile("${path.module}/policies/worker.json.tftpl", { ssm_arn = local.ssm_arn })
   }
 
   name   = "kubeadm-${each.key}"
   role   = aws_iam_role.node[each.key].id
   policy = each.value
+
+  # Granted only while the guard is attached: after it on creation, removed before it on destruction.
+  depends_on = [aws_iam_role_policy.runtime_guard]
+}
+
+resource "aws_iam_role_policy" "runtime_guard" {
+  for_each = local.node_roles
+
+  name   = "runtime-guard"
+  role   = aws_iam_role.node[each.key].id
+  policy = templatefile("${path.module}/policies/runtime-guard.json.tftpl", { runtime_id = var.runtime_id })
 }
 
 # ---------------------------------------------------------------------------------------------------------------

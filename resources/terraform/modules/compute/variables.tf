@@ -170,6 +170,16 @@ variable "bootstrap_timeout_seconds" {
   default     = 3600
 }
 
+variable "runtime_id" {
+  description = "ID of the provisioner's runtime this cluster belongs to, the value of its kubeopera.io/runtime-id tag: the control-plane role changes and deletes only what carries this ID or the cluster's own tag, and no node role anything that carries another runtime's ID."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", var.runtime_id))
+    error_message = "runtime_id must be a lowercase UUID."
+  }
+}
+
 variable "tags" {
   description = "Tags for every resource of the module (and the instances and volumes it starts)."
   type        = map(string)

@@ -116,6 +116,18 @@ resource "aws_iam_role_policy_attachment" "node" {
 
   role       = aws_iam_role.node.name
   policy_arn = "${local.policy_prefix}/${each.value}"
+
+  # Granted only while the guard is attached: after it on creation, removed before it on destruction.
+  depends_on = [aws_iam_role_policy.runtime_guard]
+}
+
+# The managed policies above let the nodes tag and change network interfaces anywhere in the account (the VPC CNI's
+# needs); the guard (policies/runtime-guard.json.tftpl) keeps the provisioner's tags and other runtimes' resources
+# out of a cluster's reach.
+resource "aws_iam_role_policy" "runtime_guard" {
+  name   = "runtime-guard"
+  role   = aws_iam_role.node.id
+  policy = templatefile("${path.module}/policies/runtime-guard.json.tftpl", { runtime_id = var.runtime_id })
 }
 
 # The nodes' instance type, encrypted gp3 root volumes of the requested size and IMDSv2 only; EKS fills in the

@@ -85,6 +85,16 @@ variable "node_disk_size_gb" {
   type        = number
 }
 
+variable "runtime_id" {
+  description = "ID of the provisioner's runtime this cluster belongs to, the value of its kubeopera.io/runtime-id tag: the node role may tag, change or delete nothing that carries another runtime's ID."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", var.runtime_id))
+    error_message = "runtime_id must be a lowercase UUID."
+  }
+}
+
 variable "tags" {
   description = "Tags for every resource of the module (and the nodes and volumes the node group starts)."
   type        = map(string)
