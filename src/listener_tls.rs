@@ -1,8 +1,8 @@
 //! Optional TLS for the API listener (`APP_TLS_CERT_FILE`, `APP_TLS_KEY_FILE`). The pair is read again whenever
 //! either file changes (looked at every `APP_TLS_RELOAD_INTERVAL`), so that a renewed certificate (cert-manager
 //! rewrites the Secret's files in place) is served without a restart; a pair that does not load keeps the one
-//! before. Handshakes run in tasks of their own, each bounded in time, so that a client that never finishes one
-//! holds nothing but itself.
+//! before. Handshakes run in tasks of their own, each bounded in time and at most `APP_TLS_MAX_HANDSHAKES` at
+//! once, so that clients that never finish one hold nothing but themselves and a bounded number of tasks.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -14,19 +14,21 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
+use tokio::sync::{Semaphore, mpsc};
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 
 /// How long a client may take for its TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Where the certificate and key are, and how often to look whether they changed.
+/// Where the certificate and key are, how often to look whether they changed, and how many handshakes may be in
+/// progress at once.
 #[derive(Debug, Clone)]
 pub struct TlsFiles {
     pub cert: PathBuf,
     pub key: PathBuf,
     pub reload_interval: Duration,
+    pub max_handshakes: usize,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -48,12 +50,13 @@ impl TlsListener {
         let local =
             tcp.local_addr().map_err(|error| LoadError { path: "listener".into(), message: error.to_string() })?;
         let resolver = Arc::new(Reloading { current: RwLock::new(Arc::new(load(&files)?)) });
-        tokio::spawn(reload(Arc::downgrade(&resolver), files));
+        tokio::spawn(reload(Arc::downgrade(&resolver), files.clone()));
         let mut config = rustls::ServerConfig::builder().with_no_client_auth().with_cert_resolver(resolver);
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         let acceptor = TlsAcceptor::from(Arc::new(config));
         let (sender, handshaken) = mpsc::channel(64);
-        tokio::spawn(accept(tcp, acceptor, sender));
+        let handshakes = Arc::new(Semaphore::new(files.max_handshakes));
+        tokio::spawn(accept(tcp, acceptor, handshakes, sender));
         Ok(TlsListener { handshaken, local })
     }
 }
@@ -75,9 +78,16 @@ impl axum::serve::Listener for TlsListener {
     }
 }
 
-/// Accepts TCP connections and completes each handshake in a task of its own, until the listener is dropped.
-async fn accept(tcp: TcpListener, acceptor: TlsAcceptor, handshaken: mpsc::Sender<(TlsStream<TcpStream>, SocketAddr)>) {
+/// Accepts TCP connections and completes each handshake in a task of its own, holding one of `handshakes` (a
+/// connection is accepted only once one is free), until the listener is dropped.
+async fn accept(
+    tcp: TcpListener,
+    acceptor: TlsAcceptor,
+    handshakes: Arc<Semaphore>,
+    handshaken: mpsc::Sender<(TlsStream<TcpStream>, SocketAddr)>,
+) {
     loop {
+        let Ok(permit) = handshakes.clone().acquire_owned().await else { return };
         let (stream, peer) = match tcp.accept().await {
             Ok(connection) => connection,
             Err(error) => {
@@ -92,7 +102,9 @@ async fn accept(tcp: TcpListener, acceptor: TlsAcceptor, handshaken: mpsc::Sende
         }
         let (acceptor, handshaken) = (acceptor.clone(), handshaken.clone());
         tokio::spawn(async move {
-            match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+            let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await;
+            drop(permit);
+            match handshake {
                 Ok(Ok(stream)) => {
                     let _ = handshaken.send((stream, peer)).await;
                 }

@@ -184,7 +184,11 @@ fn authentication(
     metrics: &Metrics,
     audit: AuditTrail,
 ) -> Authentication {
-    Authentication { mode: authentication_mode(settings, client, metrics), audit }
+    Authentication {
+        mode: authentication_mode(settings, client, metrics),
+        audit,
+        tenant_required: settings.tenant_required,
+    }
 }
 
 fn authentication_mode(settings: &AuthnSettings, client: Option<kube::Client>, metrics: &Metrics) -> Mode {

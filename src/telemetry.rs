@@ -68,6 +68,8 @@ pub enum OrphanOutcome {
     Left,
     /// An apply found it (left by an earlier run killed before it saved its state); the deprovisioning deletes it.
     Recorded,
+    /// It carries the runtime's tag but no run of the runtime created it: named, never deleted.
+    Foreign,
 }
 
 impl OrphanOutcome {
@@ -76,6 +78,7 @@ impl OrphanOutcome {
             OrphanOutcome::Deleted => "deleted",
             OrphanOutcome::Left => "left",
             OrphanOutcome::Recorded => "recorded",
+            OrphanOutcome::Foreign => "foreign",
         }
     }
 }
@@ -165,7 +168,7 @@ impl Metrics {
         );
         let orphans_found = Family::<OrphanLabels, Counter>::default();
         // Both series exist from the start, so that `increase()` sees the first orphan.
-        for outcome in [OrphanOutcome::Deleted, OrphanOutcome::Left, OrphanOutcome::Recorded] {
+        for outcome in [OrphanOutcome::Deleted, OrphanOutcome::Left, OrphanOutcome::Recorded, OrphanOutcome::Foreign] {
             drop(orphans_found.get_or_create(&OrphanLabels { outcome: outcome.as_str() }));
         }
         registry.register(

@@ -86,3 +86,9 @@ ALTER TABLE "operation" ADD COLUMN "approval_policy" text NULL;
 ALTER TABLE "operation" ADD COLUMN "trace_parent" text NULL;
 
 CREATE INDEX "runtime_labels_idx" ON "runtime" USING GIN ("labels" jsonb_path_ops);
+
+DROP INDEX "runtime_live_name_idx";
+
+CREATE UNIQUE INDEX "runtime_live_name_idx" ON "runtime" ("name") WHERE "deleted_at" IS NULL AND NOT "preview" AND "tenant" IS NULL;
+
+CREATE UNIQUE INDEX "runtime_live_tenant_name_idx" ON "runtime" ("tenant", "name") WHERE "deleted_at" IS NULL AND NOT "preview" AND "tenant" IS NOT NULL;

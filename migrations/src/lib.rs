@@ -25,6 +25,7 @@ mod m20261215_000001_operation_forced;
 mod m20261216_000001_operation_approval_policy;
 mod m20261217_000001_operation_trace_parent;
 mod m20261218_000001_runtime_labels_index;
+mod m20261219_000001_runtime_name_per_tenant;
 
 pub use sea_orm_migration::MigratorTrait;
 
@@ -62,6 +63,7 @@ fn all() -> Vec<Box<dyn Listed>> {
         Box::new(m20261216_000001_operation_approval_policy::Migration),
         Box::new(m20261217_000001_operation_trace_parent::Migration),
         Box::new(m20261218_000001_runtime_labels_index::Migration),
+        Box::new(m20261219_000001_runtime_name_per_tenant::Migration),
     ]
 }
 

@@ -1,17 +1,19 @@
 //! Who may do what, by Kubernetes RBAC: with `APP_AUTHZ_MODE=rbac` every request is checked with a
 //! SubjectAccessReview on the virtual resource `runtimes.provisioner.kubeopera.io` (subresources `kubeconfig` and
 //! `logs`), as kube-rbac-proxy does, so that operators grant read-only access to people and full access to
-//! host-cluster-controller with ordinary ClusterRoles. Answers are cached briefly per user and action.
+//! host-cluster-controller with ordinary ClusterRoles. A request that names a tenant is asked about in the
+//! tenant's namespace, so a RoleBinding there confines a caller to that tenant. Answers are cached briefly per
+//! user, action and tenant.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec};
 use kube::Api;
 use kube::api::PostParams;
 
+use crate::api::ttl_cache::TtlCache;
 use crate::domain::OperationType;
+use crate::domain::tenant::Tenant;
 
 /// The API group of the virtual resource RBAC rules name.
 pub const API_GROUP: &str = "provisioner.kubeopera.io";
@@ -140,63 +142,73 @@ pub struct User {
     pub groups: Vec<String>,
 }
 
+/// What one answer is about: a user, an action, and the tenant the request named.
+type Question = (User, Action, Option<Tenant>);
+
 /// Asks Kubernetes with the service's own client.
 pub struct Authorizer {
     api: Api<SubjectAccessReview>,
-    cache: Mutex<HashMap<(User, Action), (Instant, bool)>>,
+    cache: TtlCache<Question, bool>,
 }
 
 impl Authorizer {
     pub fn new(client: kube::Client) -> Self {
-        Authorizer { api: Api::all(client), cache: Mutex::default() }
+        Authorizer { api: Api::all(client), cache: TtlCache::new(CACHE_TTL, CACHE_CAPACITY) }
     }
 
-    /// Whether RBAC allows `user` the `action`. Errors are the Kubernetes API failing; they are not cached.
-    pub async fn allows(&self, user: &User, action: Action) -> Result<bool, kube::Error> {
-        let key = (user.clone(), action);
-        if let Some(allowed) = self.cached(&key) {
+    /// Whether RBAC allows `user` the `action` on the runtimes of `tenant`, a namespace to RBAC (see [`review`]).
+    /// Errors are the Kubernetes API failing; they are not cached.
+    pub async fn allows(&self, user: &User, action: Action, tenant: Option<&Tenant>) -> Result<bool, kube::Error> {
+        let key = (user.clone(), action, tenant.cloned());
+        if let Some(allowed) = self.cache.get(&key) {
             return Ok(allowed);
         }
-        let review = SubjectAccessReview {
-            spec: SubjectAccessReviewSpec {
-                user: Some(user.name.clone()),
-                groups: Some(user.groups.clone()),
-                resource_attributes: Some(ResourceAttributes {
-                    group: Some(API_GROUP.to_owned()),
-                    resource: Some(RESOURCE.to_owned()),
-                    subresource: action.subresource.map(|subresource| subresource.as_str().to_owned()),
-                    verb: Some(action.verb.as_str().to_owned()),
-                    ..ResourceAttributes::default()
-                }),
-                ..SubjectAccessReviewSpec::default()
-            },
-            ..SubjectAccessReview::default()
-        };
-        let answer = self.api.create(&PostParams::default(), &review).await?;
+        let answer = self.api.create(&PostParams::default(), &review(user, action, tenant)).await?;
         let allowed = answer.status.is_some_and(|status| status.allowed && status.denied != Some(true));
-        self.remember(key, allowed);
+        self.cache.insert(key, allowed);
         Ok(allowed)
     }
+}
 
-    fn cached(&self, key: &(User, Action)) -> Option<bool> {
-        let cache = self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        cache.get(key).filter(|(asked, _)| asked.elapsed() < CACHE_TTL).map(|(_, allowed)| *allowed)
-    }
-
-    fn remember(&self, key: (User, Action), allowed: bool) {
-        let mut cache = self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if cache.len() >= CACHE_CAPACITY {
-            cache.retain(|_, (asked, _)| asked.elapsed() < CACHE_TTL);
-        }
-        if cache.len() < CACHE_CAPACITY {
-            cache.insert(key, (Instant::now(), allowed));
-        }
+/// The SubjectAccessReview of `action` by `user`. A tenant is the namespace of its runtimes, so a RoleBinding in
+/// the tenant's namespace grants that tenant's runtimes only; a request that names no tenant is asked about
+/// cluster-wide, which only a ClusterRoleBinding grants.
+fn review(user: &User, action: Action, tenant: Option<&Tenant>) -> SubjectAccessReview {
+    SubjectAccessReview {
+        spec: SubjectAccessReviewSpec {
+            user: Some(user.name.clone()),
+            groups: Some(user.groups.clone()),
+            resource_attributes: Some(ResourceAttributes {
+                group: Some(API_GROUP.to_owned()),
+                resource: Some(RESOURCE.to_owned()),
+                subresource: action.subresource.map(|subresource| subresource.as_str().to_owned()),
+                verb: Some(action.verb.as_str().to_owned()),
+                namespace: tenant.map(|tenant| tenant.as_str().to_owned()),
+                ..ResourceAttributes::default()
+            }),
+            ..SubjectAccessReviewSpec::default()
+        },
+        ..SubjectAccessReview::default()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tenant_is_asked_about_as_the_namespace_of_its_runtimes() {
+        let user = User { name: "alice".to_owned(), groups: vec!["team-a".to_owned()] };
+        let tenant = Tenant::parse("tenant-a").unwrap();
+        let asked = review(&user, Action::on_runtimes(Verb::Delete), Some(&tenant)).spec;
+        let attributes = asked.resource_attributes.unwrap();
+        assert_eq!(
+            (attributes.namespace.as_deref(), attributes.verb.as_deref(), attributes.resource.as_deref()),
+            (Some("tenant-a"), Some("delete"), Some(RESOURCE))
+        );
+        let cluster_wide = review(&user, Action::on(Subresource::Logs), None).spec.resource_attributes.unwrap();
+        assert_eq!((cluster_wide.namespace, cluster_wide.subresource.as_deref()), (None, Some("logs")));
+    }
 
     #[test]
     fn rest_routes_map_to_their_rbac_actions() {

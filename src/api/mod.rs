@@ -15,6 +15,7 @@ pub mod probes;
 pub mod problem;
 pub mod rest;
 pub mod setup_progress;
+mod ttl_cache;
 pub mod views;
 pub mod websocket;
 
@@ -62,8 +63,13 @@ async fn graphql_get(
         Ok(protocol) => protocol,
         Err(rejection) => return rejection.into_response(),
     };
+    // A gateway in front names the tenant on the upgrade request; a browser cannot, and names it in its payload.
+    let tenant = match authentication::tenant_header(&parts.headers) {
+        Ok(tenant) => tenant,
+        Err(refusal) => return refusal.into_response(),
+    };
     match WebSocketUpgrade::from_request_parts(&mut parts, &()).await {
-        Ok(upgrade) => websocket::upgrade(upgrade, schema, protocol, gate, limits),
+        Ok(upgrade) => websocket::upgrade(upgrade, schema, protocol, websocket::Connection { gate, tenant }, limits),
         Err(rejection) => rejection.into_response(),
     }
 }
@@ -200,7 +206,7 @@ fn protected_routes(
         // The body is read (within its limit) only once the caller is known: a stranger's request is refused
         // before it can hold a request slot by sending its body slowly.
         .route_layer(axum::middleware::from_fn_with_state(settings.max_body_bytes, middleware::limit_body))
-        .route_layer(axum::middleware::from_fn(authentication::authorize_route))
+        .route_layer(axum::middleware::from_fn_with_state(authentication.clone(), authentication::authorize_route))
         .route_layer(axum::middleware::from_fn_with_state(authentication, authentication::authenticate))
         .route_layer(axum::middleware::from_fn(browser_guard::refuse_cross_origin_changes))
 }

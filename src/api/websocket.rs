@@ -14,6 +14,7 @@ use futures::{SinkExt as _, StreamExt as _};
 
 use super::authentication::Authentication;
 use super::graphql::ProvisionerSchema;
+use crate::domain::tenant::Tenant;
 use crate::service::{Service, StreamSlot};
 
 /// graphql-transport-ws: "Connection initialisation timeout".
@@ -37,19 +38,25 @@ pub struct SocketGate {
     pub service: Service,
 }
 
-/// Upgrades the connection and serves subscriptions on it.
+/// Who a socket answers to: its gate, and the tenant its upgrade request named.
+pub struct Connection {
+    pub gate: SocketGate,
+    pub tenant: Option<Tenant>,
+}
+
+/// Upgrades the connection and serves subscriptions on it, for the tenant the upgrade request named.
 pub fn upgrade(
     upgrade: WebSocketUpgrade,
     schema: ProvisionerSchema,
     protocol: GraphQLProtocol,
-    gate: SocketGate,
+    connection: Connection,
     limits: SocketLimits,
 ) -> Response {
     upgrade
         .max_message_size(limits.max_message_bytes)
         .max_frame_size(limits.max_message_bytes)
         .protocols(async_graphql::http::ALL_WEBSOCKET_PROTOCOLS)
-        .on_upgrade(move |socket| serve(socket, schema, protocol, gate, limits))
+        .on_upgrade(move |socket| serve(socket, schema, protocol, connection, limits))
 }
 
 /// The protocol's messages go out through a channel, so that the init deadline and the re-authentication can
@@ -58,22 +65,26 @@ async fn serve(
     socket: WebSocket,
     schema: ProvisionerSchema,
     protocol: GraphQLProtocol,
-    gate: SocketGate,
+    connection: Connection,
     limits: SocketLimits,
 ) {
-    let SocketGate { authentication, service } = gate;
+    let Connection { gate: SocketGate { authentication, service }, tenant } = connection;
     let (mut socket_sink, socket_stream) = socket.split();
     let (outgoing, mut to_socket) = futures::channel::mpsc::channel::<Message>(16);
     // The accepted `connection_init` payload, to review its token again.
     let accepted: Arc<Mutex<Option<serde_json::Value>>> = Arc::default();
     // Its place among the caller's open sockets, held until the socket ends.
     let slot: Arc<Mutex<Option<StreamSlot>>> = Arc::default();
-    let on_init = (accepted.clone(), authentication.clone(), slot.clone());
+    let on_init = (accepted.clone(), authentication.clone(), slot.clone(), tenant.clone());
     let protocol_run = GraphQLWebSocket::new_with_pair(outgoing.clone(), socket_stream, schema, protocol)
         .on_connection_init(move |payload| async move {
-            let (accepted, authentication, slot) = on_init;
-            let identity = authentication.identify_connection(&payload).await.map_err(async_graphql::Error::new)?;
-            let place = service
+            let (accepted, authentication, slot, tenant) = on_init;
+            let identity = authentication
+                .identify_connection(&payload, tenant.as_ref())
+                .await
+                .map_err(async_graphql::Error::new)?;
+            let place = identity
+                .service(&service)
                 .open_socket(&identity.username)
                 .map_err(|error| async_graphql::Error::new(error.to_string()))?;
             *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(place);
@@ -87,7 +98,7 @@ async fn serve(
     let driver = async move {
         let close = tokio::select! {
             () = protocol_run => None,
-            close = watch_the_caller(&accepted, &authentication, &limits) => Some(close),
+            close = watch_the_caller(&accepted, &authentication, tenant.as_ref(), &limits) => Some(close),
         };
         if let Some(close) = close {
             let _ = closer.send(Message::Close(Some(close))).await;
@@ -110,6 +121,7 @@ async fn serve(
 async fn watch_the_caller(
     accepted: &Mutex<Option<serde_json::Value>>,
     authentication: &Authentication,
+    tenant: Option<&Tenant>,
     limits: &SocketLimits,
 ) -> CloseFrame {
     tokio::time::sleep(limits.init_timeout).await;
@@ -120,7 +132,7 @@ async fn watch_the_caller(
     loop {
         tokio::time::sleep(limits.reauthentication_interval).await;
         let payload = accepted_payload().unwrap_or_default();
-        if let Err(refusal) = authentication.identify_connection(&payload).await {
+        if let Err(refusal) = authentication.identify_connection(&payload, tenant).await {
             tracing::info!(refusal, "closing a WebSocket whose token is no longer accepted");
             return CloseFrame { code: FORBIDDEN_CLOSE_CODE, reason: refusal.into() };
         }

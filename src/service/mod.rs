@@ -137,15 +137,20 @@ impl Service {
         self.tenant.as_ref().is_none_or(|tenant| runtime.tenant.as_ref() == Some(tenant))
     }
 
-    /// A place for one long-lived stream of `caller` (a followed log, a subscription), held until the slot is
-    /// dropped; refused when the caller or everyone together holds as many as allowed.
+    /// A place for one long-lived stream of `caller` in this service's tenant (a followed log, a subscription),
+    /// held until the slot is dropped; refused when the caller in this tenant or everyone together holds as many
+    /// as allowed.
     pub fn open_stream(&self, caller: &str) -> Result<StreamSlot> {
-        self.streams.open(caller).map_err(|full| too_many("streams", caller, full))
+        self.streams.open(self.holder(caller)).map_err(|full| too_many("streams", caller, full))
     }
 
-    /// A place for one open WebSocket of `caller`, to the same limits as streams.
+    /// A place for one open WebSocket of `caller` in this service's tenant, to the same limits as streams.
     pub fn open_socket(&self, caller: &str) -> Result<StreamSlot> {
-        self.sockets.open(caller).map_err(|full| too_many("WebSockets", caller, full))
+        self.sockets.open(self.holder(caller)).map_err(|full| too_many("WebSockets", caller, full))
+    }
+
+    fn holder(&self, caller: &str) -> streams::Holder {
+        streams::Holder { username: caller.to_owned(), tenant: self.tenant.clone() }
     }
 }
 

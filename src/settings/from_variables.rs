@@ -140,6 +140,7 @@ impl Variables {
                 audience: self.app_auth_audience.clone(),
                 allowed_users,
                 authorization: self.app_authz_mode,
+                tenant_required: self.app_tenant_required,
             },
             server: self.server()?,
             http: self.http()?,
@@ -159,7 +160,15 @@ impl Variables {
         let tls = match (&self.app_tls_cert_file, &self.app_tls_key_file) {
             (None, None) => None,
             (Some(cert), Some(key)) => {
-                Some(TlsFiles { cert: cert.clone(), key: key.clone(), reload_interval: self.app_tls_reload_interval })
+                if self.app_tls_max_handshakes == 0 {
+                    return Err(invalid("APP_TLS_MAX_HANDSHAKES", "must be at least 1"));
+                }
+                Some(TlsFiles {
+                    cert: cert.clone(),
+                    key: key.clone(),
+                    reload_interval: self.app_tls_reload_interval,
+                    max_handshakes: self.app_tls_max_handshakes,
+                })
             }
             (Some(_), None) => return Err(invalid("APP_TLS_KEY_FILE", "is required with APP_TLS_CERT_FILE")),
             (None, Some(_)) => return Err(invalid("APP_TLS_CERT_FILE", "is required with APP_TLS_KEY_FILE")),

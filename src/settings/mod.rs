@@ -120,6 +120,8 @@ pub struct AuthnSettings {
     pub audience: String,
     pub allowed_users: Vec<String>,
     pub authorization: AuthzMode,
+    /// Every request on runtimes must name a tenant.
+    pub tenant_required: bool,
 }
 
 /// How an authenticated caller's actions are decided.

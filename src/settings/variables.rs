@@ -147,6 +147,10 @@ pub(super) struct Variables {
     /// one that does not load keeps the pair before.
     #[serde(deserialize_with = "duration", serialize_with = "help::duration")]
     pub(super) app_tls_reload_interval: Duration,
+    /// The most TLS handshakes in progress at once; further connections wait in the listen queue until one ends
+    /// (each is bounded to 10 s), so a flood of connections that never finish theirs holds bounded memory.
+    #[serde(deserialize_with = "parsed")]
+    pub(super) app_tls_max_handshakes: usize,
     /// Log filter, for example `debug` or `provisioner=debug,info`.
     pub(super) app_log_level: String,
     /// `json` or `text` (`make run` uses `text`).
@@ -267,6 +271,11 @@ pub(super) struct Variables {
     /// docs/security.md).
     #[serde(deserialize_with = "parsed", serialize_with = "help::display")]
     pub(super) app_authz_mode: AuthzMode,
+    /// Every request that reads or changes runtimes must name a tenant (the `Tenant` header, or for a WebSocket
+    /// the upgrade request's header or its `connection_init` payload); one without is refused with 400 naming
+    /// `Tenant`. The chart turns it on with `APP_AUTHZ_MODE=rbac`.
+    #[serde(deserialize_with = "parsed")]
+    pub(super) app_tenant_required: bool,
     /// The pod's name (Kubernetes sets it): the worker's lease owner begins with it, so that a lease in the
     /// database names the pod that holds it.
     pub(super) hostname: String,
@@ -319,6 +328,7 @@ impl Default for Variables {
             app_tls_cert_file: None,
             app_tls_key_file: None,
             app_tls_reload_interval: Duration::from_secs(60),
+            app_tls_max_handshakes: 256,
             app_log_level: "info".to_owned(),
             app_log_format: LogFormat::Json,
             otel_exporter_otlp_endpoint: None,
@@ -355,6 +365,7 @@ impl Default for Variables {
             app_graphql_max_complexity: 5000,
             app_graphql_introspection: false,
             app_auth_enabled: true,
+            app_tenant_required: false,
             app_auth_audience: "cluster-provisioner".to_owned(),
             app_auth_allowed_users: "system:serviceaccount:kubeopera-core:host-cluster-controller".to_owned(),
             app_authz_mode: AuthzMode::AllowList,

@@ -10,6 +10,7 @@ use kube::api::{ObjectMeta, PostParams};
 use provisioner::api::audit::{ApiKind, AuditEvent};
 use serde_json::{Value, json};
 use test_control_plane::ControlPlane;
+use test_support::auth_service::aws_credential;
 use test_support::documents;
 use test_support::engine::apply_production_rbac;
 use test_support::subscriber::Subscriber;
@@ -339,10 +340,14 @@ async fn a_websocket_is_closed_once_its_token_is_revoked() {
 /// Gives `account` of the setup's namespace `verbs` on `resources` of `runtimes.provisioner.kubeopera.io`, with a
 /// ClusterRole and its binding, and waits until the API server's RBAC says so.
 async fn grant(setup: &Setup, account: &str, verbs: &[&str], resources: &[&str]) {
-    use k8s_openapi::api::authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec};
-    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
+    grant_in(setup, account, verbs, resources, None).await;
+}
+
+/// [`grant`] within one tenant's namespace (a RoleBinding of the ClusterRole there), or cluster-wide.
+async fn grant_in(setup: &Setup, account: &str, verbs: &[&str], resources: &[&str], tenant: Option<&str>) {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleBinding, RoleRef, Subject};
     let admin = setup.control_plane.admin_client().unwrap();
-    let name = format!("{account}-{}", setup.namespace);
+    let name = format!("{account}-{}-{}", setup.namespace, tenant.unwrap_or("all"));
     let strings = |values: &[&str]| Some(values.iter().map(|value| value.to_string()).collect::<Vec<_>>());
     let role = ClusterRole {
         metadata: ObjectMeta { name: Some(name.clone()), ..ObjectMeta::default() },
@@ -355,26 +360,44 @@ async fn grant(setup: &Setup, account: &str, verbs: &[&str], resources: &[&str])
         ..ClusterRole::default()
     };
     Api::<ClusterRole>::all(admin.clone()).create(&PostParams::default(), &role).await.unwrap();
-    let binding = ClusterRoleBinding {
-        metadata: ObjectMeta { name: Some(name.clone()), ..ObjectMeta::default() },
-        role_ref: RoleRef { api_group: Some("rbac.authorization.k8s.io".into()), kind: "ClusterRole".into(), name },
-        subjects: Some(vec![Subject {
-            kind: "ServiceAccount".into(),
-            name: account.into(),
-            namespace: Some(setup.namespace.clone()),
-            ..Subject::default()
-        }]),
-    };
-    Api::<ClusterRoleBinding>::all(admin.clone()).create(&PostParams::default(), &binding).await.unwrap();
-    let user = format!("system:serviceaccount:{}:{account}", setup.namespace);
+    let metadata = ObjectMeta { name: Some(name.clone()), ..ObjectMeta::default() };
+    let role_ref = RoleRef { api_group: Some("rbac.authorization.k8s.io".into()), kind: "ClusterRole".into(), name };
+    let subjects = Some(vec![Subject {
+        kind: "ServiceAccount".into(),
+        name: account.into(),
+        namespace: Some(setup.namespace.clone()),
+        ..Subject::default()
+    }]);
+    match tenant {
+        None => {
+            let binding = ClusterRoleBinding { metadata, role_ref, subjects };
+            Api::<ClusterRoleBinding>::all(admin.clone()).create(&PostParams::default(), &binding).await.unwrap();
+        }
+        Some(tenant) => {
+            let binding = RoleBinding { metadata, role_ref, subjects };
+            Api::<RoleBinding>::namespaced(admin.clone(), tenant)
+                .create(&PostParams::default(), &binding)
+                .await
+                .unwrap();
+        }
+    }
     let resource = resources[0].split_once('/').map_or(resources[0], |(resource, _)| resource);
+    let verb = if verbs[0] == "*" { "get" } else { verbs[0] };
+    wait_until_allowed(setup, account, verb, resource, tenant).await;
+}
+
+async fn wait_until_allowed(setup: &Setup, account: &str, verb: &str, resource: &str, tenant: Option<&str>) {
+    use k8s_openapi::api::authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec};
+    let admin = setup.control_plane.admin_client().unwrap();
+    let user = format!("system:serviceaccount:{}:{account}", setup.namespace);
     let review = SubjectAccessReview {
         spec: SubjectAccessReviewSpec {
             user: Some(user),
             resource_attributes: Some(ResourceAttributes {
                 group: Some("provisioner.kubeopera.io".into()),
                 resource: Some(resource.into()),
-                verb: Some(if verbs[0] == "*" { "get".into() } else { verbs[0].into() }),
+                verb: Some(verb.into()),
+                namespace: tenant.map(str::to_owned),
                 ..ResourceAttributes::default()
             }),
             ..SubjectAccessReviewSpec::default()
@@ -390,6 +413,43 @@ async fn grant(setup: &Setup, account: &str, verbs: &[&str], resources: &[&str])
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("RBAC never allowed {account} what was granted");
+}
+
+/// A tenant is a namespace to RBAC: a caller bound in tenant A's namespace only acts on tenant A's runtimes,
+/// and is refused for another tenant and for a request that names none (which asks for cluster-wide rights).
+#[tokio::test]
+async fn a_role_binding_in_a_tenants_namespace_confines_a_caller_to_that_tenant() {
+    let setup = Setup::start_with("cluster-provisioner", &[("APP_AUTHZ_MODE", "rbac")]).await;
+    let tenant_a = setup.control_plane.new_namespace("tenant").await.expect("namespace");
+    let tenant_b = setup.control_plane.new_namespace("tenant").await.expect("namespace");
+    for tenant in [&tenant_a, &tenant_b] {
+        setup.app.auth.add_tenant_credential(tenant, &format!("cred-{tenant}"), aws_credential());
+    }
+    grant_in(&setup, "intruder", &["get", "list", "create"], &["runtimes"], Some(&tenant_a)).await;
+    let token = setup.token("intruder", AUDIENCE).await;
+    let bearer = format!("Bearer {token}");
+    let call = async |method: &str, path: &str, body: Option<&Value>, tenant: Option<&str>| {
+        let mut headers = vec![("authorization", bearer.as_str())];
+        headers.extend(tenant.map(|tenant| ("Tenant", tenant)));
+        setup.app.request(method, path, body, &headers).await
+    };
+    let body = |tenant: &str| {
+        let mut body = provision_body("confined");
+        body["clusterConfig"]["credentialId"] = json!(format!("cred-{tenant}"));
+        body
+    };
+
+    let created = call("POST", "/api/v1/runtimes", Some(&body(&tenant_a)), Some(&tenant_a)).await;
+    assert_eq!(created.status, StatusCode::ACCEPTED, "{}", created.text);
+    assert_eq!(call("GET", "/api/v1/runtimes", None, Some(&tenant_a)).await.status, StatusCode::OK);
+    let refused = call("POST", "/api/v1/runtimes", Some(&body(&tenant_b)), Some(&tenant_b)).await;
+    assert_refused(&refused, StatusCode::FORBIDDEN, "forbidden");
+    assert_refused(&call("GET", "/api/v1/runtimes", None, Some(&tenant_b)).await, StatusCode::FORBIDDEN, "forbidden");
+    assert_refused(&call("GET", "/api/v1/runtimes", None, None).await, StatusCode::FORBIDDEN, "forbidden");
+    let query = json!({ "query": "{ runtimes { edges { node { id } } } }" });
+    let over_graphql = call("POST", "/graphql", Some(&query), Some(&tenant_b)).await;
+    assert_refused(&over_graphql, StatusCode::FORBIDDEN, "forbidden");
+    assert_eq!(call("POST", "/graphql", Some(&query), Some(&tenant_a)).await.status, StatusCode::OK);
 }
 
 /// With `APP_AUTHZ_MODE=rbac` Kubernetes RBAC decides what each caller may do: a reader bound to get and list

@@ -88,21 +88,25 @@ async fn a_deprovisioning_that_found_leftovers_fails_naming_them_and_can_be_retr
     assert_eq!(retried["operation"], "deprovision", "{}", retry.text);
     let retried = retried["id"].as_str().expect("an operation id").to_owned();
     engine.wait_for_stage(&retried, "WaitForJob", WAIT).await;
-    let report = RunReport::of_plan(PlanSummary { swept: vec![vpc.to_owned()], ..PlanSummary::default() });
-    engine.runner_exits(&job, 0, &serde_json::to_string(&report).unwrap()).await;
+    let foreign = "arn:aws:ec2:eu-west-1:123456789012:instance/i-0f0e";
+    let summary =
+        PlanSummary { swept: vec![vpc.to_owned()], foreign: vec![foreign.to_owned()], ..PlanSummary::default() };
+    engine.runner_exits(&job, 0, &serde_json::to_string(&RunReport::of_plan(summary)).unwrap()).await;
     engine.wait_for_stage(&retried, "Done", WAIT).await;
     let shown = engine.app.get(&format!("/api/v1/operations/{retried}")).await.json();
-    assert_eq!(shown["planSummary"]["swept"], json!([vpc]), "{shown}");
+    assert_eq!((&shown["planSummary"]["swept"], &shown["planSummary"]["foreign"]), (&json!([vpc]), &json!([foreign])));
     let response = engine
         .app
         .graphql(
-            "query($id: String!) { runtimeOperationStatus(id: $id) { state planSummary { swept } } }",
+            "query($id: String!) { runtimeOperationStatus(id: $id) { state planSummary { swept foreign } } }",
             json!({ "id": retried }),
         )
         .await;
     let status = &response["data"]["runtimeOperationStatus"];
     assert_eq!((&status["state"], &status["planSummary"]["swept"]), (&json!("Succeeded"), &json!([vpc])), "{response}");
+    assert_eq!(status["planSummary"]["foreign"], json!([foreign]), "{response}");
     let metrics = engine.app.metrics().await;
     assert!(metrics.contains("provisioner_orphans_found_total{outcome=\"deleted\"} 1\n"), "{metrics}");
+    assert!(metrics.contains("provisioner_orphans_found_total{outcome=\"foreign\"} 1\n"), "{metrics}");
     process.stop().await;
 }

@@ -42,4 +42,5 @@ mod runner;
 mod runtime_resource;
 mod startup;
 mod statement_counts;
+mod tenants;
 mod traces;

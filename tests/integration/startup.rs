@@ -198,6 +198,46 @@ async fn the_api_serves_tls_and_picks_up_a_renewed_certificate() {
     assert!(old.is_err(), "the old certificate is still served");
 }
 
+/// At most `APP_TLS_MAX_HANDSHAKES` handshakes are in progress at once: connections that never finish theirs make
+/// the next client wait in the listen queue (the server holds no task for it), and once one of them goes, the
+/// client is served.
+#[tokio::test]
+async fn tls_handshakes_in_progress_are_capped() {
+    provisioner::install_crypto_provider();
+    let folder = tempfile::tempdir().unwrap();
+    let (cert, key) = (folder.path().join("tls.crt"), folder.path().join("tls.key"));
+    let pair = test_support::pki::server_certificates();
+    std::fs::write(&cert, &pair.cert).unwrap();
+    std::fs::write(&key, &pair.key).unwrap();
+    let api_port = free_port();
+    let mut child = sqlite_default(folder.path(), api_port)
+        .env("APP_TLS_CERT_FILE", &cert)
+        .env("APP_TLS_KEY_FILE", &key)
+        .env("APP_TLS_MAX_HANDSHAKES", "2")
+        .spawn()
+        .expect("start the binary");
+    let client = |timeout: Duration| {
+        let root = reqwest::Certificate::from_pem(pair.ca.as_bytes()).unwrap();
+        reqwest::Client::builder().add_root_certificate(root).timeout(timeout).build().unwrap()
+    };
+    let livez = format!("https://localhost:{api_port}/livez");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while client(Duration::from_secs(2)).get(&livez).send().await.is_err() {
+        assert!(Instant::now() < deadline, "the API never answered over TLS");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let silent: Vec<_> =
+        (0..2).map(|_| std::net::TcpStream::connect(("127.0.0.1", api_port)).expect("a TCP connection")).collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let waiting = client(Duration::from_millis(1500)).get(&livez).send().await;
+    drop(silent);
+    let served = client(Duration::from_secs(5)).get(&livez).send().await;
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(waiting.is_err(), "a third handshake ran beside two unfinished ones: {waiting:?}");
+    assert_eq!(served.expect("served once the silent connections went").status(), reqwest::StatusCode::OK);
+}
+
 /// `--version`, `GET /version` and the metric `provisioner_build_info` name the same build: the package version
 /// and the commit of this checkout.
 #[test]

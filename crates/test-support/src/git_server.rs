@@ -40,7 +40,7 @@ impl GitServer {
         std::fs::write(&key, &certificates.key).unwrap();
         let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
         let address = tcp.local_addr().unwrap();
-        let files = TlsFiles { cert, key, reload_interval: Duration::from_secs(3600) };
+        let files = TlsFiles { cert, key, reload_interval: Duration::from_secs(3600), max_handshakes: 64 };
         let listener = TlsListener::new(tcp, files).expect("the test certificate loads");
         let authorization = credentials.map(|(user, password)| {
             format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}")))

@@ -11,15 +11,25 @@ pub struct Subscriber {
 
 impl Subscriber {
     pub async fn connect(app: &TestApp) -> Subscriber {
-        use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let address = listener.local_addr().unwrap();
-        tokio::spawn(axum::serve(listener, app.app.router.clone()).into_future());
-        let mut request = format!("ws://{address}/graphql").into_client_request().unwrap();
-        request.headers_mut().insert("sec-websocket-protocol", "graphql-transport-ws".parse().unwrap());
-        let (socket, response) = tokio_tungstenite::connect_async(request).await.expect("the WebSocket upgrade");
+        Subscriber::connect_with(app, &[]).await
+    }
+
+    /// Connected with `headers` on the upgrade request too (a gateway's `Tenant`).
+    pub async fn connect_with(app: &TestApp, headers: &[(&str, &str)]) -> Subscriber {
+        let (socket, response) =
+            tokio_tungstenite::connect_async(upgrade_request(app, headers).await).await.expect("the WebSocket upgrade");
         assert_eq!(response.headers()["sec-websocket-protocol"], "graphql-transport-ws");
         Subscriber { socket }
+    }
+
+    /// The status of an upgrade request with `headers` that the server refuses.
+    pub async fn upgrade_refused(app: &TestApp, headers: &[(&str, &str)]) -> axum::http::StatusCode {
+        use tokio_tungstenite::tungstenite::Error;
+        match tokio_tungstenite::connect_async(upgrade_request(app, headers).await).await {
+            Err(Error::Http(response)) => response.status(),
+            Err(error) => panic!("the upgrade failed without an answer: {error}"),
+            Ok(_) => panic!("the upgrade was accepted"),
+        }
     }
 
     /// Connected, acknowledged (`connection_init` with `payload`) and subscribed to `query` as subscription "1".
@@ -73,4 +83,22 @@ impl Subscriber {
             }
         }
     }
+}
+
+/// A graphql-transport-ws upgrade request with `headers` to `app`, served on a loopback port of its own.
+async fn upgrade_request(
+    app: &TestApp,
+    headers: &[(&str, &str)],
+) -> tokio_tungstenite::tungstenite::handshake::client::Request {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(axum::serve(listener, app.app.router.clone()).into_future());
+    let mut request = format!("ws://{address}/graphql").into_client_request().unwrap();
+    request.headers_mut().insert("sec-websocket-protocol", "graphql-transport-ws".parse().unwrap());
+    for (name, value) in headers {
+        let name = axum::http::HeaderName::from_bytes(name.as_bytes()).unwrap();
+        request.headers_mut().insert(name, value.parse().unwrap());
+    }
+    request
 }

@@ -100,7 +100,7 @@ impl Identity {
     /// Refused (403) unless this caller may do `action`.
     pub async fn authorize(&self, action: Action) -> Result<(), ApiError> {
         let Grants::Rbac { authorizer, user } = &self.grants else { return Ok(()) };
-        match authorizer.allows(user, action).await {
+        match authorizer.allows(user, action, self.tenant.as_ref()).await {
             Ok(true) => Ok(()),
             Ok(false) => Err(ApiError::Forbidden(format!("{} may not {}", self.username, action.describe()))),
             Err(error) => {
@@ -140,16 +140,27 @@ pub enum Access {
 pub struct Authentication {
     pub mode: Mode,
     pub audit: AuditTrail,
+    /// `APP_TENANT_REQUIRED`: every request that reads or changes runtimes must name a tenant.
+    pub tenant_required: bool,
 }
 
 /// The middleware after [`authenticate`]: refuses a REST request its caller may not make (see
-/// [`crate::api::authorization::rest_action`]).
-pub async fn authorize_route(matched: Option<axum::extract::MatchedPath>, request: Request, next: Next) -> Response {
+/// [`crate::api::authorization::rest_action`]), or that names no tenant where one is required.
+pub async fn authorize_route(
+    State(authentication): State<Authentication>,
+    matched: Option<axum::extract::MatchedPath>,
+    request: Request,
+    next: Next,
+) -> Response {
     let action = matched.and_then(|route| crate::api::authorization::rest_action(request.method(), route.as_str()));
-    if let (Some(action), Some(identity)) = (action, request.extensions().get::<Identity>())
-        && let Err(refusal) = identity.authorize(action).await
-    {
-        return refusal.into_response();
+    if let (Some(action), Some(identity)) = (action, request.extensions().get::<Identity>()) {
+        let allowed = match authentication.require_tenant(identity) {
+            Ok(()) => identity.authorize(action).await,
+            Err(refusal) => Err(refusal),
+        };
+        if let Err(refusal) = allowed {
+            return refusal.into_response();
+        }
     }
     next.run(request).await
 }
@@ -169,12 +180,24 @@ pub async fn authenticate(State(authentication): State<Authentication>, mut requ
 const TENANT_HEADER: &str = "Tenant";
 
 /// The tenant a request names in its `Tenant` header; a malformed one is refused, naming the header.
-fn tenant_header(headers: &HeaderMap) -> Result<Option<Tenant>, ApiError> {
+pub fn tenant_header(headers: &HeaderMap) -> Result<Option<Tenant>, ApiError> {
     let Some(value) = headers.get(TENANT_HEADER) else { return Ok(None) };
     let refused =
         |message: String| ApiError::Service(Invalid::new(InvalidReason::Format, TENANT_HEADER, message).into());
     let value = value.to_str().map_err(|_| refused("must be plain ASCII".to_owned()))?;
     Tenant::parse(value).map(Some).map_err(refused)
+}
+
+/// The tenant of a WebSocket: the upgrade request's when it named one (a `connection_init` payload naming
+/// another is refused), else the payload's.
+fn connection_tenant_of(connection: Option<&Tenant>, named: Option<Tenant>) -> Result<Option<Tenant>, String> {
+    match (connection, named) {
+        (Some(connection), Some(named)) if named != *connection => Err(format!(
+            "the connection_init payload names {TENANT_HEADER} {named}, but the connection is for {connection}"
+        )),
+        (Some(connection), _) => Ok(Some(connection.clone())),
+        (None, named) => Ok(named),
+    }
 }
 
 impl Authentication {
@@ -188,10 +211,24 @@ impl Authentication {
         Ok(identity)
     }
 
+    /// Refused (400, naming the header) when a tenant is required and `identity` names none.
+    fn require_tenant(&self, identity: &Identity) -> Result<(), ApiError> {
+        if self.tenant_required && identity.tenant.is_none() {
+            let message = "is required: this provisioner serves tenants (APP_TENANT_REQUIRED)";
+            return Err(ApiError::Service(Invalid::new(InvalidReason::Required, TENANT_HEADER, message).into()));
+        }
+        Ok(())
+    }
+
     /// The caller of a GraphQL subscription, from the `Authorization` of its `connection_init` payload (a
-    /// browser cannot set headers on a WebSocket).
-    /// The refusal is its message, which the client gets as the connection's error.
-    pub async fn identify_connection(&self, payload: &serde_json::Value) -> Result<Identity, String> {
+    /// browser cannot set headers on a WebSocket). Its tenant is the one the upgrade request's `Tenant` header
+    /// named (`connection_tenant`, which a gateway in front sets) when it named one: a payload may repeat it but
+    /// not name another. The refusal is its message, which the client gets as the connection's error.
+    pub async fn identify_connection(
+        &self,
+        payload: &serde_json::Value,
+        connection_tenant: Option<&Tenant>,
+    ) -> Result<Identity, String> {
         let authorization = ["Authorization", "authorization"].iter().find_map(|key| payload.get(*key)?.as_str());
         let mut identity =
             self.identify_token(authorization.and_then(bearer_value)).await.map_err(|error| match error {
@@ -200,10 +237,12 @@ impl Authentication {
                 }
                 _ => "authentication failed".to_owned(),
             })?;
-        let tenant = [TENANT_HEADER, "tenant"].iter().find_map(|key| payload.get(*key)?.as_str());
-        identity.tenant = tenant
+        let named = [TENANT_HEADER, "tenant"].iter().find_map(|key| payload.get(*key)?.as_str());
+        let named = named
             .map(|tenant| Tenant::parse(tenant).map_err(|message| format!("invalid {TENANT_HEADER}: {message}")))
             .transpose()?;
+        identity.tenant = connection_tenant_of(connection_tenant, named)?;
+        self.require_tenant(&identity).map_err(|_| format!("{TENANT_HEADER} is required (APP_TENANT_REQUIRED)"))?;
         Ok(identity)
     }
 

@@ -1,16 +1,16 @@
 //! Who a bearer token belongs to, asked of Kubernetes with the TokenReview API (`authentication.k8s.io/v1`).
 //! Answers are cached briefly, keyed by the token's SHA-256 (the token itself is never kept), so that a busy
-//! caller costs one review per [`CACHE_TTL`].
+//! caller costs one review per [`CACHE_TTL`]; a flood of distinct tokens costs bounded memory and constant time
+//! per token ([`TtlCache`]).
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
 use kube::Api;
 use kube::api::PostParams;
 use sha2::{Digest, Sha256};
 
+use crate::api::ttl_cache::TtlCache;
 use crate::telemetry::Metrics;
 
 /// How long an answer is reused: a revoked token keeps working at most this long.
@@ -34,18 +34,18 @@ pub struct TokenReviewer {
     api: Api<TokenReview>,
     audience: String,
     metrics: Metrics,
-    cache: Mutex<HashMap<[u8; 32], (Instant, Review)>>,
+    cache: TtlCache<[u8; 32], Review>,
 }
 
 impl TokenReviewer {
     pub fn new(client: kube::Client, audience: String, metrics: Metrics) -> Self {
-        TokenReviewer { api: Api::all(client), audience, metrics, cache: Mutex::default() }
+        TokenReviewer { api: Api::all(client), audience, metrics, cache: TtlCache::new(CACHE_TTL, CACHE_CAPACITY) }
     }
 
     /// Errors are the Kubernetes API failing (or refusing the service); they are not cached.
     pub async fn review(&self, token: &str) -> Result<Review, kube::Error> {
         let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        if let Some(review) = self.cached(&key) {
+        if let Some(review) = self.cache.get(&key) {
             return Ok(review);
         }
         let request = TokenReview {
@@ -74,25 +74,7 @@ impl TokenReviewer {
             Review::Authenticated { .. } => "authenticated",
             Review::Rejected { .. } => "rejected",
         });
-        self.remember(key, review.clone());
+        self.cache.insert(key, review.clone());
         Ok(review)
-    }
-
-    fn cached(&self, key: &[u8; 32]) -> Option<Review> {
-        let cache = self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        cache.get(key).filter(|(reviewed, _)| reviewed.elapsed() < CACHE_TTL).map(|(_, review)| review.clone())
-    }
-
-    fn remember(&self, key: [u8; 32], review: Review) {
-        let mut cache = self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if cache.len() >= CACHE_CAPACITY {
-            cache.retain(|_, (reviewed, _)| reviewed.elapsed() < CACHE_TTL);
-        }
-        if cache.len() >= CACHE_CAPACITY
-            && let Some(oldest) = cache.iter().min_by_key(|(_, (reviewed, _))| *reviewed).map(|(key, _)| *key)
-        {
-            cache.remove(&oldest);
-        }
-        cache.insert(key, (Instant::now(), review));
     }
 }

@@ -30,6 +30,7 @@ impl<C: RunCluster> Worker<C> {
                     self.store.record_plan_summary(operation.id, run.claim.token, &report.plan, saved_plan).await?;
                     self.metrics.orphans_found(OrphanOutcome::Deleted, report.plan.swept.len());
                     self.metrics.orphans_found(OrphanOutcome::Recorded, report.plan.orphans.len());
+                    self.metrics.orphans_found(OrphanOutcome::Foreign, report.plan.foreign.len());
                 }
                 return Ok(StepOutcome::Next);
             }

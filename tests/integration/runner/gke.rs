@@ -159,7 +159,7 @@ output "location" {{
     let report = destroyed.assert_report();
     assert!(destroyed.output.contains("Resources: 0 added, 0 changed, 1 destroyed."), "{}", destroyed.output);
     assert_eq!(report.plan.swept, [left_cluster], "what a run created is deleted");
-    assert_eq!(report.plan.foreign, [stray.clone()], "what none did is named");
+    assert_eq!(report.plan.foreign, std::slice::from_ref(&stray), "what none did is named");
     assert_eq!(
         apis.self_links(),
         [others, pool_node, stray],

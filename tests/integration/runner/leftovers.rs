@@ -156,9 +156,9 @@ async fn what_a_killed_apply_created_before_saving_its_state_is_recorded_and_del
     let outcome = job.run_with("destroy", &RunIdentity::new(&job, "deprovision").env()).await;
     let leftovers = outcome.leftovers();
     let volume = created.iter().find(|arn| arn.contains(":volume/")).unwrap();
-    assert_eq!(leftovers.resources, [volume.clone()], "only the recorded volume is left: {leftovers:?}");
+    assert_eq!(leftovers.resources, std::slice::from_ref(volume), "only the recorded volume is left: {leftovers:?}");
     assert!(leftovers.message.contains(volume.as_str()), "{leftovers:?}");
-    assert_eq!(job.tagged(), [volume.clone()], "the recorded VPC and subnet are deleted");
+    assert_eq!(job.tagged(), std::slice::from_ref(volume), "the recorded VPC and subnet are deleted");
     assert!(job.bucket_exists(), "the state bucket stays while anything a run created is left");
 
     let volume_id = volume.rsplit('/').next().unwrap();
