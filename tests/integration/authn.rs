@@ -452,6 +452,36 @@ async fn a_role_binding_in_a_tenants_namespace_confines_a_caller_to_that_tenant(
     assert_eq!(call("POST", "/graphql", Some(&query), Some(&tenant_a)).await.status, StatusCode::OK);
 }
 
+/// A retry runs under the failed run's own approval policy; when that holds back less than the runtime's, only a
+/// caller who may approve plans may retry it, over REST and GraphQL, as asking for that policy on an upgrade.
+#[tokio::test]
+async fn a_retry_under_a_looser_approval_policy_needs_the_right_to_approve() {
+    let setup = Setup::start_with("cluster-provisioner", &[("APP_AUTHZ_MODE", "rbac")]).await;
+    grant(&setup, "intruder", &["get", "create", "update"], &["runtimes"]).await;
+    grant(&setup, "host-cluster-controller", &["*"], &["runtimes", "runtimes/approval"]).await;
+    let (full, retrier) =
+        (setup.token("host-cluster-controller", AUDIENCE).await, setup.token("intruder", AUDIENCE).await);
+    let mut body = provision_body("retry-manual");
+    body["runtimeInput"]["approvalPolicy"] = json!("manual");
+    let created = setup.call("POST", "/api/v1/provisions", Some(&body), Some(&full)).await;
+    assert_eq!(created.status, StatusCode::ACCEPTED, "{}", created.text);
+    let operation = created.json()["operationId"].as_str().unwrap().to_owned();
+    setup.app.database.set_operation_columns(&operation, [("approval_policy", "auto".into())]).await;
+    setup.app.fail_operation(&operation, "job_failed").await;
+
+    let retry = format!("/api/v1/operations/{operation}/retry");
+    let refused = setup.call("POST", &retry, None, Some(&retrier)).await;
+    assert_refused(&refused, StatusCode::FORBIDDEN, "forbidden");
+    assert!(refused.text.contains("may not update runtimes/approval"), "{}", refused.text);
+    let mutation = "mutation($id: String!) { retryOperation(id: $id) { id } }";
+    let over_graphql = setup.graphql(mutation, json!({ "id": operation }), Some(&retrier)).await.json();
+    assert_eq!(over_graphql["errors"][0]["extensions"]["code"], "FORBIDDEN", "{over_graphql}");
+    // host-cluster-controller gets past authorization to the service (which, without a Job cache in this setup,
+    // cannot tell whether the failed run's Job still runs).
+    let retried = setup.call("POST", &retry, None, Some(&full)).await;
+    assert_ne!(retried.status, StatusCode::FORBIDDEN, "{}", retried.text);
+}
+
 /// With `APP_AUTHZ_MODE=rbac` Kubernetes RBAC decides what each caller may do: a reader bound to get and list
 /// reads runtimes but may not create, delete or read a kubeconfig; host-cluster-controller, bound to everything
 /// including the subresources, may.

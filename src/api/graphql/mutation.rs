@@ -8,7 +8,7 @@ use crate::api::audit::{ApiKind, AuditEvent};
 use crate::api::authentication::Identity;
 use crate::api::authorization::{Action, Verb};
 use crate::domain::approval::ApprovalPolicy;
-use crate::domain::{Operation, ProvisionRequest, UpgradeClusterInput};
+use crate::domain::{Operation, ProvisionRequest, RuntimeId, UpgradeClusterInput};
 use crate::service::{Requested, Service};
 
 pub struct Mutation;
@@ -132,8 +132,12 @@ impl Mutation {
         let identity = context.data::<Identity>()?;
         let service = service(context);
         let id = operation_id(&id)?;
-        let failed = service.operation_status(id).await.map_err(graphql_error)?;
-        authorize(context, Action::to_retry(failed.operation.operation_type)).await?;
+        let failed = service.operation_status(id).await.map_err(graphql_error)?.operation;
+        authorize(context, Action::to_retry(failed.operation_type)).await?;
+        let retried_policy = service.loosens_approval(RuntimeId(failed.runtime_id), failed.approval_policy);
+        if retried_policy.await.map_err(graphql_error)? {
+            authorize(context, Action::to_approve()).await?;
+        }
         let change = service.retry_operation(id, &identity.username, None).await.map_err(graphql_error)?;
         audit_queued(identity, &change);
         view(&service, change.into_operation()).await

@@ -14,6 +14,7 @@ use crate::api::audit::ApiKind;
 use crate::api::authorization::Action;
 use crate::api::problem::Problem;
 use crate::api::views::OperationView;
+use crate::domain::RuntimeId;
 use crate::service::Requested;
 
 #[utoipa::path(
@@ -136,6 +137,11 @@ pub async fn retry_operation(
     let key = idempotency_key(&headers)?;
     let failed = service.operation_status(id).await?;
     identity.authorize(Action::to_retry(failed.operation.operation_type)).await?;
+    // A retry runs under the failed run's own approval policy: one looser than the runtime's, as on an upgrade.
+    let failed = &failed.operation;
+    if service.loosens_approval(RuntimeId(failed.runtime_id), failed.approval_policy).await? {
+        identity.authorize(Action::to_approve()).await?;
+    }
     let change = service.retry_operation(id, &identity.username, key).await?;
     requested(Answer::Operation, &identity, &service, change).await
 }
