@@ -1,10 +1,15 @@
 //! provisionerctl against the service: the engine on the test control plane serves its REST API on a loopback
 //! port, the stand-in runner plays the Jobs, and the command-line client takes a cluster from create to
 //! kubeconfig to delete; refusals, outages, a wrong command line and a wait that runs out have their exit codes.
+//! Which token reaches which server is seen by the server: a kubeconfig's token only when asked for, the config
+//! file's only at its own server, none over plain HTTP to another machine.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use test_support::engine::Engine;
-use test_support::{Backend, provision_body};
+use test_support::{Backend, TestApp, provision_body, spawn_app};
 
 const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters: []\n";
 
@@ -19,7 +24,7 @@ async fn serve(router: axum::Router) -> String {
 /// Runs `provisionerctl --server <server> <args>`; returns its exit code, output and errors, and shows the
 /// session (the closing note's transcript comes from `--nocapture`).
 async fn ctl(server: &str, args: &[&str]) -> (u8, String, String) {
-    // Authentication is off here: no token is needed, and none is read from a kubeconfig of the machine.
+    // Authentication is off here: the token is given only so that no config file of the machine is read.
     let mut argv = vec!["provisionerctl", "--server", server, "--token", "unused"];
     argv.extend_from_slice(args);
     let (mut out, mut err) = (Vec::new(), Vec::new());
@@ -168,4 +173,124 @@ async fn provisionerctl_approves_a_plan_prints_its_log_rejects_an_upgrade_and_re
     let retried: Value = serde_json::from_str(&retried).unwrap();
     assert_eq!(retried["operation"], "upgrade", "{retried}");
     assert_ne!(retried["id"], upgrading.as_str(), "a new operation: {retried}");
+}
+
+/// A kubeconfig whose current context's user has a token (a cloud's, which belongs to its cluster only), beside
+/// the user `ops`.
+const KUBECONFIG_WITH_TOKENS: &str = "apiVersion: v1\nkind: Config\ncurrent-context: gke\nclusters:\n- name: gke\n  cluster:\n    server: https://gke.example\ncontexts:\n- name: gke\n  context:\n    cluster: gke\n    user: gke\nusers:\n- name: gke\n  user:\n    token: gke-cloud-token\n- name: ops\n  user:\n    token: ops-token\n";
+
+/// The Authorization header of each request the server received, `None` for a request without one.
+type Seen = Arc<Mutex<Vec<Option<String>>>>;
+
+/// The app (authentication off) on a loopback port, recording each request's Authorization header; returns it (to
+/// keep), its base URL and what it saw.
+async fn recording_server() -> (TestApp, String, Seen) {
+    let app = spawn_app(Backend::Sqlite).await;
+    let seen = Seen::default();
+    let record = seen.clone();
+    let router = app.app.router.clone().layer(axum::middleware::from_fn(
+        move |request: axum::extract::Request, next: axum::middleware::Next| {
+            let authorization = request.headers().get(axum::http::header::AUTHORIZATION);
+            record.lock().unwrap().push(authorization.map(|value| value.to_str().unwrap().to_owned()));
+            next.run(request)
+        },
+    ));
+    let server = serve(router).await;
+    (app, server, seen)
+}
+
+/// A folder with the kubeconfig above and an empty home: no file of the machine is read.
+fn files(folder: &Path) -> provisionerctl::Locations {
+    std::fs::create_dir_all(folder.join("home")).unwrap();
+    std::fs::write(folder.join("kubeconfig"), KUBECONFIG_WITH_TOKENS).unwrap();
+    provisionerctl::Locations {
+        kubeconfig: Some(folder.join("kubeconfig").into_os_string()),
+        config: None,
+        home: Some(folder.join("home")),
+    }
+}
+
+/// provisionerctl's own config file, whose current context sends the user `operator`'s token to `server`.
+fn own_config(folder: &Path, server: &str) -> std::path::PathBuf {
+    let config = format!(
+        "current-context: provisioner\nclusters:\n- name: provisioner\n  cluster:\n    server: {server}\ncontexts:\n- \
+         name: provisioner\n  context:\n    cluster: provisioner\n    user: operator\nusers:\n- name: operator\n  \
+         user:\n    token: config-token\n"
+    );
+    std::fs::write(folder.join("config"), config).unwrap();
+    folder.join("config")
+}
+
+/// Runs `provisionerctl <args>` with the files at `locations`; returns its exit code and errors.
+async fn ctl_with(locations: &provisionerctl::Locations, args: &[&str]) -> (u8, String) {
+    let argv = std::iter::once("provisionerctl").chain(args.iter().copied());
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = provisionerctl::run_args_in(locations, argv, &mut out, &mut err).await;
+    let err = String::from_utf8(err).unwrap();
+    eprintln!("$ provisionerctl {}\n{}{err}(exit {code})", args.join(" "), String::from_utf8_lossy(&out));
+    (code, err)
+}
+
+fn seen(recorded: &Seen) -> Vec<Option<String>> {
+    recorded.lock().unwrap().clone()
+}
+
+#[tokio::test]
+async fn provisionerctl_sends_no_token_of_the_kubeconfigs_current_context_unasked() {
+    let (_app, server, recorded) = recording_server().await;
+    let folder = tempfile::tempdir().unwrap();
+    let (code, err) = ctl_with(&files(folder.path()), &["--server", &server, "get", "runtimes"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(seen(&recorded), [None]);
+}
+
+#[tokio::test]
+async fn provisionerctl_sends_the_token_of_the_kubeconfig_user_it_is_told() {
+    let (_app, server, recorded) = recording_server().await;
+    let folder = tempfile::tempdir().unwrap();
+    let args = ["--server", &server, "--kubeconfig-user", "ops", "get", "runtimes"];
+    let (code, err) = ctl_with(&files(folder.path()), &args).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(seen(&recorded), [Some("Bearer ops-token".to_owned())]);
+}
+
+#[tokio::test]
+async fn provisionerctl_sends_its_config_files_token_to_the_config_files_server() {
+    let (_app, server, recorded) = recording_server().await;
+    let folder = tempfile::tempdir().unwrap();
+    let locations =
+        provisionerctl::Locations { config: Some(own_config(folder.path(), &server)), ..files(folder.path()) };
+    let (code, err) = ctl_with(&locations, &["get", "runtimes"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(seen(&recorded), [Some("Bearer config-token".to_owned())]);
+}
+
+#[tokio::test]
+async fn provisionerctl_keeps_the_config_files_token_from_another_server() {
+    let (_app, server, recorded) = recording_server().await;
+    let folder = tempfile::tempdir().unwrap();
+    let config = own_config(folder.path(), "http://127.0.0.1:1");
+    let locations = provisionerctl::Locations { config: Some(config), ..files(folder.path()) };
+    let (code, err) = ctl_with(&locations, &["--server", &server, "get", "runtimes"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(seen(&recorded), [None]);
+    assert_eq!(err.matches("no token sent").count(), 1, "{err}");
+    assert!(!err.contains("config-token"), "{err}");
+}
+
+/// The name never resolves, so nothing would leave the machine even without the check; the refusal is local (exit
+/// 1, not 4 for a server that cannot be reached) and comes before any connection.
+#[tokio::test]
+async fn provisionerctl_refuses_to_send_a_token_over_plain_http_to_another_machine() {
+    provisioner::install_crypto_provider();
+    let folder = tempfile::tempdir().unwrap();
+    let locations = files(folder.path());
+    let args = ["--server", "http://provisioner.invalid:3000", "--token", "given-token", "get", "runtimes"];
+    let (code, err) = ctl_with(&locations, &args).await;
+    assert_eq!(code, provisionerctl::exit::LOCAL, "{err}");
+    assert!(err.contains("--allow-plain-http") && err.contains("http://provisioner.invalid:3000"), "{err}");
+    assert!(!err.contains("given-token"), "{err}");
+    let allowed = [&args[..], &["--allow-plain-http"]].concat();
+    let (code, err) = ctl_with(&locations, &allowed).await;
+    assert_eq!(code, provisionerctl::exit::UNAVAILABLE, "allowed, it tries to connect: {err}");
 }

@@ -9,6 +9,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 
 use crate::Error;
+use crate::plain_http::check_token_transport;
 
 /// Every request gives up after this long: a wait asks again on its own schedule.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -27,12 +28,21 @@ pub enum Body {
     Text(String),
 }
 
+/// A server's URL, which must be http or https.
+pub fn server_url(text: &str) -> Result<Url, String> {
+    Url::parse(text)
+        .ok()
+        .filter(|url| matches!(url.scheme(), "http" | "https"))
+        .ok_or_else(|| format!("{text:?} is not an http(s) URL"))
+}
+
 impl Client {
-    pub fn new(server: &str, token: Option<SecretString>) -> Result<Client, Error> {
-        let server = Url::parse(server)
-            .ok()
-            .filter(|url| matches!(url.scheme(), "http" | "https"))
-            .ok_or_else(|| Error::Local(format!("--server {server:?} is not an http(s) URL")))?;
+    /// A client of `server` that sends `token` with every request; refused before any connection when the token
+    /// would cross plain HTTP where it may not (`plain_http.rs`).
+    pub fn new(server: Url, token: Option<SecretString>, plain_http_allowed: bool) -> Result<Client, Error> {
+        if token.is_some() {
+            check_token_transport(&server, plain_http_allowed)?;
+        }
         let failed = |error: reqwest::Error| Error::Local(format!("cannot set up HTTP: {error}"));
         let http = reqwest::Client::builder().timeout(REQUEST_TIMEOUT).build().map_err(failed)?;
         let streaming = reqwest::Client::builder().connect_timeout(REQUEST_TIMEOUT).build().map_err(failed)?;

@@ -1,10 +1,14 @@
 //! `provisionerctl`: the provisioner's REST API from a terminal. Runtimes are listed, read, created, hibernated,
 //! woken and deleted, their operations read, their kubeconfig fetched, and a wait follows a runtime until it
-//! reaches a state. The server comes from `--server` or `PROVISIONER_SERVER`; the token from `--token`,
-//! `--token-file`, `PROVISIONER_TOKEN`, or the current context of the kubeconfig (`KUBECONFIG`), as kubectl reads it.
+//! reaches a state. The server comes from `--server` or `PROVISIONER_SERVER`, else from provisionerctl's config
+//! file; a token only from where the user said so (`token.rs`), and never over plain HTTP to another machine unless
+//! allowed (`plain_http.rs`).
 
 mod client;
 mod commands;
+mod exec_plugin;
+mod kubeconfig;
+mod plain_http;
 mod render;
 mod token;
 
@@ -12,9 +16,12 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use secrecy::SecretString;
+use url::{Origin, Url};
 
 pub use client::Client;
+pub use token::Locations;
 
 /// The exit codes, as `--help` lists them.
 pub mod exit {
@@ -38,20 +45,39 @@ const EXIT_CODES: &str = "Exit codes: 0 done; 1 a local failure (a file, the tok
 #[derive(Debug, Parser)]
 #[command(name = "provisionerctl", version, about = "Runtimes and operations of the cluster provisioner", after_help = EXIT_CODES)]
 pub struct Cli {
-    /// The provisioner's base URL.
-    #[arg(long, env = "PROVISIONER_SERVER", default_value = "http://127.0.0.1:3000", global = true)]
-    pub server: String,
-    /// A bearer token for the server (otherwise `--token-file`, or the kubeconfig's current user).
-    #[arg(long, env = "PROVISIONER_TOKEN", hide_env_values = true, global = true)]
-    pub token: Option<String>,
-    /// A file holding the bearer token (a projected ServiceAccount token, for example).
-    #[arg(long, global = true)]
-    pub token_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub connection: Connection,
     /// How results are printed.
     #[arg(short, long, value_enum, default_value_t = Output::Table, global = true)]
     pub output: Output,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// Which server is called, and with which token.
+#[derive(Debug, Args)]
+pub struct Connection {
+    /// The provisioner's base URL [default: the server of the config file's current context, else
+    /// http://127.0.0.1:3000].
+    #[arg(long, env = "PROVISIONER_SERVER", value_parser = client::server_url, global = true)]
+    pub server: Option<Url>,
+    /// A bearer token for the server.
+    #[arg(long, env = "PROVISIONER_TOKEN", hide_env_values = true, value_parser = secret, global = true)]
+    pub token: Option<SecretString>,
+    /// A file holding the bearer token (a projected ServiceAccount token, for example).
+    #[arg(long, global = true)]
+    pub token_file: Option<PathBuf>,
+    /// Sends the token of this user of the kubeconfig kubectl reads (its token, tokenFile or exec plugin's).
+    #[arg(long, global = true)]
+    pub kubeconfig_user: Option<String>,
+    /// Sends a token over plain http:// to a host other than this machine's loopback, where anyone on the way can
+    /// read it.
+    #[arg(long, env = "PROVISIONER_ALLOW_PLAIN_HTTP", global = true)]
+    pub allow_plain_http: bool,
+}
+
+fn secret(text: &str) -> Result<SecretString, std::convert::Infallible> {
+    Ok(SecretString::from(text))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -167,12 +193,18 @@ pub enum Error {
     Unavailable { server: String, message: String },
     #[error("{0}")]
     NotReached(String),
+    #[error(
+        "refused to send a token over plain HTTP to {}: use https://, or pass --allow-plain-http \
+         (PROVISIONER_ALLOW_PLAIN_HTTP=true) if no one can read the way there",
+        .server.ascii_serialization()
+    )]
+    TokenOverPlainHttp { server: Origin },
 }
 
 impl Error {
     pub fn exit_code(&self) -> u8 {
         match self {
-            Error::Local(_) => exit::LOCAL,
+            Error::Local(_) | Error::TokenOverPlainHttp { .. } => exit::LOCAL,
             Error::Refused { .. } => exit::REFUSED,
             Error::Unavailable { .. } => exit::UNAVAILABLE,
             Error::NotReached(_) => exit::NOT_REACHED,
@@ -180,15 +212,24 @@ impl Error {
     }
 }
 
-/// Parses `args` (the program's name first) and runs them, printing results (and `--help`) to `out` and errors
-/// and progress to `err`; returns the exit code.
+/// Parses `args` (the program's name first) and runs them with the files of this process's environment, printing
+/// results (and `--help`) to `out` and errors and progress to `err`; returns the exit code.
 pub async fn run_args<I, T>(args: I, out: &mut dyn Write, err: &mut dyn Write) -> u8
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
+    run_args_in(&Locations::of_process(), args, out, err).await
+}
+
+/// [`run_args`] with the kubeconfig and config file found at `locations`.
+pub async fn run_args_in<I, T>(locations: &Locations, args: I, out: &mut dyn Write, err: &mut dyn Write) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
     match Cli::try_parse_from(args) {
-        Ok(cli) => run(cli, out, err).await,
+        Ok(cli) => run(cli, locations, out, err).await,
         Err(error) => {
             let text = error.render().to_string();
             let _ = if error.use_stderr() { err.write_all(text.as_bytes()) } else { out.write_all(text.as_bytes()) };
@@ -198,12 +239,9 @@ where
 }
 
 /// Runs `cli`, printing results to `out` and errors and progress to `err`; returns the exit code.
-pub async fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    let outcome = match token::resolve(cli.token.as_deref(), cli.token_file.as_deref()) {
-        Ok(token) => match Client::new(&cli.server, token) {
-            Ok(client) => commands::run(&client, cli.command, cli.output, out, err).await,
-            Err(error) => Err(error),
-        },
+pub async fn run(cli: Cli, locations: &Locations, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let outcome = match connect(&cli.connection, locations, err) {
+        Ok(client) => commands::run(&client, cli.command, cli.output, out, err).await,
         Err(error) => Err(error),
     };
     match outcome {
@@ -213,4 +251,9 @@ pub async fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
             error.exit_code()
         }
     }
+}
+
+fn connect(connection: &Connection, locations: &Locations, err: &mut dyn Write) -> Result<Client, Error> {
+    let target = token::resolve(connection, locations, err)?;
+    Client::new(target.server, target.token, connection.allow_plain_http)
 }

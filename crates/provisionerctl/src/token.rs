@@ -1,98 +1,151 @@
-//! The bearer token: `--token` (or `PROVISIONER_TOKEN`), else `--token-file`, else the current context's user of
-//! the kubeconfig kubectl would read (`KUBECONFIG`'s first file, or `~/.kube/config`): its `token`, its
-//! `tokenFile`, or what its exec plugin prints (an `ExecCredential`, as kubectl runs it: `gke-gcloud-auth-plugin`,
-//! `aws eks get-token`, `kubelogin`). Without any, requests carry none (a server with authentication off).
+//! Which server requests go to, and which token they carry. A token is sent only where the user said so, in this
+//! order: `--token` (or `PROVISIONER_TOKEN`), `--token-file`, `--kubeconfig-user NAME` (that user of the kubeconfig
+//! kubectl reads), or the user of the current context of provisionerctl's own config file, whose token goes only to
+//! that context's server. The kubeconfig's current context is never read on its own: its token belongs to its
+//! cluster (a GKE or EKS token is a key to the cloud account), and kubectl sends it nowhere else.
 
-use std::path::{Path, PathBuf};
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
 
-use secrecy::SecretString;
-use serde_json::Value;
+use secrecy::{ExposeSecret, SecretString};
+use url::Url;
 
-use crate::Error;
+use crate::kubeconfig::{CurrentContext, KubeconfigFile, read_token_file};
+use crate::{Connection, Error};
 
-pub fn resolve(token: Option<&str>, token_file: Option<&Path>) -> Result<Option<SecretString>, Error> {
-    if let Some(token) = token.filter(|token| !token.is_empty()) {
-        return Ok(Some(SecretString::from(token)));
-    }
-    if let Some(file) = token_file {
-        return read_token(file).map(Some);
-    }
-    match kubeconfig_path() {
-        Some(path) if path.is_file() => of_kubeconfig(&path),
-        _ => Ok(None),
-    }
+/// The server when neither the command line nor the config file names one.
+const DEFAULT_SERVER: &str = "http://127.0.0.1:3000";
+
+/// Where the files provisionerctl may read are: from `KUBECONFIG`, `PROVISIONERCTL_CONFIG` and `HOME` (a test gives
+/// its own).
+#[derive(Debug)]
+pub struct Locations {
+    /// `KUBECONFIG`: kubectl's list of kubeconfig files.
+    pub kubeconfig: Option<OsString>,
+    /// `PROVISIONERCTL_CONFIG`: provisionerctl's config file, which must then exist.
+    pub config: Option<PathBuf>,
+    pub home: Option<PathBuf>,
 }
 
-fn read_token(file: &Path) -> Result<SecretString, Error> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|error| Error::Local(format!("cannot read the token file {}: {error}", file.display())))?;
-    Ok(SecretString::from(text.trim()))
-}
-
-fn kubeconfig_path() -> Option<PathBuf> {
-    match std::env::var_os("KUBECONFIG").filter(|value| !value.is_empty()) {
-        Some(list) => std::env::split_paths(&list).next(),
-        None => std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".kube").join("config")),
-    }
-}
-
-fn of_kubeconfig(path: &Path) -> Result<Option<SecretString>, Error> {
-    let unreadable = |why: String| Error::Local(format!("the kubeconfig {}: {why}", path.display()));
-    let text = std::fs::read_to_string(path).map_err(|error| unreadable(error.to_string()))?;
-    let config: Value = serde_saphyr::from_str(&text).map_err(|error| unreadable(error.to_string()))?;
-    let Some(user) = current_user(&config) else { return Ok(None) };
-    if let Some(token) = user.get("token").and_then(Value::as_str) {
-        return Ok(Some(SecretString::from(token)));
-    }
-    if let Some(file) = user.get("tokenFile").and_then(Value::as_str) {
-        return read_token(Path::new(file)).map(Some);
-    }
-    if let Some(exec) = user.get("exec") {
-        return exec_credential(exec, path.parent().unwrap_or(Path::new("."))).map(Some).map_err(unreadable);
-    }
-    Ok(None)
-}
-
-/// Runs the user's exec plugin as kubectl does (its arguments and environment, `KUBERNETES_EXEC_INFO`, no input; a
-/// relative command with a `/` is relative to the kubeconfig's folder) and reads the token of the `ExecCredential`
-/// it prints.
-fn exec_credential(exec: &Value, kubeconfig_dir: &Path) -> Result<SecretString, String> {
-    let command = exec.get("command").and_then(Value::as_str).ok_or("its exec plugin names no command")?;
-    let program = if command.contains('/') { kubeconfig_dir.join(command) } else { PathBuf::from(command) };
-    let list = |key: &str| -> Vec<&Value> { exec.get(key).and_then(Value::as_array).into_iter().flatten().collect() };
-    let mut plugin = std::process::Command::new(&program);
-    plugin.args(list("args").iter().filter_map(|argument| argument.as_str()));
-    for variable in list("env") {
-        if let (Some(name), Some(value)) = (variable["name"].as_str(), variable["value"].as_str()) {
-            plugin.env(name, value);
+impl Locations {
+    pub fn of_process() -> Locations {
+        let variable = |name| std::env::var_os(name).filter(|value| !value.is_empty());
+        Locations {
+            kubeconfig: variable("KUBECONFIG"),
+            config: variable("PROVISIONERCTL_CONFIG").map(PathBuf::from),
+            home: variable("HOME").map(PathBuf::from),
         }
     }
-    let api_version = exec.get("apiVersion").and_then(Value::as_str).unwrap_or("client.authentication.k8s.io/v1");
-    let info = serde_json::json!({"apiVersion": api_version, "kind": "ExecCredential", "spec": {"interactive": false}});
-    plugin.env("KUBERNETES_EXEC_INFO", info.to_string()).stdin(std::process::Stdio::null());
-    let output = plugin.output().map_err(|error| format!("its exec plugin {command} cannot run: {error}"))?;
-    if !output.status.success() {
-        let said: String = String::from_utf8_lossy(&output.stderr).chars().take(300).collect();
-        return Err(format!("its exec plugin {command} failed ({}): {}", output.status, said.trim()));
+
+    /// kubectl's kubeconfig files in the order they win: `KUBECONFIG`'s, else `~/.kube/config`.
+    fn kubeconfig_files(&self) -> Vec<PathBuf> {
+        match &self.kubeconfig {
+            Some(list) => std::env::split_paths(list).filter(|path| !path.as_os_str().is_empty()).collect(),
+            None => self.home.iter().map(|home| home.join(".kube/config")).collect(),
+        }
     }
-    let credential: Value = serde_json::from_slice(&output.stdout)
-        .map_err(|_| format!("its exec plugin {command} printed no ExecCredential"))?;
-    match credential.pointer("/status/token").and_then(Value::as_str) {
-        Some(token) => Ok(SecretString::from(token)),
-        None => Err(format!(
-            "the ExecCredential of {command} holds no status.token (client certificates are not used): pass --token"
-        )),
+
+    /// The config file: the one `PROVISIONERCTL_CONFIG` names, else `~/.config/provisionerctl/config` if it exists.
+    fn config_file(&self) -> Option<PathBuf> {
+        match &self.config {
+            Some(named) => Some(named.clone()),
+            None => {
+                self.home.as_ref().map(|home| home.join(".config/provisionerctl/config")).filter(|path| path.exists())
+            }
+        }
     }
 }
 
-/// The `user` of the current context's user entry.
-fn current_user(config: &Value) -> Option<&Value> {
-    let named = |list: &str, name: &str| {
-        config.get(list)?.as_array()?.iter().find(|entry| entry.get("name").and_then(Value::as_str) == Some(name))
+/// The server requests go to, and the token they carry.
+pub struct Target {
+    pub server: Url,
+    pub token: Option<SecretString>,
+}
+
+/// Decides the server and the token from the command line, the environment and the config file; says on `err` when
+/// the config file's token stays home because `--server` names another server.
+pub fn resolve(connection: &Connection, locations: &Locations, err: &mut dyn Write) -> Result<Target, Error> {
+    let requested = requested_token(connection, locations)?;
+    let config = match (&connection.server, &requested) {
+        // Both given: the config file has nothing to add, and a broken one stays out of the way.
+        (Some(_), Some(_)) => None,
+        _ => OwnConfig::read(locations)?,
     };
-    let context = config.get("current-context")?.as_str()?;
-    let user = named("contexts", context)?.get("context")?.get("user")?.as_str()?;
-    named("users", user)?.get("user")
+    let server = match (&connection.server, &config) {
+        (Some(server), _) => server.clone(),
+        (None, Some(config)) => config.context.server.clone(),
+        (None, None) => Url::parse(DEFAULT_SERVER).expect("the default server is a URL"),
+    };
+    let token = match (requested, config) {
+        (Some(token), _) => Some(token),
+        (None, Some(config)) => config.token_for(&server, err)?,
+        (None, None) => None,
+    };
+    Ok(Target { server, token })
+}
+
+/// The token the command line or the environment asks for by itself: an empty `--token` is none.
+fn requested_token(connection: &Connection, locations: &Locations) -> Result<Option<SecretString>, Error> {
+    if let Some(token) = connection.token.as_ref().filter(|token| !token.expose_secret().is_empty()) {
+        return Ok(Some(token.clone()));
+    }
+    if let Some(file) = &connection.token_file {
+        return read_token_file(file).map(Some);
+    }
+    match &connection.kubeconfig_user {
+        Some(name) => kubeconfig_user_token(name, locations).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The token of the user `name` in the first of kubectl's kubeconfig files that has it, as kubectl merges them.
+fn kubeconfig_user_token(name: &str, locations: &Locations) -> Result<SecretString, Error> {
+    let files = locations.kubeconfig_files();
+    for path in files.iter().filter(|path| path.is_file()) {
+        let kubeconfig = KubeconfigFile::read(path)?;
+        if kubeconfig.has_user(name) {
+            return kubeconfig.token_of(name);
+        }
+    }
+    let searched: Vec<String> = files.iter().map(|path| path.display().to_string()).collect();
+    Err(Error::Local(format!("--kubeconfig-user {name}: no kubeconfig has this user (read: {})", searched.join(", "))))
+}
+
+/// provisionerctl's own config file and its current context.
+struct OwnConfig {
+    file: KubeconfigFile,
+    context: CurrentContext,
+}
+
+impl OwnConfig {
+    fn read(locations: &Locations) -> Result<Option<OwnConfig>, Error> {
+        let Some(path) = locations.config_file() else { return Ok(None) };
+        let file = KubeconfigFile::read(&path)?;
+        let context = file.current_context()?;
+        Ok(Some(OwnConfig { file, context }))
+    }
+
+    /// The context user's token if `server` is the context's server; none otherwise, and `err` says why.
+    fn token_for(&self, server: &Url, err: &mut dyn Write) -> Result<Option<SecretString>, Error> {
+        if !is_same_server(server, &self.context.server) {
+            let _ = writeln!(
+                err,
+                "provisionerctl: no token sent: --server (or PROVISIONER_SERVER) {} is not the server of the current \
+                 context of {} ({})",
+                server.origin().ascii_serialization(),
+                self.file.path().display(),
+                self.context.server.origin().ascii_serialization()
+            );
+            return Ok(None);
+        }
+        self.context.user.as_deref().map(|user| self.file.token_of(user)).transpose()
+    }
+}
+
+/// Two URLs name the same server when scheme, host and port are the same: requests replace the path.
+fn is_same_server(one: &Url, other: &Url) -> bool {
+    one.origin() == other.origin()
 }
 
 #[cfg(test)]
@@ -101,51 +154,113 @@ mod tests {
 
     use super::*;
 
-    const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\ncurrent-context: ops\ncontexts:\n- name: dev\n  context:\n    user: dev\n- name: ops\n  context:\n    user: operator\nusers:\n- name: dev\n  user:\n    token: dev-token\n- name: operator\n  user:\n    token: operator-token\n";
+    /// A kubeconfig whose current context's user has a token, beside a user named `ops`.
+    const KUBECONFIG: &str = "current-context: gke\nclusters:\n- name: gke\n  cluster:\n    server: https://gke.example\ncontexts:\n- name: gke\n  context:\n    cluster: gke\n    user: gke\nusers:\n- name: gke\n  user:\n    token: cloud-token\n- name: ops\n  user:\n    token: ops-token\n";
+    /// provisionerctl's config file: its current context's server and user.
+    const CONFIG: &str = "current-context: prod\nclusters:\n- name: prod\n  cluster:\n    server: https://provisioner.example:8443\ncontexts:\n- name: prod\n  context:\n    cluster: prod\n    user: operator\nusers:\n- name: operator\n  user:\n    token: provisioner-token\n";
 
-    #[test]
-    fn the_current_contexts_user_gives_the_token() {
-        let config: Value = serde_saphyr::from_str(KUBECONFIG).unwrap();
-        assert_eq!(current_user(&config).unwrap()["token"], "operator-token");
-        let folder = std::env::temp_dir().join(format!("provisionerctl-token-{}", std::process::id()));
-        std::fs::create_dir_all(&folder).unwrap();
-        let path = folder.join("config");
-        std::fs::write(&path, KUBECONFIG).unwrap();
-        assert_eq!(of_kubeconfig(&path).unwrap().unwrap().expose_secret(), "operator-token");
-        std::fs::remove_dir_all(&folder).unwrap();
+    /// A folder of its own for each test, with a kubeconfig and a config file in it; no home files.
+    fn folder(test: &str) -> (PathBuf, Locations) {
+        let folder = std::env::temp_dir().join(format!("provisionerctl-token-{test}-{}", std::process::id()));
+        std::fs::create_dir_all(folder.join("home")).unwrap();
+        std::fs::write(folder.join("kubeconfig"), KUBECONFIG).unwrap();
+        std::fs::write(folder.join("config"), CONFIG).unwrap();
+        let kubeconfig = Some(folder.join("kubeconfig").into_os_string());
+        (folder.clone(), Locations { kubeconfig, config: None, home: Some(folder.join("home")) })
     }
 
-    /// A plugin as kubectl runs one: it gets its arguments, its environment and `KUBERNETES_EXEC_INFO`.
-    #[test]
-    fn an_exec_plugin_prints_the_token_as_kubectl_runs_it() {
-        use std::os::unix::fs::PermissionsExt as _;
-        let folder = std::env::temp_dir().join(format!("provisionerctl-exec-{}", std::process::id()));
-        std::fs::create_dir_all(folder.join("bin")).unwrap();
-        let plugin = folder.join("bin/token-plugin");
-        let script = r#"#!/bin/sh
-case "$KUBERNETES_EXEC_INFO" in *ExecCredential*) ;; *) echo "no exec info" >&2; exit 3 ;; esac
-[ "$1" = get-token ] || { echo "no argument" >&2; exit 4; }
-printf '{"kind":"ExecCredential","status":{"token":"%s-exec"}}' "$TOKEN_PREFIX"
-"#;
-        std::fs::write(&plugin, script).unwrap();
-        std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let exec = "    exec:\n      command: ./bin/token-plugin\n      args: [get-token]\n      env:\n      - name: TOKEN_PREFIX\n        value: operator\n";
-        let path = folder.join("config");
-        std::fs::write(&path, KUBECONFIG.replace("    token: operator-token\n", exec)).unwrap();
-        assert_eq!(of_kubeconfig(&path).unwrap().unwrap().expose_secret(), "operator-exec");
+    fn connection() -> Connection {
+        Connection { server: None, token: None, token_file: None, kubeconfig_user: None, allow_plain_http: false }
+    }
 
-        let without_argument = exec.replace("[get-token]", "[]");
-        std::fs::write(&path, KUBECONFIG.replace("    token: operator-token\n", &without_argument)).unwrap();
-        let refused = of_kubeconfig(&path).unwrap_err().to_string();
-        assert!(refused.contains("./bin/token-plugin failed") && refused.contains("no argument"), "{refused}");
+    fn resolved(connection: &Connection, locations: &Locations) -> (String, Option<String>, String) {
+        let mut err = Vec::new();
+        let target = resolve(connection, locations, &mut err).unwrap();
+        let token = target.token.map(|token| token.expose_secret().to_owned());
+        (target.server.to_string(), token, String::from_utf8(err).unwrap())
+    }
+
+    #[test]
+    fn the_kubeconfigs_current_context_gives_no_token_by_itself() {
+        let (folder, locations) = folder("implicit");
+        assert_eq!(resolved(&connection(), &locations), ("http://127.0.0.1:3000/".into(), None, String::new()));
         std::fs::remove_dir_all(&folder).unwrap();
     }
 
     #[test]
-    fn a_token_given_wins_and_an_empty_one_is_none_given() {
-        let given = resolve(Some("given"), Some(Path::new("/nonexistent"))).unwrap().unwrap();
-        assert_eq!(given.expose_secret(), "given");
-        let missing = resolve(Some(""), Some(Path::new("/nonexistent/token"))).unwrap_err().to_string();
-        assert!(missing.contains("/nonexistent/token"), "{missing}");
+    fn a_kubeconfig_user_gives_its_token_from_the_first_file_that_has_it() {
+        let (folder, mut locations) = folder("user");
+        std::fs::write(folder.join("other"), "users:\n- name: someone\n  user:\n    token: someone-token\n").unwrap();
+        let list = [folder.join("missing"), folder.join("other"), folder.join("kubeconfig")];
+        locations.kubeconfig = Some(std::env::join_paths(list).unwrap());
+        let named = Connection { kubeconfig_user: Some("ops".into()), ..connection() };
+        assert_eq!(resolved(&named, &locations).1.as_deref(), Some("ops-token"));
+        let unknown = Connection { kubeconfig_user: Some("nobody".into()), ..connection() };
+        let refused = resolve(&unknown, &locations, &mut Vec::new()).err().unwrap().to_string();
+        assert!(refused.starts_with("--kubeconfig-user nobody: no kubeconfig has this user (read: "), "{refused}");
+        std::fs::remove_dir_all(&folder).unwrap();
+    }
+
+    #[test]
+    fn the_token_the_user_names_wins_in_their_order_and_an_empty_token_is_none() {
+        let (folder, locations) = folder("order");
+        std::fs::write(folder.join("token"), "file-token\n").unwrap();
+        let all = Connection {
+            token: Some(SecretString::from("given")),
+            token_file: Some(folder.join("token")),
+            kubeconfig_user: Some("ops".into()),
+            ..connection()
+        };
+        assert_eq!(resolved(&all, &locations).1.as_deref(), Some("given"));
+        let empty = Connection { token: Some(SecretString::from("")), ..all };
+        assert_eq!(resolved(&empty, &locations).1.as_deref(), Some("file-token"));
+        let user = Connection { token_file: None, ..empty };
+        assert_eq!(resolved(&user, &locations).1.as_deref(), Some("ops-token"));
+        std::fs::remove_dir_all(&folder).unwrap();
+    }
+
+    #[test]
+    fn the_config_files_token_goes_only_to_its_server() {
+        let (folder, mut locations) = folder("config");
+        locations.config = Some(folder.join("config"));
+        let own = ("https://provisioner.example:8443/".to_owned(), Some("provisioner-token".to_owned()), String::new());
+        assert_eq!(resolved(&connection(), &locations), own);
+        let same =
+            Connection { server: Some(Url::parse("https://PROVISIONER.example:8443/api").unwrap()), ..connection() };
+        assert_eq!(resolved(&same, &locations).1.as_deref(), Some("provisioner-token"));
+
+        let elsewhere =
+            Connection { server: Some(Url::parse("https://provisioner.example:9443").unwrap()), ..connection() };
+        let (server, token, said) = resolved(&elsewhere, &locations);
+        assert_eq!((server.as_str(), token), ("https://provisioner.example:9443/", None));
+        assert_eq!(said.lines().count(), 1, "{said}");
+        assert!(
+            said.contains("no token sent: --server (or PROVISIONER_SERVER) https://provisioner.example:9443"),
+            "{said}"
+        );
+        assert!(!said.contains("provisioner-token"), "{said}");
+        std::fs::remove_dir_all(&folder).unwrap();
+    }
+
+    #[test]
+    fn a_config_file_is_read_from_home_and_must_exist_where_named() {
+        let (folder, mut locations) = folder("home");
+        std::fs::create_dir_all(folder.join("home/.config/provisionerctl")).unwrap();
+        std::fs::write(folder.join("home/.config/provisionerctl/config"), CONFIG).unwrap();
+        assert_eq!(resolved(&connection(), &locations).1.as_deref(), Some("provisioner-token"));
+        locations.config = Some(folder.join("missing"));
+        let missing = resolve(&connection(), &locations, &mut Vec::new()).err().unwrap().to_string();
+        assert!(missing.contains("missing"), "{missing}");
+        std::fs::remove_dir_all(&folder).unwrap();
+    }
+
+    #[test]
+    fn a_server_is_its_scheme_host_and_port() {
+        let same = |one: &str, other: &str| is_same_server(&Url::parse(one).unwrap(), &Url::parse(other).unwrap());
+        assert!(same("https://Provisioner.example/", "https://provisioner.example:443/api/v1"));
+        assert!(same("http://127.0.0.1:3000", "http://127.0.0.1:3000/"));
+        assert!(!same("http://provisioner.example", "https://provisioner.example"));
+        assert!(!same("https://provisioner.example", "https://provisioner.example:8443"));
+        assert!(!same("https://provisioner.example", "https://provisioner.example.evil"));
     }
 }
