@@ -6,9 +6,10 @@
 //!   module cannot drift apart), and every `var.`, `local.`, `data.` and resource reference inside a module
 //!   resolves (there is no provider download here, so `tofu validate` cannot run);
 //! - the vanilla bootstrap scripts pass shellcheck and fit EC2's 16 KB user data;
-//! - the node roles' IAM policies, as tofu renders them, refuse the provisioner's tags and other runtimes' resources
-//!   to a cluster (evaluated by @cloud-copilot/iam-simulate through tests/iam/simulate.cjs, `TEST_IAM_TOOLS_DIR`:
-//!   moto does not evaluate IAM conditions);
+//! - the node roles' IAM policies, as tofu renders them, refuse the provisioner's tags, other runtimes' resources and
+//!   every SSM parameter but the runtime's own and AWS's public ones to a cluster (evaluated by
+//!   @cloud-copilot/iam-simulate through tests/iam/simulate.cjs, `TEST_IAM_TOOLS_DIR`: moto does not evaluate IAM
+//!   conditions);
 //! - the control plane's join coordination through SSM Parameter Store works: four control-plane bootstraps run
 //!   concurrently against moto (`TEST_AWS_TOOLS_BIN_DIR`) with recording stand-ins for kubeadm and kubectl, and
 //!   must init once, then join one at a time in index order with the published credentials; then their upgrade
@@ -539,6 +540,41 @@ const CLUSTER_NAME: &str = "team-a";
 const CLUSTER_TAG: &str = "kubernetes.io/cluster/team-a";
 const ARN_PREFIX: &str = "arn:aws:ec2:eu-west-1:123456789012";
 const ELB_ARN_PREFIX: &str = "arn:aws:elasticloadbalancing:eu-west-1:123456789012";
+const SSM_ARN_PREFIX: &str = "arn:aws:ssm:eu-west-1:123456789012";
+
+/// AmazonSSMManagedInstanceCore (v2, unchanged since 2019), which the compute module attaches to both vanilla node
+/// roles for Session Manager: its GetParameter and GetParameters on `*` are what the guard must take back.
+const SSM_MANAGED_INSTANCE_CORE: &str = r#"{
+  "Version": "2012-10-17",
+  "Statement": [
+    {
+      "Effect": "Allow",
+      "Action": [
+        "ssm:DescribeAssociation", "ssm:GetDeployablePatchSnapshotForInstance", "ssm:GetDocument",
+        "ssm:DescribeDocument", "ssm:GetManifest", "ssm:GetParameter", "ssm:GetParameters", "ssm:ListAssociations",
+        "ssm:ListInstanceAssociations", "ssm:PutInventory", "ssm:PutComplianceItems", "ssm:PutConfigurePackageResult",
+        "ssm:UpdateAssociationStatus", "ssm:UpdateInstanceAssociationStatus", "ssm:UpdateInstanceInformation"
+      ],
+      "Resource": "*"
+    },
+    {
+      "Effect": "Allow",
+      "Action": [
+        "ssmmessages:CreateControlChannel", "ssmmessages:CreateDataChannel", "ssmmessages:OpenControlChannel",
+        "ssmmessages:OpenDataChannel"
+      ],
+      "Resource": "*"
+    },
+    {
+      "Effect": "Allow",
+      "Action": [
+        "ec2messages:AcknowledgeMessage", "ec2messages:DeleteMessage", "ec2messages:FailMessage",
+        "ec2messages:GetEndpoint", "ec2messages:GetMessages", "ec2messages:SendReply"
+      ],
+      "Resource": "*"
+    }
+  ]
+}"#;
 
 /// The folder tools/iam-test-tools.sh printed (`TEST_IAM_TOOLS_DIR`): @cloud-copilot/iam-simulate, an IAM policy
 /// simulator that evaluates conditions, which moto's IAM does not.
@@ -558,8 +594,10 @@ fn iam_tools_dir() -> PathBuf {
 }
 
 /// Each node role's policy documents (JSON text) as tofu renders the modules' templates (which the modules must
-/// render), for runtime [`RUNTIME_ID`] and cluster [`CLUSTER_NAME`]. The EKS node role's permissions are AWS managed
-/// policies, which AWS changes; a policy that allows everything stands in for them, so the guard alone must refuse.
+/// render, the guard with the variables given here), for runtime [`RUNTIME_ID`] and cluster [`CLUSTER_NAME`]. The
+/// vanilla roles also have AmazonSSMManagedInstanceCore ([`SSM_MANAGED_INSTANCE_CORE`]). The EKS node role's
+/// permissions are AWS managed policies, which AWS changes; a policy that allows everything stands in for them, so
+/// the guard alone must refuse.
 fn node_roles() -> BTreeMap<&'static str, Vec<String>> {
     let template = |module: &str, file: &str, values: &str| {
         let main_tf = std::fs::read_to_string(modules_dir().join(module).join("main.tf")).unwrap();
@@ -568,8 +606,22 @@ fn node_roles() -> BTreeMap<&'static str, Vec<String>> {
         let path = modules_dir().join(module).join("policies").join(file).display().to_string();
         format!("templatefile({path:?}, {{ {values} }})")
     };
-    let ssm_arn = format!("arn:aws:ssm:eu-west-1:123456789012:parameter/kubeopera/{RUNTIME_ID}/generation");
-    let guard_values = format!("runtime_id = {RUNTIME_ID:?}");
+    // The compute module's runtime_ssm_arn and, below it, ssm_arn (whose last part is a creation's id).
+    let runtime_parameters_arn = format!("{SSM_ARN_PREFIX}:parameter/kubeopera/{RUNTIME_ID}");
+    let ssm_arn = format!("{runtime_parameters_arn}/generation");
+    let guard_variables = BTreeMap::from(
+        [
+            ("compute", format!("{runtime_parameters_arn:?}"), "local.runtime_ssm_arn"),
+            ("eks", "null".to_owned(), "null"),
+        ]
+        .map(|(module, value, in_module)| {
+            let passed = guard_template_variables(module);
+            let keys: Vec<&str> = passed.keys().map(String::as_str).collect();
+            assert_eq!(keys, ["partition", "runtime_id", "runtime_parameters_arn"], "module {module} passes the guard");
+            assert_eq!(passed["runtime_parameters_arn"], in_module, "module {module} passes the guard");
+            (module, format!("runtime_id = {RUNTIME_ID:?}, partition = \"aws\", runtime_parameters_arn = {value}"))
+        }),
+    );
     let templates = [
         (
             "control_plane",
@@ -580,8 +632,8 @@ fn node_roles() -> BTreeMap<&'static str, Vec<String>> {
             ),
         ),
         ("worker", template("compute", "worker.json.tftpl", &format!("ssm_arn = {ssm_arn:?}"))),
-        ("compute_guard", template("compute", "runtime-guard.json.tftpl", &guard_values)),
-        ("eks_guard", template("eks", "runtime-guard.json.tftpl", &guard_values)),
+        ("compute_guard", template("compute", "runtime-guard.json.tftpl", &guard_variables["compute"])),
+        ("eks_guard", template("eks", "runtime-guard.json.tftpl", &guard_variables["eks"])),
     ];
     let object = templates.iter().map(|(name, call)| format!("{name} = {call}")).collect::<Vec<_>>().join(", ");
     // One line of JSON: tofu prints it as a quoted string whose escapes are JSON's.
@@ -591,11 +643,33 @@ fn node_roles() -> BTreeMap<&'static str, Vec<String>> {
     let mut take = |name: &str| documents.remove(name).unwrap();
     let allow_everything = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"*","Resource":"*"}]}"#;
     let compute_guard = take("compute_guard");
+    let session_manager = SSM_MANAGED_INSTANCE_CORE.to_owned();
     BTreeMap::from([
-        ("control-plane", vec![take("control_plane"), compute_guard.clone()]),
-        ("worker", vec![take("worker"), compute_guard]),
+        ("control-plane", vec![take("control_plane"), compute_guard.clone(), session_manager.clone()]),
+        ("worker", vec![take("worker"), compute_guard, session_manager]),
         ("EKS node", vec![take("eks_guard"), allow_everything.to_owned()]),
     ])
+}
+
+/// The variables `module` passes to `templatefile` for its `runtime-guard` policy: name → expression as HCL.
+fn guard_template_variables(module: &str) -> BTreeMap<String, String> {
+    let modules = parse_modules();
+    let guard = modules[module]
+        .blocks("resource")
+        .find(|block| label(block, 0) == "aws_iam_role_policy" && label(block, 1) == "runtime_guard")
+        .unwrap_or_else(|| panic!("module {module} has no aws_iam_role_policy.runtime_guard"));
+    let policy = guard.body().attributes().find(|attribute| attribute.key() == "policy").expect("a policy").expr();
+    let Expression::FuncCall(call) = policy else { panic!("module {module}'s guard policy is {policy:?}") };
+    let Some(Expression::Object(variables)) = call.args.get(1) else {
+        panic!("module {module}'s guard policy is not a templatefile call with an object: {call:?}")
+    };
+    variables
+        .iter()
+        .map(|(key, value)| {
+            let hcl::ObjectKey::Identifier(key) = key else { panic!("module {module}: guard variable {key:?}") };
+            (key.as_str().to_owned(), hcl::format::to_string(value).unwrap())
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
@@ -683,6 +757,24 @@ fn network_interface() -> String {
 /// A Classic Load Balancer, what the cloud controller manager creates for a Service by default.
 fn load_balancer() -> String {
     format!("{ELB_ARN_PREFIX}:loadbalancer/a0123456789abcdef0123456789abcde")
+}
+
+/// The SSM parameter (or path) `name`, which starts with a slash.
+fn parameter(name: &str) -> String {
+    format!("{SSM_ARN_PREFIX}:parameter{name}")
+}
+
+/// What a vanilla runtime's nodes publish (`name` below `/kubeopera/<runtime_id>/<creation>/`; the names of
+/// scripts/lib.sh), or the path itself when `name` is empty.
+fn runtime_parameter(runtime_id: &str, name: &str) -> String {
+    parameter(&format!("/kubeopera/{runtime_id}/generation{}{name}", if name.is_empty() { "" } else { "/" }))
+}
+
+/// An AWS public parameter, which the compute module reads for the nodes' AMI. IAM names public parameters without
+/// an account (`arn:aws:ssm:<region>::parameter/aws/service/...`), which the simulator refuses for the parameter
+/// resource type (its account part must not be empty); the guard exempts both forms.
+fn public_parameter() -> String {
+    parameter("/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64")
 }
 
 /// Evaluates each (role, request, expected decision) with tests/iam/simulate.cjs and fails with every case whose
@@ -897,6 +989,124 @@ fn node_roles_change_and_delete_only_their_own_runtimes_and_clusters_resources()
             ("EKS node", request("a network interface of no runtime", action, network_interface()), Allowed),
         ]);
     }
+    assert_decisions(&cases);
+}
+
+/// Found while taking tag control away from the nodes (#52): AmazonSSMManagedInstanceCore, on every vanilla and EKS
+/// node role, allows ssm:GetParameter and ssm:GetParameters on `*`, so from a node (a tenant's cluster-admin reaches
+/// it from a hostNetwork pod) another vanilla runtime's join token, certificate key and admin kubeconfig were
+/// readable (SecureStrings under the default aws/ssm key, which SSM decrypts for whoever may read them). No node role
+/// reads, writes, deletes, labels or tags a parameter outside its runtime's path but AWS's public ones; the control
+/// plane still reads and writes its own, the workers read their join parameters, and the SSM agent's own calls
+/// (Session Manager, Run Command) stay allowed.
+#[test]
+fn node_roles_use_no_ssm_parameter_but_their_own_runtimes_and_the_public_ones() {
+    use Decision::*;
+    let other = |name: &str| runtime_parameter(OTHER_RUNTIME_ID, name);
+    let own = |name: &str| runtime_parameter(RUNTIME_ID, name);
+    let mut cases = Vec::new();
+    for role in ["control-plane", "worker", "EKS node"] {
+        cases.extend([
+            (
+                role,
+                request("another runtime's admin kubeconfig", "ssm:GetParameter", other("kubeconfig")),
+                ExplicitlyDenied,
+            ),
+            (role, request("another runtime's join token", "ssm:GetParameters", other("join/token")), ExplicitlyDenied),
+            (
+                role,
+                request(
+                    "another runtime's certificate key",
+                    "ssm:GetParameter",
+                    other("control-plane/certificate-key"),
+                ),
+                ExplicitlyDenied,
+            ),
+            (
+                role,
+                request("another runtime's join parameters by path", "ssm:GetParametersByPath", other("join")),
+                ExplicitlyDenied,
+            ),
+            (
+                role,
+                request("another runtime's parameters by path", "ssm:GetParametersByPath", other("")),
+                ExplicitlyDenied,
+            ),
+            // A recursive read of a path returns everything below it, whatever is denied on the parameters.
+            (
+                role,
+                request("every runtime's parameters by path", "ssm:GetParametersByPath", parameter("/kubeopera")),
+                ExplicitlyDenied,
+            ),
+            (
+                role,
+                request("another runtime's earlier kubeconfigs", "ssm:GetParameterHistory", other("kubeconfig")),
+                ExplicitlyDenied,
+            ),
+            (
+                role,
+                request("a kubeconfig planted for another runtime", "ssm:PutParameter", other("kubeconfig")),
+                ExplicitlyDenied,
+            ),
+            (
+                role,
+                request("another runtime's join token deleted", "ssm:DeleteParameter", other("join/token")),
+                ExplicitlyDenied,
+            ),
+            (
+                role,
+                request("another runtime's kubeconfig labelled", "ssm:LabelParameterVersion", other("kubeconfig")),
+                ExplicitlyDenied,
+            ),
+            (
+                role,
+                request("another runtime's kubeconfig tagged", "ssm:AddTagsToResource", other("kubeconfig")),
+                ExplicitlyDenied,
+            ),
+            (
+                role,
+                request("a parameter outside the provisioner", "ssm:GetParameter", parameter("/prod/db/password")),
+                ExplicitlyDenied,
+            ),
+            (role, request("the latest Amazon Linux AMI", "ssm:GetParameter", public_parameter()), Allowed),
+            (role, request("the latest Amazon Linux AMI", "ssm:GetParameters", public_parameter()), Allowed),
+            // The SSM agent's own calls: registration, Session Manager's channels, Run Command's messages,
+            // associations and documents.
+            (role, request("the SSM agent's registration", "ssm:UpdateInstanceInformation", instance()), Allowed),
+            (role, request("a session's control channel", "ssmmessages:CreateControlChannel", "*".into()), Allowed),
+            (role, request("a session's data channel", "ssmmessages:OpenDataChannel", "*".into()), Allowed),
+            (role, request("Run Command's messages", "ec2messages:GetMessages", "*".into()), Allowed),
+            (role, request("the instance's associations", "ssm:ListAssociations", "*".into()), Allowed),
+            (
+                role,
+                request(
+                    "Session Manager's shell document",
+                    "ssm:GetDocument",
+                    format!("{SSM_ARN_PREFIX}:document/SSM-SessionManagerRunShell"),
+                ),
+                Allowed,
+            ),
+        ]);
+    }
+    cases.extend([
+        // What scripts/control-plane.sh reads and publishes.
+        ("control-plane", request("its admin kubeconfig", "ssm:GetParameter", own("kubeconfig")), Allowed),
+        ("control-plane", request("its admin kubeconfig", "ssm:PutParameter", own("kubeconfig")), Allowed),
+        (
+            "control-plane",
+            request("its certificate key", "ssm:GetParameter", own("control-plane/certificate-key")),
+            Allowed,
+        ),
+        ("control-plane", request("its join marker", "ssm:PutParameter", own("control-plane/1/joined")), Allowed),
+        ("control-plane", request("its join parameters", "ssm:GetParametersByPath", own("join")), Allowed),
+        // What scripts/worker.sh reads; nothing it writes.
+        ("worker", request("its join parameters", "ssm:GetParametersByPath", own("join")), Allowed),
+        ("worker", request("its join token", "ssm:GetParameter", own("join/token")), Allowed),
+        ("worker", request("node 0's join marker", "ssm:GetParameters", own("control-plane/0/joined")), Allowed),
+        ("worker", request("its admin kubeconfig", "ssm:PutParameter", own("kubeconfig")), ImplicitlyDenied),
+        // EKS runtimes publish no parameters: the path a vanilla runtime of the same id would use is refused too.
+        ("EKS node", request("its runtime's path", "ssm:GetParameter", own("kubeconfig")), ExplicitlyDenied),
+    ]);
     assert_decisions(&cases);
 }
 

@@ -19,8 +19,12 @@ data "aws_partition" "current" {}
 data "aws_caller_identity" "current" {}
 
 locals {
-  ssm_path = "${trimsuffix(var.ssm_parameter_prefix, "/")}/${terraform_data.generation.id}"
-  ssm_arn  = "arn:${data.aws_partition.current.partition}:ssm:${data.aws_region.current.region}:${data.aws_caller_identity.current.account_id}:parameter${local.ssm_path}"
+  # The runtime's SSM path (/kubeopera/<runtime-id>), which only its nodes may use
+  # (policies/runtime-guard.json.tftpl), and this creation's below it.
+  runtime_ssm_path = trimsuffix(var.ssm_parameter_prefix, "/")
+  runtime_ssm_arn  = "arn:${data.aws_partition.current.partition}:ssm:${data.aws_region.current.region}:${data.aws_caller_identity.current.account_id}:parameter${local.runtime_ssm_path}"
+  ssm_path         = "${local.runtime_ssm_path}/${terraform_data.generation.id}"
+  ssm_arn          = "${local.runtime_ssm_arn}/${terraform_data.generation.id}"
 
   # Load balancer and target group names: at most 32 characters, unique per cluster.
   short_id = substr(sha1("${var.cluster_name}${var.ssm_parameter_prefix}"), 0, 20)
@@ -218,9 +222,21 @@ resource "aws_iam_role_policy" "node" {
 resource "aws_iam_role_policy" "runtime_guard" {
   for_each = local.node_roles
 
-  name   = "runtime-guard"
-  role   = aws_iam_role.node[each.key].id
-  policy = templatefile("${path.module}/policies/runtime-guard.json.tftpl", { runtime_id = var.runtime_id })
+  name = "runtime-guard"
+  role = aws_iam_role.node[each.key].id
+  policy = templatefile("${path.module}/policies/runtime-guard.json.tftpl", {
+    runtime_id             = var.runtime_id
+    partition              = data.aws_partition.current.partition
+    runtime_parameters_arn = local.runtime_ssm_arn
+  })
+
+  lifecycle {
+    # The guard leaves the nodes the parameters under this path only: it must be this runtime's.
+    precondition {
+      condition     = local.runtime_ssm_path == "/kubeopera/${var.runtime_id}"
+      error_message = "ssm_parameter_prefix must be /kubeopera/<runtime_id>/."
+    }
+  }
 }
 
 # ---------------------------------------------------------------------------------------------------------------

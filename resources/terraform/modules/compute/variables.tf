@@ -131,7 +131,7 @@ variable "worker_security_group_id" {
 }
 
 variable "ssm_parameter_prefix" {
-  description = "SSM Parameter Store path (/kubeopera/<runtime-id>/) under which the nodes publish their join credentials, join markers and the admin kubeconfig; each creation of the cluster uses its own sub-path below it."
+  description = "SSM Parameter Store path /kubeopera/<runtime_id>/ under which the nodes publish their join credentials, join markers and the admin kubeconfig; each creation of the cluster uses its own sub-path below it. The nodes may use no other parameter but AWS's public ones."
   type        = string
 
   validation {

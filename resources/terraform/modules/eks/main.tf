@@ -122,12 +122,18 @@ resource "aws_iam_role_policy_attachment" "node" {
 }
 
 # The managed policies above let the nodes tag and change network interfaces anywhere in the account (the VPC CNI's
-# needs); the guard (policies/runtime-guard.json.tftpl) keeps the provisioner's tags and other runtimes' resources
-# out of a cluster's reach.
+# needs) and read every SSM parameter (AmazonSSMManagedInstanceCore); the guard (policies/runtime-guard.json.tftpl)
+# keeps the provisioner's tags, other runtimes' resources and every parameter but AWS's public ones out of a
+# cluster's reach.
 resource "aws_iam_role_policy" "runtime_guard" {
-  name   = "runtime-guard"
-  role   = aws_iam_role.node.id
-  policy = templatefile("${path.module}/policies/runtime-guard.json.tftpl", { runtime_id = var.runtime_id })
+  name = "runtime-guard"
+  role = aws_iam_role.node.id
+  policy = templatefile("${path.module}/policies/runtime-guard.json.tftpl", {
+    runtime_id = var.runtime_id
+    partition  = data.aws_partition.current.partition
+    # EKS nodes publish no SSM parameters and read none but AWS's public ones.
+    runtime_parameters_arn = null
+  })
 }
 
 # The nodes' instance type, encrypted gp3 root volumes of the requested size and IMDSv2 only; EKS fills in the
