@@ -22,9 +22,61 @@ impl LogBudget {
         self.total
     }
 
+    /// What is left to read.
+    pub fn left(&self) -> usize {
+        self.left.load(Ordering::SeqCst)
+    }
+
     /// Takes `bytes` from what is left; false (and nothing taken) when that is less.
     pub fn spend(&self, bytes: usize) -> bool {
         self.left.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| left.checked_sub(bytes)).is_ok()
+    }
+}
+
+/// A log read to its end in bounded memory: its first and last bytes, each half of `max_bytes`, and how long it
+/// was, so that a container printing without end costs no more than what is kept of it.
+#[derive(Debug)]
+pub struct BoundedRead {
+    half: usize,
+    head: Vec<u8>,
+    tail: std::collections::VecDeque<u8>,
+    total: usize,
+}
+
+impl BoundedRead {
+    pub fn new(max_bytes: usize) -> Self {
+        let half = max_bytes / 2;
+        BoundedRead { half, head: Vec::new(), tail: std::collections::VecDeque::new(), total: 0 }
+    }
+
+    pub fn push(&mut self, mut bytes: &[u8]) {
+        self.total += bytes.len();
+        let into_head = (self.half - self.head.len()).min(bytes.len());
+        self.head.extend_from_slice(&bytes[..into_head]);
+        bytes = &bytes[into_head..];
+        if bytes.len() >= self.half {
+            self.tail.clear();
+            bytes = &bytes[bytes.len() - self.half..];
+        }
+        let overflow = (self.tail.len() + bytes.len()).saturating_sub(self.half);
+        self.tail.drain(..overflow);
+        self.tail.extend(bytes);
+    }
+
+    /// The log: whole when it fit, else its head and tail around a marker saying how much was left out. Both
+    /// are cut at line ends, so that a credential value on a cut line is left out whole, never kept in part where
+    /// redaction, which runs after, could not recognise it.
+    pub fn text(self) -> String {
+        let tail: Vec<u8> = self.tail.into_iter().collect();
+        if self.total == self.head.len() + tail.len() {
+            return String::from_utf8_lossy(&[self.head, tail].concat()).into_owned();
+        }
+        let head_end = self.head.iter().rposition(|&byte| byte == b'\n').map_or(0, |newline| newline + 1);
+        let tail_start = tail.iter().position(|&byte| byte == b'\n').map_or(tail.len(), |newline| newline + 1);
+        let left_out = self.total - head_end - (tail.len() - tail_start);
+        let (head, tail) =
+            (String::from_utf8_lossy(&self.head[..head_end]), String::from_utf8_lossy(&tail[tail_start..]));
+        format!("{head}[... {left_out} bytes left out: the log is over its size limit ...]\n{tail}")
     }
 }
 
@@ -108,6 +160,22 @@ pub fn tail_lines(log: &str, lines: Option<usize>) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_log_read_to_its_end_keeps_its_head_and_tail_within_its_bound() {
+        let mut short = BoundedRead::new(8);
+        short.push(b"abc");
+        short.push(b"d");
+        assert_eq!(short.text(), "abcd");
+        let mut long = BoundedRead::new(16);
+        for chunk in [&b"one\ntwo "[..], b"secret\n", b"three\nfou", b"r secret\nfive\n"] {
+            long.push(chunk);
+        }
+        assert_eq!(long.text(), "one\n[... 29 bytes left out: the log is over its size limit ...]\nfive\n");
+        let mut exact = BoundedRead::new(8);
+        exact.push(b"01234567");
+        assert_eq!(exact.text(), "01234567");
+    }
 
     #[test]
     fn a_budget_is_shared_by_its_clones_and_never_overdrawn() {

@@ -10,7 +10,7 @@ use runner_contract::job::OPERATION_LABEL;
 use uuid::Uuid;
 
 use super::{Error, Executor, RUNNER_CONTAINER, Result, job};
-use crate::domain::run_log::ContainerLog;
+use crate::domain::run_log::{BoundedRead, ContainerLog};
 
 /// How long a log follower waits for the first pod of a Job created a moment ago.
 const FIRST_POD_WAIT: Duration = Duration::from_secs(60);
@@ -27,30 +27,45 @@ impl FinalLogs {
         FinalLogs { containers: logs.into_iter().map(|(container, log)| (container, LogSource::Read(log))).collect() }
     }
 
-    /// Reads every followed log until its container has stopped, for at most `wait` in all; what a container
-    /// still running after that printed later is not in its log, which says so.
-    pub async fn read(self, wait: Duration) -> Vec<ContainerLog> {
-        use futures::AsyncReadExt as _;
+    /// Reads every followed log until its container has stopped, for at most `wait` in all and keeping at most
+    /// `max_bytes` of each (its head and tail); what a container still running after that printed later is not
+    /// in its log, which says so.
+    pub async fn read(self, wait: Duration, max_bytes: usize) -> Vec<ContainerLog> {
         let deadline = tokio::time::Instant::now() + wait;
         let reads = self.containers.into_iter().map(|(container, source)| async move {
             let log = match source {
                 LogSource::Read(log) => log,
-                LogSource::Following(mut stream) => {
-                    let mut bytes = Vec::new();
-                    let ending = match tokio::time::timeout_at(deadline, stream.read_to_end(&mut bytes)).await {
-                        Ok(Ok(_)) => String::new(),
+                LogSource::Following(stream) => {
+                    let mut read = BoundedRead::new(max_bytes);
+                    let ending = match tokio::time::timeout_at(deadline, read_into(stream, &mut read)).await {
+                        Ok(Ok(())) => String::new(),
                         Ok(Err(error)) => format!("\n(reading the log stopped: {error})\n"),
                         Err(_) => format!(
                             "\n(the container was still running after {}: its log ends here)\n",
                             humantime::format_duration(wait)
                         ),
                     };
-                    format!("{}{ending}", String::from_utf8_lossy(&bytes))
+                    format!("{}{ending}", read.text())
                 }
             };
             ContainerLog { container, log }
         });
         futures::future::join_all(reads).await
+    }
+}
+
+/// Reads `stream` to its end into `read`.
+async fn read_into(
+    mut stream: std::pin::Pin<Box<dyn futures::AsyncBufRead + Send>>,
+    read: &mut BoundedRead,
+) -> std::io::Result<()> {
+    use futures::AsyncReadExt as _;
+    let mut buffer = vec![0; 64 * 1024];
+    loop {
+        match stream.read(&mut buffer).await? {
+            0 => return Ok(()),
+            count => read.push(&buffer[..count]),
+        }
     }
 }
 
@@ -95,13 +110,21 @@ impl Executor {
         Ok(pods.items.into_iter().max_by_key(|pod| pod.metadata.creation_timestamp.clone()))
     }
 
-    /// Logs of the `init` and `terraform-runner` containers of the operation's pod.
-    pub async fn logs(&self, operation_id: Uuid, tail_lines: Option<i64>) -> Result<Vec<ContainerLog>> {
+    /// Logs of the `init` and `terraform-runner` containers of the operation's pod, at most `limit_bytes` each
+    /// (the API server stops there).
+    pub async fn logs(
+        &self,
+        operation_id: Uuid,
+        tail_lines: Option<i64>,
+        limit_bytes: usize,
+    ) -> Result<Vec<ContainerLog>> {
         let pod = self.newest_pod_of_operation(operation_id).await?;
         let pod_name = pod.ok_or(Error::NoPod(operation_id))?.name_any();
         let mut logs = Vec::new();
         for container in [job::INIT_CONTAINER, RUNNER_CONTAINER] {
-            let params = LogParams { container: Some(container.to_owned()), tail_lines, ..LogParams::default() };
+            let limit_bytes = Some(i64::try_from(limit_bytes).unwrap_or(i64::MAX));
+            let params =
+                LogParams { container: Some(container.to_owned()), tail_lines, limit_bytes, ..LogParams::default() };
             let log = match self.api::<Pod>().logs(&pod_name, &params).await {
                 Ok(log) => log,
                 Err(error) => unavailable_log(error)?,

@@ -145,7 +145,9 @@ impl Service {
         }
         let no_pod = |why: String| Error::Conflict { conflict: Conflict::NoRunnerPod, message: why };
         let redactor = self.run_redactor(operation).await?;
-        match self.executor()?.logs(operation.id, tail_lines).await {
+        // One byte over what is left is enough to tell a log over the budget: no more is read from the pod.
+        let limit = budget.left().saturating_add(1);
+        match self.executor()?.logs(operation.id, tail_lines, limit).await {
             Ok(logs) => {
                 let bytes = logs.iter().map(|log| log.log.len()).sum();
                 if !budget.spend(bytes) {

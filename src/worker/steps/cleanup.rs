@@ -30,7 +30,7 @@ impl<C: RunCluster> Worker<C> {
         }
         if let Some(logs) = logs {
             let redactor = Redactor::new(run.redact.clone());
-            let logs = logs.read(RUNNER_GRACE_PERIOD + STOP_MARGIN).await;
+            let logs = logs.read(RUNNER_GRACE_PERIOD + STOP_MARGIN, self.settings.run_log_max_bytes).await;
             let redacted = logs
                 .into_iter()
                 .map(|log| (run.names.archived_log_name(&log.container), redactor.redact(&log.log)))
