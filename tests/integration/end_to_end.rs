@@ -145,7 +145,7 @@ async fn the_provisioning_ran_once_on_the_real_node(admin: &Client, runtime_id: 
     let pod = pods[0].metadata.name.clone().unwrap();
     let runner_log = LogParams { container: Some("terraform-runner".into()), ..LogParams::default() };
     let printed = Api::<Pod>::namespaced(admin.clone(), PROVISIONING).logs(&pod, &runner_log).await.unwrap();
-    assert!(printed.contains("Apply complete! Resources: 30 added"), "the real kubelet serves the log: {printed}");
+    assert!(printed.contains("Apply complete! Resources: 31 added"), "the real kubelet serves the log: {printed}");
 }
 
 /// The pods of both namespaces with their phases, the service's log and the node's: what a failed run needs.

@@ -58,9 +58,9 @@ async fn an_eks_cluster_is_provisioned_upgraded_hibernated_woken_and_deprovision
 
     let applied = run_job_pod(&engine, &moto, &format!("provision-{runtime_id}"), &[]).await;
     assert_eq!(applied.exit_code, 0, "the runner failed: {}\n{}", applied.termination_message, applied.output);
-    assert!(applied.output.contains("Apply complete! Resources: 30 added"), "{}", applied.output);
+    assert!(applied.output.contains("Apply complete! Resources: 31 added"), "{}", applied.output);
     let summary: runner_contract::plan::PlanSummary = serde_json::from_str(&applied.termination_message).unwrap();
-    assert_eq!((summary.add, summary.change, summary.destroy), (30, 0, 0), "the apply plan's summary: {summary:?}");
+    assert_eq!((summary.add, summary.change, summary.destroy), (31, 0, 0), "the apply plan's summary: {summary:?}");
     // Everything the modules tagged is known to the state, under its ARN or its id.
     assert_eq!(summary.orphans, Vec::<String>::new(), "no orphans");
     let outputs = engine.secret(&format!("provision-{runtime_id}-outputs")).await.expect("the outputs Secret");
@@ -68,7 +68,7 @@ async fn an_eks_cluster_is_provisioned_upgraded_hibernated_woken_and_deprovision
     assert!(inventory.iter().any(|entry| entry.contains(":cluster/")), "the EKS cluster is recorded: {inventory:?}");
     let done = engine.wait_for_status(&runtime_id, &["succeeded", "failed"], WAIT).await;
     assert_eq!(done["status"], "succeeded", "{done}");
-    assert_eq!(done["planSummary"]["add"], 30, "the status shows what the plan created: {done}");
+    assert_eq!(done["planSummary"]["add"], 31, "the status shows what the plan created: {done}");
     // What the real runner printed is kept once the run ended, whole (far under the cap).
     engine.wait_for_stage(&provisioning, "Done", WAIT).await;
     let kept = kept_runner_log(&engine, &provisioning).await;
@@ -181,7 +181,7 @@ async fn an_eks_cluster_is_provisioned_upgraded_hibernated_woken_and_deprovision
     assert_eq!(destroyed.exit_code, 0, "the runner failed: {}\n{}", destroyed.termination_message, destroyed.output);
     assert!(destroyed.output.contains(" destroyed."), "{}", destroyed.output);
     let summary: runner_contract::plan::PlanSummary = serde_json::from_str(&destroyed.termination_message).unwrap();
-    assert_eq!((summary.add, summary.destroy), (0, 30), "the destroy plan's summary: {summary:?}");
+    assert_eq!((summary.add, summary.destroy), (0, 31), "the destroy plan's summary: {summary:?}");
     let done = engine.wait_for_status(&runtime_id, &["succeeded", "failed"], WAIT).await;
     assert_eq!(
         (done["operation"].as_str(), done["status"].as_str()),
@@ -275,8 +275,8 @@ async fn a_cancelled_provisioning_stops_terraform_and_a_deprovisioning_destroys_
     let objects: Value = serde_json::from_str(&objects).unwrap();
     assert_eq!(
         objects,
-        serde_json::json!(["terraform.tfstate", "terraform.tfstate.holder.json"]),
-        "the lock is released, the state kept (with the record of the run that held the lock)"
+        serde_json::json!(["terraform.tfstate", "terraform.tfstate.created.json", "terraform.tfstate.holder.json"]),
+        "the lock is released, the state kept (with the records of the run that held the lock and of what it created)"
     );
     assert!(vpcs() > 0, "the interrupted apply's resources stay until the deprovisioning");
 

@@ -11,17 +11,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde::{Deserialize, Serialize};
 
 use crate::cloud_session::CloudSession;
+use crate::diagnostics::Created;
+use crate::terraform::RecordCreation;
 use crate::{Error, Result};
-
-/// One resource a run created: Terraform's type and id of it (`aws_instance`, `i-0a1b`), and its address, for
-/// people reading the record.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct Created {
-    #[serde(rename = "type")]
-    pub resource_type: String,
-    pub id: String,
-    pub address: String,
-}
 
 /// Everything the runs of one runtime recorded creating.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,7 +69,7 @@ impl<'a> Recorder<'a> {
     }
 
     /// Adds `created` and writes the record; a failed write is logged and tried again later.
-    pub(crate) async fn record(&self, created: Created) {
+    async fn record(&self, created: Created) {
         tracing::debug!(resource_type = created.resource_type, id = created.id, "recording a created resource");
         let new = self.creations.lock().expect("creations lock").add(created);
         if new || self.unsaved.load(Ordering::Relaxed) {
@@ -103,6 +95,12 @@ impl<'a> Recorder<'a> {
         self.session.write_json_object(self.bucket, self.session.state_objects().creations, &record).await?;
         self.unsaved.store(false, Ordering::Relaxed);
         Ok(())
+    }
+}
+
+impl RecordCreation for Recorder<'_> {
+    fn record<'a>(&'a self, created: Created) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+        Box::pin(Recorder::record(self, created))
     }
 }
 

@@ -4,9 +4,7 @@
 
 use runner_contract::failure::{CloudFailure, CloudFailureClass};
 use runner_contract::redact::Redactor;
-use serde::Deserialize;
-
-use crate::creations::Created;
+use serde::{Deserialize, Serialize};
 
 /// An error Terraform reported.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,30 +38,48 @@ struct UiMessage {
     hook: Option<UiHook>,
 }
 
-/// The `hook` of an `apply_complete` message: the resource and the id the provider gave it.
+/// One resource a run created: Terraform's type and id of it (`aws_instance`, `i-0a1b`), and its address, for
+/// people reading the record of what runs created ([`crate::creations`]).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Created {
+    #[serde(rename = "type")]
+    pub resource_type: String,
+    pub id: String,
+    pub address: String,
+}
+
+/// The `hook` of a message: for `apply_complete`, the resource and the id the provider gave it. Every field is
+/// optional, since the hooks of other messages (a provisioner's output, a refresh) have other shapes and a line
+/// that does not parse would be logged unredacted as JSON.
 #[derive(Deserialize)]
 struct UiHook {
-    resource: UiResource,
-    action: String,
+    #[serde(default)]
+    resource: Option<UiResource>,
+    #[serde(default)]
+    action: Option<String>,
     #[serde(default)]
     id_value: Option<String>,
 }
 
 #[derive(Deserialize)]
 struct UiResource {
+    #[serde(default)]
     addr: String,
+    #[serde(default)]
     resource_type: String,
 }
 
 impl UiMessage {
     /// The resource this message says an apply created (a replacement's new half is a creation too).
     fn created(&self) -> Option<Created> {
-        let hook = self.hook.as_ref().filter(|hook| self.kind == "apply_complete" && hook.action == "create")?;
+        let hook = self.hook.as_ref().filter(|_| self.kind == "apply_complete")?;
+        let resource = hook.resource.as_ref().filter(|_| hook.action.as_deref() == Some("create"))?;
         let id = hook.id_value.as_deref().filter(|id| !id.is_empty())?;
-        Some(Created {
-            resource_type: hook.resource.resource_type.clone(),
+        let known = !resource.resource_type.is_empty() && !resource.addr.is_empty();
+        known.then(|| Created {
+            resource_type: resource.resource_type.clone(),
             id: id.to_owned(),
-            address: hook.resource.addr.clone(),
+            address: resource.addr.clone(),
         })
     }
 }
@@ -201,6 +217,12 @@ mod tests {
         }
         let started = apply_complete("create", "i-0a1b").replace("apply_complete", "apply_start");
         assert_eq!(read_line(&started).created, None);
+    }
+
+    #[test]
+    fn a_message_whose_hook_has_another_shape_is_still_read_as_its_text() {
+        let output = r#"{"@level":"info","@message":"terraform_data.leaky: (local-exec): hello","@module":"tofu.ui","hook":{"resource":{"addr":"terraform_data.leaky","resource_type":"terraform_data"},"provisioner":"local-exec","output":"hello"},"type":"provision_progress"}"#;
+        assert_eq!(read_line(output), plain("terraform_data.leaky: (local-exec): hello"));
     }
 
     #[test]

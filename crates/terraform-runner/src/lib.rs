@@ -49,7 +49,7 @@ use leftovers::{Swept, Unknown};
 use plans::{EVERYTHING, apply_plan, plan, plan_destroy, refuse_destructive, show_plan, within_approval};
 pub use settings::RunnerSettings;
 use state_lock::{LockHolder, StateLock, Verdict};
-use terraform::{Signals, Terraform};
+use terraform::{RecordCreation, Signals, Terraform};
 use transient::Replan;
 
 #[derive(Debug, thiserror::Error)]
@@ -503,7 +503,7 @@ impl Runner {
     async fn upgrade_control_plane_first(
         &self,
         terraform: &Terraform,
-        recorder: &Recorder<'_>,
+        recorder: &dyn RecordCreation,
         aws: &AwsSession,
         upgrade: &ControlPlaneUpgrade,
         lock_timeout: &str,
@@ -539,7 +539,7 @@ impl Runner {
     async fn apply_alone_then_wait(
         &self,
         terraform: &Terraform,
-        recorder: &Recorder<'_>,
+        recorder: &dyn RecordCreation,
         aws: &AwsSession,
         change: &ControlPlaneChange,
         lock_timeout: &str,

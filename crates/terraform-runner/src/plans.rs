@@ -3,8 +3,7 @@
 
 use runner_contract::plan::PlanSummary;
 
-use crate::creations::Recorder;
-use crate::terraform::{Signals, Terraform};
+use crate::terraform::{RecordCreation, Signals, Terraform};
 use crate::{Error, Result};
 
 /// The saved plan, in the work folder: what is applied is exactly what was planned and checked.
@@ -91,7 +90,7 @@ pub(crate) async fn apply_plan(
     terraform: &Terraform,
     lock_timeout: &str,
     signals: &mut Signals,
-    recorder: Option<&Recorder<'_>>,
+    recorder: Option<&dyn RecordCreation>,
 ) -> Result<()> {
     let arguments = ["apply", "-input=false", "-no-color", "-json", lock_timeout, PLAN_FILE];
     terraform.run_recording(&arguments, signals, recorder).await

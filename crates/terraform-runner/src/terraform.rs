@@ -12,8 +12,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
-use crate::creations::Recorder;
-use crate::diagnostics::{self, Diagnostic};
+use crate::diagnostics::{self, Created, Diagnostic};
 use crate::{Error, Result};
 
 /// Lines of output kept to explain a failure.
@@ -78,7 +77,7 @@ impl Terraform {
         &self,
         args: &[&str],
         signals: &mut Signals,
-        recorder: Option<&Recorder<'_>>,
+        recorder: Option<&dyn RecordCreation>,
     ) -> Result<()> {
         let command = self.describe(args);
         if signals.received() {
@@ -198,11 +197,16 @@ async fn wait_passing_signals(child: &mut Child, signals: &mut Signals) -> std::
     }
 }
 
+/// Keeps, durably, each resource an apply reports created ([`crate::creations`]'s recorder); done when it is kept.
+pub(crate) trait RecordCreation: Sync {
+    fn record<'a>(&'a self, created: Created) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+}
+
 /// Where what Terraform's `-json` messages say goes: their errors, redacted, and the resources they say were
 /// created, recorded before the next line is read.
 struct Messages<'a> {
     errors: &'a Mutex<Vec<Diagnostic>>,
-    recorder: Option<&'a Recorder<'a>>,
+    recorder: Option<&'a dyn RecordCreation>,
 }
 
 impl Messages<'_> {

@@ -6,15 +6,14 @@ use std::time::Duration;
 
 use process_support::backoff::Backoff;
 
-use crate::creations::Recorder;
 use crate::plans::{EVERYTHING, apply_plan, plan, plan_destroy, refuse_destructive};
-use crate::terraform::{Signals, Terraform};
+use crate::terraform::{RecordCreation, Signals, Terraform};
 use crate::{Error, Result, Runner};
 
 /// What a retry plans again.
 pub(crate) enum Replan<'a> {
     /// The configuration, checked like the first plan; what it creates recorded.
-    Apply(&'a Recorder<'a>),
+    Apply(&'a dyn RecordCreation),
     /// The destruction of everything the state still holds.
     Destroy,
 }

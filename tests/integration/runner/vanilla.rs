@@ -56,8 +56,8 @@ async fn vanilla_apply_publishes_the_kubeconfig_and_destroy_removes_the_bucket()
     }
     assert_eq!(
         job.object_keys(),
-        ["terraform.tfstate", "terraform.tfstate.holder.json"],
-        "state written, lock released, its holder recorded"
+        ["terraform.tfstate", "terraform.tfstate.created.json", "terraform.tfstate.holder.json"],
+        "state written, lock released, its holder and what the run created recorded"
     );
     let state = job.moto.aws(&["s3", "cp", &format!("s3://{}/terraform.tfstate", job.bucket), "-"]);
     assert!(state.contains("terraform_data"), "{state}");
