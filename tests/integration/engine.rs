@@ -84,7 +84,7 @@ async fn provisioning_succeeds_and_serves_the_kubeconfig(backend: Backend) {
     // What the runner's plan changed, from its termination message, on both APIs.
     let summary: Value = serde_json::from_str(RUNNER_PLAN_SUMMARY).unwrap();
     assert_eq!(done["planSummary"], summary, "{done}");
-    let query = "query($id: String!) { runtimeStatus(id: $id) { lastOperationStatus { planSummary { add change destroy replaced destroyed risk risky destructive swept orphans } } } }";
+    let query = "query($id: String!) { runtimeStatus(id: $id) { lastOperationStatus { planSummary { add change destroy replaced destroyed risk risky destructive swept orphans foreign } } } }";
     let response = engine.app.graphql(query, json!({ "id": runtime_id })).await;
     // GraphQL spells the risk as Kyma spells enums.
     let mut graphql_summary = summary.clone();

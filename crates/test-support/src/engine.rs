@@ -36,7 +36,7 @@ pub const RUNNER_RESOURCES: [&str; 2] = [
     "aws_instance.worker arn:aws:ec2:eu-west-1:123456789012:instance/i-0a1b2c3d",
 ];
 /// The plan summary a successful stand-in runner reports.
-pub const RUNNER_PLAN_SUMMARY: &str = r#"{"add":3,"change":0,"destroy":1,"replaced":["aws_instance.worker"],"destroyed":[],"risk":"risky","risky":["aws_instance.worker"],"destructive":[],"swept":[],"orphans":[]}"#;
+pub const RUNNER_PLAN_SUMMARY: &str = r#"{"add":3,"change":0,"destroy":1,"replaced":["aws_instance.worker"],"destroyed":[],"risk":"risky","risky":["aws_instance.worker"],"destructive":[],"swept":[],"orphans":[],"foreign":[]}"#;
 
 /// One running provisioner "process": its app, and the background work (worker and Job cache). Dropping it
 /// without [`Process::stop`] is a crash: all its tasks end at once and its leases stay until they expire.
