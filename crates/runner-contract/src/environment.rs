@@ -41,6 +41,8 @@ pub mod var {
     pub const POD_NAME: &str = "POD_NAME";
     /// The operation the run belongs to (the pod's operation label), recorded with the pod name.
     pub const OPERATION_ID: &str = "RUNNER_OPERATION_ID";
+    /// The passphrase the state and saved plans are encrypted with (from a Secret; unset: not encrypted).
+    pub const STATE_PASSPHRASE: &str = "RUNNER_STATE_PASSPHRASE";
 }
 
 /// The variables the Job fills from the pod's own fields, with each field's path.

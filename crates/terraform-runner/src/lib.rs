@@ -10,8 +10,10 @@
 
 mod api_server;
 mod approval;
+mod approved_changes;
 mod aws;
 mod cloud_session;
+mod control_plane_upgrade;
 mod creations;
 mod diagnostics;
 mod ec2_query;
@@ -24,6 +26,7 @@ mod node_kubeconfig;
 mod plans;
 mod publish;
 pub mod settings;
+mod state_encryption;
 pub mod state_lock;
 mod terraform;
 pub mod transient;
@@ -33,23 +36,25 @@ use std::path::PathBuf;
 
 use runner_contract::Topology;
 use runner_contract::credential::{self, CloudCredential};
-use runner_contract::manifest::{ControlPlaneUpgrade, NodesPath, RunAction, RunnerManifest};
+use runner_contract::manifest::{RunAction, RunnerManifest};
 use runner_contract::plan::PlanSummary;
 use runner_contract::redact::{Redactor, SharedRedactor, bounded_failure_message};
 use runner_contract::report::{RunReport, kubeconfig_digest};
+use secrecy::ExposeSecret;
 use serde_json::Value;
 
 use approval::SavedPlan;
 use aws::AwsSession;
 use cloud_session::CloudSession;
+use control_plane_upgrade::ControlPlaneUpgradeRun;
 use creations::{Creations, Recorder};
 use gcp::GcpSession;
 use inputs::{install_lock_file, plan_without_backend, prepare_work_dir, read_credential, read_manifest};
 use leftovers::{Swept, Unknown};
-use plans::{EVERYTHING, apply_plan, plan, plan_destroy, refuse_destructive, show_plan, within_approval};
+use plans::{EVERYTHING, apply_plan, plan, plan_destroy, refuse_destructive, show_plan};
 pub use settings::RunnerSettings;
 use state_lock::{LockHolder, StateLock, Verdict};
-use terraform::{RecordCreation, Signals, Terraform};
+use terraform::{Signals, Terraform};
 use transient::Replan;
 
 #[derive(Debug, thiserror::Error)]
@@ -117,6 +122,12 @@ pub enum Error {
     Plan(String),
     #[error("the approved plan cannot be applied: {reason}; nothing was changed, plan again")]
     StalePlan { reason: String },
+    /// A part of an approved control plane's upgrade, planned anew, that the approved plan does not make.
+    #[error(
+        "a part of the approved upgrade, planned anew, is not in the approved plan: {reason}; the parts applied \
+         before stay, plan again and approve the new plan"
+    )]
+    BeyondApproval { reason: String },
     #[error(
         "the state is locked by {who} since {since} and was left alone for {} ({why}); the lock stays",
         humantime::format_duration(*waited)
@@ -204,6 +215,10 @@ impl Runner {
             ("TMPDIR".to_owned(), temporary.display().to_string()),
         ];
         env.extend(session.terraform_env());
+        if let Some(passphrase) = &settings.state_passphrase {
+            redactor.extend([passphrase.expose_secret().to_owned()]);
+            env.push(state_encryption::terraform_env(passphrase));
+        }
         let terraform = Terraform {
             binary: settings.terraform_binary.clone(),
             work_dir: settings.job.work_dir.clone(),
@@ -272,26 +287,9 @@ impl Runner {
         };
         let recorder = Recorder::open(&run.session, bucket).await?;
         if let (Some(upgrade), CloudSession::Aws(aws)) = (&run.manifest.control_plane_upgrade, &run.session) {
-            if approved.is_some() {
-                // The protocol applies parts alone, so it cannot apply the saved file: the approval holds while a
-                // fresh plan still makes exactly the approved changes.
-                let fresh = plan(&run.terraform, EVERYTHING, &run.lock_timeout, protected, &mut run.signals).await?;
-                if fresh != summary {
-                    return Err(Error::StalePlan {
-                        reason: "a new plan makes other changes than the approved one".to_owned(),
-                    });
-                }
-            }
-            let (terraform, lock_timeout) = (&run.terraform, &run.lock_timeout);
-            self.upgrade_control_plane_first(terraform, &recorder, aws, upgrade, lock_timeout, &mut run.signals)
-                .await?;
-            // The first plan is stale once the control plane's part is applied: the rest is planned again (and
-            // checked again) from the state as it is now; an approved run may change no more than was approved.
-            let rest = plan(&run.terraform, EVERYTHING, &run.lock_timeout, protected, &mut run.signals).await?;
-            match approved {
-                Some(_) => within_approval(&rest, &summary)?,
-                None => refuse_destructive(&rest)?,
-            }
+            let (terraform, lock_timeout) = (&run.terraform, run.lock_timeout.as_str());
+            let upgrade_run = ControlPlaneUpgradeRun { settings, terraform, recorder: &recorder, aws, lock_timeout };
+            upgrade_run.upgrade_first(upgrade, approved.is_some(), &mut run.signals).await?;
         }
         match approved {
             // An approval names one plan file: a new plan would need a new approval.
@@ -497,69 +495,6 @@ impl Runner {
         session.write_json_object(bucket, objects.holder, &record).await
     }
 
-    /// Changes the control plane before anything else, one node at a time: each node's machine (a new type: EC2
-    /// stops and starts it) and then the version, each change planned alone, applied as planned, and awaited
-    /// until the nodes say they are done. No worker changes before: none may be newer than its control plane.
-    async fn upgrade_control_plane_first(
-        &self,
-        terraform: &Terraform,
-        recorder: &dyn RecordCreation,
-        aws: &AwsSession,
-        upgrade: &ControlPlaneUpgrade,
-        lock_timeout: &str,
-        signals: &mut Signals,
-    ) -> Result<()> {
-        // Where the nodes publish is recorded by the provisioning's apply.
-        let outputs = terraform.outputs().await?;
-        let kubeconfig_parameter = output(&outputs, "kubeconfig_ssm_parameter")?;
-        let nodes = NodesPath::of_kubeconfig_parameter(kubeconfig_parameter).ok_or_else(|| {
-            Error::Outputs(format!("kubeconfig_ssm_parameter {kubeconfig_parameter:?} is not an SSM path"))
-        })?;
-        let settings = &self.settings;
-        for node in 0..=upgrade.last_node {
-            let change = ControlPlaneChange {
-                target: format!("{}[{node}]", upgrade.machines),
-                marker: nodes.running_marker(node, &upgrade.machine_type),
-                what: format!("that control-plane node {node} runs again on {}", upgrade.machine_type),
-                timeout: settings.kubeconfig_timeout,
-            };
-            self.apply_alone_then_wait(terraform, recorder, aws, &change, lock_timeout, signals).await?;
-        }
-        let change = ControlPlaneChange {
-            target: upgrade.resource.clone(),
-            marker: nodes.upgraded_marker(upgrade.last_node, &upgrade.version),
-            what: format!("that its control plane runs {}", upgrade.version),
-            timeout: settings.control_plane_upgrade_timeout,
-        };
-        self.apply_alone_then_wait(terraform, recorder, aws, &change, lock_timeout, signals).await
-    }
-
-    /// Plans `change.target` alone; when that changes anything, removes the marker (one of an earlier change
-    /// must not count), applies the plan and waits for the marker.
-    async fn apply_alone_then_wait(
-        &self,
-        terraform: &Terraform,
-        recorder: &dyn RecordCreation,
-        aws: &AwsSession,
-        change: &ControlPlaneChange,
-        lock_timeout: &str,
-        signals: &mut Signals,
-    ) -> Result<()> {
-        let protected = &self.settings.protected_resources;
-        let summary = plan(terraform, Some(&change.target), lock_timeout, protected, signals).await?;
-        if summary.add + summary.change + summary.destroy == 0 {
-            return Ok(());
-        }
-        refuse_destructive(&summary)?;
-        aws.delete_parameter(&change.marker).await?;
-        apply_plan(terraform, lock_timeout, signals, Some(recorder)).await?;
-        tracing::info!(target = change.target, marker = change.marker, "waiting for the control plane");
-        let interval = self.settings.kubeconfig_poll_interval;
-        aws.wait_for_parameter(&change.marker, &change.what, interval, change.timeout, signals).await?;
-        tracing::info!(target = change.target, "the control plane has taken the change");
-        Ok(())
-    }
-
     async fn kubeconfig(
         &self,
         manifest: &RunnerManifest,
@@ -625,12 +560,3 @@ fn output<'a>(outputs: &'a BTreeMap<String, Value>, name: &str) -> Result<&'a st
 /// no registry), and fails rather than change the lock file. `-reconfigure`: a work folder an earlier attempt
 /// initialised with another backend (a dry run's local one) never holds state to migrate.
 const INIT: &[&str] = &["init", "-input=false", "-no-color", "-lockfile=readonly", "-reconfigure"];
-
-/// One step of [`Runner::upgrade_control_plane_first`]: the resource applied alone, and the SSM parameter the
-/// nodes publish once they have taken it, within `timeout`.
-struct ControlPlaneChange {
-    target: String,
-    marker: String,
-    what: String,
-    timeout: std::time::Duration,
-}

@@ -80,7 +80,9 @@ async fn main() -> ExitCode {
             eprintln!("terraform-runner: {message}");
             match error {
                 Error::DestructivePlan { .. } => (message, ExitCode::from(EXIT_DESTRUCTIVE_PLAN as u8)),
-                Error::StalePlan { .. } => (message, ExitCode::from(EXIT_STALE_PLAN as u8)),
+                Error::StalePlan { .. } | Error::BeyondApproval { .. } => {
+                    (message, ExitCode::from(EXIT_STALE_PLAN as u8))
+                }
                 Error::Leftovers { resources } => {
                     let leftovers =
                         Leftovers { message, resources: resources.into_iter().take(MAX_LISTED_LEFTOVERS).collect() };

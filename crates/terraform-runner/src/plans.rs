@@ -3,6 +3,7 @@
 
 use runner_contract::plan::PlanSummary;
 
+use crate::approved_changes::PlanChanges;
 use crate::terraform::{RecordCreation, Signals, Terraform};
 use crate::{Error, Result};
 
@@ -68,12 +69,10 @@ pub(crate) async fn show_plan(terraform: &Terraform, protected: &[String]) -> Re
     runner_contract::assess::summarize(&show, protected).map_err(Error::Plan)
 }
 
-/// After an approved control plane's part, the rest may destroy or replace only what the approved plan did.
-pub(crate) fn within_approval(rest: &PlanSummary, approved: &PlanSummary) -> Result<()> {
-    match rest.destructive.iter().find(|address| !approved.destructive.contains(address)) {
-        None => Ok(()),
-        Some(address) => Err(Error::StalePlan { reason: format!("a new plan also destroys or replaces {address}") }),
-    }
+/// What the saved plan in [`PLAN_FILE`] changes, value by value.
+pub(crate) async fn show_changes(terraform: &Terraform) -> Result<PlanChanges> {
+    let show = terraform.capture(&["show", "-json", "-no-color", PLAN_FILE]).await?;
+    PlanChanges::of(&show).map_err(Error::Plan)
 }
 
 /// A plan that destroys or replaces a protected resource is never applied.

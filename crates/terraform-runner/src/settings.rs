@@ -10,8 +10,10 @@ use process_support::traces::{self, TraceSettings};
 use runner_contract::environment::{InvalidVariable, RunnerEnvironment, non_empty, required, var};
 use runner_contract::job::STATE_LOCK_TIMEOUT;
 use runner_contract::providers::IMAGE_LOCK_DIR;
+use secrecy::SecretString;
 use uuid::Uuid;
 
+use crate::state_encryption::MIN_PASSPHRASE_CHARS;
 use crate::transient::TransientRetries;
 
 const TERRAFORM_BINARY: &str = "RUNNER_TERRAFORM_BINARY";
@@ -64,6 +66,8 @@ pub struct RunnerSettings {
     pub traces: TraceSettings,
     /// `TRACEPARENT`: the service's span that created the Job, which the run's spans continue.
     pub traceparent: Option<String>,
+    /// The passphrase the state and saved plans are encrypted with; `None`: they are not.
+    pub state_passphrase: Option<SecretString>,
 }
 
 impl RunnerSettings {
@@ -112,7 +116,19 @@ impl RunnerSettings {
             traces: TraceSettings::from_environment(&environment, "terraform-runner")
                 .map_err(|error| InvalidVariable { variable: error.variable, message: error.message })?,
             traceparent: non_empty(&environment, traces::variable::TRACEPARENT).map(str::to_owned),
+            state_passphrase: state_passphrase(&environment)?,
         })
+    }
+}
+
+fn state_passphrase(environment: &HashMap<String, String>) -> Result<Option<SecretString>, InvalidVariable> {
+    match environment.get(var::STATE_PASSPHRASE).filter(|value| !value.is_empty()) {
+        None => Ok(None),
+        Some(passphrase) if passphrase.chars().count() < MIN_PASSPHRASE_CHARS => Err(InvalidVariable {
+            variable: var::STATE_PASSPHRASE,
+            message: format!("must be at least {MIN_PASSPHRASE_CHARS} characters (OpenTofu's pbkdf2 key provider)"),
+        }),
+        Some(passphrase) => Ok(Some(SecretString::from(passphrase.as_str()))),
     }
 }
 
@@ -141,6 +157,7 @@ mod tests {
         assert_eq!(settings.state_lock_poll_interval, Duration::from_secs(10));
         assert_eq!(settings.transient_retries, TransientRetries { retries: 3, first_pause: Duration::from_secs(20) });
         assert_eq!((settings.pod_name.as_str(), settings.operation_id.to_string().as_str()), (POD, OPERATION));
+        assert!(settings.state_passphrase.is_none(), "the state is encrypted only with a passphrase");
     }
 
     const POD: &str = "provision-x-abcde";
@@ -172,6 +189,7 @@ mod tests {
             ("RUNNER_OPERATION_ID", "op-1"),
             ("RUNNER_TRANSIENT_RETRIES", "-1"),
             ("RUNNER_TRANSIENT_PAUSE", "soon"),
+            ("RUNNER_STATE_PASSPHRASE", "fifteen chars.."),
         ] {
             let mut variables = without(variable);
             variables.push((variable, value));

@@ -5,6 +5,7 @@
 
 mod cloud_failures;
 mod eks;
+mod encryption;
 mod fetch_modules;
 mod gke;
 mod leftovers;

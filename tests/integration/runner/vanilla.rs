@@ -241,7 +241,9 @@ fn unix_now() -> f64 {
 
 /// A vanilla upgrade changes the control plane first, one step at a time, each applied alone and awaited until the
 /// nodes say they have taken it: each machine's new type (node 0, 1, 2), then the version; only then the workers
-/// roll. When the control plane never gets there, the workers stay as they are.
+/// roll. Held back for approval, it cannot apply the saved plan file (stale after the first step): the approved
+/// run goes ahead only while a new plan makes exactly the approved changes, value by value, and applies each step
+/// only as approved. When the control plane never gets there, the workers stay as they are.
 #[tokio::test]
 async fn a_vanilla_upgrade_rolls_the_workers_only_after_the_control_plane() {
     let job = Job::new().await;
@@ -260,9 +262,35 @@ async fn a_vanilla_upgrade_rolls_the_workers_only_after_the_control_plane() {
         });
         std::fs::write(path, manifest.to_string()).unwrap();
     };
+    let operation = Uuid::new_v4().to_string();
+    let approval = |approved: Option<&str>| {
+        job.patch_manifest(json!({ "approvalPolicy": "manual", "approvedPlanSha256": approved }));
+        [("RUNNER_OPERATION_ID", operation.clone())]
+    };
     upgrade("m6i.xlarge", "1.35");
+    let waiting = job.run_with("apply", &approval(None)).await.assert_report();
+    let digest = waiting.saved_plan_sha256.expect("the upgrade waits for approval");
+    assert_eq!(waiting.plan.replaced.len(), 5, "{:?}", waiting.plan);
+
+    // Meanwhile the modules changed: the same resources replaced, the same counts, other values. Refused before
+    // any step, naming the first resource that differs.
+    upgrade("m6i.xlarge", "1.36");
+    let refused = job.run_with("apply", &approval(Some(&digest))).await;
+    assert_eq!(refused.status.code(), Some(EXIT_STALE_PLAN), "{}", refused.output);
+    assert!(
+        refused.termination_message.contains(
+            "a new plan makes other changes than the approved one (terraform_data.control_plane gets another \
+             value for triggers_replace)"
+        ),
+        "{}",
+        refused.termination_message
+    );
+    assert_eq!(created(&job).len(), 5, "nothing was applied");
+
+    upgrade("m6i.xlarge", "1.35");
+    approval(Some(&digest));
     let nodes_path = format!("{}generation-1/control-plane", job.ssm_prefix());
-    let run = job.command("apply").spawn().expect("start terraform-runner");
+    let run = job.command("apply").env("RUNNER_OPERATION_ID", &operation).spawn().expect("start terraform-runner");
     // The "nodes" take each change a second after it was applied, and say so; returns when each was said.
     let nodes = async {
         let mut said = Vec::new();
@@ -310,6 +338,8 @@ async fn a_vanilla_upgrade_rolls_the_workers_only_after_the_control_plane() {
         assert!(events[5 + step + 1].1 > *said, "step {} started before step {step} was taken: {events:?}", step + 1);
     }
     assert!(outcome.output.contains("waiting for the control plane"), "{}", outcome.output);
+
+    assert_eq!(job.json_object(&format!("plans/{operation}.tfplan.json")), None, "the approval was used");
 
     // A control plane that never gets there: the run fails, naming it, and the workers stay.
     upgrade("m6i.xlarge", "1.36");
