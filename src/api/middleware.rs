@@ -1,5 +1,5 @@
-//! What every request goes through: the request limits (body size, time, concurrency), the request id, tracing
-//! and the HTTP metrics.
+//! What every request goes through: the request limits (body size, time, concurrency), the request id, its span
+//! (an authenticated request's exported span too: [`traced_request`]) and the HTTP metrics.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -76,12 +76,43 @@ fn limit_error(error: BoxError, timeout: Duration) -> ApiError {
     }
 }
 
+/// The span of every request, for its log lines: never exported (`untraced`, see
+/// [`process_support::traces::UNTRACED`]). It starts before the caller is authenticated, so a caller's
+/// `traceparent` is not read here: [`traced_request`] makes the exported span once [`super::authentication`] has
+/// let the caller in (issue #52 item 5). The public routes (the playground, its assets, the API reference, the
+/// GraphQL endpoint's GET and its WebSocket subscriptions, whose operations run in the socket's own task), health
+/// and unmatched paths are therefore not traced at all. `otel.name` and `otel.kind` stay so that log lines read as
+/// they did.
 fn request_span(request: &Request) -> tracing::Span {
+    let (method, route, request_id) = described(request);
+    tracing::info_span!(
+        "request",
+        %method,
+        route,
+        request_id,
+        otel.name = format!("{method} {route}"),
+        otel.kind = "server",
+        untraced = tracing::field::Empty
+    )
+}
+
+/// The request's method, route template and id, as its spans show them.
+fn described(request: &Request) -> (&Method, &str, &str) {
     let route = request.extensions().get::<MatchedPath>().map(MatchedPath::as_str).unwrap_or("unmatched");
     let request_id =
         request.extensions().get::<RequestId>().and_then(|id| id.header_value().to_str().ok()).unwrap_or("-");
-    let method = request.method();
+    (request.method(), route, request_id)
+}
+
+/// The exported span of a request whose caller is authenticated: a server span `{METHOD} {route}`, a child of the
+/// caller's `traceparent` when it sent one (set before the span is entered, the only time it can be). Whether it
+/// is sampled is this process's sampler's decision: the caller's flag counts only with a `parentbased_*`
+/// `OTEL_TRACES_SAMPLER`. Of target [`telemetry::SPAN_TARGET`], it is not named in log lines, which keep naming
+/// the `request` span around it; the operation the request queues keeps its context (`current_traceparent`).
+pub(super) fn traced_request(request: &Request) -> tracing::Span {
+    let (method, route, request_id) = described(request);
     let span = tracing::info_span!(
+        target: telemetry::SPAN_TARGET,
         "request",
         %method,
         route,
@@ -89,12 +120,16 @@ fn request_span(request: &Request) -> tracing::Span {
         otel.name = format!("{method} {route}"),
         otel.kind = "server"
     );
-    // A caller's W3C trace context: this request, and the operation it queues, join the caller's trace.
     if let Some(traceparent) = request.headers().get("traceparent").and_then(|value| value.to_str().ok()) {
         telemetry::continue_trace(&span, traceparent);
     }
     span
 }
+
+/// In the extensions of an answer to an authenticated request: its exported span, which the request's log line is
+/// written in, so that the line carries the trace's ids; the span ends then.
+#[derive(Clone)]
+pub(super) struct TracedRequest(pub(super) tracing::Span);
 
 /// A read slower than this is logged at `info` like a change.
 const SLOW_REQUEST: Duration = Duration::from_secs(1);
@@ -110,15 +145,19 @@ pub(super) struct AnsweredRead;
 async fn log_request(request: Request, next: Next) -> Response {
     let get = matches!(*request.method(), Method::GET | Method::HEAD);
     let started = Instant::now();
-    let response = next.run(request).await;
+    let mut response = next.run(request).await;
     let read = get || response.extensions().get::<AnsweredRead>().is_some();
     let latency = started.elapsed();
     let (status, duration_ms) = (response.status().as_u16(), latency.as_secs_f64() * 1000.0);
-    if read && status < 400 && latency < SLOW_REQUEST {
-        tracing::debug!(status, duration_ms, "request");
-    } else {
-        tracing::info!(status, duration_ms, "request");
-    }
+    let traced =
+        response.extensions_mut().remove::<TracedRequest>().map_or_else(tracing::Span::none, |traced| traced.0);
+    traced.in_scope(|| {
+        if read && status < 400 && latency < SLOW_REQUEST {
+            tracing::debug!(status, duration_ms, "request");
+        } else {
+            tracing::info!(status, duration_ms, "request");
+        }
+    });
     response
 }
 

@@ -162,7 +162,8 @@ pub(super) struct Variables {
     /// The service's name in its traces (the runners are `terraform-runner`); unset: `provisioner`.
     pub(super) otel_service_name: Option<String>,
     /// `always_on`, `always_off`, `traceidratio`, `parentbased_always_on`, `parentbased_always_off` or
-    /// `parentbased_traceidratio`; unset: `parentbased_always_on` (a caller's `traceparent` decides).
+    /// `parentbased_traceidratio`; unset: `always_on` (a caller's `traceparent` joins its trace, but its sampled flag
+    /// decides nothing; a `parentbased_*` sampler honours it).
     pub(super) otel_traces_sampler: Option<String>,
     /// The ratio of the `traceidratio` samplers, from 0 to 1; unset: 1.
     pub(super) otel_traces_sampler_arg: Option<String>,

@@ -2,15 +2,20 @@
 //! loopback), a caller's `traceparent` starts it, and the Job's pod is run by the kubelet stand-in with the real
 //! `terraform-runner` on moto, which continues the trace from the Job's environment. The test asserts the span
 //! tree from the caller's request through the operation's steps to each Terraform command, the trace context
-//! sent to auth-service, and the trace ids in the service's JSON log lines.
+//! sent to auth-service, and the trace ids in the service's JSON log lines. Traces start only once the caller is
+//! authenticated, and by default the caller's sampled flag decides nothing (issue #52 item 5).
 
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::ServiceAccount;
+use kube::Api;
+use kube::api::{ObjectMeta, PostParams};
 use serde_json::Value;
 use test_support::engine::Engine;
 use test_support::kubelet_stand_in::run_job_pod;
 use test_support::moto::MotoServer;
 use test_support::otlp_collector::{OtlpCollector, ReceivedSpan};
+use test_support::server_process::ServerProcess;
 use test_support::{Backend, eks_body};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -102,5 +107,132 @@ async fn one_provisioning_is_one_trace_from_the_callers_request_to_each_terrafor
     let log = service.log();
     let traced_line = format!("\"trace_id\":\"{CALLER_TRACE}\"");
     assert!(log.lines().any(|line| line.contains(&traced_line) && line.contains("provisioning queued")), "{log}");
+    service.terminate(Duration::from_secs(20)).await;
+}
+
+/// Another caller's trace, as its own tracing would send it.
+const OTHER_TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
+
+/// A service process exporting to `collector` with authentication on, letting in only `host-cluster-controller`
+/// (a ServiceAccount of the engine's namespace), and that caller's token.
+async fn authenticating_service(
+    engine: &Engine,
+    collector: &OtlpCollector,
+    extra: &[(&str, &str)],
+) -> (ServerProcess, String) {
+    let caller = "host-cluster-controller";
+    let account = ServiceAccount {
+        metadata: ObjectMeta { name: Some(caller.to_owned()), ..ObjectMeta::default() },
+        ..ServiceAccount::default()
+    };
+    Api::<ServiceAccount>::namespaced(engine.admin.clone(), &engine.namespace)
+        .create(&PostParams::default(), &account)
+        .await
+        .expect("create ServiceAccount");
+    let allowed = format!("system:serviceaccount:{}:{caller}", engine.namespace);
+    let mut variables = vec![
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url.as_str()),
+        ("APP_AUTH_ENABLED", "true"),
+        ("APP_AUTH_ALLOWED_USERS", allowed.as_str()),
+    ];
+    variables.extend_from_slice(extra);
+    let service = engine.start_service_process(&variables).await;
+    let token = engine.control_plane.service_account_token(&engine.namespace, caller, &["cluster-provisioner"]);
+    (service, token.await.expect("token"))
+}
+
+/// A GET of `path` with `traceparent` and, when given, `authorization`.
+async fn get(service: &ServerProcess, path: &str, authorization: Option<&str>, traceparent: &str) -> reqwest::Response {
+    let mut request = reqwest::Client::new()
+        .get(format!("http://127.0.0.1:{}{path}", service.port()))
+        .header("traceparent", traceparent);
+    if let Some(authorization) = authorization {
+        request = request.header("authorization", authorization);
+    }
+    request.send().await.unwrap()
+}
+
+/// The spans received once one of `trace_id` has come: spans are exported in the order they ended, so whatever
+/// an earlier request exported has come too.
+async fn spans_up_to(collector: &OtlpCollector, trace_id: &str) -> Vec<ReceivedSpan> {
+    collector.wait_for(WAIT, |spans| spans.iter().any(|span| span.trace_id == trace_id)).await
+}
+
+#[tokio::test]
+async fn a_request_refused_before_authentication_exports_no_span_and_joins_no_trace() {
+    let collector = OtlpCollector::start().await;
+    let (engine, _api) = Engine::start_api_only(Backend::Postgres, &[]).await;
+    let (mut service, token) = authenticating_service(&engine, &collector, &[]).await;
+
+    let refused = format!("00-{CALLER_TRACE}-{CALLER_SPAN}-01");
+    for authorization in [None, Some("Bearer not-a-token")] {
+        let answer = get(&service, "/api/v1/runtimes", authorization, &refused).await;
+        assert_eq!(answer.status(), reqwest::StatusCode::UNAUTHORIZED, "{authorization:?}");
+    }
+    let bearer = format!("Bearer {token}");
+    let let_in = get(&service, "/api/v1/runtimes", Some(&bearer), &format!("00-{OTHER_TRACE}-{CALLER_SPAN}-01")).await;
+    assert_eq!(let_in.status(), reqwest::StatusCode::OK);
+
+    let spans = spans_up_to(&collector, OTHER_TRACE).await;
+    let joined: Vec<&ReceivedSpan> = spans.iter().filter(|span| span.trace_id == CALLER_TRACE).collect();
+    assert!(joined.is_empty(), "a refused request joined the caller's trace: {joined:#?}");
+    let requests: Vec<&ReceivedSpan> = spans.iter().filter(|span| span.name == "GET /api/v1/runtimes").collect();
+    assert_eq!(requests.len(), 1, "only the authenticated request is traced: {requests:#?}");
+    assert_eq!(requests[0].trace_id, OTHER_TRACE, "{requests:#?}");
+    // Nor do the refused requests' log lines name the trace.
+    let log = service.log();
+    let refused_lines: Vec<&str> = log.lines().filter(|line| line.contains("\"status\":401")).collect();
+    assert_eq!(refused_lines.len(), 2, "{log}");
+    assert!(refused_lines.iter().all(|line| !line.contains("trace_id")), "{refused_lines:#?}");
+    service.terminate(Duration::from_secs(20)).await;
+}
+
+#[tokio::test]
+async fn an_authenticated_callers_trace_is_continued_though_its_flag_says_not_sampled() {
+    let collector = OtlpCollector::start().await;
+    let (engine, _api) = Engine::start_api_only(Backend::Postgres, &[]).await;
+    let (mut service, token) = authenticating_service(&engine, &collector, &[]).await;
+
+    // An unknown runtime: a 404, whose line is logged at info.
+    let path = format!("/api/v1/runtimes/{}", uuid::Uuid::new_v4());
+    let not_sampled = format!("00-{CALLER_TRACE}-{CALLER_SPAN}-00");
+    let answer = get(&service, &path, Some(&format!("Bearer {token}")), &not_sampled).await;
+    assert_eq!(answer.status(), reqwest::StatusCode::NOT_FOUND);
+
+    let spans = spans_up_to(&collector, CALLER_TRACE).await;
+    let spans: Vec<ReceivedSpan> = spans.into_iter().filter(|span| span.trace_id == CALLER_TRACE).collect();
+    let request = named(&spans, "provisioner", "GET /api/v1/runtimes/{id}");
+    assert_eq!(request.parent_span_id.as_deref(), Some(CALLER_SPAN), "the request continues the caller's trace");
+    assert_eq!(request.attributes.get("route").map(String::as_str), Some("/api/v1/runtimes/{id}"), "{request:?}");
+    // The request's log line names the trace and the exported span, and still its request span's fields.
+    let log = service.log();
+    let line = log.lines().find(|line| line.contains("\"status\":404")).unwrap_or_else(|| panic!("{log}"));
+    let line: Value = serde_json::from_str(line).unwrap();
+    assert_eq!((line["trace_id"].as_str(), line["span_id"].as_str()), (Some(CALLER_TRACE), Some(&*request.span_id)));
+    assert_eq!(line["span"]["name"], "request", "{line}");
+    assert_eq!(line["span"]["route"], "/api/v1/runtimes/{id}", "{line}");
+    service.terminate(Duration::from_secs(20)).await;
+}
+
+#[tokio::test]
+async fn a_parent_based_sampler_configured_honours_the_callers_decision() {
+    let collector = OtlpCollector::start().await;
+    let (engine, _api) = Engine::start_api_only(Backend::Postgres, &[]).await;
+    let configured = [("OTEL_TRACES_SAMPLER", "parentbased_always_on")];
+    let (mut service, token) = authenticating_service(&engine, &collector, &configured).await;
+
+    let bearer = format!("Bearer {token}");
+    let not_sampled = format!("00-{CALLER_TRACE}-{CALLER_SPAN}-00");
+    assert_eq!(get(&service, "/api/v1/runtimes", Some(&bearer), &not_sampled).await.status(), reqwest::StatusCode::OK);
+    let sampled = format!("00-{OTHER_TRACE}-{CALLER_SPAN}-01");
+    assert_eq!(get(&service, "/api/v1/runtimes", Some(&bearer), &sampled).await.status(), reqwest::StatusCode::OK);
+
+    let spans = spans_up_to(&collector, OTHER_TRACE).await;
+    let unsampled: Vec<&ReceivedSpan> = spans.iter().filter(|span| span.trace_id == CALLER_TRACE).collect();
+    assert!(unsampled.is_empty(), "the caller said not sampled: {unsampled:#?}");
+    let sampled = spans.iter().filter(|span| span.trace_id == OTHER_TRACE);
+    let sampled: Vec<&ReceivedSpan> = sampled.filter(|span| span.name == "GET /api/v1/runtimes").collect();
+    assert_eq!(sampled.len(), 1, "{spans:#?}");
+    assert_eq!(sampled[0].parent_span_id.as_deref(), Some(CALLER_SPAN));
     service.terminate(Duration::from_secs(20)).await;
 }

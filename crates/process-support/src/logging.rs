@@ -59,7 +59,8 @@ impl Tracing {
 /// Installs the global subscriber: logs to standard output, each line through `filter` when given (the
 /// formatter writes each event with one write, so it sees whole lines), and spans exported as `traces` say. `level`
 /// is an env-filter directive such as `info` or `provisioner=debug`. With traces, every JSON line carries its
-/// span's `trace_id` and `span_id`. Spans of target [`SPAN_TARGET`] are exported but not named in log lines.
+/// span's `trace_id` and `span_id`. Spans of target [`SPAN_TARGET`] are exported but not named in log lines;
+/// spans that declare [`crate::traces::UNTRACED`] are named in log lines but not exported.
 pub fn init_tracing(level: &str, format: LogFormat, traces: &TraceSettings, filter: Option<LineFilter>) -> Tracing {
     let writer = match filter {
         Some(filter) => BoxMakeWriter::new(Filtered { inner: std::io::stdout, filter }),
@@ -74,7 +75,7 @@ pub fn init_tracing(level: &str, format: LogFormat, traces: &TraceSettings, filt
         None => (None, None),
     };
     let env_filter = EnvFilter::try_new(level).unwrap_or_else(|_| EnvFilter::new("info"));
-    let spans = tracer.map(|tracer| tracing_opentelemetry::layer().with_tracer(tracer));
+    let spans = tracer.map(crate::traces::layer);
     // Colours only for a person at a terminal; `kubectl logs` and log collectors get plain text.
     let lines = tracing_subscriber::fmt::layer()
         .with_target(true)
@@ -94,7 +95,9 @@ pub fn init_tracing(level: &str, format: LogFormat, traces: &TraceSettings, filt
     Tracing { provider }
 }
 
-/// A JSON line with `"trace_id"` and `"span_id"` first, those of the span the event happened in.
+/// A JSON line with `"trace_id"` and `"span_id"` first, those of the span the event happened in: the innermost
+/// one the line names, or when that one is not exported (an untraced `request`), the current span (an exported
+/// one, of target [`SPAN_TARGET`], within it).
 struct WithTraceIds<F> {
     inner: F,
 }
@@ -106,7 +109,8 @@ where
     F: FormatEvent<S, N>,
 {
     fn format_event(&self, context: &FmtContext<'_, S, N>, mut writer: Writer<'_>, event: &Event<'_>) -> fmt::Result {
-        let Some((trace_id, span_id)) = context.lookup_current().and_then(|span| trace_ids(&span.id())) else {
+        let named = context.lookup_current().and_then(|span| trace_ids(&span.id()));
+        let Some((trace_id, span_id)) = named.or_else(|| context.current_span().id().and_then(trace_ids)) else {
             return self.inner.format_event(context, writer, event);
         };
         let mut line = String::new();

@@ -30,6 +30,26 @@ pub mod variable {
 /// naming the spans they named before. Written out as `"traces"` where a literal is needed (`#[instrument]`).
 pub const SPAN_TARGET: &str = "traces";
 
+/// A span that declares a field of this name (left empty, so that log lines do not show it) is logged but never
+/// exported, and no span under it joins a trace through it: the service's `request` span, which starts before its
+/// caller is authenticated (issue #52 item 5). Written out as `untraced = tracing::field::Empty` in the span.
+pub const UNTRACED: &str = "untraced";
+
+/// Whether traces see what `metadata` describes: every span but one that declares [`UNTRACED`], every event.
+pub fn exported(metadata: &tracing::Metadata<'_>) -> bool {
+    !(metadata.is_span() && metadata.fields().field(UNTRACED).is_some())
+}
+
+/// The layer that exports spans through `tracer`, all but the [`UNTRACED`] ones (a per-layer filter: log lines
+/// still name those).
+pub(crate) fn layer<S>(tracer: opentelemetry_sdk::trace::Tracer) -> impl tracing_subscriber::Layer<S>
+where
+    S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
+{
+    use tracing_subscriber::Layer as _;
+    tracing_opentelemetry::layer().with_tracer(tracer).with_filter(tracing_subscriber::filter::filter_fn(exported))
+}
+
 /// Where and what to export; built once from the process's settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TraceSettings {
@@ -130,7 +150,8 @@ pub fn current_traceparent() -> Option<String> {
 }
 
 /// Makes `span` (not yet entered) a child of the remote span `traceparent` names. A malformed value is ignored:
-/// the span then starts a trace of its own, as it would without one.
+/// the span then starts a trace of its own, as it would without one. The parent's sampled flag is followed only
+/// with a `parentbased_*` sampler (see [`TraceSampler`]); the span joins the parent's trace either way.
 pub fn continue_trace(span: &tracing::Span, traceparent: &str) {
     let carrier = HashMap::from([("traceparent".to_owned(), traceparent.to_owned())]);
     let parent = TraceContextPropagator::new().extract(&carrier);
@@ -178,5 +199,63 @@ mod tests {
             variables.into_iter().map(|(name, value)| (name.to_owned(), value)).collect();
         let read = TraceSettings::from_environment(&child, "unused").unwrap();
         assert_eq!((read.endpoint, read.sampler), (settings.endpoint, settings.sampler));
+    }
+
+    #[test]
+    fn unset_the_sampler_ignores_the_callers_decision_and_the_child_gets_it_too() {
+        let settings =
+            TraceSettings::from_values(Some("http://collector:4318"), None, "provisioner", None, None).unwrap();
+        assert_eq!(settings.sampler, TraceSampler::AlwaysOn);
+        let variables: HashMap<_, _> = settings.child_environment("terraform-runner", None).into_iter().collect();
+        assert_eq!(variables[variable::SAMPLER], "always_on");
+        assert!(!variables.contains_key(variable::SAMPLER_ARG));
+        let configured =
+            TraceSettings::from_values(Some("http://c:4318"), None, "p", Some("parentbased_always_on"), None).unwrap();
+        assert_eq!(configured.sampler, TraceSampler::ParentBasedAlwaysOn);
+    }
+
+    const CALLER_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+
+    /// What `current_traceparent` says inside an untraced `request` span, and inside a span continuing
+    /// `traceparent` under it (the service's server span), with `sampler` (no exporter: only the ids matter).
+    fn traceparents_within(sampler: TraceSampler, traceparent: &str) -> (Option<String>, Option<String>) {
+        use opentelemetry::trace::TracerProvider as _;
+        use tracing_subscriber::layer::SubscriberExt as _;
+
+        let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().with_sampler(sampler.sdk()).build();
+        // Log lines (nowhere) record every span, as the process's do.
+        let lines = tracing_subscriber::fmt::layer().with_writer(std::io::sink);
+        let subscriber = tracing_subscriber::registry().with(layer(provider.tracer("test"))).with(lines);
+        tracing::subscriber::with_default(subscriber, || {
+            let request =
+                tracing::info_span!("request", route = "/api/v1/provisions", untraced = tracing::field::Empty);
+            assert_eq!(request.metadata().map(exported), Some(false));
+            continue_trace(&request, traceparent);
+            request.in_scope(|| {
+                let outside = current_traceparent();
+                let server = tracing::info_span!(target: SPAN_TARGET, "request", otel.kind = "server");
+                assert_eq!(server.metadata().map(exported), Some(true));
+                continue_trace(&server, traceparent);
+                (outside, server.in_scope(current_traceparent))
+            })
+        })
+    }
+
+    #[test]
+    fn an_untraced_span_joins_no_trace_and_a_span_under_it_continues_the_caller_sampled_by_this_process() {
+        let not_sampled = format!("00-{CALLER_TRACE}-00f067aa0ba902b7-00");
+        let (outside, inside) = traceparents_within(TraceSampler::default(), &not_sampled);
+        assert_eq!(outside, None, "the untraced span is in no trace");
+        let inside = inside.expect("the server span is traced");
+        assert!(inside.starts_with(&format!("00-{CALLER_TRACE}-")) && inside.ends_with("-01"), "{inside}");
+        assert!(!inside.contains("00f067aa0ba902b7"), "a span of its own: {inside}");
+
+        let (_, configured) = traceparents_within(TraceSampler::ParentBasedAlwaysOn, &not_sampled);
+        let configured = configured.expect("the span still has the caller's context");
+        assert!(configured.starts_with(&format!("00-{CALLER_TRACE}-")) && configured.ends_with("-00"), "{configured}");
+
+        let (_, own) = traceparents_within(TraceSampler::default(), "not a traceparent");
+        let own = own.expect("a trace of its own");
+        assert!(!own.contains(CALLER_TRACE) && own.ends_with("-01"), "{own}");
     }
 }

@@ -12,6 +12,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use tracing::Instrument as _;
 
 use crate::api::audit::{ApiKind, AuditEntry, AuditEvent, AuditTrail};
 use crate::api::authorization::{Action, Authorizer, User};
@@ -165,12 +166,17 @@ pub async fn authorize_route(
     next.run(request).await
 }
 
-/// The middleware: refuses the request, or passes it on with the caller's [`Identity`].
+/// The middleware: refuses the request, or passes it on with the caller's [`Identity`], in the request's exported
+/// span. Traces start here, once the caller is known (issue #52 item 5): a refused request exports no span and
+/// never joins the trace its `traceparent` names.
 pub async fn authenticate(State(authentication): State<Authentication>, mut request: Request, next: Next) -> Response {
     match authentication.identify(request.headers()).await {
         Ok(identity) => {
             request.extensions_mut().insert(identity);
-            next.run(request).await
+            let traced = crate::api::middleware::traced_request(&request);
+            let mut response = next.run(request).instrument(traced.clone()).await;
+            response.extensions_mut().insert(crate::api::middleware::TracedRequest(traced));
+            response
         }
         Err(error) => error.into_response(),
     }

@@ -7,11 +7,16 @@ use super::{InvalidTraceVariable, variable};
 
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub enum TraceSampler {
+    /// The default (not the specification's, `parentbased_always_on`): every span is sampled, whatever a caller's
+    /// `traceparent` says (issue #52 item 5: a caller must not decide what this process records). A span still
+    /// joins its parent's trace; only the decision is this process's own. The `parentbased_*` samplers are how an
+    /// operator chooses to honour the caller's decision instead.
+    #[default]
     AlwaysOn,
     AlwaysOff,
+    /// A decision from the trace id alone: every span of one trace, in every process, gets the same one.
     TraceIdRatio(f64),
-    /// The specification's default: follow the caller's decision, sample every trace this process starts.
-    #[default]
+    /// Follow the caller's decision (its `traceparent`'s sampled flag), sample every trace this process starts.
     ParentBasedAlwaysOn,
     ParentBasedAlwaysOff,
     ParentBasedTraceIdRatio(f64),
@@ -83,7 +88,38 @@ impl TraceSampler {
 
 #[cfg(test)]
 mod tests {
+    use opentelemetry::trace::{SpanContext, SpanId, SpanKind, TraceContextExt, TraceFlags, TraceId, TraceState};
+    use opentelemetry_sdk::trace::{SamplingDecision, ShouldSample};
+
     use super::*;
+
+    /// The decision `sampler` takes for a span whose parent is a caller's span, sampled or not.
+    fn decision(sampler: TraceSampler, caller_sampled: bool) -> SamplingDecision {
+        let trace_id = TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap();
+        let flags = if caller_sampled { TraceFlags::SAMPLED } else { TraceFlags::default() };
+        let span_id = SpanId::from_hex("00f067aa0ba902b7").unwrap();
+        let caller = SpanContext::new(trace_id, span_id, flags, true, TraceState::default());
+        let parent = opentelemetry::Context::new().with_remote_span_context(caller);
+        sampler
+            .sdk()
+            .should_sample(Some(&parent), trace_id, "POST /api/v1/provisions", &SpanKind::Server, &[], &[])
+            .decision
+    }
+
+    #[test]
+    fn by_default_a_callers_sampled_flag_decides_nothing_unless_a_parent_based_sampler_is_configured() {
+        assert_eq!(TraceSampler::default(), TraceSampler::AlwaysOn);
+        for caller_sampled in [false, true] {
+            assert_eq!(decision(TraceSampler::default(), caller_sampled), SamplingDecision::RecordAndSample);
+            // A ratio depends on the trace id only: a trace is sampled whole, or not at all, whatever the caller says.
+            let ratio = decision(TraceSampler::TraceIdRatio(0.5), caller_sampled);
+            assert_eq!(ratio, decision(TraceSampler::TraceIdRatio(0.5), !caller_sampled));
+        }
+        // Configured, the caller's decision is followed.
+        let configured = TraceSampler::parse("parentbased_always_on", None).unwrap();
+        assert_eq!(decision(configured, false), SamplingDecision::Drop);
+        assert_eq!(decision(configured, true), SamplingDecision::RecordAndSample);
+    }
 
     #[test]
     fn the_specifications_names_are_read_and_anything_else_is_refused() {
