@@ -8,6 +8,7 @@
 pub mod api;
 pub mod build_info;
 pub mod credentials;
+pub mod declarative;
 pub mod domain;
 pub mod executor;
 pub mod listener_tls;

@@ -1,6 +1,7 @@
 //! Prints a generated artifact: `graphql` (schema.graphql), `openapi` (assets/openapi.json), `sql`
-//! (assets/database/provisioner.sql), `errors` (docs/api/errors.md) or `configuration`
-//! (docs/operator/configuration.md with its table of variables as the settings give it).
+//! (assets/database/provisioner.sql), `errors` (docs/api/errors.md), `configuration`
+//! (docs/operator/configuration.md with its table of variables as the settings give it) or `crd` (the Runtime
+//! resource's definition in the chart).
 //! Used by gqlgen.sh and `make generate`; tests check the files are current.
 #![deny(rust_2018_idioms)]
 #![forbid(unsafe_code)]
@@ -15,6 +16,7 @@ fn main() -> std::process::ExitCode {
         "openapi" => provisioner::api::rest::openapi_json(),
         "sql" => migrations::postgres_schema_sql(),
         "errors" => provisioner::api::error_catalogue::errors_markdown(),
+        "crd" => provisioner::declarative::crd::runtime_crd_json(),
         "configuration" => {
             let page = std::fs::read_to_string(CONFIGURATION_PAGE).unwrap_or_default();
             match provisioner::settings::with_variables_table(&page) {
@@ -26,7 +28,7 @@ fn main() -> std::process::ExitCode {
             }
         }
         _ => {
-            eprintln!("usage: generate graphql|openapi|sql|errors|configuration");
+            eprintln!("usage: generate graphql|openapi|sql|errors|configuration|crd");
             return std::process::ExitCode::from(2);
         }
     };

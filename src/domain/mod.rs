@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use async_graphql::{Enum, InputObject, SimpleObject};
 use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -212,7 +213,7 @@ impl OperationState {
 }
 
 /// Labels of a runtime, as Kubernetes-style key/value pairs.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema, JsonSchema)]
 #[serde(transparent)]
 pub struct Labels(pub BTreeMap<String, String>);
 
@@ -243,7 +244,7 @@ pub struct RuntimeInput {
     pub approval_policy: Option<approval::ApprovalPolicy>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, InputObject, SimpleObject, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, InputObject, SimpleObject, ToSchema, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[graphql(input_name = "ClusterConfigInput")]
 pub struct ClusterConfig {
@@ -262,7 +263,7 @@ pub struct ClusterConfig {
     pub gcp: Option<GcpConfig>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, InputObject, SimpleObject, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, InputObject, SimpleObject, ToSchema, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[graphql(input_name = "ControlPlaneInput")]
 pub struct ControlPlane {
@@ -271,7 +272,7 @@ pub struct ControlPlane {
     pub machine_type: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, InputObject, SimpleObject, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, InputObject, SimpleObject, ToSchema, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[graphql(input_name = "WorkerPoolInput")]
 pub struct WorkerPool {
@@ -292,7 +293,7 @@ fn default_disk_size_gb() -> i32 {
     DEFAULT_DISK_SIZE_GB
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, InputObject, SimpleObject, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, InputObject, SimpleObject, ToSchema, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[graphql(input_name = "NetworkInput")]
 pub struct Network {
@@ -301,14 +302,14 @@ pub struct Network {
     pub service_cidr: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, InputObject, SimpleObject, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, InputObject, SimpleObject, ToSchema, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[graphql(input_name = "AwsConfigInput")]
 pub struct AwsConfig {
     pub zones: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, InputObject, SimpleObject, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, InputObject, SimpleObject, ToSchema, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[graphql(input_name = "GcpConfigInput")]
 pub struct GcpConfig {

@@ -35,6 +35,12 @@ fn the_table_of_variables_is_current() {
     assert_current("docs/operator/configuration.md", &provisioner::settings::with_variables_table(&page).unwrap());
 }
 
+/// The chart's Runtime definition is the one the Rust types derive.
+#[test]
+fn the_runtime_definition_is_current() {
+    assert_current(provisioner::declarative::crd::CHART_FILE, &provisioner::declarative::crd::runtime_crd_json());
+}
+
 /// `kubectl apply -k resources/` installs what the chart installs (tools/render-chart.sh).
 #[test]
 fn the_rendered_manifest_is_the_chart() {

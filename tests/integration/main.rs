@@ -12,6 +12,7 @@ mod chart;
 mod cloud_failures;
 mod database_connections;
 mod day_two;
+mod declarative;
 mod deletion_protection;
 mod docs;
 mod end_to_end;

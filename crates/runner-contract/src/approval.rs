@@ -19,6 +19,7 @@ pub const EXIT_STALE_PLAN: i32 = 4;
 #[cfg_attr(feature = "graphql", derive(async_graphql::Enum))]
 #[cfg_attr(feature = "graphql", graphql(rename_items = "PascalCase"))]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub enum ApprovalPolicy {
     #[default]

@@ -1,0 +1,5 @@
+//! Runtimes declared as Kubernetes objects: the `Runtime` custom resource and its definition. An adapter beside
+//! the APIs: it drives the same service use cases and never touches the store.
+
+pub mod crd;
+pub mod resource;
