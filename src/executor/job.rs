@@ -17,6 +17,7 @@ pub use runner_contract::job::finished;
 use runner_contract::job::{RUNNER_BINARY, RUNNER_GRACE_PERIOD};
 use runner_contract::modules::{self, ModulesSource};
 
+use super::identity::identity_name;
 use super::job_failure::pod_failure_policy;
 use crate::domain::RunAction;
 use crate::domain::run::RunNames;
@@ -34,7 +35,6 @@ const FINISHED_JOB_TTL_SECONDS: i32 = 7 * 24 * 3600;
 pub struct JobSettings {
     pub namespace: String,
     pub runner_image: String,
-    pub runner_service_account: String,
     pub runner_resources: RunnerResources,
     /// `APP_RUNNER_HOST_NETWORK`: the pods share the node's network, for a cluster without a pod network (one
     /// local node); the Jobs' namespace must then allow it (Pod Security "privileged").
@@ -134,7 +134,9 @@ fn pod_spec(
         // A stopped runner interrupts Terraform, which finishes the calls in flight, writes its state and releases
         // the lock; that takes longer than the default 30 s.
         termination_grace_period_seconds: Some(RUNNER_GRACE_PERIOD.as_secs() as i64),
-        service_account_name: Some(settings.runner_service_account.clone()),
+        // The run's own ServiceAccount (`identity.rs`), which may update this runtime's outputs Secret and no other
+        // Secret; never the chart's shared `terraform-runner`, which only the previous release's Jobs still use.
+        service_account_name: Some(identity_name(names).to_owned()),
         // The token goes to the runner alone (a projected volume), not to the init container.
         automount_service_account_token: Some(false),
         security_context: Some(PodSecurityContext {
@@ -370,7 +372,6 @@ mod tests {
         JobSettings {
             namespace: "jobs".into(),
             runner_image: "runner:1".into(),
-            runner_service_account: "terraform-runner".into(),
             runner_resources: RunnerResources {
                 cpu_request: "250m".into(),
                 memory_request: "512Mi".into(),
@@ -470,7 +471,7 @@ mod tests {
         assert_eq!(refused, [("FailJob", runner, vec![3]), ("FailJob", runner, vec![4])]);
         assert_eq!(spec.active_deadline_seconds, Some(600));
         let pod = spec.template.spec.unwrap();
-        assert_eq!(pod.service_account_name.as_deref(), Some("terraform-runner"));
+        assert_eq!(pod.service_account_name.as_deref(), Some(names.job.as_str()), "the run's own identity");
         let runner = &pod.containers[0];
         assert_eq!(runner.command.as_ref().unwrap(), &["terraform-runner"]);
         assert_eq!(runner.args.as_ref().unwrap(), &["--action", "destroy"]);

@@ -1,7 +1,8 @@
-//! The Kubernetes side of a run: the credentials Secret, the config ConfigMap and the terraform Job, created
-//! idempotently under deterministic names (AlreadyExists means: read it, check it is ours by its labels, reuse
-//! it), followed through a watch, and read back for status, logs and the kubeconfig.
+//! The Kubernetes side of a run: the credentials Secret, the config ConfigMap, the runner's own identity and the
+//! terraform Job, created idempotently under deterministic names (AlreadyExists means: read it, check it is ours by
+//! its labels, reuse it), followed through a watch, and read back for status, logs and the kubeconfig.
 
+mod identity;
 mod job;
 mod job_failure;
 mod jobs;
@@ -18,7 +19,6 @@ use kube::runtime::reflector;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use runner_contract::job::{MANAGED_BY, MANAGED_BY_LABEL, OPERATION_LABEL, RUNTIME_LABEL};
-use runner_contract::manifest::KUBECONFIG_KEY;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
@@ -40,8 +40,6 @@ pub enum Error {
     NotOurs { kind: &'static str, name: String },
     #[error("{kind} {name} was still being deleted after {DELETION_TIMEOUT:?}")]
     StillDeleting { kind: &'static str, name: String },
-    #[error("Secret {0} has no {KUBECONFIG_KEY} key")]
-    NoKubeconfig(String),
     /// The operation (its id) has no runner pod.
     #[error("no runner pod exists for operation {0}")]
     NoPod(Uuid),
@@ -55,7 +53,7 @@ impl Error {
         match self {
             Error::Kube(kube::Error::Api(status)) => status.code >= 500 || status.code == 409 || status.code == 429,
             Error::Kube(_) | Error::StillDeleting { .. } | Error::CacheNotSynced => true,
-            Error::NotOurs { .. } | Error::NoKubeconfig(_) | Error::NoPod(_) => false,
+            Error::NotOurs { .. } | Error::NoPod(_) => false,
         }
     }
 
@@ -68,9 +66,7 @@ impl Error {
             }
             Error::Kube(_) => "the Kubernetes API server is unreachable".to_owned(),
             Error::CacheNotSynced => "the Job cache has not synced with the Kubernetes API server yet".to_owned(),
-            Error::NotOurs { .. } | Error::StillDeleting { .. } | Error::NoKubeconfig(_) | Error::NoPod(_) => {
-                self.to_string()
-            }
+            Error::NotOurs { .. } | Error::StillDeleting { .. } | Error::NoPod(_) => self.to_string(),
         }
     }
 
@@ -81,7 +77,7 @@ impl Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// The namespaced objects a run creates (Secret, ConfigMap, Job).
+/// The namespaced objects a run creates (Secrets, ConfigMap, ServiceAccount, Role, RoleBinding, Job).
 trait RunObject:
     k8s_openapi::Resource<Scope = k8s_openapi::NamespaceResourceScope>
     + Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>

@@ -1,11 +1,12 @@
-//! A run's objects (the credentials Secret, the config ConfigMap, the Job): created idempotently under their
-//! deterministic names, owned by the Job, deleted and read back.
+//! A run's objects (the credentials Secret, the config ConfigMap, the runner's identity, the Job): created
+//! idempotently under their deterministic names, owned by the Job, deleted and read back.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{DeleteParams, PostParams, PropagationPolicy};
 use kube::{Resource, ResourceExt};
@@ -15,6 +16,7 @@ use runner_contract::manifest::KUBECONFIG_KEY;
 use secrecy::{ExposeSecret, SecretString};
 use uuid::Uuid;
 
+use super::identity::identity_name;
 use super::{DELETION_TIMEOUT, Error, Executor, ModulesSettings, Result, RunObject, belongs_to, job};
 use super::{RunRef, managed_by_us, metadata};
 use crate::domain::RunAction;
@@ -71,8 +73,11 @@ impl Executor {
         self.ensure(config_map, run.operation_id).await.map(drop)
     }
 
-    /// Creates the run's Job (or reuses it) and hands its ConfigMap and credentials Secret to it as owner, so
-    /// the garbage collector removes them with the Job.
+    /// Creates the run's Job (or reuses it), its pod's own identity first (see `identity.rs`), and hands its
+    /// ConfigMap, credentials Secret and identity to it as owner, so the garbage collector removes them with the
+    /// Job. The owner's uid exists only once the Job does, so they are created ownerless and handed over after;
+    /// a worker that stops in between does it when the step runs again. The outputs Secret is the runtime's, not
+    /// the run's: no Job owns it.
     pub async fn ensure_job(
         &self,
         modules: &ModulesSettings,
@@ -80,6 +85,7 @@ impl Executor {
         run: RunRef<'_>,
         active_deadline: Duration,
     ) -> Result<()> {
+        self.ensure_runner_identity(action, run).await?;
         let traceparent = crate::telemetry::current_traceparent();
         let job = job::build(&self.settings, modules, action, run.names, &run.labels(), active_deadline, traceparent);
         let job = self.ensure(job, run.operation_id).await?;
@@ -92,12 +98,16 @@ impl Executor {
             block_owner_deletion: None,
         };
         self.set_owner::<ConfigMap>(&run.names.config_map, &owner).await?;
-        self.set_owner::<Secret>(&run.names.credentials_secret, &owner).await
+        self.set_owner::<Secret>(&run.names.credentials_secret, &owner).await?;
+        let identity = identity_name(run.names);
+        self.set_owner::<ServiceAccount>(identity, &owner).await?;
+        self.set_owner::<Role>(identity, &owner).await?;
+        self.set_owner::<RoleBinding>(identity, &owner).await
     }
 
     /// Creates `object`; when it already exists, reuses it if it belongs to this operation, and replaces it if
     /// an earlier operation of ours left it behind.
-    async fn ensure<K: RunObject>(&self, object: K, operation_id: Uuid) -> Result<K> {
+    pub(super) async fn ensure<K: RunObject>(&self, object: K, operation_id: Uuid) -> Result<K> {
         let api = self.api::<K>();
         let name = object.name_any();
         let kind = K::KIND;
@@ -162,14 +172,12 @@ impl Executor {
         Ok(())
     }
 
-    /// The kubeconfig terraform-runner published; `None` while the outputs Secret does not exist.
+    /// The kubeconfig terraform-runner published; `None` while nothing is published: no outputs Secret, or the
+    /// empty one the worker creates before the runtime's first apply.
     pub async fn kubeconfig(&self, names: &RunNames) -> Result<Option<String>> {
         let Some(secret) = self.api::<Secret>().get_opt(&names.outputs_secret).await? else { return Ok(None) };
-        let kubeconfig = secret
-            .data
-            .and_then(|mut data| data.remove(KUBECONFIG_KEY))
-            .ok_or_else(|| Error::NoKubeconfig(names.outputs_secret.clone()))?;
-        Ok(Some(String::from_utf8_lossy(&kubeconfig.0).into_owned()))
+        let kubeconfig = secret.data.and_then(|mut data| data.remove(KUBECONFIG_KEY));
+        Ok(kubeconfig.map(|kubeconfig| String::from_utf8_lossy(&kubeconfig.0).into_owned()))
     }
 
     /// The cloud resources the last apply recorded beside its kubeconfig; `None` when there is no outputs Secret,

@@ -67,7 +67,6 @@ impl Variables {
         Ok(JobSettings {
             namespace: self.job_namespace.clone(),
             runner_image: self.terraform_runner_image.clone(),
-            runner_service_account: self.app_runner_service_account.clone(),
             runner_resources: RunnerResources {
                 cpu_request: self.app_runner_cpu_request.clone(),
                 memory_request: self.app_runner_memory_request.clone(),

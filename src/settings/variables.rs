@@ -91,8 +91,6 @@ pub(super) struct Variables {
     /// Tests only: lets `file://` URLs through.
     #[serde(deserialize_with = "parsed")]
     pub(super) modules_repo_allow_local: bool,
-    /// ServiceAccount of the Jobs (may only write Secrets).
-    pub(super) app_runner_service_account: String,
     /// Jobs share their node's network (`hostNetwork`), for a cluster without a pod network such as one local node;
     /// their namespace must allow it (the chart's `hostNetwork: true` makes it Pod Security "privileged").
     #[serde(deserialize_with = "parsed")]
@@ -309,7 +307,6 @@ impl Default for Variables {
             modules_repo_commit: None,
             modules_repo_credentials_secret: None,
             modules_repo_allow_local: false,
-            app_runner_service_account: "terraform-runner".to_owned(),
             app_runner_host_network: false,
             app_runner_env_configmap: None,
             app_worker_concurrency: 16,

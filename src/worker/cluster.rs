@@ -17,7 +17,8 @@ use crate::executor::{self, Executor, FinalLogs, JobStop, ModulesSettings, RunRe
 
 type Result<T> = executor::Result<T>;
 
-/// The run's objects (credentials Secret, configuration ConfigMap, Job), its Job's state and outputs, and its logs.
+/// The run's objects (credentials Secret, configuration ConfigMap, runner identity, Job), its Job's state and outputs,
+/// and its logs.
 pub trait RunCluster: Send + Sync + 'static {
     /// Whether this operation's credentials Secret exists (written by an earlier claim of the run).
     fn credentials_exist(&self, names: &RunNames, operation_id: Uuid) -> impl Future<Output = Result<bool>> + Send;
@@ -61,6 +62,8 @@ pub trait RunCluster: Send + Sync + 'static {
     /// The kubeconfig in the run's outputs Secret.
     fn kubeconfig(&self, names: &RunNames) -> impl Future<Output = Result<Option<String>>> + Send;
     fn delete_secret(&self, name: &str) -> impl Future<Output = Result<()>> + Send;
+    /// Deletes the operation's runner identity (ServiceAccount, Role, RoleBinding) once its run has ended.
+    fn delete_runner_identity(&self, names: &RunNames, operation_id: Uuid) -> impl Future<Output = Result<()>> + Send;
     /// The logs of the operation's newest pod, followed until its containers stop.
     fn open_final_logs(&self, operation_id: Uuid) -> impl Future<Output = Result<Option<FinalLogs>>> + Send;
     fn stop_job(
@@ -126,6 +129,10 @@ impl RunCluster for Executor {
 
     async fn delete_secret(&self, name: &str) -> Result<()> {
         Executor::delete_secret(self, name).await
+    }
+
+    async fn delete_runner_identity(&self, names: &RunNames, operation_id: Uuid) -> Result<()> {
+        Executor::delete_runner_identity(self, names, operation_id).await
     }
 
     async fn open_final_logs(&self, operation_id: Uuid) -> Result<Option<FinalLogs>> {

@@ -20,6 +20,8 @@ use test_support::{Backend, eks_body, gke_body, on_both_databases, provision_bod
 
 const WAIT: Duration = Duration::from_secs(60);
 const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters: []\n";
+/// The previous release's Jobs' shared ServiceAccount, which the chart keeps for one release.
+const PREVIOUS_RUNNER: &str = "terraform-runner";
 
 async fn provisioning_succeeds_and_serves_the_kubeconfig(backend: Backend) {
     let (engine, process) = Engine::start(backend, &[]).await;
@@ -39,7 +41,7 @@ async fn provisioning_succeeds_and_serves_the_kubeconfig(backend: Backend) {
     assert_eq!(spec.backoff_limit, Some(0));
     assert!(spec.active_deadline_seconds.unwrap() > 0);
     let pod = spec.template.spec.as_ref().unwrap();
-    assert_eq!(pod.service_account_name.as_deref(), Some("terraform-runner"));
+    assert_eq!(pod.service_account_name.as_deref(), Some(job_name.as_str()), "the run's own identity");
     assert_eq!(pod.init_containers.as_ref().unwrap()[0].name, "init");
     let init_env = pod.init_containers.as_ref().unwrap()[0].env.clone().unwrap_or_default();
     let variable = |name: &str| init_env.iter().find(|var| var.name == name).and_then(|var| var.value.clone());
@@ -70,14 +72,14 @@ async fn provisioning_succeeds_and_serves_the_kubeconfig(backend: Backend) {
     let answer = engine.app.get(&format!("/api/v1/provisions/{runtime_id}/kubeconfig")).await;
     assert_eq!(answer.status, StatusCode::CONFLICT, "{}", answer.text);
 
-    engine.runner_succeeds(&job_name, Some((&format!("provision-{runtime_id}-outputs"), KUBECONFIG))).await;
-    // The runner's identity may only write Secrets: it cannot read the credentials back.
-    let runner = engine.control_plane.client_for_service_account(&engine.namespace, "terraform-runner").await.unwrap();
+    // The runner's identity may only update its outputs Secret: it cannot read the credentials back.
+    let runner = engine.control_plane.client_for_service_account(&engine.namespace, &job_name).await.unwrap();
     let denied = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(runner, &engine.namespace)
         .get(&format!("{job_name}-credentials"))
         .await
         .expect_err("terraform-runner must not read Secrets");
     assert!(matches!(denied, kube::Error::Api(ref status) if status.code == 403), "{denied}");
+    engine.runner_succeeds(&job_name, Some((&format!("provision-{runtime_id}-outputs"), KUBECONFIG))).await;
     let done = engine.wait_for_status(&runtime_id, &["succeeded", "failed"], WAIT).await;
     assert_eq!(done["status"], "succeeded", "{done}");
     assert_eq!(done["stage"], "Done");
@@ -690,8 +692,10 @@ async fn every_form_of_a_credential_value_is_redacted_wherever_a_runs_output_is_
     api.stop().await;
 }
 
-/// Every runner may write every outputs Secret, so a runner of another runtime can replace this one's kubeconfig:
-/// written after the run, it is refused instead of served; written while the run ends (after its runner published
+/// Another writer of an outputs Secret cannot get its kubeconfig served. A run's own identity may update only its
+/// runtime's Secret (`runner_identity.rs`), but the previous release's shared runner identity, which the chart keeps
+/// for one release, may still write every Secret of the namespace, and so may whoever holds Secret rights there.
+/// Written after the run, it is refused instead of served; written while the run ends (after its runner published
 /// and before the worker checks), the run fails naming the Secret.
 #[tokio::test]
 async fn a_kubeconfig_another_runner_wrote_is_never_served() {
@@ -702,8 +706,8 @@ async fn a_kubeconfig_another_runner_wrote_is_never_served() {
     let kubeconfig = format!("/api/v1/provisions/{runtime_id}/kubeconfig");
     assert_eq!(engine.app.get(&kubeconfig).await.text, KUBECONFIG);
 
-    // Another runtime's runner, with the runner's production RBAC, replaces it.
-    engine.publish_outputs(&outputs, planted).await;
+    // The previous release's shared runner identity replaces it.
+    engine.publish_outputs_as(PREVIOUS_RUNNER, &outputs, planted).await.expect("the shared identity writes it");
     let refused = engine.app.get(&kubeconfig).await;
     assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.text);
     assert_eq!(refused.json()["code"], "untrusted_outputs", "{}", refused.text);
@@ -718,7 +722,7 @@ async fn a_kubeconfig_another_runner_wrote_is_never_served() {
     let raced_outputs = format!("provision-{raced_id}-outputs");
     engine.wait_for_stage(&raced_operation, "WaitForJob", WAIT).await;
     engine.publish_outputs(&raced_outputs, KUBECONFIG).await;
-    engine.publish_outputs(&raced_outputs, planted).await;
+    engine.publish_outputs_as(PREVIOUS_RUNNER, &raced_outputs, planted).await.expect("the shared identity writes it");
     let report = test_support::engine::runner_report(Some(KUBECONFIG));
     engine.runner_exits(&format!("provision-{raced_id}"), 0, &report).await;
     let failed = engine.wait_for_status(&raced_id, &["succeeded", "failed"], WAIT).await;

@@ -40,6 +40,7 @@ mod retries;
 mod retry_operation;
 mod rolling_update;
 mod runner;
+mod runner_identity;
 mod runtime_resource;
 mod startup;
 mod statement_counts;

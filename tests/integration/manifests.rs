@@ -39,7 +39,6 @@ const REQUIRED_VARIABLES: &[&str] = &[
     "MODULES_REPO_URL",
     "MODULES_REPO_REF",
     "MODULES_REPO_COMMIT",
-    "APP_RUNNER_SERVICE_ACCOUNT",
     "AUTH_SERVICE_BASE_URL",
     "APP_AUTH_OAUTH_PATH",
     "APP_AUTH_ALLOWED_USERS",
@@ -331,7 +330,6 @@ async fn the_config_map_configures_the_service_through_its_documented_variables(
     environment.insert("DATABASE_URL".into(), "postgres://user:placeholder@postgres.example:5432/provisioner".into());
     let settings = Settings::from_environment(environment).expect("the manifest's configuration is valid");
     assert_eq!(settings.kubernetes.jobs.namespace, PROVISIONING);
-    assert_eq!(settings.kubernetes.jobs.runner_service_account, "terraform-runner");
     assert_eq!(settings.kubernetes.jobs.runner_image, container.image.clone().unwrap(), "one image for both");
     assert!(settings.kubernetes.modules.is_some());
     assert!(settings.authn.enabled);
@@ -504,6 +502,8 @@ fn forbidden<T: std::fmt::Debug>(result: kube::Result<T>) -> bool {
     matches!(result, Err(kube::Error::Api(status)) if status.is_forbidden())
 }
 
+/// The previous release's shared runner identity, which the chart keeps for one release for that release's Jobs
+/// (this release's run as ServiceAccounts of their own: `runner_identity.rs`).
 #[tokio::test]
 async fn terraform_runner_may_only_write_secrets_and_look_up_pods_and_jobs_in_the_provisioning_namespace() {
     let (control_plane, admin) = admin().await;
@@ -576,8 +576,10 @@ async fn wait_until_gone(api: &Api<Secret>, name: &str) {
     panic!("{name} was not deleted");
 }
 
+/// What the service needs: the seed's permissions, and the runs' runner identities (ServiceAccounts, Roles and
+/// RoleBindings in the provisioning namespace, without `escalate` or `bind`).
 #[tokio::test]
-async fn cluster_provisioner_has_the_seed_permissions_and_no_more() {
+async fn cluster_provisioner_has_what_it_needs_and_no_more() {
     let (control_plane, admin) = admin().await;
     apply_all(&admin).await;
     let p = Some(PROVISIONING);
@@ -600,6 +602,16 @@ async fn cluster_provisioner_has_the_seed_permissions_and_no_more() {
         cases.push(("get", resource, core, false));
         cases.push(("create", resource, core, false));
     }
+    for resource in ["serviceaccounts", "roles.rbac.authorization.k8s.io", "rolebindings.rbac.authorization.k8s.io"] {
+        for verb in ["get", "create", "update", "delete"] {
+            cases.push((verb, resource, p, true));
+        }
+        for verb in ["list", "watch", "patch", "deletecollection"] {
+            cases.push((verb, resource, p, false));
+        }
+        cases.push(("create", resource, core, false));
+        cases.push(("create", resource, Some("default"), false));
+    }
     cases.extend([
         ("create", "tokenreviews.authentication.k8s.io", None, true),
         ("update", "jobs.batch", p, false),
@@ -612,8 +624,11 @@ async fn cluster_provisioner_has_the_seed_permissions_and_no_more() {
         ("list", "jobs.batch", None, false),
         ("list", "secrets", None, false),
         ("get", "pods/log", core, false),
-        ("create", "roles.rbac.authorization.k8s.io", p, false),
-        ("create", "rolebindings.rbac.authorization.k8s.io", p, false),
+        ("escalate", "roles.rbac.authorization.k8s.io", p, false),
+        ("bind", "roles.rbac.authorization.k8s.io", p, false),
+        ("create", "clusterroles.rbac.authorization.k8s.io", None, false),
+        ("create", "clusterrolebindings.rbac.authorization.k8s.io", None, false),
+        ("create", "serviceaccounts/token", p, false),
         // APP_AUTHZ_MODE=rbac asks what each caller may do.
         ("create", "subjectaccessreviews.authorization.k8s.io", None, true),
     ]);

@@ -124,6 +124,11 @@ async fn an_approved_plan_waits_for_this_release_while_the_previous_one_runs_bes
     assert_eq!(approved.status, StatusCode::ACCEPTED, "{}", approved.text);
     let (_, later) = engine.provision(&provision_body("mixed-later")).await;
     engine.wait_for_stage(&later, "WaitForJob", WAIT).await;
+    // 0.1.0's Job runs as the shared `terraform-runner`, which the chart keeps for that one release (this release's
+    // Jobs run as their own: `runner_identity.rs`).
+    let later_job = engine.jobs_of_operation(&later).await.remove(0);
+    let account = later_job.spec.unwrap().template.spec.unwrap().service_account_name;
+    assert_eq!(account.as_deref(), Some("terraform-runner"));
     let passed_by = engine.operation(&operation).await;
     assert_eq!(
         (passed_by.state, passed_by.stage, passed_by.claims),

@@ -1,6 +1,7 @@
 //! Publishes the kubeconfig and the inventory of the cluster's cloud resources to the outputs Secret with the
-//! runner's own narrow identity, which may only create and update Secrets: create, and when it exists already (a
-//! retried run), overwrite it.
+//! run's own narrow identity, which may update that one Secret and no other, and create none (RBAC cannot limit
+//! `create` to a name): the worker creates it, empty, before the Job, and the runner overwrites its content in one
+//! unconditional update (also what a retried run does).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -54,24 +55,18 @@ pub async fn publish_outputs(
     };
     let failure = |message: String| Error::Publish { secret: name.to_owned(), message };
     let mut backoff = Backoff::new(Duration::from_millis(500), Duration::from_secs(8));
+    let params = PostParams::default();
     loop {
-        let attempt = async {
-            match secrets.create(&PostParams::default(), &secret).await {
-                Err(kube::Error::Api(status)) if status.code == 409 => {
-                    // Without a resourceVersion the update is unconditional: this run's kubeconfig wins.
-                    secrets.replace(name, &PostParams::default(), &secret).await.map(drop)
-                }
-                result => result.map(drop),
-            }
-        };
+        // Without a resourceVersion the update is unconditional: this run's kubeconfig wins.
+        let attempt = secrets.replace(name, &params, &secret);
         let error = match tokio::time::timeout(CALL_TIMEOUT, attempt).await {
-            Ok(Ok(())) => {
+            Ok(Ok(_)) => {
                 tracing::info!(secret = name, resources = outputs.resources.len(), "published the kubeconfig");
                 return Ok(());
             }
-            // Refusals (RBAC, validation) will not change on a retry.
+            // Refusals (RBAC, validation) and a missing Secret will not change on a retry.
             Ok(Err(kube::Error::Api(status))) if (400..500).contains(&status.code) && status.code != 429 => {
-                return Err(failure(format!("{} {}", status.code, status.message)));
+                return Err(failure(refusal(status.code, &status.message)));
             }
             Ok(Err(error)) => error.to_string(),
             Err(_) => format!("no answer within {CALL_TIMEOUT:?}"),
@@ -82,5 +77,30 @@ pub async fn publish_outputs(
         let delay = backoff.next_delay();
         tracing::warn!(error, ?delay, "publishing the kubeconfig failed; retrying");
         tokio::time::sleep(delay).await;
+    }
+}
+
+/// What a refusal of the update means for the run.
+fn refusal(code: u16, message: &str) -> String {
+    match code {
+        404 => format!(
+            "404 {message}: the worker creates the outputs Secret before the Job, and this run's identity may only \
+             update it"
+        ),
+        403 => format!("403 {message}: this run's identity may update its runtime's outputs Secret and no other"),
+        _ => format!("{code} {message}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_or_forbidden_secret_is_explained() {
+        let missing = refusal(404, "secrets \"provision-x-outputs\" not found");
+        assert!(missing.starts_with("404 secrets \"provision-x-outputs\" not found: the worker creates"), "{missing}");
+        assert!(refusal(403, "forbidden").contains("may update its runtime's outputs Secret and no other"));
+        assert_eq!(refusal(422, "invalid"), "422 invalid");
     }
 }

@@ -15,6 +15,7 @@ use provisioner::domain::Operation;
 use provisioner::service::parse_operation_id;
 use provisioner::startup::App;
 use runner_contract::inventory::RESOURCES_KEY;
+use runner_contract::job::{MANAGED_BY, MANAGED_BY_LABEL, RUNTIME_LABEL};
 use runner_contract::manifest::KUBECONFIG_KEY;
 use runner_contract::report::{RunReport, kubeconfig_digest};
 use serde_json::Value;
@@ -210,7 +211,10 @@ impl Engine {
             let Some(job) = labels.get("batch.kubernetes.io/job-name") else { continue };
             let mut report = String::new();
             if let Some(runtime_id) = job.strip_prefix("provision-") {
-                self.publish_outputs(&format!("provision-{runtime_id}-outputs"), KUBECONFIG_OUTPUT).await;
+                let secret = format!("provision-{runtime_id}-outputs");
+                self.publish_outputs_as(&pod_service_account(&pod), &secret, KUBECONFIG_OUTPUT)
+                    .await
+                    .expect("terraform-runner publishes its outputs");
                 report = runner_report(Some(KUBECONFIG_OUTPUT));
             }
             let name = pod.metadata.name.clone().unwrap();
@@ -221,30 +225,54 @@ impl Engine {
         finished
     }
 
-    /// Writes an outputs Secret as terraform-runner does, with its identity: created, or replaced when it exists;
-    /// its inventory is [`RUNNER_RESOURCES`].
+    /// Writes an outputs Secret as terraform-runner does, with the identity of the pod that publishes it: that of
+    /// the unfinished Job whose runner is told this Secret (its own ServiceAccount, which may update this Secret and
+    /// no other). Its inventory is [`RUNNER_RESOURCES`].
     pub async fn publish_outputs(&self, secret_name: &str, kubeconfig: &str) {
+        let jobs = Api::<Job>::namespaced(self.admin.clone(), &self.namespace);
+        let jobs = jobs.list(&ListParams::default()).await.expect("list jobs").items;
+        let publishing = jobs.iter().filter(|job| runner_contract::job::finished(job).is_none()).find_map(|job| {
+            let pod = job.spec.as_ref()?.template.spec.as_ref()?;
+            let runner = pod.containers.iter().find(|container| container.name == "terraform-runner")?;
+            let told = runner.env.iter().flatten().any(|variable| {
+                variable.name == "RUNNER_OUTPUTS_SECRET" && variable.value.as_deref() == Some(secret_name)
+            });
+            told.then(|| pod.service_account_name.clone().expect("the Job names its ServiceAccount"))
+        });
+        let account = publishing.unwrap_or_else(|| panic!("no unfinished Job publishes {secret_name}"));
+        self.publish_outputs_as(&account, secret_name, kubeconfig)
+            .await
+            .expect("terraform-runner publishes its outputs");
+    }
+
+    /// Writes an outputs Secret as terraform-runner does (one unconditional update of the Secret the worker
+    /// created, with the runner's labels), as the ServiceAccount `service_account`; the API server's answer.
+    pub async fn publish_outputs_as(
+        &self,
+        service_account: &str,
+        secret_name: &str,
+        kubeconfig: &str,
+    ) -> kube::Result<Secret> {
         let runner = self
             .control_plane
-            .client_for_service_account(&self.namespace, "terraform-runner")
+            .client_for_service_account(&self.namespace, service_account)
             .await
             .expect("terraform-runner client");
+        let runtime_id = secret_name.strip_prefix("provision-").and_then(|rest| rest.strip_suffix("-outputs"));
+        let labels = BTreeMap::from([
+            (MANAGED_BY_LABEL.to_owned(), MANAGED_BY.to_owned()),
+            (RUNTIME_LABEL.to_owned(), runtime_id.expect("an outputs Secret's name").to_owned()),
+        ]);
         let secret = Secret {
-            metadata: ObjectMeta { name: Some(secret_name.to_owned()), ..ObjectMeta::default() },
+            metadata: ObjectMeta { name: Some(secret_name.to_owned()), labels: Some(labels), ..ObjectMeta::default() },
+            type_: Some("Opaque".to_owned()),
             data: Some(BTreeMap::from([
                 (KUBECONFIG_KEY.to_owned(), ByteString(kubeconfig.as_bytes().to_vec())),
                 (RESOURCES_KEY.to_owned(), ByteString(serde_json::to_vec(&RUNNER_RESOURCES).unwrap())),
             ])),
             ..Secret::default()
         };
-        let secrets = Api::<Secret>::namespaced(runner, &self.namespace);
-        let published = match secrets.create(&PostParams::default(), &secret).await {
-            Err(kube::Error::Api(status)) if status.code == 409 => {
-                secrets.replace(secret_name, &PostParams::default(), &secret).await
-            }
-            result => result,
-        };
-        published.expect("terraform-runner publishes its outputs");
+        Api::<Secret>::namespaced(runner, &self.namespace).replace(secret_name, &PostParams::default(), &secret).await
     }
 
     /// Provisions a runtime over REST and returns (runtime id, operation id).
@@ -331,7 +359,9 @@ impl Engine {
     pub async fn runner_succeeds(&self, job: &str, outputs: Option<(&str, &str)>) {
         let pod = self.control_plane.wait_for_job_pod(&self.namespace, job).await.expect("job pod");
         if let Some((secret_name, kubeconfig)) = outputs {
-            self.publish_outputs(secret_name, kubeconfig).await;
+            self.publish_outputs_as(&pod_service_account(&pod), secret_name, kubeconfig)
+                .await
+                .expect("terraform-runner publishes its outputs");
         }
         let name = pod.metadata.name.unwrap();
         let report = runner_report(outputs.map(|(_, kubeconfig)| kubeconfig));
@@ -438,6 +468,11 @@ impl RunLog {
             panic!("{overlap}");
         }
     }
+}
+
+/// The identity a pod runs as: its ServiceAccount.
+fn pod_service_account(pod: &Pod) -> String {
+    pod.spec.as_ref().and_then(|spec| spec.service_account_name.clone()).expect("the pod names its ServiceAccount")
 }
 
 fn borrowed(pairs: &[(String, String)]) -> Vec<(&str, &str)> {

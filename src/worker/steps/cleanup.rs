@@ -1,5 +1,5 @@
-//! Cleanup: the run's logs kept, a failed run's Job stopped, and the credentials Secret deleted, whatever the
-//! result.
+//! Cleanup: the run's logs kept, a failed run's Job stopped, and the credentials Secret and the runner's identity
+//! deleted, whatever the result.
 
 use runner_contract::redact::Redactor;
 
@@ -39,6 +39,8 @@ impl<C: RunCluster> Worker<C> {
             self.store.archive_run_logs(operation.id, &kept).await?;
         }
         self.executor.delete_secret(&run.names.credentials_secret).await?;
+        // The run's pods are done (or stopped): its identity goes now rather than with the Job, which stays a week.
+        self.executor.delete_runner_identity(&run.names, operation.id).await?;
         Ok(StepOutcome::Next)
     }
 
@@ -84,6 +86,7 @@ mod tests {
             "open_final_logs".to_owned(),
             format!("stop_job {}", names.job),
             format!("delete_secret {}", names.credentials_secret),
+            format!("delete_runner_identity {}", names.job),
         ];
         assert_eq!(fixture.calls(), expected);
         let id = fixture.claim.operation.id;
@@ -105,6 +108,7 @@ mod tests {
         let expected = [
             format!("credential_values {}", names.credentials_secret),
             format!("delete_secret {}", names.credentials_secret),
+            format!("delete_runner_identity {}", names.job),
         ];
         assert_eq!(fixture.calls(), expected);
     }

@@ -145,6 +145,11 @@ impl RunCluster for RecordingCluster {
         Ok(())
     }
 
+    async fn delete_runner_identity(&self, names: &RunNames, _operation_id: Uuid) -> Result<()> {
+        self.record(format!("delete_runner_identity {}", names.job));
+        Ok(())
+    }
+
     async fn open_final_logs(&self, _operation_id: Uuid) -> Result<Option<FinalLogs>> {
         self.record("open_final_logs".to_owned());
         Ok(self.script().final_logs.clone().map(FinalLogs::already_read))

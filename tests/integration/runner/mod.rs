@@ -1,7 +1,7 @@
 //! terraform-runner end to end, with real parts only: the binary itself, OpenTofu (`TEST_TOFU_BIN`) applying and
 //! destroying a configuration of built-in `terraform_data` resources whose S3 backend is moto's server, moto for
-//! S3, SSM, STS and EKS, and the test control plane for the outputs Secret, written as the `terraform-runner`
-//! ServiceAccount with the production RBAC.
+//! S3, SSM, STS and EKS, and the test control plane for the outputs Secret, written as the run's own
+//! ServiceAccount, which the worker's code creates as `cluster-provisioner` with the production RBAC.
 
 mod cloud_failures;
 mod eks;
@@ -14,6 +14,7 @@ mod plans;
 mod state;
 mod vanilla;
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
@@ -23,7 +24,10 @@ use k8s_openapi::api::batch::v1::{Job as BatchJob, JobSpec};
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodTemplateSpec, Secret};
 use kube::Api;
 use kube::api::{DeleteParams, ObjectMeta, PostParams};
-use provisioner::domain::{Cloud, ProviderVersion};
+use provisioner::domain::run::RunNames;
+use provisioner::domain::{Cloud, OperationType, ProviderVersion, RunAction};
+use provisioner::executor::{Executor, RunRef};
+use provisioner::settings::Settings;
 use runner_contract::approval::EXIT_STALE_PLAN;
 use runner_contract::plan::{EXIT_DESTRUCTIVE_PLAN, PlanRisk, PlanSummary};
 use runner_contract::report::RunReport;
@@ -75,12 +79,20 @@ impl Job {
         for sub in ["config", "credentials", "work"] {
             std::fs::create_dir(folder.path().join(sub)).unwrap();
         }
-        // The runner's identity: a token of the terraform-runner ServiceAccount, like the Job's pod gets.
+        // The runner's identity: the run's own ServiceAccount, Role and RoleBinding and the empty outputs Secret, as
+        // the worker creates them before an apply's Job, and a token of that account, like the Job's pod gets.
+        let runtime_id = Uuid::new_v4();
+        let names = RunNames::new(OperationType::Provision, runtime_id);
+        let worker = control_plane.client_for_service_account(&namespace, "cluster-provisioner").await.unwrap();
+        let mut settings = Settings::from_environment(HashMap::new()).expect("the default settings").kubernetes.jobs;
+        settings.namespace = namespace.clone();
+        let (executor, _cache) = Executor::new(worker, settings);
+        let run = RunRef { names: &names, runtime_id, operation_id: Uuid::new_v4() };
+        executor.ensure_runner_identity(RunAction::Apply, run).await.expect("the run's identity");
         control_plane
-            .write_service_account_kubeconfig(&namespace, "terraform-runner", &folder.path().join("kubeconfig"))
+            .write_service_account_kubeconfig(&namespace, &names.job, &folder.path().join("kubeconfig"))
             .await
             .expect("the runner's kubeconfig");
-        let runtime_id = Uuid::new_v4();
         let bucket = format!("kubeopera-test-{}", &runtime_id.simple().to_string()[..12]);
         let job = Job { moto, control_plane, namespace, folder, runtime_id, bucket };
         job.write_credentials(&[
@@ -230,12 +242,13 @@ impl Job {
         outcome
     }
 
+    /// `None` while nothing is published (the worker's outputs Secret is empty until an apply publishes).
     async fn published_kubeconfig(&self) -> Option<String> {
         let admin = self.control_plane.admin_client().unwrap();
         let secret =
             Api::<Secret>::namespaced(admin, &self.namespace).get_opt(&self.outputs_secret()).await.unwrap()?;
-        let data = secret.data.expect("the outputs Secret has data");
-        Some(String::from_utf8(data["kubeconfig"].0.clone()).expect("UTF-8 kubeconfig"))
+        let kubeconfig = secret.data?.remove("kubeconfig")?;
+        Some(String::from_utf8(kubeconfig.0).expect("UTF-8 kubeconfig"))
     }
 
     /// The inventory an apply published beside the kubeconfig.

@@ -165,7 +165,7 @@ fn pod_template(name: Option<&str>, operation_id: Uuid) -> (ObjectMeta, PodSpec)
             ..Container::default()
         }],
         restart_policy: Some("Never".into()),
-        service_account_name: Some("terraform-runner".into()),
+        service_account_name: Some("default".into()),
         ..PodSpec::default()
     };
     (metadata, spec)
