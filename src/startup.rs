@@ -134,7 +134,8 @@ impl App {
                 store: store.clone(),
                 executor: executor.clone(),
                 auth: auth.clone(),
-                renderer: Renderer::new()?,
+                renderer: Renderer::new()?
+                    .with_operator_api_allowed_cidrs(settings.validation.api_allowed_cidrs.as_deref()),
                 settings: settings.worker.clone(),
                 modules: modules.clone(),
                 metrics: metrics.clone(),

@@ -66,6 +66,7 @@ env -i PATH="$PATH" HOME="$work" KUBECONFIG="$work/no-kubeconfig" \
     APP_ADDRESS="127.0.0.1:$api_port" \
     APP_METRICS_ADDRESS="127.0.0.1:$metrics_port" \
     APP_AUTH_ENABLED=false \
+    APP_API_ALLOWED_CIDRS=127.0.0.0/8 \
     AUTH_SERVICE_BASE_URL="http://127.0.0.1:$auth_port" \
     APP_AUTH_OAUTH_PATH="$work/auth-oauth.yaml" \
     APP_AUTH_TIMEOUT=5s \

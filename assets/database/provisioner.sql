@@ -92,3 +92,7 @@ DROP INDEX "runtime_live_name_idx";
 CREATE UNIQUE INDEX "runtime_live_name_idx" ON "runtime" ("name") WHERE "deleted_at" IS NULL AND NOT "preview" AND "tenant" IS NULL;
 
 CREATE UNIQUE INDEX "runtime_live_tenant_name_idx" ON "runtime" ("tenant", "name") WHERE "deleted_at" IS NULL AND NOT "preview" AND "tenant" IS NOT NULL;
+
+ALTER TABLE "runtime" ADD COLUMN "api_allowed_cidrs" json NULL;
+
+ALTER TABLE "operation" ADD COLUMN "target_api_allowed_cidrs" json NULL;

@@ -276,6 +276,8 @@ async fn phases(
             ("KUBECONFIG", kubeconfig.to_str().unwrap_or_default()),
             // Reads measure the status path, not the caller authentication (a TokenReview per new token).
             ("APP_AUTH_ENABLED", "false"),
+            // The requests name no ranges for their clusters' APIs, as Kyma's do.
+            ("APP_API_ALLOWED_CIDRS", test_support::TEST_API_ALLOWED_CIDRS),
         ]
         .into_iter()
         .map(|(key, value)| (key.to_owned(), value.to_owned()))

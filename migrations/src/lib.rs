@@ -26,6 +26,7 @@ mod m20261216_000001_operation_approval_policy;
 mod m20261217_000001_operation_trace_parent;
 mod m20261218_000001_runtime_labels_index;
 mod m20261219_000001_runtime_name_per_tenant;
+mod m20261220_000001_api_allowed_cidrs;
 
 pub use sea_orm_migration::MigratorTrait;
 
@@ -64,6 +65,7 @@ fn all() -> Vec<Box<dyn Listed>> {
         Box::new(m20261217_000001_operation_trace_parent::Migration),
         Box::new(m20261218_000001_runtime_labels_index::Migration),
         Box::new(m20261219_000001_runtime_name_per_tenant::Migration),
+        Box::new(m20261220_000001_api_allowed_cidrs::Migration),
     ]
 }
 

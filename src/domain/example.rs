@@ -50,6 +50,8 @@ impl ProvisionRequest {
                     pod_cidr: "192.168.0.0/16".into(),
                     service_cidr: "10.96.0.0/12".into(),
                 }),
+                // As Kyma's clients send it: the operator's list applies.
+                api_allowed_cidrs: None,
                 aws,
                 gcp,
             },
@@ -64,12 +66,16 @@ impl ProvisionRequest {
     }
 }
 
+/// The ranges [`Runtime::example`] records (documentation ranges, RFC 5737).
+pub const EXAMPLE_API_ALLOWED_CIDRS: [&str; 2] = ["203.0.113.0/24", "198.51.100.7/32"];
+
 impl Runtime {
     /// The runtime the example request creates, with a fixed id and creation time so that renders of it are
-    /// reproducible (golden files).
+    /// reproducible (golden files), and the ranges that may reach its API recorded as the service records them.
     pub fn example(topology: Topology) -> Runtime {
         let created: DateTime<Utc> = Utc.with_ymd_and_hms(2025, 6, 1, 12, 0, 0).single().expect("a valid time");
         let (mut runtime, _) = Runtime::requested(ProvisionRequest::example(topology), false, created);
+        runtime.cluster_config.api_allowed_cidrs = Some(EXAMPLE_API_ALLOWED_CIDRS.map(str::to_owned).to_vec());
         runtime.id = Uuid::from_u128(0x0190b8a6_7f3e_7c4a_9a41_3f2d3c1b2a10);
         let config = &runtime.cluster_config;
         runtime.state_bucket = super::state_bucket::state_bucket_name(&config.environment, &runtime.name, runtime.id);

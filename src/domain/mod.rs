@@ -47,6 +47,7 @@ macro_rules! spelled {
 }
 pub(crate) use spelled;
 
+pub mod api_access;
 pub mod approval;
 mod cloud_failure;
 pub mod credential_fit;
@@ -65,6 +66,8 @@ pub mod state_bucket;
 pub mod tenant;
 mod trace_parent;
 
+#[cfg(any(test, feature = "examples"))]
+pub use example::EXAMPLE_API_ALLOWED_CIDRS;
 pub use ids::{OperationId, RuntimeId};
 pub use operation::{LastError, Operation, OperationPage, StageEntry};
 pub use runtime_state::{Condition, ConditionReason, ConditionStatus, ConditionType, RuntimeState, RuntimeSummary};
@@ -259,6 +262,12 @@ pub struct ClusterConfig {
     pub control_plane: Option<ControlPlane>,
     pub worker_pool: WorkerPool,
     pub network: Option<Network>,
+    /// IPv4 ranges (CIDRs, at most 20) that may reach the cluster's Kubernetes API from outside its network;
+    /// left out, the operator's list (`APP_API_ALLOWED_CIDRS`), and without one the request is refused. The ranges
+    /// terraform-runner and host-cluster-controller connect from must be among them. A runtime shows the list it
+    /// was built with; an upgrade may replace it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_allowed_cidrs: Option<Vec<String>>,
     pub aws: Option<AwsConfig>,
     pub gcp: Option<GcpConfig>,
 }
@@ -331,6 +340,11 @@ pub struct UpgradeClusterInput {
     /// vanilla_kubeadm only.
     #[schema(nullable = false)]
     pub control_plane: Option<ControlPlaneUpgrade>,
+    /// Replaces the IPv4 ranges that may reach the cluster's Kubernetes API (1 to 20); keep the ranges
+    /// terraform-runner and host-cluster-controller connect from among them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub api_allowed_cidrs: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, InputObject, ToSchema)]
@@ -376,6 +390,9 @@ impl ClusterConfig {
             && let Some(machine_type) = &change.machine_type
         {
             control_plane.machine_type = machine_type.clone();
+        }
+        if let Some(cidrs) = &upgrade.api_allowed_cidrs {
+            config.api_allowed_cidrs = Some(cidrs.clone());
         }
         config
     }
@@ -492,6 +509,7 @@ mod tests {
             kubernetes_version: Some("1.35".to_owned()),
             worker_pool: Some(WorkerPoolUpgrade { max_size: Some(9), ..WorkerPoolUpgrade::default() }),
             control_plane: Some(ControlPlaneUpgrade { machine_type: Some("m6i.xlarge".to_owned()) }),
+            api_allowed_cidrs: Some(vec!["198.51.100.0/24".to_owned()]),
         };
         let upgraded = current.upgraded(&upgrade);
         assert_eq!(upgraded.kubernetes_version, "1.35");
@@ -504,5 +522,11 @@ mod tests {
             (upgraded.region.as_str(), upgraded.network.as_ref()),
             (current.region.as_str(), current.network.as_ref())
         );
+        assert_eq!(upgraded.api_allowed_cidrs, Some(vec!["198.51.100.0/24".to_owned()]));
+        let kept = current.upgraded(&UpgradeClusterInput {
+            kubernetes_version: Some("1.35".to_owned()),
+            ..UpgradeClusterInput::default()
+        });
+        assert_eq!(kept.api_allowed_cidrs, current.api_allowed_cidrs);
     }
 }

@@ -11,6 +11,7 @@ mod escape;
 use std::collections::BTreeMap;
 
 use handlebars::Handlebars;
+use ipnet::Ipv4Net;
 use runner_contract::manifest::{ControlPlaneUpgrade, MAIN_TF_FILE, RUNNER_MANIFEST_FILE, RunnerManifest};
 use runner_contract::providers::ProviderVersion;
 use serde::Serialize;
@@ -49,6 +50,12 @@ pub enum Error {
     Provider { provider: ProviderVersion, cloud: &'static str, runtime_id: Uuid },
     #[error("serializing runner.json failed: {0}")]
     RunnerManifest(#[from] serde_json::Error),
+    #[error(
+        "runtime {runtime_id} records no IPv4 ranges that may reach its Kubernetes API (it was provisioned before \
+         they were recorded) and APP_API_ALLOWED_CIDRS is not set: set it, or upgrade the runtime with \
+         apiAllowedCidrs"
+    )]
+    NoApiAllowedCidrs { runtime_id: Uuid },
 }
 
 /// The files of a rendered configuration: file name (a valid ConfigMap key) to content.
@@ -61,6 +68,8 @@ pub struct RenderedConfig {
 #[derive(Debug)]
 pub struct Renderer {
     registry: Handlebars<'static>,
+    /// The operator's ranges (`APP_API_ALLOWED_CIDRS`), for a runtime that records none of its own.
+    operator_api_allowed_cidrs: Option<Vec<String>>,
 }
 
 impl Renderer {
@@ -74,7 +83,15 @@ impl Renderer {
                 .register_template_string(topology.as_str(), source)
                 .map_err(|source| Error::Template { topology: topology.as_str(), source: Box::new(source) })?;
         }
-        Ok(Renderer { registry })
+        Ok(Renderer { registry, operator_api_allowed_cidrs: None })
+    }
+
+    /// This renderer, rendering `cidrs` (the operator's `APP_API_ALLOWED_CIDRS`) as the ranges that may reach the
+    /// API of a runtime that records none: one provisioned before runtimes recorded them, or by a replica of the
+    /// previous release during a rolling update. A runtime's own list always wins.
+    pub fn with_operator_api_allowed_cidrs(mut self, cidrs: Option<&[Ipv4Net]>) -> Self {
+        self.operator_api_allowed_cidrs = cidrs.map(|cidrs| cidrs.iter().map(ToString::to_string).collect());
+        self
     }
 
     /// The configuration of `action` for an operation of `operation_type` on `runtime`, requiring exactly `provider`
@@ -96,7 +113,10 @@ impl Renderer {
         }
         let state_bucket = runtime.state_bucket.clone();
         let scaling = WorkerScaling::of(operation_type);
-        let data = TemplateData::new(runtime, &state_bucket, provider, scaling)?;
+        let api_allowed_cidrs = (config.api_allowed_cidrs.as_deref())
+            .or(self.operator_api_allowed_cidrs.as_deref())
+            .ok_or(Error::NoApiAllowedCidrs { runtime_id: runtime.id })?;
+        let data = TemplateData::new(runtime, &state_bucket, provider, scaling, api_allowed_cidrs)?;
         let main_tf = self
             .registry
             .render(topology.as_str(), &data)
@@ -159,6 +179,8 @@ struct TemplateData<'a> {
     state_bucket: &'a str,
     zones: &'a [String],
     network: NetworkData<'a>,
+    /// The IPv4 ranges that may reach the Kubernetes API from outside the cluster's network.
+    api_allowed_cidrs: &'a [String],
     workers: WorkerData<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     control_plane: Option<ControlPlaneData<'a>>,
@@ -246,6 +268,7 @@ impl<'a> TemplateData<'a> {
         state_bucket: &'a str,
         provider: &'a ProviderVersion,
         scaling: WorkerScaling,
+        api_allowed_cidrs: &'a [String],
     ) -> Result<Self> {
         let config = &runtime.cluster_config;
         let topology = config.topology;
@@ -274,6 +297,7 @@ impl<'a> TemplateData<'a> {
             state_bucket,
             zones: &[],
             network,
+            api_allowed_cidrs,
             workers: WorkerData {
                 machine_type: &workers.machine_type,
                 min_size: workers.min_size,
@@ -519,6 +543,64 @@ mod tests {
         gke.cluster_config.gcp = None;
         let error = renderer.render(&gke, OperationType::Provision, RunAction::Apply, &pinned(&gke), None).unwrap_err();
         assert!(matches!(error, Error::MissingSection { section: "gcp", .. }));
+    }
+
+    /// The module input of each topology that holds the ranges allowed to reach the API, as rendered.
+    fn rendered_api_allowed_cidrs(rendered: &RenderedConfig, topology: Topology) -> hcl::Expression {
+        let (module, input) = match topology {
+            Topology::VanillaKubeadm => ("security", "api_allowed_cidrs"),
+            Topology::Eks => ("eks", "endpoint_public_access_cidrs"),
+            Topology::Gke => ("gke", "master_authorized_cidrs"),
+        };
+        let main_tf = hcl::parse(&rendered.files["main.tf"]).expect("parses");
+        let module = main_tf
+            .blocks()
+            .find(|block| block.identifier() == "module" && block.labels()[0].as_str() == module)
+            .unwrap_or_else(|| panic!("{topology:?} has no module {module}"));
+        let attribute = module.body().attributes().find(|attribute| attribute.key() == input);
+        attribute.unwrap_or_else(|| panic!("{topology:?} passes no {input}")).expr().clone()
+    }
+
+    #[test]
+    fn every_topology_passes_the_runtimes_api_ranges_to_its_module() {
+        for topology in [Topology::VanillaKubeadm, Topology::Eks, Topology::Gke] {
+            let mut runtime = runtime(topology);
+            runtime.cluster_config.api_allowed_cidrs = Some(vec!["203.0.113.0/24".into(), "198.51.100.7/32".into()]);
+            let operator = ["192.0.2.0/24".parse().unwrap()];
+            let renderer = Renderer::new().unwrap().with_operator_api_allowed_cidrs(Some(&operator));
+            for operation_type in [OperationType::Provision, OperationType::Upgrade, OperationType::WakeUp] {
+                let rendered =
+                    renderer.render(&runtime, operation_type, RunAction::Apply, &pinned(&runtime), None).unwrap();
+                assert_eq!(
+                    rendered_api_allowed_cidrs(&rendered, topology),
+                    hcl::Expression::Array(vec!["203.0.113.0/24".into(), "198.51.100.7/32".into()]),
+                    "{topology:?} {operation_type:?}: the runtime's own list wins"
+                );
+            }
+        }
+    }
+
+    /// A runtime recorded before runtimes recorded their ranges renders the operator's; without those its render
+    /// fails, naming what to set, rather than opening the API.
+    #[test]
+    fn a_runtime_without_ranges_renders_the_operators_or_fails() {
+        for topology in [Topology::VanillaKubeadm, Topology::Eks, Topology::Gke] {
+            let mut legacy = runtime(topology);
+            legacy.cluster_config.api_allowed_cidrs = None;
+            let operator = ["192.0.2.0/24".parse().unwrap()];
+            let renderer = Renderer::new().unwrap().with_operator_api_allowed_cidrs(Some(&operator));
+            let rendered =
+                renderer.render(&legacy, OperationType::Deprovision, RunAction::Destroy, &pinned(&legacy), None);
+            let operators = hcl::Expression::Array(vec!["192.0.2.0/24".into()]);
+            assert_eq!(rendered_api_allowed_cidrs(&rendered.unwrap(), topology), operators);
+
+            let error = Renderer::new()
+                .unwrap()
+                .render(&legacy, OperationType::Deprovision, RunAction::Destroy, &pinned(&legacy), None)
+                .unwrap_err();
+            assert!(matches!(error, Error::NoApiAllowedCidrs { .. }), "{error}");
+            assert!(error.to_string().contains("APP_API_ALLOWED_CIDRS is not set"), "{error}");
+        }
     }
 
     #[test]

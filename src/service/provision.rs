@@ -58,9 +58,12 @@ impl Service {
 
         let protected = (request.runtime_input.deletion_protection)
             .unwrap_or_else(|| self.deletion.protects(&request.cluster_config.environment));
+        // Recorded with the runtime, so that its later runs render the same ranges whatever the operator's become.
+        let api_allowed_cidrs = self.policy.api_allowed_cidrs_for(&request.cluster_config);
         let (mut runtime, mut operation) = Runtime::requested(request, dry_run, store::now());
         runtime.tenant = self.tenant.clone();
         runtime.deletion_protection = protected;
+        runtime.cluster_config.api_allowed_cidrs = api_allowed_cidrs;
         operation.requested_by = Some(requested_by.to_owned());
         operation.trace_parent = super::trace_of_request();
         let record = keyed.as_ref().map(|keyed| keyed.record(&operation));

@@ -1,6 +1,9 @@
 //! Each module's settings built from the variables, in one place, with the checks that name the variable at fault.
 
+use ipnet::Ipv4Net;
+
 use super::*;
+use crate::domain::api_access::{ListProblem, parse_api_allowed_cidrs};
 
 fn invalid(variable: &str, message: impl Into<String>) -> Error {
     Error::Invalid { variable: variable.to_owned(), message: message.into() }
@@ -118,6 +121,7 @@ impl Variables {
             let message = format!("invalid URL {:?}: expected http or https", self.auth_service_base_url.as_str());
             return Err(invalid("AUTH_SERVICE_BASE_URL", message));
         }
+        let api_allowed_cidrs = self.api_allowed_cidrs()?;
         let allowed_users: Vec<String> = (self.app_auth_allowed_users.split(','))
             .map(str::trim)
             .filter(|user| !user.is_empty())
@@ -151,8 +155,29 @@ impl Variables {
                 plan_approvals: self.app_plan_approval_ttl,
             },
             log: LogSettings { level: self.app_log_level, format: self.app_log_format, traces },
-            validation: ValidationPolicy { min_kubernetes_version: min_version, max_kubernetes_version: max_version },
+            validation: ValidationPolicy {
+                min_kubernetes_version: min_version,
+                max_kubernetes_version: max_version,
+                api_allowed_cidrs,
+            },
         })
+    }
+
+    /// The operator's ranges for a cluster's API, each entry checked (and named by its position) as a request's
+    /// are; unset: none, and a request must name its own.
+    fn api_allowed_cidrs(&self) -> Result<Option<Vec<Ipv4Net>>> {
+        let variable = "APP_API_ALLOWED_CIDRS";
+        let Some(value) = self.app_api_allowed_cidrs.as_deref() else {
+            return Ok(None);
+        };
+        let entries = value.split(',').map(str::trim).filter(|entry| !entry.is_empty());
+        let cidrs = parse_api_allowed_cidrs(entries).map_err(|problem| match problem {
+            ListProblem::Invalid { index, message } | ListProblem::Repeated { index, message } => {
+                invalid(variable, format!("entry {}: {message}", index + 1))
+            }
+            ListProblem::Count { message } => invalid(variable, message),
+        })?;
+        Ok(Some(cidrs))
     }
 
     fn server(&self) -> Result<ServerSettings> {

@@ -382,6 +382,7 @@ mod tests {
             ("APP_GRAPHQL_MAX_COMPLEXITY", "-1"),
             ("APP_GRAPHQL_INTROSPECTION", "on"),
             ("APP_SHUTDOWN_DELAY", "later"),
+            ("APP_API_ALLOWED_CIDRS", "everywhere"),
         ];
         for (variable, value) in cases {
             let error = load(&[(variable, value)]).expect_err(variable);
@@ -389,6 +390,31 @@ mod tests {
         }
         let error = load(&[("APP_DATABASE_HOST", "db"), ("APP_DATABASE_PORT", "99999")]).unwrap_err();
         assert!(error.to_string().starts_with("APP_DATABASE_PORT:"), "{error}");
+    }
+
+    /// The operator's ranges for every cluster's API: none unless configured, each entry checked, a bad one named
+    /// with the variable.
+    #[test]
+    fn the_api_ranges_have_no_default_and_every_entry_is_checked() {
+        assert_eq!(load(&[]).unwrap().validation.api_allowed_cidrs, None);
+        let settings = load(&[("APP_API_ALLOWED_CIDRS", " 203.0.113.0/24, 198.51.100.7/32 ,")]).unwrap();
+        let cidrs: Vec<String> =
+            settings.validation.api_allowed_cidrs.unwrap().iter().map(ToString::to_string).collect();
+        assert_eq!(cidrs, ["203.0.113.0/24", "198.51.100.7/32"]);
+        assert_eq!(
+            load(&[("APP_API_ALLOWED_CIDRS", "  ")]).unwrap().validation.api_allowed_cidrs,
+            None,
+            "blank: unset"
+        );
+        for (value, says) in [
+            ("203.0.113.0/24,203.0.113.7/24", "entry 2: \"203.0.113.7/24\" has host bits set"),
+            ("203.0.113.0", "entry 1: \"203.0.113.0\" is not an IPv4 CIDR"),
+            ("10.0.0.0/8,10.0.0.0/8", "entry 2: \"10.0.0.0/8\" is listed twice"),
+            (",", "must list 1 to 20"),
+        ] {
+            let error = load(&[("APP_API_ALLOWED_CIDRS", value)]).unwrap_err().to_string();
+            assert!(error.starts_with("APP_API_ALLOWED_CIDRS: ") && error.contains(says), "{value}: {error}");
+        }
     }
 
     #[test]

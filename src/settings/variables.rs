@@ -214,6 +214,12 @@ pub(super) struct Variables {
     /// that is sent must name the runtime either way.
     #[serde(deserialize_with = "parsed")]
     pub(super) app_require_delete_confirmation: bool,
+    /// Comma-separated IPv4 ranges (CIDRs, 1 to 20) that may reach the Kubernetes API of a cluster whose request
+    /// names no `clusterConfig.apiAllowedCidrs`; the runtime records the list it was built with. No default:
+    /// unset, such a request is refused (400 naming `clusterConfig.apiAllowedCidrs`). List the egress addresses of
+    /// terraform-runner (the Jobs' NAT) and of host-cluster-controller, which must reach every cluster's API.
+    /// Runtimes provisioned before runtimes recorded their list render this one on their next run.
+    pub(super) app_api_allowed_cidrs: Option<String>,
     /// Resume operations left `InProgress` by a stopped process once their lease expired.
     #[serde(deserialize_with = "parsed")]
     pub(super) app_enqueue_in_progress_operations: bool,
@@ -347,6 +353,7 @@ impl Default for Variables {
             app_max_streams: 512,
             app_protected_environments: String::new(),
             app_require_delete_confirmation: false,
+            app_api_allowed_cidrs: None,
             app_enqueue_in_progress_operations: true,
             app_kubernetes_version_min: ValidationPolicy::DEFAULT.min_kubernetes_version,
             app_kubernetes_version_max: ValidationPolicy::DEFAULT.max_kubernetes_version,

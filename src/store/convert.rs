@@ -11,8 +11,37 @@ use crate::domain::{
     ProviderVersion, Runtime, TraceParent,
 };
 
+/// The key of [`ClusterConfig::api_allowed_cidrs`] in the configuration's JSON.
+const API_ALLOWED_CIDRS: &str = "apiAllowedCidrs";
+
+/// A configuration as it is stored: its JSON without `apiAllowedCidrs`, and that list for a column of its own. A
+/// replica of the previous release reads the JSON with its own closed set of fields, so a new field there would
+/// make every runtime and upgrade recorded by this release unreadable to it during a rolling update.
+pub(super) fn config_columns(config: &ClusterConfig) -> Result<(serde_json::Value, Option<serde_json::Value>)> {
+    let mut json = serde_json::to_value(config).map_err(|error| Error::Corrupt(error.to_string()))?;
+    let cidrs = json.as_object_mut().and_then(|fields| fields.remove(API_ALLOWED_CIDRS));
+    Ok((json, cidrs))
+}
+
+/// The inverse of [`config_columns`]; `whose`: what the configuration belongs to, for the error.
+fn config_from_columns(
+    json: serde_json::Value,
+    cidrs: Option<serde_json::Value>,
+    whose: impl Fn() -> String,
+) -> Result<ClusterConfig> {
+    let mut config: ClusterConfig =
+        serde_json::from_value(json).map_err(|error| Error::Corrupt(format!("{}: {error}", whose())))?;
+    if let Some(cidrs) = cidrs {
+        let cidrs = serde_json::from_value(cidrs)
+            .map_err(|error| Error::Corrupt(format!("{} {API_ALLOWED_CIDRS}: {error}", whose())))?;
+        config.api_allowed_cidrs = Some(cidrs);
+    }
+    Ok(config)
+}
+
 pub(super) fn runtime_to_model(runtime: &Runtime) -> Result<runtime::Model> {
     let config = &runtime.cluster_config;
+    let (cluster_config, api_allowed_cidrs) = config_columns(config)?;
     Ok(runtime::Model {
         id: runtime.id,
         name: runtime.name.clone(),
@@ -23,7 +52,8 @@ pub(super) fn runtime_to_model(runtime: &Runtime) -> Result<runtime::Model> {
         region: config.region.clone(),
         environment: config.environment.clone(),
         credential_id: config.credential_id.clone(),
-        cluster_config: serde_json::to_value(config).map_err(|error| Error::Corrupt(error.to_string()))?,
+        cluster_config,
+        api_allowed_cidrs,
         last_operation_id: runtime.last_operation_id,
         created_at: runtime.created_at,
         updated_at: runtime.updated_at,
@@ -40,8 +70,9 @@ pub(super) fn runtime_to_model(runtime: &Runtime) -> Result<runtime::Model> {
 pub(super) fn runtime_from_model(model: runtime::Model) -> Result<Runtime> {
     let labels: Labels = serde_json::from_value(model.labels)
         .map_err(|error| Error::Corrupt(format!("runtime {} labels: {error}", model.id)))?;
-    let cluster_config: ClusterConfig = serde_json::from_value(model.cluster_config)
-        .map_err(|error| Error::Corrupt(format!("runtime {} cluster config: {error}", model.id)))?;
+    let id = model.id;
+    let cluster_config =
+        config_from_columns(model.cluster_config, model.api_allowed_cidrs, || format!("runtime {id} cluster config"))?;
     // Runtimes recorded before they recorded their bucket keep the name they were given.
     let state_bucket = model
         .state_bucket
@@ -73,12 +104,13 @@ pub(super) fn runtime_from_model(model: runtime::Model) -> Result<Runtime> {
 
 pub(super) fn operation_to_model(operation: &Operation) -> Result<operation::Model> {
     let last_error = operation.last_error.as_ref();
-    let target_config = operation
-        .target_config
-        .as_ref()
-        .map(serde_json::to_value)
-        .transpose()
-        .map_err(|error| Error::Corrupt(error.to_string()))?;
+    let (target_config, target_api_allowed_cidrs) = match &operation.target_config {
+        Some(config) => {
+            let (json, cidrs) = config_columns(config)?;
+            (Some(json), cidrs)
+        }
+        None => (None, None),
+    };
     Ok(operation::Model {
         id: operation.id,
         runtime_id: operation.runtime_id,
@@ -94,6 +126,7 @@ pub(super) fn operation_to_model(operation: &Operation) -> Result<operation::Mod
         terraform_provider: operation.terraform_provider.as_ref().map(ProviderVersion::to_string),
         plan_summary: operation.plan_summary.as_ref().map(|summary| serde_json::json!(summary).to_string()),
         target_config,
+        target_api_allowed_cidrs,
         dry_run: operation.dry_run,
         requested_by: operation.requested_by.clone(),
         cancel_requested_by: operation.cancel_requested_by.clone(),
@@ -148,8 +181,8 @@ pub(super) fn operation_from_model(model: operation::Model) -> Result<Operation>
         target_config: model
             .target_config
             .map(|config| {
-                serde_json::from_value(config)
-                    .map_err(|error| Error::Corrupt(format!("operation {} target config: {error}", model.id)))
+                let id = model.id;
+                config_from_columns(config, model.target_api_allowed_cidrs, || format!("operation {id} target config"))
             })
             .transpose()?,
         dry_run: model.dry_run,

@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::entity::{operation, runtime};
 use super::operations::{enter_stage, set_last_error};
-use super::{Error, Result, Store, now};
+use super::{Result, Store, now};
 use crate::domain::run::Stage;
 use crate::domain::{LastError, Operation, OperationState, OperationType, PlanSummary};
 
@@ -162,8 +162,10 @@ fn runtime_change(operation: &Operation, now: DateTime<Utc>) -> Result<Option<Up
         change = change.col_expr(runtime::Column::DeletedAt, Expr::value(now));
     }
     if let Some(config) = applied_config {
-        let config = serde_json::to_value(config).map_err(|error| Error::Corrupt(error.to_string()))?;
-        change = change.col_expr(runtime::Column::ClusterConfig, Expr::value(config));
+        let (config, api_allowed_cidrs) = super::convert::config_columns(config)?;
+        change = change
+            .col_expr(runtime::Column::ClusterConfig, Expr::value(config))
+            .col_expr(runtime::Column::ApiAllowedCidrs, Expr::value(api_allowed_cidrs));
     }
     if let Some(hibernated) = hibernated {
         change = change.col_expr(runtime::Column::Hibernated, Expr::value(hibernated));

@@ -59,6 +59,10 @@ module "eks" {
   # Pods get VPC addresses from the VPC CNI, so only the service range is chosen here.
   service_cidr = "10.96.0.0/12"
 
+  # The only addresses that reach the public API endpoint (terraform-runner's among them); the nodes use the
+  # private one.
+  endpoint_public_access_cidrs = ["203.0.113.0/24", "198.51.100.7/32"]
+
   node_instance_type = "m5.large"
   node_min_size      = 1
   node_max_size      = 5

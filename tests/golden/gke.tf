@@ -67,6 +67,10 @@ module "gke" {
   disk_size_gb         = 80
   worker_scaling       = "initial"
 
+  # The only addresses that reach the public API endpoint (terraform-runner's among them); the nodes use the
+  # private one.
+  master_authorized_cidrs = ["203.0.113.0/24", "198.51.100.7/32"]
+
   labels = local.labels
 }
 

@@ -56,6 +56,9 @@ module "security" {
   vpc_cidr     = "10.10.0.0/16"
   pod_cidr     = "172.16.0.0/16"
   tags         = local.tags
+
+  # The only addresses outside the VPC that reach the Kubernetes API (port 6443); terraform-runner's among them.
+  api_allowed_cidrs = ["203.0.113.0/24", "198.51.100.7/32"]
 }
 
 module "compute" {

@@ -161,6 +161,21 @@ fn host_networking_and_the_runners_variables_are_opt_in() {
     assert!(runner_env.contains("HTTPS_PROXY: \"http://proxy:3128\""), "{runner_env}");
 }
 
+/// The operator's ranges for every cluster's API have no default in the chart either: unset, requests without their
+/// own are refused; set, they become APP_API_ALLOWED_CIDRS, which the service accepts.
+#[test]
+fn the_api_ranges_are_unset_unless_the_operator_names_them() {
+    assert!(!render(&[]).contains("APP_API_ALLOWED_CIDRS:"), "no default");
+    let rendered = render(&["--set", "apiAllowedCidrs={203.0.113.0/24,198.51.100.7/32}"]);
+    assert!(rendered.contains("APP_API_ALLOWED_CIDRS: \"203.0.113.0/24,198.51.100.7/32\""), "{rendered}");
+    let environment = std::collections::HashMap::from([(
+        "APP_API_ALLOWED_CIDRS".to_owned(),
+        "203.0.113.0/24,198.51.100.7/32".to_owned(),
+    )]);
+    let settings = provisioner::settings::Settings::from_environment(environment).expect("the service reads it");
+    assert_eq!(settings.validation.api_allowed_cidrs.map(|cidrs| cidrs.len()), Some(2));
+}
+
 /// Traces are off by default; with a collector, the service exports there (the runners follow its setting) and
 /// both network policies let the service and the Jobs reach the collector's namespace on its port.
 #[test]

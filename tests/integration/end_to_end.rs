@@ -96,6 +96,8 @@ fn values(control_plane: &ControlPlane, around: &Surroundings, port: u16) -> Val
         "modules": {"url": around.git.url(), "ref": "v1", "commit": around.commit, "credentialsSecret": MODULES_SECRET},
         "config": config,
         "runnerEnv": runner_env,
+        // The runner and the clusters' APIs (moto) are on this machine.
+        "apiAllowedCidrs": [test_support::TEST_API_ALLOWED_CIDRS],
     })
 }
 

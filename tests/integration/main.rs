@@ -4,6 +4,7 @@
 //! process.
 
 mod api;
+mod api_access;
 mod auth_client;
 mod authn;
 mod cancel;

@@ -407,6 +407,23 @@ fn the_node_roles_are_confined_to_the_runtime_the_resources_are_tagged_with() {
     }
 }
 
+/// The ranges the runtime records (the request's, or the operator's it was given) reach the module of each
+/// topology that opens the API to them: vanilla's security groups, EKS's public endpoint, GKE's authorized networks.
+#[test]
+fn the_runtimes_api_ranges_reach_the_module_that_opens_the_api() {
+    for (runtime, module, input) in [
+        (vanilla(), "security", "api_allowed_cidrs"),
+        (eks(), "eks", "endpoint_public_access_cidrs"),
+        (gke(), "gke", "master_authorized_cidrs"),
+    ] {
+        let recorded = runtime.cluster_config.api_allowed_cidrs.clone().expect("the example records its ranges");
+        assert_eq!(recorded, provisioner::domain::EXAMPLE_API_ALLOWED_CIDRS);
+        let body = parse(&render(&runtime));
+        let expected = Expression::Array(recorded.iter().map(|cidr| cidr.as_str().into()).collect());
+        assert_eq!(attribute(block(&body, "module", &[module]).body(), input), &expected, "{module}");
+    }
+}
+
 #[test]
 fn rendered_configs_match_their_golden_files() {
     let update = std::env::var_os("UPDATE_GOLDEN").is_some();
@@ -437,6 +454,8 @@ fn hostilise(mut runtime: Runtime) -> Runtime {
         (format!("{HOSTILE}-key"), HOSTILE.to_owned()),
         ("owner".to_owned(), format!("{HOSTILE}-value")),
     ]));
+    // Validation refuses anything but IPv4 CIDRs; the renderer does not rely on it.
+    runtime.cluster_config.api_allowed_cidrs = Some(vec![HOSTILE.to_owned(), "203.0.113.0/24".to_owned()]);
     runtime
 }
 
@@ -464,6 +483,13 @@ fn hostile_values_round_trip_as_literal_strings() {
             Topology::Gke => "gke",
         };
         assert_eq!(string(block(&body, "module", &[cluster_module]).body(), "description"), HOSTILE);
+        let (module, input) = match topology {
+            Topology::VanillaKubeadm => ("security", "api_allowed_cidrs"),
+            Topology::Eks => ("eks", "endpoint_public_access_cidrs"),
+            Topology::Gke => ("gke", "master_authorized_cidrs"),
+        };
+        let ranges = Expression::Array(vec![HOSTILE.into(), "203.0.113.0/24".into()]);
+        assert_eq!(attribute(block(&body, "module", &[module]).body(), input), &ranges, "{topology:?}");
 
         let manifest: serde_json::Value = serde_json::from_str(&rendered.files["runner.json"]).unwrap();
         assert_eq!(manifest["runtimeName"], HOSTILE);

@@ -157,6 +157,9 @@ impl TestDatabase {
     }
 }
 
+/// The tests' `APP_API_ALLOWED_CIDRS`: the runners and the clusters' APIs of the tests all live on this machine.
+pub const TEST_API_ALLOWED_CIDRS: &str = "127.0.0.0/8";
+
 /// Test settings: the database, the fake auth-service, and any extra variables (which win).
 pub fn settings_for(database_url: &str, auth: &FakeAuthService, extra: &[(&str, &str)]) -> Settings {
     Settings::from_environment(test_environment(database_url, auth, extra)).expect("test settings")
@@ -175,6 +178,8 @@ pub fn test_environment(database_url: &str, auth: &FakeAuthService, extra: &[(&s
         ("APP_AUTH_TIMEOUT", "2s"),
         // These tests are about other concerns; tests/integration/authn.rs turns authentication on.
         ("APP_AUTH_ENABLED", "false"),
+        // The operator's ranges for every cluster's API, which the example requests (as Kyma's) leave to it.
+        ("APP_API_ALLOWED_CIDRS", TEST_API_ALLOWED_CIDRS),
     ]
     .into_iter()
     .map(|(key, value)| (key.to_owned(), value.to_owned()))

@@ -9,6 +9,7 @@ mod reason;
 mod runtime_patch;
 mod upgrade;
 
+use crate::domain::api_access::{ListProblem, parse_api_allowed_cidrs};
 use crate::domain::policy::{KubernetesVersion, ValidationPolicy};
 use crate::domain::{ClusterConfig, ProvisionRequest};
 use cloud::{check_disjoint, check_region, check_topology_sections, parse_cidr};
@@ -31,6 +32,7 @@ const MAX_WORKERS: i32 = 500;
 const MIN_DISK_GB: i32 = 20;
 const MAX_DISK_GB: i32 = 16384;
 const CONTROL_PLANE_COUNTS: [i32; 3] = [1, 3, 5];
+const API_ALLOWED_CIDRS: &str = "clusterConfig.apiAllowedCidrs";
 
 /// A rejected input: which field, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,6 +106,15 @@ impl ValidationPolicy {
             findings.check(check_labels("runtimeInput.labels", labels));
         }
         self.check_cluster_config(&request.cluster_config, &mut findings);
+        if self.api_allowed_cidrs_for(&request.cluster_config).is_none() {
+            findings.check(Err(Invalid::new(
+                InvalidReason::Required,
+                API_ALLOWED_CIDRS,
+                "is required: name the IPv4 ranges that may reach the cluster's Kubernetes API (those of \
+                 terraform-runner and host-cluster-controller among them); no default is configured \
+                 (APP_API_ALLOWED_CIDRS)",
+            )));
+        }
         findings.into_result()
     }
 
@@ -158,6 +169,10 @@ impl ValidationPolicy {
             )));
         }
 
+        if let Some(cidrs) = &config.api_allowed_cidrs {
+            findings.check(check_api_allowed_cidrs(cidrs));
+        }
+
         if let Some(network) = &config.network {
             let mut parse =
                 |field, value| parse_cidr(field, value).map_err(|invalid| findings.check(Err(invalid))).ok();
@@ -194,13 +209,28 @@ impl ValidationPolicy {
     }
 }
 
+/// The ranges a request names: each an IPv4 CIDR, none twice, 1 to 20 of them; a bad entry is named by its index.
+fn check_api_allowed_cidrs(cidrs: &[String]) -> Check {
+    parse_api_allowed_cidrs(cidrs.iter().map(String::as_str)).map(drop).map_err(|problem| match problem {
+        ListProblem::Invalid { index, message } => {
+            Invalid::new(InvalidReason::Format, format!("{API_ALLOWED_CIDRS}[{index}]"), message)
+        }
+        ListProblem::Repeated { index, message } => {
+            Invalid::new(InvalidReason::Conflict, format!("{API_ALLOWED_CIDRS}[{index}]"), message)
+        }
+        ListProblem::Count { message } => Invalid::new(InvalidReason::OutOfRange, API_ALLOWED_CIDRS, message),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::domain::{AwsConfig, ControlPlane, Labels, Network, Topology};
 
+    /// The defaults with an operator's list of API ranges, as every deployment but a bare one has.
     pub(super) fn policy() -> ValidationPolicy {
-        ValidationPolicy::DEFAULT
+        let operator = Some(vec!["192.0.2.0/24".parse().unwrap()]);
+        ValidationPolicy { api_allowed_cidrs: operator, ..ValidationPolicy::DEFAULT }
     }
 
     pub(super) fn vanilla() -> ProvisionRequest {
@@ -366,6 +396,56 @@ mod tests {
             policy().validate(&with_network("10.0.0.0/8", "10.244.0.0/16", "172.16.0.0/16")).unwrap_err().first;
         assert_eq!(invalid.field, "clusterConfig.network.podCidr");
         assert!(invalid.message.contains("overlaps vpcCidr 10.0.0.0/8"), "{}", invalid.message);
+    }
+
+    #[test]
+    fn without_the_operators_list_a_request_must_name_its_api_ranges() {
+        let bare = ValidationPolicy::DEFAULT;
+        let rejected = bare.validate(&vanilla()).unwrap_err();
+        assert_eq!(rejected.all().count(), 1, "{rejected:?}");
+        let invalid = rejected.first;
+        assert_eq!(
+            (invalid.field.as_str(), invalid.reason),
+            ("clusterConfig.apiAllowedCidrs", InvalidReason::Required)
+        );
+        assert!(invalid.message.contains("no default is configured (APP_API_ALLOWED_CIDRS)"), "{}", invalid.message);
+
+        let mut request = vanilla();
+        request.cluster_config.api_allowed_cidrs = Some(vec!["203.0.113.0/24".into()]);
+        assert_eq!(bare.validate(&request), Ok(()));
+        assert_eq!(bare.api_allowed_cidrs_for(&request.cluster_config), Some(vec!["203.0.113.0/24".to_owned()]));
+        // The request's list wins over the operator's; without one, the operator's applies.
+        assert_eq!(policy().api_allowed_cidrs_for(&request.cluster_config), Some(vec!["203.0.113.0/24".to_owned()]));
+        assert_eq!(policy().api_allowed_cidrs_for(&vanilla().cluster_config), Some(vec!["192.0.2.0/24".to_owned()]));
+        assert_eq!(policy().validate(&vanilla()), Ok(()));
+    }
+
+    #[test]
+    fn api_ranges_are_ipv4_cidrs_named_by_their_index() {
+        let with_cidrs = |cidrs: &[&str]| {
+            let mut request = gke();
+            request.cluster_config.api_allowed_cidrs = Some(cidrs.iter().map(|cidr| cidr.to_string()).collect());
+            policy().validate(&request)
+        };
+        assert_eq!(with_cidrs(&["0.0.0.0/0"]), Ok(()));
+        assert_eq!(with_cidrs(&["203.0.113.0/24", "198.51.100.7/32"]), Ok(()));
+        for (cidrs, field, reason) in [
+            (&["203.0.113.0/24", "203.0.113.1/24"][..], "clusterConfig.apiAllowedCidrs[1]", InvalidReason::Format),
+            (&["fd00::/8"], "clusterConfig.apiAllowedCidrs[0]", InvalidReason::Format),
+            (
+                &["10.0.0.0/8", "192.0.2.0/24", "10.0.0.0/8"],
+                "clusterConfig.apiAllowedCidrs[2]",
+                InvalidReason::Conflict,
+            ),
+            (&[], "clusterConfig.apiAllowedCidrs", InvalidReason::OutOfRange),
+        ] {
+            let invalid = with_cidrs(cidrs).unwrap_err().first;
+            assert_eq!((invalid.field.as_str(), invalid.reason), (field, reason), "{cidrs:?}: {}", invalid.message);
+        }
+        let many: Vec<String> = (0..21).map(|index| format!("10.{index}.0.0/16")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        assert_eq!(with_cidrs(&many).unwrap_err().first.field, "clusterConfig.apiAllowedCidrs");
+        assert_eq!(with_cidrs(&many[..20]), Ok(()));
     }
 
     #[test]

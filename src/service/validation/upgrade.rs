@@ -80,7 +80,7 @@ pub fn upgrade_from_json(body: &Value) -> Result<UpgradeClusterInput, Rejected> 
         let allowed: &[&str] = match key.as_str() {
             "workerPool" => &WORKER_POOL_FIELDS,
             "controlPlane" => &["machineType"],
-            "kubernetesVersion" => &[],
+            "kubernetesVersion" | "apiAllowedCidrs" => &[],
             fixed if FIXED_FIELDS.contains(&fixed) => {
                 findings.check(Err(Invalid::new(InvalidReason::NotAllowed, field, fixed_message())));
                 continue;
@@ -125,8 +125,8 @@ pub fn upgrade_from_json(body: &Value) -> Result<UpgradeClusterInput, Rejected> 
 }
 
 fn fixed_message() -> &'static str {
-    "only kubernetesVersion, workerPool.machineType, workerPool.minSize, workerPool.maxSize, workerPool.diskSizeGb \
-     and controlPlane.machineType can change after provisioning"
+    "only kubernetesVersion, workerPool.machineType, workerPool.minSize, workerPool.maxSize, workerPool.diskSizeGb, \
+     controlPlane.machineType and apiAllowedCidrs can change after provisioning"
 }
 
 #[cfg(test)]
@@ -140,6 +140,7 @@ mod tests {
             kubernetes_version: version.map(str::to_owned),
             worker_pool: workers,
             control_plane: None,
+            api_allowed_cidrs: None,
         }
     }
 
@@ -224,6 +225,38 @@ mod tests {
         };
         let target = policy().validate_upgrade(&vanilla, &upgrade(None, Some(workers))).unwrap().unwrap();
         assert_eq!((target.worker_pool.max_size, target.worker_pool.machine_type.as_str()), (6, "m6i.large"));
+    }
+
+    /// The ranges that may reach the API change by an upgrade, checked as a provisioning's are; a runtime recorded
+    /// before it had ranges keeps none until one names them.
+    #[test]
+    fn an_upgrade_replaces_the_api_ranges() {
+        let mut current = eks().cluster_config;
+        current.api_allowed_cidrs = Some(vec!["203.0.113.0/24".into()]);
+        let change = |cidrs: &[&str]| UpgradeClusterInput {
+            api_allowed_cidrs: Some(cidrs.iter().map(|cidr| cidr.to_string()).collect()),
+            ..UpgradeClusterInput::default()
+        };
+        let target = policy().validate_upgrade(&current, &change(&["198.51.100.0/24", "192.0.2.9/32"])).unwrap();
+        let expected = vec!["198.51.100.0/24".to_owned(), "192.0.2.9/32".to_owned()];
+        assert_eq!(target.unwrap().api_allowed_cidrs, Some(expected));
+        assert_eq!(policy().validate_upgrade(&current, &change(&["203.0.113.0/24"])), Ok(None), "the same list");
+        let rejected = policy().validate_upgrade(&current, &change(&["198.51.100.0/24", "bad"])).unwrap_err();
+        assert_eq!(rejected.first.field, "clusterConfig.apiAllowedCidrs[1]");
+        let rejected = policy().validate_upgrade(&current, &change(&[])).unwrap_err();
+        assert_eq!(rejected.first.field, "clusterConfig.apiAllowedCidrs");
+
+        let mut legacy = current.clone();
+        legacy.api_allowed_cidrs = None;
+        let target = ValidationPolicy::DEFAULT.validate_upgrade(&legacy, &upgrade(Some("1.35"), None)).unwrap();
+        assert_eq!(target.unwrap().api_allowed_cidrs, None, "no list is required of a change");
+
+        let body = serde_json::json!({"apiAllowedCidrs": ["198.51.100.0/24"]});
+        assert_eq!(upgrade_from_json(&body).unwrap(), change(&["198.51.100.0/24"]));
+        let rejected = upgrade_from_json(&serde_json::json!({"apiAllowedCidrs": null})).unwrap_err();
+        assert_eq!(rejected.first.field, "clusterConfig.apiAllowedCidrs");
+        let rejected = upgrade_from_json(&serde_json::json!({"apiAllowedCidrs": "198.51.100.0/24"})).unwrap_err();
+        assert_eq!(rejected.first.field, "clusterConfig.apiAllowedCidrs");
     }
 
     #[test]

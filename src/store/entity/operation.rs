@@ -38,6 +38,7 @@ pub struct Model {
     pub forced: Option<String>,
     pub approval_policy: Option<String>,
     pub trace_parent: Option<String>,
+    pub target_api_allowed_cidrs: Option<Json>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

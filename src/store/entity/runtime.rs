@@ -24,6 +24,7 @@ pub struct Model {
     pub tenant: Option<String>,
     pub deletion_protection: bool,
     pub approval_policy: String,
+    pub api_allowed_cidrs: Option<Json>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -180,7 +180,9 @@ impl Fixture {
         let folder = tempfile::tempdir().expect("a temporary folder");
         let url = format!("sqlite://{}?mode=rwc", folder.path().join("provisioner.db").display());
         let store = Store::connect(&url, 2, Duration::from_secs(5)).await.expect("a store");
-        let (runtime, provisioning) = Runtime::requested(ProvisionRequest::example(Topology::Eks), false, now());
+        let (mut runtime, provisioning) = Runtime::requested(ProvisionRequest::example(Topology::Eks), false, now());
+        // As the service records it: with the ranges that may reach its API.
+        runtime.cluster_config.api_allowed_cidrs = Some(vec!["203.0.113.0/24".to_owned()]);
         store.insert_runtime(&runtime, &provisioning, None).await.expect("a runtime");
         if operation_type != OperationType::Provision {
             let claim = claim(&store).await;

@@ -45,9 +45,18 @@ variable "service_cidr" {
 }
 
 variable "endpoint_public_access_cidrs" {
-  description = "IPv4 ranges that may reach the public API endpoint (terraform-runner and host-cluster-controller run outside the VPC)."
+  description = "IPv4 ranges that may reach the public API endpoint: terraform-runner's egress and host-cluster-controller's must be among them (both run outside the VPC; the nodes use the private endpoint). Required, with no default: the provisioner renders the request's list or the operator's APP_API_ALLOWED_CIDRS. Never empty, which EKS would read as 0.0.0.0/0."
   type        = list(string)
-  default     = ["0.0.0.0/0"]
+
+  validation {
+    condition     = length(var.endpoint_public_access_cidrs) >= 1 && length(var.endpoint_public_access_cidrs) <= 20
+    error_message = "endpoint_public_access_cidrs must list 1 to 20 IPv4 ranges."
+  }
+
+  validation {
+    condition     = alltrue([for cidr in var.endpoint_public_access_cidrs : can(cidrnetmask(cidr))])
+    error_message = "Every entry of endpoint_public_access_cidrs must be an IPv4 CIDR block such as 203.0.113.0/24."
+  }
 }
 
 variable "node_instance_type" {

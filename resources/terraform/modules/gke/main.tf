@@ -1,5 +1,5 @@
-# A regional GKE cluster (VPC-native, private nodes, public endpoint) without its default node pool, and a
-# separately managed autoscaling node pool. Workload Identity is not enabled.
+# A regional GKE cluster (VPC-native, private nodes, a public endpoint for the authorized networks only) without
+# its default node pool, and a separately managed autoscaling node pool. Workload Identity is not enabled.
 
 data "google_client_config" "current" {}
 
@@ -59,6 +59,20 @@ resource "google_container_cluster" "this" {
   master_auth {
     client_certificate_config {
       issue_client_certificate = false
+    }
+  }
+
+  # Only these ranges reach the public endpoint, and not Google Cloud's own public addresses (any project's Cloud
+  # Build or Compute Engine).
+  master_authorized_networks_config {
+    gcp_public_cidrs_access_enabled = false
+
+    dynamic "cidr_blocks" {
+      for_each = var.master_authorized_cidrs
+
+      content {
+        cidr_block = cidr_blocks.value
+      }
     }
   }
 

@@ -84,6 +84,21 @@ variable "disk_size_gb" {
   type        = number
 }
 
+variable "master_authorized_cidrs" {
+  description = "IPv4 ranges that may reach the cluster's public API endpoint (master authorized networks): terraform-runner's egress and host-cluster-controller's must be among them; the nodes use the private endpoint. Required, with no default: the provisioner renders the request's list or the operator's APP_API_ALLOWED_CIDRS."
+  type        = list(string)
+
+  validation {
+    condition     = length(var.master_authorized_cidrs) >= 1 && length(var.master_authorized_cidrs) <= 20
+    error_message = "master_authorized_cidrs must list 1 to 20 IPv4 ranges."
+  }
+
+  validation {
+    condition     = alltrue([for cidr in var.master_authorized_cidrs : can(cidrnetmask(cidr))])
+    error_message = "Every entry of master_authorized_cidrs must be an IPv4 CIDR block such as 203.0.113.0/24."
+  }
+}
+
 variable "labels" {
   description = "GCP labels for the cluster and the node pool's instances (already mapped onto GCP's label rules)."
   type        = map(string)
