@@ -220,6 +220,7 @@ async fn apply_and_destroy_on_moto(runtime: Runtime) -> (usize, usize, usize) {
     let planned = configuration.plan("apply.tfplan");
     let creates = with_actions(&planned, &["create"]);
     assert_eq!(creates.len(), planned.len(), "a new cluster only creates: {planned:#?}");
+    assert_plans_the_api_ranges(&planned, &configuration.runtime);
 
     let applied = configuration.tofu(&["apply", "-input=false", "-no-color", "-lock-timeout=60s", "apply.tfplan"]);
     let added = resource_count(&applied, "added");
@@ -281,7 +282,9 @@ async fn apply_and_destroy_on_moto(runtime: Runtime) -> (usize, usize, usize) {
     if current.cluster_config.topology == Topology::Eks {
         assert_eks_risks(&mut configuration, &current, &upgrade);
     }
-    configuration.tofu(&["apply", "-input=false", "-no-color", "-lock-timeout=60s", "upgrade.tfplan"]);
+    let applied = configuration.tofu(&["apply", "-input=false", "-no-color", "-lock-timeout=60s", "upgrade.tfplan"]);
+    // Vanilla's new API range is a security group rule of its own.
+    let added = added + resource_count(&applied, "added") - resource_count(&applied, "destroyed");
     if current.cluster_config.topology == Topology::Eks {
         assert_eks_upgraded(&moto, &configuration.runtime);
     } else {
@@ -290,10 +293,45 @@ async fn apply_and_destroy_on_moto(runtime: Runtime) -> (usize, usize, usize) {
 
     let destroyed = configuration.tofu(&["destroy", "-auto-approve", "-input=false", "-no-color", "-lock-timeout=60s"]);
     let destroyed = resource_count(&destroyed, "destroyed");
-    assert_eq!(destroyed, added, "destroy removes what apply created");
+    assert_eq!(destroyed, added, "destroy removes what the applies created");
     let left = remaining(&moto, &configuration.runtime);
     assert!(left.is_empty(), "{}: destroy left {left:#?}", configuration.runtime.name);
     (planned.len(), added, destroyed)
+}
+
+/// The plan of a new cluster opens its API to exactly the ranges its runtime records, by the real provider's
+/// planned values: vanilla one security group rule on port 6443 per range, EKS the public endpoint's access CIDRs,
+/// GKE the master authorized networks (and not Google Cloud's public addresses).
+fn assert_plans_the_api_ranges(planned: &[Value], runtime: &Runtime) {
+    let recorded: BTreeSet<String> =
+        runtime.cluster_config.api_allowed_cidrs.clone().expect("the runtime records its ranges").into_iter().collect();
+    let strings = |values: &Value| -> BTreeSet<String> {
+        values.as_array().expect("a list").iter().map(|value| value.as_str().unwrap().to_owned()).collect()
+    };
+    let after = |resource_type: &str, name: &str| -> Vec<&Value> {
+        planned
+            .iter()
+            .filter(|change| change["type"] == resource_type && change["name"] == name)
+            .map(|change| &change["change"]["after"])
+            .collect()
+    };
+    let opened: BTreeSet<String> = match runtime.cluster_config.topology {
+        Topology::VanillaKubeadm => after("aws_vpc_security_group_ingress_rule", "api_from_clients")
+            .into_iter()
+            .map(|rule| {
+                assert_eq!((&rule["from_port"], &rule["to_port"]), (&Value::from(6443), &Value::from(6443)), "{rule}");
+                rule["cidr_ipv4"].as_str().unwrap().to_owned()
+            })
+            .collect(),
+        Topology::Eks => strings(&after("aws_eks_cluster", "this")[0]["vpc_config"][0]["public_access_cidrs"]),
+        Topology::Gke => {
+            let networks = &after("google_container_cluster", "this")[0]["master_authorized_networks_config"][0];
+            assert_eq!(networks["gcp_public_cidrs_access_enabled"], false, "{networks:#}");
+            let blocks = networks["cidr_blocks"].as_array().expect("cidr_blocks");
+            blocks.iter().map(|block| block["cidr_block"].as_str().unwrap().to_owned()).collect()
+        }
+    };
+    assert_eq!(opened, recorded, "{}: the API opens to exactly the recorded ranges", runtime.name);
 }
 
 /// The planned deletions and replacements that moto's own differences do not explain.
@@ -312,6 +350,31 @@ fn assert_eks_risks(configuration: &mut Configuration, current: &Runtime, upgrad
     assert_eq!(upgrade.risk, Some(PlanRisk::Risky), "{upgrade:#?}");
     assert!(upgrade.risky.iter().any(|address| address.ends_with("aws_eks_cluster.this")), "{upgrade:#?}");
     assert!(upgrade.destructive.is_empty(), "{upgrade:#?}");
+
+    // Other ranges for the API: the cluster's public endpoint is updated in place, nothing else changes.
+    let mut narrowed = current.clone();
+    narrowed.cluster_config.api_allowed_cidrs = Some(vec!["192.0.2.0/24".into()]);
+    configuration.rerender(OperationType::Upgrade, narrowed);
+    let changes: Vec<Value> = configuration
+        .plan("ranges.tfplan")
+        .into_iter()
+        .filter(|change| change["change"]["actions"] != serde_json::json!(["no-op"]))
+        .filter(|change| {
+            !changed_attributes(change).iter().all(|attribute| {
+                MOTO_ONLY_DIFFERENCES.contains(&(change["type"].as_str().unwrap_or_default(), attribute.as_str()))
+            })
+        })
+        .collect();
+    assert_eq!(changes.len(), 1, "only the cluster changes: {changes:#?}");
+    assert_eq!(changes[0]["change"]["actions"], serde_json::json!(["update"]), "{changes:#?}");
+    assert_eq!(
+        changes[0]["change"]["after"]["vpc_config"][0]["public_access_cidrs"],
+        serde_json::json!(["192.0.2.0/24"])
+    );
+    assert_eq!(assessed(&changes).risk, Some(PlanRisk::Risky), "a protected resource updated in place");
+    configuration.rerender(OperationType::Upgrade, upgraded(current));
+    configuration.plan("upgrade.tfplan");
+
     let Some(network) = &current.cluster_config.network else { return };
     let mut moved = upgraded(current);
     moved.cluster_config.network = Some(Network { vpc_cidr: "10.30.0.0/16".into(), ..network.clone() });
@@ -396,10 +459,16 @@ fn control_plane_count(runtime: &Runtime) -> usize {
 }
 
 /// `runtime` with every change an upgrade of its topology accepts: the next Kubernetes version, the worker pool's
-/// machine type, sizes and disk, and (vanilla_kubeadm) the control plane's machine type.
+/// machine type, sizes and disk, and (vanilla_kubeadm) the control plane's machine type and one more API range.
 fn upgraded(runtime: &Runtime) -> Runtime {
     let mut upgraded = runtime.clone();
     let config = &mut upgraded.cluster_config;
+    // One more range for the API: vanilla adds a security group rule (applied); EKS updates its cluster's endpoint
+    // in place (planned only in `assert_eks_risks`: moto's UpdateClusterConfig answers without the update the
+    // provider waits for, so the EKS upgrade keeps its ranges here).
+    if config.topology == Topology::VanillaKubeadm {
+        config.api_allowed_cidrs.as_mut().expect("the runtime records its ranges").push("192.0.2.0/24".into());
+    }
     config.worker_pool.machine_type = "m6i.large".into();
     config.worker_pool.min_size += 1;
     config.worker_pool.max_size += 2;
@@ -596,6 +665,7 @@ async fn gke_plans(network: Option<Network>, name: &str) -> usize {
     configuration.init_and_validate();
     let planned = configuration.plan("apply.tfplan");
     assert_eq!(with_actions(&planned, &["create"]).len(), planned.len(), "a new cluster only creates: {planned:#?}");
+    assert_plans_the_api_ranges(&planned, &configuration.runtime);
     let types: BTreeSet<&str> = planned.iter().filter_map(|change| change["type"].as_str()).collect();
     for wanted in ["google_container_cluster", "google_container_node_pool", "google_compute_network"] {
         assert!(types.contains(wanted), "{name} plans no {wanted}: {types:?}");
