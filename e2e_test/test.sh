@@ -20,7 +20,9 @@ missing: ${missing[*]}
   ZONES            comma-separated zones, for example eu-central-1a,eu-central-1b
   PROVISIONER_TOKEN or PROVISIONER_TOKEN_FILE
                    bearer token of a caller in APP_AUTH_ALLOWED_USERS (not needed with APP_AUTH_ENABLED=false)
-optional: GCP_PROJECT_ID (GKE), KUBERNETES_VERSION (1.34), MACHINE_TYPE, NAME, TIMEOUT_MINUTES (60)
+optional: GCP_PROJECT_ID (GKE), KUBERNETES_VERSION (1.34), MACHINE_TYPE, NAME, TIMEOUT_MINUTES (60),
+          API_ALLOWED_CIDRS (comma-separated IPv4 ranges that may reach the cluster's API; unset: the
+          service's APP_API_ALLOWED_CIDRS, which must then be set)
 USAGE
   exit 2
 fi
@@ -65,6 +67,8 @@ else:
     config["aws"] = {"zones": zones}
 if topology == "VANILLA_KUBEADM":
     config["controlPlane"] = {"count": 1, "machineType": machine}
+if os.environ.get("API_ALLOWED_CIDRS"):
+    config["apiAllowedCidrs"] = os.environ["API_ALLOWED_CIDRS"].split(",")
 print(json.dumps({"config": {"runtimeInput": {"name": "$name"}, "clusterConfig": config}}))
 PY
 )
