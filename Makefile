@@ -3,7 +3,7 @@
 TEST_DATABASE_URL ?= postgres://postgres:postgres@127.0.0.1:5432/postgres
 export TEST_DATABASE_URL
 
-.PHONY: run test-really-local test test-unit schemathesis fuzz bench postgres control-plane node helm image tofu terraform-providers fake-gcs test-tools playground browser-test-tools dev-cluster gqlgen generate migrate fmt lint
+.PHONY: run test-really-local test test-unit schemathesis fuzz bench postgres control-plane node helm kubectl image tofu terraform-providers fake-gcs test-tools playground browser-test-tools dev-cluster gqlgen generate migrate fmt lint
 
 ## Starts the server on the embedded SQLite default (./data/provisioner.db) with a development auth-service;
 ## playground at http://127.0.0.1:3000/graphql
@@ -21,10 +21,10 @@ run:
 	APP_PLAYGROUND_ASSETS_DIR=$${APP_PLAYGROUND_ASSETS_DIR:-$$(tools/build-playground.sh | tail -n1)} \
 	"$${CARGO_TARGET_DIR:-target}/debug/local-cloud"
 
-## Installs and starts what the tests need (PostgreSQL, the test control plane and a real node, helm, tofu, the
-## Terraform providers, fake-gcs-server, moto and the AWS CLI, the playground's assets, Chromium and playwright-core),
-## then builds the image from the tests' binaries and runs every test.
-test-really-local: postgres control-plane node helm tofu terraform-providers fake-gcs test-tools playground browser-test-tools previous-release
+## Installs and starts what the tests need (PostgreSQL, the test control plane and a real node, helm, kubectl, tofu,
+## the Terraform providers, fake-gcs-server, moto and the AWS CLI, the playground's assets, Chromium and
+## playwright-core), then builds the image from the tests' binaries and runs every test.
+test-really-local: postgres control-plane node helm kubectl tofu terraform-providers fake-gcs test-tools playground browser-test-tools previous-release
 	$(MAKE) --no-print-directory test
 	$(MAKE) --no-print-directory schemathesis
 
@@ -63,6 +63,7 @@ TEST_ENV = TEST_TERRAFORM_RUNNER_BIN="$${CARGO_TARGET_DIR:-$(CURDIR)/target}/deb
 	TEST_CONTROL_PLANE_BIN_DIR="$${TEST_CONTROL_PLANE_BIN_DIR:-$$(tools/build-control-plane.sh | tail -n1)}" \
 	TEST_NODE_BIN_DIR="$${TEST_NODE_BIN_DIR:-$$(tools/build-node.sh | tail -n1)}" \
 	TEST_HELM_BIN="$${TEST_HELM_BIN:-$$(tools/build-helm.sh | tail -n1)/helm}" \
+	TEST_KUBECTL_BIN="$${TEST_KUBECTL_BIN:-$$(tools/build-kubectl.sh | tail -n1)/kubectl}" \
 	TEST_TOFU_BIN="$${TEST_TOFU_BIN:-$$(tools/build-tofu.sh | tail -n1)/tofu}" \
 	TEST_TERRAFORM_PROVIDERS="$${TEST_TERRAFORM_PROVIDERS:-$$(tools/build-terraform-providers.sh | tail -n1)}" \
 	TEST_FAKE_GCS_BIN="$${TEST_FAKE_GCS_BIN:-$$(tools/build-fake-gcs.sh | tail -n1)/fake-gcs-server}" \
@@ -108,6 +109,11 @@ node:
 ## Builds the helm CLI from the Go module proxy into ~/.cache (once): the chart's tests and `make generate` use it.
 helm:
 	tools/build-helm.sh
+
+## Builds kubectl at the control plane's Kubernetes version from the Go module proxy into ~/.cache (once); the
+## integration tests run it against the test control plane (TEST_KUBECTL_BIN).
+kubectl:
+	tools/build-kubectl.sh
 
 ## Builds OpenTofu's CLI (tofu) from the Go module proxy into ~/.cache (once); the runner and module tests use it.
 tofu:

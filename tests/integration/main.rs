@@ -24,6 +24,7 @@ mod fuzz_api;
 mod gcp_smoke;
 mod generated;
 mod history;
+mod kubectl_tool;
 mod limits;
 mod manifests;
 mod modules;
