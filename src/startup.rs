@@ -22,6 +22,7 @@ use crate::api::authorization::Authorizer;
 use crate::api::playground::PlaygroundAssets;
 use crate::api::{self, ProcessHealth};
 use crate::credentials::{self, AuthClient};
+use crate::declarative::reconciler::RuntimeResources;
 use crate::executor::Executor;
 use crate::render::{self, Renderer};
 use crate::service::Service;
@@ -79,12 +80,19 @@ pub struct Background {
     worker: Option<Worker>,
     /// Runs where the worker runs.
     retention: Option<Retention>,
+    runtime_resources: Option<RuntimeResources>,
     worker_health: WorkerHealth,
 }
 
 impl Default for Background {
     fn default() -> Self {
-        Background { job_cache: None, worker: None, retention: None, worker_health: WorkerHealth::disabled() }
+        Background {
+            job_cache: None,
+            worker: None,
+            retention: None,
+            runtime_resources: None,
+            worker_health: WorkerHealth::disabled(),
+        }
     }
 }
 
@@ -116,7 +124,7 @@ impl App {
         let authentication = authentication(&settings.authn, kube_client.clone(), &metrics, audit);
 
         let kubernetes = &settings.kubernetes;
-        let (executor, job_cache) = match kube_client {
+        let (executor, job_cache) = match kube_client.clone() {
             Some(client) => {
                 let (executor, sync) = Executor::new(client, kubernetes.jobs.clone());
                 let sync = async move {
@@ -154,6 +162,14 @@ impl App {
         let retention = worker.as_ref().map(|_| Retention { store: store.clone(), periods: settings.retention });
         let service = Service::new(store, settings.validation.clone(), auth, executor, wake, settings.service.clone());
         let worker_health = if worker.is_some() { worker_health } else { WorkerHealth::disabled() };
+        let runtime_resources = match (&kube_client, &kubernetes.runtime_resources) {
+            (Some(client), Some(namespaces)) => Some(RuntimeResources {
+                client: client.clone(),
+                service: service.clone(),
+                namespaces: namespaces.clone(),
+            }),
+            _ => None,
+        };
         let draining = Draining::default();
         Ok(App {
             router: api::router(
@@ -170,7 +186,7 @@ impl App {
             ),
             metrics_router: api::metrics_router(service.clone(), metrics),
             service,
-            background: Background { job_cache, worker, retention, worker_health },
+            background: Background { job_cache, worker, retention, runtime_resources, worker_health },
             draining,
             shutdown_delay: settings.server.shutdown_delay,
         })
@@ -225,6 +241,7 @@ enum TaskName {
     JobCache,
     Worker,
     Retention,
+    RuntimeResources,
 }
 
 impl TaskName {
@@ -235,6 +252,7 @@ impl TaskName {
             TaskName::JobCache => "Job cache",
             TaskName::Worker => "worker",
             TaskName::Retention => "retention",
+            TaskName::RuntimeResources => "Runtime resources",
         }
     }
 }
@@ -300,6 +318,9 @@ impl Background {
         }
         if let Some(retention) = self.retention {
             tasks.push((TaskName::Retention, Box::pin(retention.run(stopped.clone())) as Task));
+        }
+        if let Some(resources) = self.runtime_resources {
+            tasks.push((TaskName::RuntimeResources, Box::pin(resources.run(stopped.clone())) as Task));
         }
         if let Some(worker) = self.worker {
             let run = async move { worker.run(stopped).await.map_err(|error| error.to_string()) };

@@ -1,5 +1,9 @@
 //! Runtimes declared as Kubernetes objects: the `Runtime` custom resource and its definition. An adapter beside
 //! the APIs: it drives the same service use cases and never touches the store.
 
+pub mod convert;
 pub mod crd;
+pub mod kubeconfig_secret;
+pub mod reconciler;
 pub mod resource;
+pub mod status;

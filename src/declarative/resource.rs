@@ -10,10 +10,10 @@ use uuid::Uuid;
 
 use crate::domain::approval::ApprovalPolicy;
 use crate::domain::{ClusterConfig, Labels};
+use runner_contract::plan::PlanRisk;
 
-/// The API group, shared with the RBAC mode's SubjectAccessReviews (`runtimes.provisioner.kubeopera.io`).
-pub const GROUP: &str = "provisioner.kubeopera.io";
-pub const VERSION: &str = "v1alpha1";
+/// The field manager of everything the provisioner writes of a Runtime and beside it.
+pub const FIELD_MANAGER: &str = "cluster-provisioner";
 
 /// What a Runtime asks for.
 #[derive(CustomResource, Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -120,7 +120,7 @@ pub struct WaitingPlan {
     /// The digest an approval names.
     pub sha256: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub risk: Option<String>,
+    pub risk: Option<PlanRisk>,
 }
 
 /// A Secret in the object's own namespace.

@@ -3,7 +3,9 @@
 use ipnet::Ipv4Net;
 
 use super::*;
+use crate::declarative::reconciler::RuntimeNamespaces;
 use crate::domain::api_access::{ListProblem, parse_api_allowed_cidrs};
+use crate::domain::tenant::Tenant;
 
 fn invalid(variable: &str, message: impl Into<String>) -> Error {
     Error::Invalid { variable: variable.to_owned(), message: message.into() }
@@ -132,7 +134,7 @@ impl Variables {
         }
         Ok(Settings {
             database,
-            kubernetes: KubernetesSettings { jobs, modules },
+            kubernetes: KubernetesSettings { jobs, modules, runtime_resources: self.runtime_resources()? },
             auth: AuthSettings {
                 service_base_url: self.auth_service_base_url.clone(),
                 oauth_client_file: self.app_auth_oauth_path.clone(),
@@ -178,6 +180,25 @@ impl Variables {
             ListProblem::Count { message } => invalid(variable, message),
         })?;
         Ok(Some(cidrs))
+    }
+
+    /// `off`: none; `all`; or the listed namespaces, each a DNS label as a namespace's name is.
+    fn runtime_resources(&self) -> Result<Option<RuntimeNamespaces>> {
+        let variable = "APP_RUNTIME_RESOURCES";
+        match self.app_runtime_resources.trim() {
+            "off" | "" => Ok(None),
+            "all" => Ok(Some(RuntimeNamespaces::All)),
+            list => {
+                let names: Vec<String> =
+                    list.split(',').map(str::trim).filter(|name| !name.is_empty()).map(str::to_owned).collect();
+                match names.iter().find(|name| Tenant::parse(name).is_err()) {
+                    Some(name) => {
+                        Err(invalid(variable, format!("{name:?} is not a namespace's name (off, all or names)")))
+                    }
+                    None => Ok(Some(RuntimeNamespaces::Only(names))),
+                }
+            }
+        }
     }
 
     fn server(&self) -> Result<ServerSettings> {

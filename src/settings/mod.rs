@@ -14,6 +14,7 @@ use secrecy::{ExposeSecret, SecretString};
 use crate::api::HttpSettings;
 use crate::api::graphql;
 use crate::credentials::AuthSettings;
+use crate::declarative::reconciler::RuntimeNamespaces;
 use crate::domain::deletion::DeletionPolicy;
 use crate::domain::policy::ValidationPolicy;
 use crate::executor::{JobSettings, ModulesSettings, RunnerResources};
@@ -110,6 +111,8 @@ pub struct KubernetesSettings {
     pub jobs: JobSettings,
     /// The pinned modules repository; without `MODULES_REPO_URL` the worker does not start.
     pub modules: Option<ModulesSettings>,
+    /// Whose `Runtime` resources this process reconciles; `None`: none.
+    pub runtime_resources: Option<RuntimeNamespaces>,
 }
 
 /// Who may call the API: Kubernetes ServiceAccount tokens for `audience`, from one of `allowed_users`.
@@ -390,6 +393,19 @@ mod tests {
         }
         let error = load(&[("APP_DATABASE_HOST", "db"), ("APP_DATABASE_PORT", "99999")]).unwrap_err();
         assert!(error.to_string().starts_with("APP_DATABASE_PORT:"), "{error}");
+    }
+
+    /// Runtime resources are reconciled only when asked: everywhere, or in the listed namespaces.
+    #[test]
+    fn runtime_resources_are_off_unless_asked_and_namespaces_are_checked() {
+        assert_eq!(load(&[]).unwrap().kubernetes.runtime_resources, None);
+        let all = load(&[("APP_RUNTIME_RESOURCES", "all")]).unwrap();
+        assert_eq!(all.kubernetes.runtime_resources, Some(RuntimeNamespaces::All));
+        let some = load(&[("APP_RUNTIME_RESOURCES", "team-a, team-b")]).unwrap();
+        let names = vec!["team-a".to_owned(), "team-b".to_owned()];
+        assert_eq!(some.kubernetes.runtime_resources, Some(RuntimeNamespaces::Only(names)));
+        let error = load(&[("APP_RUNTIME_RESOURCES", "team a")]).unwrap_err().to_string();
+        assert!(error.starts_with("APP_RUNTIME_RESOURCES: \"team a\""), "{error}");
     }
 
     /// The operator's ranges for every cluster's API: none unless configured, each entry checked, a bad one named

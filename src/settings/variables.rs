@@ -220,6 +220,10 @@ pub(super) struct Variables {
     /// terraform-runner (the Jobs' NAT) and of host-cluster-controller, which must reach every cluster's API.
     /// Runtimes provisioned before runtimes recorded their list render this one on their next run.
     pub(super) app_api_allowed_cidrs: Option<String>,
+    /// Which namespaces' `Runtime` resources this process reconciles: `off`, `all`, or a comma-separated list of
+    /// namespaces. A Runtime's namespace is its runtime's tenant. The chart sets `all` while it installs the
+    /// resource's definition (`crds.install`).
+    pub(super) app_runtime_resources: String,
     /// Resume operations left `InProgress` by a stopped process once their lease expired.
     #[serde(deserialize_with = "parsed")]
     pub(super) app_enqueue_in_progress_operations: bool,
@@ -354,6 +358,7 @@ impl Default for Variables {
             app_protected_environments: String::new(),
             app_require_delete_confirmation: false,
             app_api_allowed_cidrs: None,
+            app_runtime_resources: "off".to_owned(),
             app_enqueue_in_progress_operations: true,
             app_kubernetes_version_min: ValidationPolicy::DEFAULT.min_kubernetes_version,
             app_kubernetes_version_max: ValidationPolicy::DEFAULT.max_kubernetes_version,

@@ -3,13 +3,21 @@
 
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::wait::{await_condition, conditions};
+use provisioner::declarative::convert::provision_request;
 use provisioner::declarative::crd::runtime_crd;
-use provisioner::declarative::resource::RuntimeResource;
+use provisioner::declarative::resource::{ResourceCondition, RuntimeResource};
 use provisioner::domain::{ProvisionRequest, Topology};
+use provisioner::service::ValidationPolicy;
 use serde_json::{Value, json};
+use test_support::Backend;
+use test_support::auth_service::aws_credential;
+use test_support::engine::{Engine, KUBECONFIG_OUTPUT};
+use test_support::kubectl::Kubectl;
 
 /// Installs the chart's definition (server-side apply: every test may) and waits until it is served.
 async fn install_definition(client: kube::Client) {
@@ -103,4 +111,243 @@ async fn the_runtime_definition_is_served_and_the_api_server_refuses_what_may_no
     assert_eq!(rows[0][0], "blue");
     assert_eq!((&rows[0][2], &rows[0][3]), (&json!("eks"), &json!("1.35")));
     assert_eq!(rows[1][2], "gke");
+}
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// Polls the Runtime until `check` accepts it (or it is gone, for `None`), dumping the last seen object on timeout.
+async fn wait_for(
+    runtimes: &Api<RuntimeResource>,
+    name: &str,
+    what: &str,
+    check: impl Fn(Option<&RuntimeResource>) -> bool,
+) -> Option<RuntimeResource> {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let object = runtimes.get_opt(name).await.expect("read the Runtime");
+        if check(object.as_ref()) {
+            return object;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the Runtime {name} did not get {what}: {object:#?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn condition<'a>(object: &'a RuntimeResource, condition_type: &str) -> Option<&'a ResourceCondition> {
+    object.status.as_ref()?.conditions.iter().find(|condition| condition.condition_type == condition_type)
+}
+
+fn is_ready(object: Option<&RuntimeResource>) -> bool {
+    object.and_then(|object| condition(object, "Ready")).is_some_and(|ready| ready.status == "True")
+}
+
+fn state_is(state: &'static str) -> impl Fn(Option<&RuntimeResource>) -> bool {
+    move |object| object.and_then(|object| object.status.as_ref()?.state.clone()).as_deref() == Some(state)
+}
+
+/// A Runtime's life through the reconciler, on the real control plane with the production RBAC: applied, it is
+/// provisioned (one provisioning, whatever the reconciler's restarts) and Ready with its kubeconfig in a Secret
+/// of its namespace; a new version upgrades it and `observedGeneration` follows; `hibernated` hibernates and wakes
+/// it; a protected one keeps its finalizer and says why; deleted, it is deprovisioned and goes with its Secret.
+#[tokio::test]
+async fn a_runtime_resource_lives_its_life_through_the_same_operations() {
+    let control_plane = test_control_plane::shared().await;
+    let admin = control_plane.admin_client().unwrap();
+    install_definition(admin.clone()).await;
+    let tenant = control_plane.new_namespace("tenant").await.unwrap();
+    let (mut engine, process) = Engine::start(Backend::Postgres, &[("APP_RUNTIME_RESOURCES", &tenant)]).await;
+    engine.app.auth.add_tenant_credential(&tenant, "cred-aws-1", aws_credential());
+    let runtimes: Api<RuntimeResource> = Api::namespaced(admin.clone(), &tenant);
+    let mut object = runtime("blue", Topology::VanillaKubeadm);
+    object["spec"]["deletionProtection"] = json!(false);
+    let object: RuntimeResource = serde_json::from_value(object).unwrap();
+    runtimes.create(&PostParams::default(), &object).await.expect("created");
+
+    let provisioning = wait_for(&runtimes, "blue", "a runtime", |object| {
+        object.and_then(|object| object.status.as_ref()?.runtime_id).is_some()
+    })
+    .await
+    .unwrap();
+    assert_eq!(provisioning.finalizers(), ["provisioner.kubeopera.io/deprovision"]);
+    let runtime_id = provisioning.status.unwrap().runtime_id.unwrap();
+    // A restart of the reconciler while the provisioning runs queues nothing more.
+    process.stop().await;
+    let process = engine.start_process(&[]).await;
+    let job = |kind: &str| format!("{kind}-{runtime_id}");
+    let succeeds = |kind: &'static str| {
+        let engine = &engine;
+        async move {
+            let outputs = format!("provision-{runtime_id}-outputs");
+            engine.runner_succeeds(&job(kind), Some((&outputs, KUBECONFIG_OUTPUT))).await;
+        }
+    };
+    succeeds("provision").await;
+    let ready = wait_for(&runtimes, "blue", "Ready", is_ready).await.unwrap();
+    let status = ready.status.clone().unwrap();
+    assert_eq!((status.state.as_deref(), status.observed_generation), (Some("Ready"), ready.metadata.generation));
+    let secret_name = status.kubeconfig_secret_ref.expect("the kubeconfig's Secret").name;
+    assert_eq!(secret_name, "blue-kubeconfig");
+    let secrets: Api<Secret> = Api::namespaced(admin.clone(), &tenant);
+    let secret = secrets.get(&secret_name).await.expect("the kubeconfig Secret");
+    assert_eq!(secret.data.unwrap()["kubeconfig"].0, KUBECONFIG_OUTPUT.as_bytes());
+    assert_eq!(secret.metadata.owner_references.unwrap()[0].uid, ready.metadata.uid.clone().unwrap());
+    // The namespace is the runtime's tenant.
+    let path = format!("/api/v1/runtimes/{runtime_id}");
+    let own = engine.app.request("GET", &path, None, &[("Tenant", tenant.as_str())]).await;
+    assert_eq!(own.json()["name"], "blue");
+    let other = engine.app.request("GET", &path, None, &[("Tenant", "another-tenant")]).await;
+    assert_eq!(other.status, axum::http::StatusCode::NOT_FOUND);
+    let operations = engine.app.get(&format!("/api/v1/provisions/{runtime_id}/operations")).await.json();
+    assert_eq!(operations["operations"].as_array().map(Vec::len), Some(1), "one provisioning: {operations}");
+
+    // A new version: an upgrade, and observedGeneration follows.
+    let patch = |spec: Value| {
+        let runtimes = runtimes.clone();
+        async move { runtimes.patch("blue", &PatchParams::default(), &Patch::Merge(json!({ "spec": spec }))).await }
+    };
+    let upgraded = patch(json!({ "kubernetesVersion": "1.35" })).await.unwrap();
+    wait_for(&runtimes, "blue", "Updating", state_is("Updating")).await;
+    succeeds("upgrade").await;
+    let ready = wait_for(&runtimes, "blue", "Ready again", |object| {
+        is_ready(object) && object.unwrap().status.as_ref().unwrap().observed_generation == upgraded.metadata.generation
+    })
+    .await
+    .unwrap();
+    let shown = engine.app.get(&format!("/api/v1/runtimes/{runtime_id}")).await.json();
+    assert_eq!(shown["clusterConfig"]["kubernetesVersion"], "1.35", "{shown}");
+    assert!(ready.status.unwrap().last_operation.unwrap().operation_type == "Upgrade");
+
+    // Hibernated, then awake.
+    patch(json!({ "hibernated": true })).await.unwrap();
+    wait_for(&runtimes, "blue", "Hibernating", state_is("Hibernating")).await;
+    succeeds("hibernate").await;
+    wait_for(&runtimes, "blue", "Hibernated", state_is("Hibernated")).await;
+    patch(json!({ "hibernated": false })).await.unwrap();
+    wait_for(&runtimes, "blue", "Updating", state_is("Updating")).await;
+    succeeds("wake-up").await;
+    wait_for(&runtimes, "blue", "Ready after the wake-up", is_ready).await;
+
+    // Protected, its deletion waits and says why; unprotected in the spec, it is deprovisioned and goes.
+    patch(json!({ "deletionProtection": true })).await.unwrap();
+    let protected = async {
+        while engine.app.get(&path).await.json()["deletionProtection"] != json!(true) {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    };
+    tokio::time::timeout(WAIT, protected).await.expect("the spec's protection reaches the runtime");
+    runtimes.delete("blue", &Default::default()).await.expect("deletion requested");
+    let held = wait_for(&runtimes, "blue", "a refused deprovisioning", |object| {
+        object.and_then(|object| condition(object, "Reconciled")).is_some_and(|reconciled| reconciled.status == "False")
+    })
+    .await
+    .unwrap();
+    let reconciled = condition(&held, "Reconciled").unwrap();
+    assert!(reconciled.message.contains("protect"), "{reconciled:?}");
+    patch(json!({ "deletionProtection": false })).await.unwrap();
+    wait_for(&runtimes, "blue", "Deprovisioning", state_is("Deprovisioning")).await;
+    engine.runner_succeeds(&job("deprovision"), None).await;
+    wait_for(&runtimes, "blue", "gone", |object| object.is_none()).await;
+    let deleted = engine.app.get(&format!("/api/v1/runtimes/{runtime_id}")).await.json();
+    assert_eq!(deleted["state"], "Deleted", "{deleted}");
+    let gone = async {
+        while secrets.get_opt(&secret_name).await.unwrap().is_some() {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    };
+    tokio::time::timeout(WAIT, gone).await.expect("the kubeconfig Secret goes with its Runtime");
+    process.stop().await;
+}
+
+/// Writes a GitOps folder: a kustomization of `names` (EKS Runtimes of the REST example) in `namespace`, each
+/// labelled as this folder's.
+fn write_folder(folder: &std::path::Path, namespace: &str, names: &[&str]) {
+    for name in names {
+        let object = runtime(name, Topology::Eks);
+        std::fs::write(folder.join(format!("{name}.yaml")), object.to_string()).unwrap();
+    }
+    let resources: Vec<String> = names.iter().map(|name| format!("  - {name}.yaml\n")).collect();
+    let kustomization = format!(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: {namespace}\n\
+         labels:\n  - pairs:\n      kubeopera.io/gitops: test\nresources:\n{}",
+        resources.concat()
+    );
+    std::fs::write(folder.join("kustomization.yaml"), kustomization).unwrap();
+}
+
+/// GitOps: a folder of three Runtimes applied with `kubectl apply -k --prune` is provisioned and `kubectl wait
+/// --for=condition=Ready` returns; `kubectl get runtimes` shows the definition's columns; one Runtime removed from
+/// the folder and the folder applied again is deprovisioned and goes, and the other two are left as they were.
+#[tokio::test]
+async fn a_runtime_removed_from_a_gitops_folder_is_deprovisioned_and_the_others_stay() {
+    let control_plane = test_control_plane::shared().await;
+    let admin = control_plane.admin_client().unwrap();
+    install_definition(admin.clone()).await;
+    let tenant = control_plane.new_namespace("gitops").await.unwrap();
+    let (engine, process) = Engine::start(Backend::Sqlite, &[("APP_RUNTIME_RESOURCES", &tenant)]).await;
+    engine.app.auth.add_tenant_credential(&tenant, "cred-aws-1", aws_credential());
+    let kubectl = Kubectl::admin(control_plane);
+    let folder = kubectl.folder().join("runtimes");
+    std::fs::create_dir(&folder).unwrap();
+    let folder_path = folder.to_str().unwrap();
+    let apply = ["apply", "-k", folder_path, "--prune", "-l", "kubeopera.io/gitops=test"];
+    let apply = [&apply[..], &["--prune-allowlist=provisioner.kubeopera.io/v1alpha1/Runtime"]].concat();
+
+    write_folder(&folder, &tenant, &["alpha", "beta", "gamma"]);
+    kubectl.run(&apply);
+    let runtimes: Api<RuntimeResource> = Api::namespaced(admin.clone(), &tenant);
+    let mut ids = std::collections::BTreeMap::new();
+    for name in ["alpha", "beta", "gamma"] {
+        let object = wait_for(&runtimes, name, "a runtime", |object| {
+            object.and_then(|object| object.status.as_ref()?.runtime_id).is_some()
+        })
+        .await
+        .unwrap();
+        let runtime_id = object.status.unwrap().runtime_id.unwrap();
+        let outputs = format!("provision-{runtime_id}-outputs");
+        engine.runner_succeeds(&format!("provision-{runtime_id}"), Some((&outputs, KUBECONFIG_OUTPUT))).await;
+        ids.insert(name, runtime_id);
+    }
+    for name in ["alpha", "beta", "gamma"] {
+        wait_for(&runtimes, name, "Ready", is_ready).await;
+    }
+    let names = ["runtime/alpha", "runtime/beta", "runtime/gamma"];
+    kubectl.run(&[&["wait", "--for=condition=Ready", "-n", &tenant, "--timeout=60s"], &names[..]].concat());
+    let table = kubectl.run(&["get", "runtimes", "-A"]);
+    println!("$ kubectl get runtimes -A\n{table}");
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAMESPACE", "NAME", "STATE", "TOPOLOGY", "VERSION", "REGION", "AGE"]);
+    let row = table.lines().find(|line| line.starts_with(&tenant) && line.contains("alpha")).unwrap();
+    assert_eq!(row.split_whitespace().collect::<Vec<_>>()[2..6], ["Ready", "eks", "1.34", "eu-central-1"]);
+
+    write_folder(&folder, &tenant, &["alpha", "beta"]);
+    let pruned = kubectl.run(&apply);
+    assert!(pruned.contains("runtime.provisioner.kubeopera.io/gamma pruned"), "{pruned}");
+    wait_for(&runtimes, "gamma", "Deprovisioning", state_is("Deprovisioning")).await;
+    engine.runner_succeeds(&format!("deprovision-{}", ids["gamma"]), None).await;
+    wait_for(&runtimes, "gamma", "gone", |object| object.is_none()).await;
+    for name in ["alpha", "beta"] {
+        let operations = engine.app.get(&format!("/api/v1/provisions/{}/operations", ids[name])).await.json();
+        assert_eq!(operations["operations"].as_array().map(Vec::len), Some(1), "{name} untouched: {operations}");
+        assert!(is_ready(runtimes.get_opt(name).await.unwrap().as_ref()), "{name} stays Ready");
+    }
+    process.stop().await;
+}
+
+/// The GitOps example folder holds Runtimes the API server accepts as they are.
+#[tokio::test]
+async fn the_gitops_examples_are_runtimes_the_api_server_accepts() {
+    let control_plane = test_control_plane::shared().await;
+    install_definition(control_plane.admin_client().unwrap()).await;
+    let namespace = control_plane.new_namespace("examples").await.unwrap();
+    let kubectl = Kubectl::admin(control_plane);
+    let rendered = kubectl.run(&["kustomize", "examples/gitops"]);
+    assert!(rendered.matches("kind: Runtime").count() >= 2, "{rendered}");
+    for file in ["examples/gitops/blue.yaml", "examples/gitops/green.yaml"] {
+        let created = kubectl.run(&["create", "--dry-run=server", "-n", &namespace, "-f", file, "-o", "json"]);
+        let object: RuntimeResource = serde_json::from_str(&created).expect("a Runtime");
+        assert!(object.spec.cluster.api_allowed_cidrs.is_some(), "{file} names the ranges its API is open to");
+        // And the provisioner takes it as it is: the request it stands for passes the service's checks.
+        let request = provision_request(&object.name_any(), &object.spec);
+        ValidationPolicy::DEFAULT.validate(&request).unwrap_or_else(|refused| panic!("{file}: {refused:?}"));
+    }
 }

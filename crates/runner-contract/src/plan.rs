@@ -17,6 +17,7 @@ pub const EXIT_DESTRUCTIVE_PLAN: i32 = 3;
 #[cfg_attr(feature = "graphql", derive(async_graphql::Enum))]
 #[cfg_attr(feature = "graphql", graphql(rename_items = "PascalCase"))]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub enum PlanRisk {
     Safe,

@@ -14,6 +14,7 @@ pub mod gcp;
 pub mod git_server;
 pub mod google_apis;
 pub mod helm;
+pub mod kubectl;
 pub mod kubelet_stand_in;
 pub mod moto;
 pub mod otlp_collector;
