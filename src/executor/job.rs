@@ -8,11 +8,12 @@ use k8s_openapi::api::core::v1::{
     Capabilities, ConfigMapEnvSource, ConfigMapProjection, ConfigMapVolumeSource, Container, DownwardAPIProjection,
     DownwardAPIVolumeFile, EmptyDirVolumeSource, EnvFromSource, EnvVar, EnvVarSource, KeyToPath, ObjectFieldSelector,
     PodSecurityContext, PodSpec, PodTemplateSpec, ProjectedVolumeSource, ResourceRequirements, SeccompProfile,
-    SecretVolumeSource, SecurityContext, ServiceAccountTokenProjection, Volume, VolumeMount, VolumeProjection,
+    SecretKeySelector, SecretVolumeSource, SecurityContext, ServiceAccountTokenProjection, Volume, VolumeMount,
+    VolumeProjection,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use runner_contract::environment::{RunnerEnvironment, downward_variables, mount};
+use runner_contract::environment::{RunnerEnvironment, downward_variables, mount, var};
 pub use runner_contract::job::finished;
 use runner_contract::job::{RUNNER_BINARY, RUNNER_GRACE_PERIOD};
 use runner_contract::modules::{self, ModulesSource};
@@ -44,7 +45,13 @@ pub struct JobSettings {
     pub env_config_map: Option<String>,
     /// Where the runners export their spans (the service's collector); off when the service's traces are.
     pub traces: TraceSettings,
+    /// `APP_STATE_ENCRYPTION_SECRET`: a Secret in the Jobs' namespace whose `passphrase` encrypts every state and
+    /// saved plan (the runner's `RUNNER_STATE_PASSPHRASE`); `None`: they are not encrypted.
+    pub state_encryption_secret: Option<String>,
 }
+
+/// The key of the passphrase in the state encryption Secret.
+pub const STATE_PASSPHRASE_KEY: &str = "passphrase";
 
 /// Requests and limits of the runner container, as Kubernetes quantities (`APP_RUNNER_*`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -242,7 +249,24 @@ fn runner_variables(settings: &JobSettings, names: &RunNames, traceparent: Optio
             }),
             ..EnvVar::default()
         }))
+        .chain(settings.state_encryption_secret.as_deref().map(state_passphrase))
         .collect()
+}
+
+/// The passphrase by reference: the kubelet reads it from the Secret, so it is never in the Job's spec.
+fn state_passphrase(secret: &str) -> EnvVar {
+    EnvVar {
+        name: var::STATE_PASSPHRASE.to_owned(),
+        value_from: Some(EnvVarSource {
+            secret_key_ref: Some(SecretKeySelector {
+                name: secret.to_owned(),
+                key: STATE_PASSPHRASE_KEY.to_owned(),
+                optional: Some(false),
+            }),
+            ..EnvVarSource::default()
+        }),
+        ..EnvVar::default()
+    }
 }
 
 fn volumes(repo: &ModulesSettings, names: &RunNames) -> Vec<Volume> {
@@ -381,7 +405,22 @@ mod tests {
             host_network: false,
             env_config_map: None,
             traces: TraceSettings::off("provisioner"),
+            state_encryption_secret: None,
         }
+    }
+
+    /// With a state encryption Secret the runner gets the passphrase by reference only: no value in the spec.
+    #[test]
+    fn the_state_passphrase_comes_from_its_secret_by_reference() {
+        let names = RunNames::new(OperationType::Provision, Uuid::now_v7());
+        let runner_env = |settings: &JobSettings| runner_variables(settings, &names, None);
+        assert!(!runner_env(&settings()).iter().any(|variable| variable.name == "RUNNER_STATE_PASSPHRASE"));
+        let encrypted = JobSettings { state_encryption_secret: Some("state-key".into()), ..settings() };
+        let variables = runner_env(&encrypted);
+        let passphrase = variables.iter().find(|variable| variable.name == "RUNNER_STATE_PASSPHRASE").unwrap();
+        assert_eq!(passphrase.value, None);
+        let reference = passphrase.value_from.as_ref().unwrap().secret_key_ref.as_ref().unwrap();
+        assert_eq!((reference.name.as_str(), reference.key.as_str()), ("state-key", "passphrase"));
     }
 
     /// Both containers are bounded, and only the runner gets the ServiceAccount token.

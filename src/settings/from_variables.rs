@@ -60,6 +60,18 @@ impl Variables {
         Ok(Some(ModulesSettings { source, credentials_secret, allow_local }))
     }
 
+    /// The Secret whose passphrase encrypts the states; unset or blank: none.
+    fn state_encryption_secret(&self) -> Result<Option<String>> {
+        let secret = self.app_state_encryption_secret.clone().filter(|name| !name.is_empty());
+        match secret {
+            Some(name) if !is_object_name(&name) => Err(invalid(
+                "APP_STATE_ENCRYPTION_SECRET",
+                format!("invalid Secret name {name:?}: expected lowercase letters, digits, '-' and '.'"),
+            )),
+            secret => Ok(secret),
+        }
+    }
+
     /// What every run's Job is made of.
     fn jobs(&self, traces: &TraceSettings) -> Result<JobSettings> {
         let env_config_map = self.app_runner_env_configmap.clone().filter(|name| !name.is_empty());
@@ -81,6 +93,7 @@ impl Variables {
             host_network: self.app_runner_host_network,
             env_config_map,
             traces: traces.clone(),
+            state_encryption_secret: self.state_encryption_secret()?,
         })
     }
 

@@ -99,6 +99,11 @@ pub(super) struct Variables {
     /// proxies, a cloud's endpoint. Never credentials; the Job's own variables win. The chart fills it from
     /// `runnerEnv`.
     pub(super) app_runner_env_configmap: Option<String>,
+    /// A Secret in `JOB_NAMESPACE` whose key `passphrase` (at least 16 characters) encrypts every Terraform state
+    /// and saved plan client-side (OpenTofu's state encryption: PBKDF2 and AES-GCM); the runners read it by
+    /// reference. Unset: states are not encrypted. A state written before is read and written back encrypted; keep
+    /// the passphrase: without it no state can be read again.
+    pub(super) app_state_encryption_secret: Option<String>,
     /// Steps (calls to Kubernetes and auth-service) one process executes at a time.
     #[serde(deserialize_with = "parsed")]
     pub(super) app_worker_concurrency: usize,
@@ -319,6 +324,7 @@ impl Default for Variables {
             modules_repo_allow_local: false,
             app_runner_host_network: false,
             app_runner_env_configmap: None,
+            app_state_encryption_secret: None,
             app_worker_concurrency: 16,
             app_worker_max_runs: 1000,
             app_worker_lease: Duration::from_secs(30),

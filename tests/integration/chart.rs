@@ -176,6 +176,25 @@ fn the_api_ranges_are_unset_unless_the_operator_names_them() {
     assert_eq!(settings.validation.api_allowed_cidrs.map(|cidrs| cidrs.len()), Some(2));
 }
 
+/// States are encrypted once the operator names the passphrase's Secret, and the service reads the setting; the
+/// Runtime resources are reconciled everywhere while the chart installs their definition, and not without it.
+#[test]
+fn state_encryption_and_runtime_resources_follow_their_values() {
+    let default = render(&[]);
+    assert!(!default.contains("APP_STATE_ENCRYPTION_SECRET"), "off by default");
+    assert!(
+        default.contains("APP_RUNTIME_RESOURCES: \"all\"") && default.contains("kind\": \"CustomResourceDefinition")
+    );
+    let encrypted = render(&["--set", "stateEncryption.secretName=state-encryption"]);
+    assert!(encrypted.contains("APP_STATE_ENCRYPTION_SECRET: \"state-encryption\""), "{encrypted}");
+    let environment =
+        std::collections::HashMap::from([("APP_STATE_ENCRYPTION_SECRET".to_owned(), "state-encryption".to_owned())]);
+    let settings = provisioner::settings::Settings::from_environment(environment).expect("the service reads it");
+    assert_eq!(settings.kubernetes.jobs.state_encryption_secret.as_deref(), Some("state-encryption"));
+    let without = render(&["--set", "crds.install=false"]);
+    assert!(!without.contains("APP_RUNTIME_RESOURCES") && !without.contains("cluster-provisioner-runtimes"));
+}
+
 /// Traces are off by default; with a collector, the service exports there (the runners follow its setting) and
 /// both network policies let the service and the Jobs reach the collector's namespace on its port.
 #[test]
