@@ -96,3 +96,5 @@ CREATE UNIQUE INDEX "runtime_live_tenant_name_idx" ON "runtime" ("tenant", "name
 ALTER TABLE "runtime" ADD COLUMN "api_allowed_cidrs" json NULL;
 
 ALTER TABLE "operation" ADD COLUMN "target_api_allowed_cidrs" json NULL;
+
+ALTER TABLE "runtime" ADD COLUMN "managed_by" varchar NULL;

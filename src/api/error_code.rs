@@ -377,6 +377,13 @@ fn conflict_entry(conflict: Conflict) -> Entry {
             Retry::AfterStateChange,
             "Deprovision it without `force`; force only once that deprovisioning fails on its credential.",
         ),
+        Conflict::ManagedByResource => (
+            "Managed by a resource",
+            "A `Runtime` resource manages the runtime (the message names it as namespace/name): only a change of \
+             that object changes the runtime; the APIs still read it and approve its plans.",
+            Retry::No,
+            "Change the `Runtime` object instead (`kubectl edit runtime/<name> -n <namespace>`, or its file in Git).",
+        ),
         Conflict::NotAwaitingApproval | Conflict::PlanMismatch | Conflict::ApprovalExpired => {
             return approval_conflict_entry(conflict);
         }

@@ -17,6 +17,7 @@ use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 use tokio::sync::watch;
 
+use crate::domain::managed_by::ResourceRef;
 use crate::domain::tenant::Tenant;
 use crate::domain::{OperationType, RuntimeId, RuntimeState};
 use crate::service::{self, Requested, RuntimeStatus, Service};
@@ -123,7 +124,10 @@ async fn reconcile(object: Arc<RuntimeResource>, context: Arc<Context>) -> Resul
     let name = object.name_any();
     let api = Api::namespaced(context.client.clone(), &namespace);
     let service = match Tenant::parse(&namespace) {
-        Ok(tenant) => context.service.for_tenant(Some(tenant)),
+        Ok(tenant) => {
+            let resource = ResourceRef { namespace: namespace.clone(), name: name.clone() };
+            context.service.for_resource(tenant, resource)
+        }
         Err(message) => {
             let message = format!("namespace {namespace}: {message}");
             let refusal = Refusal { reason: "InvalidTenant".to_owned(), message };
@@ -141,9 +145,14 @@ async fn reconcile(object: Arc<RuntimeResource>, context: Arc<Context>) -> Resul
 impl Reconciling<'_> {
     async fn apply(&self) -> Result<Action, ReconcileError> {
         self.ensure_finalizer().await?;
-        let runtime_id = match self.runtime_id() {
-            Some(id) => id,
-            None => match self.provision().await? {
+        let recorded = self.object.status.as_ref().and_then(|status| status.runtime_id);
+        let runtime_id = match (recorded, self.object.spec.adopt) {
+            (Some(id), _) => id,
+            (None, Some(id)) => match self.adopt(id).await? {
+                Ok(id) => id,
+                Err(refusal) => return self.refused(&refusal).await,
+            },
+            (None, None) => match self.provision().await? {
                 Ok(id) => id,
                 Err(refusal) => return self.refused(&refusal).await,
             },
@@ -160,8 +169,18 @@ impl Reconciling<'_> {
         }))
     }
 
-    fn runtime_id(&self) -> Option<uuid::Uuid> {
-        self.object.status.as_ref().and_then(|status| status.runtime_id).or(self.object.spec.adopt)
+    /// Takes over the runtime `spec.adopt` names and records it in the status at once.
+    async fn adopt(&self, runtime_id: uuid::Uuid) -> Result<Result<uuid::Uuid, Refusal>, ReconcileError> {
+        if let Err(error) = self.service.adopt_runtime(RuntimeId(runtime_id)).await {
+            return Ok(Err(refusal_of(error)?));
+        }
+        self.record_runtime(runtime_id).await?;
+        Ok(Ok(runtime_id))
+    }
+
+    async fn record_runtime(&self, runtime_id: uuid::Uuid) -> Result<(), ReconcileError> {
+        let status = json!({ "runtimeId": runtime_id, "observedGeneration": self.object.meta().generation });
+        self.patch_status(status).await
     }
 
     /// Queues the provisioning (once: keyed by the object's uid) and records its runtime in the status at once.
@@ -173,8 +192,7 @@ impl Reconciling<'_> {
         };
         let runtime_id = accepted.operation.runtime_id;
         tracing::info!(%runtime_id, replayed = accepted.replayed, "the Runtime's provisioning is queued");
-        let status = json!({ "runtimeId": runtime_id, "observedGeneration": self.object.meta().generation });
-        self.patch_status(status).await?;
+        self.record_runtime(runtime_id).await?;
         Ok(Ok(runtime_id))
     }
 

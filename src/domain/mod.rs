@@ -55,6 +55,7 @@ pub mod deletion;
 #[cfg(any(test, feature = "examples"))]
 mod example;
 pub mod failure_reasons;
+pub mod managed_by;
 mod ids;
 mod operation;
 pub mod policy;
@@ -422,6 +423,8 @@ pub struct Runtime {
     pub deletion_protection: bool,
     /// Which plans of its runs wait for approval.
     pub approval_policy: approval::ApprovalPolicy,
+    /// The `Runtime` resource that manages it, the only writer of its changes; `None`: the APIs change it.
+    pub managed_by: Option<managed_by::ResourceRef>,
 }
 
 impl Runtime {
@@ -449,6 +452,7 @@ impl Runtime {
             tenant: None,
             deletion_protection: request.runtime_input.deletion_protection.unwrap_or(false),
             approval_policy: request.runtime_input.approval_policy.unwrap_or_default(),
+            managed_by: None,
         };
         (runtime, operation)
     }

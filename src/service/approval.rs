@@ -64,7 +64,7 @@ impl Service {
     /// record); an operation already waiting keeps waiting.
     #[instrument(skip_all, fields(runtime_id = %runtime_id, policy = policy.as_str()))]
     pub async fn set_approval_policy(&self, runtime_id: RuntimeId, policy: ApprovalPolicy) -> Result<RuntimeStatus> {
-        self.latest(runtime_id).await?;
+        self.latest_to_change(runtime_id).await?;
         if !self.store.set_approval_policy(runtime_id.0, policy, store::now()).await? {
             return Err(Error::Conflict {
                 conflict: Conflict::AlreadyDeprovisioned,

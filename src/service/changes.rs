@@ -77,7 +77,7 @@ impl Service {
         requested_by: &str,
         idempotency_key: Option<&str>,
     ) -> Result<Requested> {
-        let status = self.latest(runtime_id).await?;
+        let status = self.latest_to_change(runtime_id).await?;
         let request = (OperationType::Deprovision.as_str(), runtime_id.0);
         // A plain request keeps the fingerprint it had before forcing existed.
         let fingerprint = if force { fingerprint(&(request, "force")) } else { fingerprint(&request) };
@@ -114,7 +114,7 @@ impl Service {
         requested_by: &str,
         idempotency_key: Option<&str>,
     ) -> Result<Requested> {
-        let status = self.latest(runtime_id).await?;
+        let status = self.latest_to_change(runtime_id).await?;
         let request = (OperationType::Upgrade.as_str(), runtime_id.0, &upgrade, dry_run);
         // A request without a policy keeps the fingerprint it had before requests carried one.
         let fingerprint = match approval_policy {
@@ -159,7 +159,7 @@ impl Service {
         requested_by: &str,
         idempotency_key: Option<&str>,
     ) -> Result<Requested> {
-        let status = self.latest(runtime_id).await?;
+        let status = self.latest_to_change(runtime_id).await?;
         let request = (OperationType::Hibernate.as_str(), runtime_id.0);
         let (keyed, earlier) = self.keyed(requested_by, idempotency_key, fingerprint(&request)).await?;
         if let Some(operation) = earlier {
@@ -189,7 +189,7 @@ impl Service {
         requested_by: &str,
         idempotency_key: Option<&str>,
     ) -> Result<Requested> {
-        let status = self.latest(runtime_id).await?;
+        let status = self.latest_to_change(runtime_id).await?;
         let request = (OperationType::WakeUp.as_str(), runtime_id.0);
         let (keyed, earlier) = self.keyed(requested_by, idempotency_key, fingerprint(&request)).await?;
         if let Some(operation) = earlier {

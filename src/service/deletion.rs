@@ -35,7 +35,7 @@ impl Service {
     /// Turns a live runtime's deletion protection on or off (no operation: it is the provisioner's own record).
     #[instrument(skip_all, fields(runtime_id = %runtime_id, enabled))]
     pub async fn set_deletion_protection(&self, runtime_id: RuntimeId, enabled: bool) -> Result<RuntimeStatus> {
-        let status = self.latest(runtime_id).await?;
+        let status = self.latest_to_change(runtime_id).await?;
         let deprovisioned = || Error::Conflict {
             conflict: Conflict::AlreadyDeprovisioned,
             message: format!("runtime {runtime_id} is already deprovisioned"),

@@ -44,6 +44,8 @@ spelled! {
         PlanMismatch => "plan_mismatch",
         /// An approval after the plan's approval time ran out.
         ApprovalExpired => "approval_expired",
+        /// A change through the APIs of a runtime a `Runtime` resource manages: only the resource changes it.
+        ManagedByResource => "managed_by_resource",
     }
 }
 

@@ -1,6 +1,7 @@
 //! Use cases of the provisioner. Both APIs (GraphQL and REST) call these functions and nothing below them, so
 //! validation, conflicts and errors are the same whichever door a request comes through.
 
+mod adoption;
 mod approval;
 mod changes;
 mod deletion;
@@ -25,6 +26,7 @@ use tokio::sync::Notify;
 
 use crate::credentials::AuthClient;
 use crate::domain::deletion::DeletionPolicy;
+use crate::domain::managed_by::ResourceRef;
 pub use crate::domain::policy::{KubernetesVersion, ValidationPolicy};
 use crate::domain::tenant::Tenant;
 use crate::domain::{Runtime, TraceParent};
@@ -54,6 +56,9 @@ pub struct Service {
     shared: Arc<Shared>,
     /// The tenant this service acts for (see [`Service::for_tenant`]); `None` sees every runtime.
     tenant: Option<Tenant>,
+    /// The `Runtime` resource this service acts for (see [`Service::for_resource`]): the only one that changes the
+    /// runtimes it manages.
+    resource: Option<ResourceRef>,
 }
 
 /// What every [`Service`] of a process shares; its fields read as the service's own.
@@ -122,14 +127,35 @@ impl Service {
             sockets: streams::Streams::new(settings.stream_limits),
             deletion: settings.deletion,
         };
-        Service { shared: Arc::new(shared), tenant: None }
+        Service { shared: Arc::new(shared), tenant: None, resource: None }
     }
 
     /// This service for a request that names `tenant`: it creates runtimes of that tenant and finds no other
     /// runtime and no operation of one (as not found, so that nothing tells another tenant's ids apart from
     /// unknown ones). Without a tenant, every runtime.
     pub fn for_tenant(&self, tenant: Option<Tenant>) -> Service {
-        Service { shared: self.shared.clone(), tenant }
+        Service { shared: self.shared.clone(), tenant, resource: None }
+    }
+
+    /// This service for the reconciler of the `Runtime` resource `resource`, whose namespace is `tenant`: the
+    /// runtimes it creates or adopts are managed by it, and it alone changes them.
+    pub fn for_resource(&self, tenant: Tenant, resource: ResourceRef) -> Service {
+        Service { shared: self.shared.clone(), tenant: Some(tenant), resource: Some(resource) }
+    }
+
+    /// Refuses a change of `runtime` when a `Runtime` resource other than the one this service acts for manages
+    /// it.
+    fn check_writer(&self, runtime: &Runtime) -> Result<()> {
+        match &runtime.managed_by {
+            Some(manager) if self.resource.as_ref() != Some(manager) => Err(Error::Conflict {
+                conflict: Conflict::ManagedByResource,
+                message: format!(
+                    "runtime {} is managed by the Runtime resource {manager}: change that object instead",
+                    runtime.id
+                ),
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// Whether `runtime` is one this service may see.

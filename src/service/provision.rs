@@ -62,6 +62,7 @@ impl Service {
         let api_allowed_cidrs = self.policy.api_allowed_cidrs_for(&request.cluster_config);
         let (mut runtime, mut operation) = Runtime::requested(request, dry_run, store::now());
         runtime.tenant = self.tenant.clone();
+        runtime.managed_by = self.resource.clone();
         runtime.deletion_protection = protected;
         runtime.cluster_config.api_allowed_cidrs = api_allowed_cidrs;
         operation.requested_by = Some(requested_by.to_owned());

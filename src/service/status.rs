@@ -215,6 +215,13 @@ impl Service {
 
     /// A runtime this service may see, with its last operation, its stages and when it was provisioned, in one
     /// statement.
+    /// [`Self::latest`] of a runtime this service may change (see [`Service::check_writer`]).
+    pub(super) async fn latest_to_change(&self, runtime_id: RuntimeId) -> Result<Latest> {
+        let latest = self.latest(runtime_id).await?;
+        self.check_writer(&latest.runtime)?;
+        Ok(latest)
+    }
+
     pub(super) async fn latest(&self, runtime_id: RuntimeId) -> Result<Latest> {
         let id = runtime_id.0;
         let not_found = || Error::NotFound { what: "runtime", id: id.to_string() };

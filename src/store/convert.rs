@@ -3,6 +3,7 @@
 use super::entity::{operation, runtime};
 use super::{Error, Result};
 use crate::domain::approval::{Approval, ApprovalPolicy};
+use crate::domain::managed_by::ResourceRef;
 use crate::domain::run::Stage;
 use crate::domain::state_bucket;
 use crate::domain::tenant::Tenant;
@@ -64,6 +65,7 @@ pub(super) fn runtime_to_model(runtime: &Runtime) -> Result<runtime::Model> {
         tenant: runtime.tenant.as_ref().map(|tenant| tenant.as_str().to_owned()),
         deletion_protection: runtime.deletion_protection,
         approval_policy: runtime.approval_policy.as_str().to_owned(),
+        managed_by: runtime.managed_by.as_ref().map(ToString::to_string),
     })
 }
 
@@ -82,6 +84,10 @@ pub(super) fn runtime_from_model(model: runtime::Model) -> Result<Runtime> {
         .map(|tenant| Tenant::parse(&tenant))
         .transpose()
         .map_err(|error| Error::Corrupt(format!("runtime {} tenant: {error}", model.id)))?;
+    let managed_by = (model.managed_by.as_deref())
+        .map(ResourceRef::parse)
+        .transpose()
+        .map_err(|error| Error::Corrupt(format!("runtime {} managed_by: {error}", model.id)))?;
     Ok(Runtime {
         id: model.id,
         name: model.name,
@@ -95,6 +101,7 @@ pub(super) fn runtime_from_model(model: runtime::Model) -> Result<Runtime> {
         tenant,
         preview: model.preview,
         hibernated: model.hibernated,
+        managed_by,
         deletion_protection: model.deletion_protection,
         approval_policy: ApprovalPolicy::parse(&model.approval_policy)
             .ok_or_else(|| corrupt("approval policy", &model.approval_policy))?,

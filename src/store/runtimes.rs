@@ -13,6 +13,7 @@ use sea_orm::{
 use uuid::Uuid;
 
 use crate::domain::approval::ApprovalPolicy;
+use crate::domain::managed_by::ResourceRef;
 
 use super::convert::{operation_from_model, provider_from_str, runtime_from_model, runtime_to_model};
 use super::entity::{operation, operation_stage, runtime};
@@ -78,6 +79,23 @@ impl Store {
             .col_expr(runtime::Column::UpdatedAt, Expr::value(now))
             .filter(runtime::Column::Id.eq(runtime_id))
             .filter(runtime::Column::DeletedAt.is_null())
+            .exec(&self.db)
+            .await?;
+        Ok(updated.rows_affected == 1)
+    }
+
+    /// Makes `manager` the manager of a live runtime that no other resource manages; false when it is gone or
+    /// another manages it (the condition is in the statement: two adoptions cannot both win).
+    pub async fn adopt_runtime(&self, runtime_id: Uuid, manager: &ResourceRef, now: DateTime<Utc>) -> Result<bool> {
+        let manager = manager.to_string();
+        let updated = runtime::Entity::update_many()
+            .col_expr(runtime::Column::ManagedBy, Expr::value(manager.clone()))
+            .col_expr(runtime::Column::UpdatedAt, Expr::value(now))
+            .filter(runtime::Column::Id.eq(runtime_id))
+            .filter(runtime::Column::DeletedAt.is_null())
+            .filter(
+                Condition::any().add(runtime::Column::ManagedBy.is_null()).add(runtime::Column::ManagedBy.eq(manager)),
+            )
             .exec(&self.db)
             .await?;
         Ok(updated.rows_affected == 1)

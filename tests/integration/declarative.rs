@@ -200,6 +200,12 @@ async fn a_runtime_resource_lives_its_life_through_the_same_operations() {
     let operations = engine.app.get(&format!("/api/v1/provisions/{runtime_id}/operations")).await.json();
     assert_eq!(operations["operations"].as_array().map(Vec::len), Some(1), "one provisioning: {operations}");
 
+    // The resource is the runtime's only writer: a change through REST is refused, naming it.
+    let refused = engine.app.patch(&path, &json!({ "workerPool": { "maxSize": 9 } })).await;
+    assert_eq!(refused.status, axum::http::StatusCode::CONFLICT, "{}", refused.text);
+    assert!(refused.text.contains("managed_by_resource") && refused.text.contains(&format!("{tenant}/blue")));
+    assert_eq!(engine.app.get(&path).await.json()["managedBy"], json!(format!("{tenant}/blue")));
+
     // A new version: an upgrade, and observedGeneration follows.
     let patch = |spec: Value| {
         let runtimes = runtimes.clone();
@@ -350,4 +356,59 @@ async fn the_gitops_examples_are_runtimes_the_api_server_accepts() {
         let request = provision_request(&object.name_any(), &object.spec);
         ValidationPolicy::DEFAULT.validate(&request).unwrap_or_else(|refused| panic!("{file}: {refused:?}"));
     }
+}
+
+/// A runtime created through REST is adopted by a Runtime of its name and tenant that names it in `spec.adopt`:
+/// the object records it without provisioning anything, REST changes are refused from then on, and a change of the
+/// object upgrades it. Another tenant's Runtime cannot adopt it (not found, as for REST).
+#[tokio::test]
+async fn a_runtime_created_through_rest_is_adopted_by_a_runtime_resource() {
+    let control_plane = test_control_plane::shared().await;
+    let admin = control_plane.admin_client().unwrap();
+    install_definition(admin.clone()).await;
+    let tenant = control_plane.new_namespace("adopt").await.unwrap();
+    let stranger = control_plane.new_namespace("stranger").await.unwrap();
+    let scope = format!("{tenant},{stranger}");
+    let (engine, process) = Engine::start(Backend::Sqlite, &[("APP_RUNTIME_RESOURCES", &scope)]).await;
+    engine.app.auth.add_tenant_credential(&tenant, "cred-aws-1", aws_credential());
+    let body = serde_json::to_value(ProvisionRequest::example_named(Topology::Eks, "red")).unwrap();
+    let answer = engine.app.request("POST", "/api/v1/provisions", Some(&body), &[("Tenant", tenant.as_str())]).await;
+    assert_eq!(answer.status, axum::http::StatusCode::ACCEPTED, "{}", answer.text);
+    let runtime_id = answer.json()["id"].as_str().unwrap().to_owned();
+    let outputs = format!("provision-{runtime_id}-outputs");
+    engine.runner_succeeds(&format!("provision-{runtime_id}"), Some((&outputs, KUBECONFIG_OUTPUT))).await;
+    engine.wait_for_status(&runtime_id, &["succeeded"], WAIT).await;
+
+    let adopting = |namespace: &str| {
+        let mut object = runtime("red", Topology::Eks);
+        object["spec"]["adopt"] = json!(runtime_id);
+        object["metadata"]["namespace"] = json!(namespace);
+        serde_json::from_value::<RuntimeResource>(object).unwrap()
+    };
+    let foreign: Api<RuntimeResource> = Api::namespaced(admin.clone(), &stranger);
+    foreign.create(&PostParams::default(), &adopting(&stranger)).await.unwrap();
+    let refused = wait_for(&foreign, "red", "a refusal", |object| {
+        object.and_then(|object| condition(object, "Reconciled")).is_some_and(|reconciled| reconciled.status == "False")
+    })
+    .await
+    .unwrap();
+    assert_eq!(condition(&refused, "Reconciled").unwrap().reason, "NotFound");
+
+    let runtimes: Api<RuntimeResource> = Api::namespaced(admin.clone(), &tenant);
+    runtimes.create(&PostParams::default(), &adopting(&tenant)).await.unwrap();
+    let adopted = wait_for(&runtimes, "red", "Ready", is_ready).await.unwrap();
+    assert_eq!(adopted.status.unwrap().runtime_id.map(|id| id.to_string()), Some(runtime_id.clone()));
+    let path = format!("/api/v1/runtimes/{runtime_id}");
+    let refused = engine.app.patch(&path, &json!({ "workerPool": { "maxSize": 9 } })).await;
+    assert_eq!(refused.status, axum::http::StatusCode::CONFLICT, "{}", refused.text);
+    let operations = engine.app.get(&format!("/api/v1/provisions/{runtime_id}/operations")).await.json();
+    assert_eq!(operations["operations"].as_array().map(Vec::len), Some(1), "adopting queues nothing: {operations}");
+
+    let patch = json!({ "spec": { "workerPool": { "maxSize": 9 } } });
+    runtimes.patch("red", &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
+    wait_for(&runtimes, "red", "Updating", state_is("Updating")).await;
+    engine.runner_succeeds(&format!("upgrade-{runtime_id}"), Some((&outputs, KUBECONFIG_OUTPUT))).await;
+    wait_for(&runtimes, "red", "Ready after the upgrade", is_ready).await;
+    assert_eq!(engine.app.get(&path).await.json()["clusterConfig"]["workerPool"]["maxSize"], 9);
+    process.stop().await;
 }

@@ -117,6 +117,9 @@ pub struct RuntimeView {
     deletion_protection: bool,
     /// Which plans of its runs wait for approval (PATCH `{"approvalPolicy": "safeOnly"}` changes it).
     approval_policy: ApprovalPolicy,
+    /// The `Runtime` resource (`namespace/name`) that manages it: only that object changes it (changes through the
+    /// APIs answer 409 `managed_by_resource`); null for a runtime the APIs change.
+    managed_by: Option<String>,
     state: RuntimeState,
     /// `Provisioned` (its cluster exists) and `Progressing` (an operation is queued or running).
     conditions: Vec<Condition>,
@@ -142,6 +145,7 @@ impl From<RuntimeStatus> for RuntimeView {
             preview: runtime.preview,
             deletion_protection: runtime.deletion_protection,
             approval_policy: runtime.approval_policy,
+            managed_by: runtime.managed_by.as_ref().map(ToString::to_string),
             state: status.summary.state,
             conditions: status.summary.conditions,
             last_operation: status.last_operation.into(),

@@ -25,6 +25,7 @@ pub struct Model {
     pub deletion_protection: bool,
     pub approval_policy: String,
     pub api_allowed_cidrs: Option<Json>,
+    pub managed_by: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
