@@ -4,6 +4,7 @@
 pub mod convert;
 pub mod crd;
 pub mod kubeconfig_secret;
+pub mod leadership;
 pub mod reconciler;
 pub mod resource;
 pub mod status;

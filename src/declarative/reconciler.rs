@@ -68,12 +68,14 @@ pub struct RuntimeResources {
 }
 
 impl RuntimeResources {
-    /// Runs one controller per watched scope until `stopped` turns true.
+    /// Runs one controller per watched scope while this process holds the reconciler's lease (one process at a
+    /// time does; see [`super::leadership`]), until `stopped` turns true.
     pub async fn run(self, stopped: watch::Receiver<bool>) -> Result<(), String> {
         run(self.client, self.service, self.namespaces, stopped).await
     }
 }
 
+/// The controllers run under the Lease in the namespace of the process's own client (its pod's namespace).
 async fn run(
     client: kube::Client,
     service: Service,
@@ -82,24 +84,33 @@ async fn run(
 ) -> Result<(), String> {
     let context = Arc::new(Context { client: client.clone(), service });
     let apis: Vec<Api<RuntimeResource>> = match namespaces {
-        RuntimeNamespaces::All => vec![Api::all(client)],
+        RuntimeNamespaces::All => vec![Api::all(client.clone())],
         RuntimeNamespaces::Only(names) => names.iter().map(|name| Api::namespaced(client.clone(), name)).collect(),
     };
-    let controllers = apis.into_iter().map(|api| {
-        let mut stopped = stopped.clone();
-        Controller::new(api, watcher::Config::default())
-            .graceful_shutdown_on(async move {
-                let _ = stopped.wait_for(|stop| *stop).await;
+    let controllers = || {
+        let controllers: Vec<_> = apis
+            .iter()
+            .map(|api| {
+                let mut stopped = stopped.clone();
+                Controller::new(api.clone(), watcher::Config::default())
+                    .graceful_shutdown_on(async move {
+                        let _ = stopped.wait_for(|stop| *stop).await;
+                    })
+                    .run(reconcile, error_policy, context.clone())
+                    .for_each(|result| async move {
+                        if let Err(error) = result {
+                            tracing::warn!(%error, "a Runtime was not reconciled");
+                        }
+                    })
             })
-            .run(reconcile, error_policy, context.clone())
-            .for_each(|result| async move {
-                if let Err(error) = result {
-                    tracing::warn!(%error, "a Runtime was not reconciled");
-                }
-            })
-    });
-    futures::future::join_all(controllers).await;
-    Ok(())
+            .collect();
+        async move {
+            futures::future::join_all(controllers).await;
+        }
+    };
+    let namespace = client.default_namespace().to_owned();
+    let identity = super::leadership::identity();
+    super::leadership::lead(client, &namespace, &identity, stopped.clone(), controllers).await
 }
 
 fn error_policy(_object: Arc<RuntimeResource>, error: &ReconcileError, _context: Arc<Context>) -> Action {

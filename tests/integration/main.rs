@@ -14,6 +14,7 @@ mod cloud_failures;
 mod database_connections;
 mod day_two;
 mod declarative;
+mod declarative_leadership;
 mod deletion_protection;
 mod docs;
 mod end_to_end;

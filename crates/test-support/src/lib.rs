@@ -19,6 +19,7 @@ pub mod kubelet_stand_in;
 pub mod moto;
 pub mod otlp_collector;
 pub mod pki;
+pub mod runtimes;
 pub mod server_process;
 pub mod subscriber;
 pub mod terraform;

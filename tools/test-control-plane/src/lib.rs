@@ -214,10 +214,12 @@ impl ControlPlane {
     }
 
     /// A client authenticated as exactly the ServiceAccount `namespace/name`, by a bound token
-    /// for the API server's default audience.
+    /// for the API server's default audience. Its default namespace is the ServiceAccount's, as a pod's is.
     pub async fn client_for_service_account(&self, namespace: &str, name: &str) -> Result<Client> {
         let token = self.service_account_token(namespace, name, &[]).await?;
-        self.client_with_token(token)
+        let mut config = self.config(AuthInfo { token: Some(token.into()), ..AuthInfo::default() })?;
+        config.default_namespace = namespace.to_owned();
+        Ok(Client::try_from(config)?)
     }
 
     /// A client sending `token` as its bearer token.
@@ -237,6 +239,7 @@ impl ControlPlane {
         let mut config = Config::new(server_url.parse()?);
         config.root_cert = Some(vec![self.pki.ca_der.clone()]);
         config.auth_info = AuthInfo { token: Some(token.into()), ..AuthInfo::default() };
+        config.default_namespace = namespace.to_owned();
         Ok(Client::try_from(config)?)
     }
 
@@ -337,10 +340,14 @@ impl ControlPlane {
     }
 
     fn client(&self, auth_info: AuthInfo) -> Result<Client> {
+        Ok(Client::try_from(self.config(auth_info)?)?)
+    }
+
+    fn config(&self, auth_info: AuthInfo) -> Result<Config> {
         let mut config = Config::new(self.server_url.parse()?);
         config.root_cert = Some(vec![self.pki.ca_der.clone()]);
         config.auth_info = auth_info;
-        Ok(Client::try_from(config)?)
+        Ok(config)
     }
 
     async fn wait_for_service_account(&self, namespace: &str, name: &str, admin: &Client) -> Result<()> {
