@@ -171,13 +171,18 @@ impl Reconciling<'_> {
         let runtime = self.service.runtime_status(RuntimeId(runtime_id)).await?;
         let refusal = self.converge(&runtime).await?;
         let runtime = self.service.runtime_status(RuntimeId(runtime_id)).await?;
-        let secret = self.kubeconfig(&runtime).await?;
-        self.report(&runtime, secret.as_deref(), refusal.as_ref()).await?;
-        Ok(Action::requeue(if runtime.last_operation.operation.state.is_active() {
-            WHILE_RUNNING
-        } else {
-            WHILE_SETTLED
-        }))
+        let (secret, forbidden) = match self.kubeconfig(&runtime).await {
+            Err(ReconcileError::Kube(kube::Error::Api(status))) if status.code == 403 => (None, Some(forbidden())),
+            published => (published?, None),
+        };
+        // A grant is no change of the object: a refused Secret is tried again soon.
+        let again = match (runtime.last_operation.operation.state.is_active(), &forbidden) {
+            (true, _) => WHILE_RUNNING,
+            (false, Some(_)) => AFTER_ERROR,
+            (false, None) => WHILE_SETTLED,
+        };
+        self.report(&runtime, secret.as_deref(), refusal.or(forbidden).as_ref()).await?;
+        Ok(Action::requeue(again))
     }
 
     /// Takes over the runtime `spec.adopt` names and records it in the status at once.
@@ -404,6 +409,16 @@ fn refusal_of(error: service::Error) -> Result<Refusal, ReconcileError> {
         | service::Error::Store(_) => return Err(error.into()),
     };
     Ok(Refusal { reason: reason.to_owned(), message })
+}
+
+/// The kubeconfig Secret may not be written in the object's namespace: a namespace's admin grants it.
+fn forbidden() -> Refusal {
+    Refusal {
+        reason: "KubeconfigForbidden".to_owned(),
+        message: "the provisioner may not write the kubeconfig's Secret in this namespace: bind the ClusterRole \
+                  cluster-provisioner-runtime-kubeconfigs to its ServiceAccount here (docs/concepts/declarative.md)"
+            .to_owned(),
+    }
 }
 
 /// `name_taken` as a condition's reason: `NameTaken`.

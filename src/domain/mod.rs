@@ -55,8 +55,8 @@ pub mod deletion;
 #[cfg(any(test, feature = "examples"))]
 mod example;
 pub mod failure_reasons;
-pub mod managed_by;
 mod ids;
+pub mod managed_by;
 mod operation;
 pub mod policy;
 pub mod retry;

@@ -177,7 +177,8 @@ fn the_api_ranges_are_unset_unless_the_operator_names_them() {
 }
 
 /// States are encrypted once the operator names the passphrase's Secret, and the service reads the setting; the
-/// Runtime resources are reconciled everywhere while the chart installs their definition, and not without it.
+/// Runtime resources are reconciled everywhere while the chart installs their definition (or in the tenants'
+/// namespaces it names, each with the kubeconfig Secrets granted), and not without it.
 #[test]
 fn state_encryption_and_runtime_resources_follow_their_values() {
     let default = render(&[]);
@@ -191,6 +192,11 @@ fn state_encryption_and_runtime_resources_follow_their_values() {
         std::collections::HashMap::from([("APP_STATE_ENCRYPTION_SECRET".to_owned(), "state-encryption".to_owned())]);
     let settings = provisioner::settings::Settings::from_environment(environment).expect("the service reads it");
     assert_eq!(settings.kubernetes.jobs.state_encryption_secret.as_deref(), Some("state-encryption"));
+    let tenants = render(&["--set", "runtimeResources.namespaces={team-a,team-b}"]);
+    assert!(tenants.contains("APP_RUNTIME_RESOURCES: \"team-a,team-b\""), "{tenants}");
+    let kubeconfig_bindings =
+        tenants.matches("name: cluster-provisioner-runtime-kubeconfigs\n  namespace: team-").count();
+    assert_eq!(kubeconfig_bindings, 2, "one RoleBinding per tenant namespace: {tenants}");
     let without = render(&["--set", "crds.install=false"]);
     assert!(!without.contains("APP_RUNTIME_RESOURCES") && !without.contains("cluster-provisioner-runtimes"));
 }

@@ -4,44 +4,18 @@
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::runtime::wait::{await_condition, conditions};
 use provisioner::declarative::convert::provision_request;
-use provisioner::declarative::crd::runtime_crd;
-use provisioner::declarative::resource::{ResourceCondition, RuntimeResource};
+use provisioner::declarative::resource::RuntimeResource;
 use provisioner::domain::{ProvisionRequest, Topology};
 use provisioner::service::ValidationPolicy;
 use serde_json::{Value, json};
 use test_support::Backend;
 use test_support::auth_service::aws_credential;
-use test_support::engine::{Engine, KUBECONFIG_OUTPUT};
+use test_support::engine::{Engine, KUBECONFIG_OUTPUT, RUNNER_PLAN_SUMMARY};
 use test_support::kubectl::Kubectl;
-
-/// Installs the chart's definition (server-side apply: every test may) and waits until it is served.
-async fn install_definition(client: kube::Client) {
-    let definitions: Api<CustomResourceDefinition> = Api::all(client);
-    let definition = runtime_crd();
-    let name = definition.metadata.name.clone().unwrap();
-    let apply = PatchParams::apply("provisioner-tests").force();
-    definitions.patch(&name, &apply, &Patch::Apply(&definition)).await.expect("the definition installs");
-    let established = await_condition(definitions, &name, conditions::is_crd_established());
-    tokio::time::timeout(Duration::from_secs(30), established).await.expect("established in time").unwrap();
-}
-
-/// A Runtime of the REST example's configuration.
-fn runtime(name: &str, topology: Topology) -> Value {
-    let request = serde_json::to_value(ProvisionRequest::example_named(topology, name)).unwrap();
-    let mut spec = request["clusterConfig"].clone();
-    spec["description"] = request["runtimeInput"]["description"].clone();
-    json!({
-        "apiVersion": "provisioner.kubeopera.io/v1alpha1",
-        "kind": "Runtime",
-        "metadata": { "name": name },
-        "spec": spec,
-    })
-}
+use test_support::runtimes::{WAIT, condition, install_definition, is_ready, runtime, state_is, wait_for};
 
 fn api_error(error: kube::Error) -> (u16, String) {
     match error {
@@ -113,38 +87,6 @@ async fn the_runtime_definition_is_served_and_the_api_server_refuses_what_may_no
     assert_eq!(rows[1][2], "gke");
 }
 
-const WAIT: Duration = Duration::from_secs(60);
-
-/// Polls the Runtime until `check` accepts it (or it is gone, for `None`), dumping the last seen object on timeout.
-async fn wait_for(
-    runtimes: &Api<RuntimeResource>,
-    name: &str,
-    what: &str,
-    check: impl Fn(Option<&RuntimeResource>) -> bool,
-) -> Option<RuntimeResource> {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let object = runtimes.get_opt(name).await.expect("read the Runtime");
-        if check(object.as_ref()) {
-            return object;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "the Runtime {name} did not get {what}: {object:#?}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
-fn condition<'a>(object: &'a RuntimeResource, condition_type: &str) -> Option<&'a ResourceCondition> {
-    object.status.as_ref()?.conditions.iter().find(|condition| condition.condition_type == condition_type)
-}
-
-fn is_ready(object: Option<&RuntimeResource>) -> bool {
-    object.and_then(|object| condition(object, "Ready")).is_some_and(|ready| ready.status == "True")
-}
-
-fn state_is(state: &'static str) -> impl Fn(Option<&RuntimeResource>) -> bool {
-    move |object| object.and_then(|object| object.status.as_ref()?.state.clone()).as_deref() == Some(state)
-}
-
 /// A Runtime's life through the reconciler, on the real control plane with the production RBAC: applied, it is
 /// provisioned (one provisioning, whatever the reconciler's restarts) and Ready with its kubeconfig in a Secret
 /// of its namespace; a new version upgrades it and `observedGeneration` follows; `hibernated` hibernates and wakes
@@ -182,7 +124,19 @@ async fn a_runtime_resource_lives_its_life_through_the_same_operations() {
         }
     };
     succeeds("provision").await;
-    let ready = wait_for(&runtimes, "blue", "Ready", is_ready).await.unwrap();
+    // Ready, but no kubeconfig Secret until the namespace's admin grants the service its Secrets here.
+    let ungranted = wait_for(&runtimes, "blue", "a refused kubeconfig", |object| {
+        object.and_then(|object| condition(object, "Reconciled")).is_some_and(|c| c.reason == "KubeconfigForbidden")
+    })
+    .await
+    .unwrap();
+    assert!(is_ready(Some(&ungranted)) && ungranted.status.as_ref().unwrap().kubeconfig_secret_ref.is_none());
+    engine.grant_runtime_kubeconfigs(&tenant).await;
+    let ready = wait_for(&runtimes, "blue", "Ready with its kubeconfig", |object| {
+        is_ready(object) && object.and_then(|object| object.status.as_ref()?.kubeconfig_secret_ref.clone()).is_some()
+    })
+    .await
+    .unwrap();
     let status = ready.status.clone().unwrap();
     assert_eq!((status.state.as_deref(), status.observed_generation), (Some("Ready"), ready.metadata.generation));
     let secret_name = status.kubeconfig_secret_ref.expect("the kubeconfig's Secret").name;
@@ -291,6 +245,7 @@ async fn a_runtime_removed_from_a_gitops_folder_is_deprovisioned_and_the_others_
     let tenant = control_plane.new_namespace("gitops").await.unwrap();
     let (engine, process) = Engine::start(Backend::Sqlite, &[("APP_RUNTIME_RESOURCES", &tenant)]).await;
     engine.app.auth.add_tenant_credential(&tenant, "cred-aws-1", aws_credential());
+    engine.grant_runtime_kubeconfigs(&tenant).await;
     let kubectl = Kubectl::admin(control_plane);
     let folder = kubectl.folder().join("runtimes");
     std::fs::create_dir(&folder).unwrap();
@@ -410,5 +365,58 @@ async fn a_runtime_created_through_rest_is_adopted_by_a_runtime_resource() {
     engine.runner_succeeds(&format!("upgrade-{runtime_id}"), Some((&outputs, KUBECONFIG_OUTPUT))).await;
     wait_for(&runtimes, "red", "Ready after the upgrade", is_ready).await;
     assert_eq!(engine.app.get(&path).await.json()["clusterConfig"]["workerPool"]["maxSize"], 9);
+    process.stop().await;
+}
+
+/// A Runtime whose approval policy holds plans back: its upgrade's plan waits, and the status shows the operation
+/// and the digest to approve; approved through the API (the object's manager does not stop approvals), it is
+/// applied and the Runtime is Ready at its new generation.
+#[tokio::test]
+async fn a_held_back_plan_of_a_runtime_shows_its_digest_and_is_approved_through_the_api() {
+    let control_plane = test_control_plane::shared().await;
+    let admin = control_plane.admin_client().unwrap();
+    install_definition(admin.clone()).await;
+    let tenant = control_plane.new_namespace("approval").await.unwrap();
+    let (engine, process) = Engine::start(Backend::Sqlite, &[("APP_RUNTIME_RESOURCES", &tenant)]).await;
+    engine.app.auth.add_tenant_credential(&tenant, "cred-aws-1", aws_credential());
+    let runtimes: Api<RuntimeResource> = Api::namespaced(admin.clone(), &tenant);
+    let mut object = runtime("held", Topology::Eks);
+    object["spec"]["approvalPolicy"] = json!("safeOnly");
+    runtimes.create(&PostParams::default(), &serde_json::from_value(object).unwrap()).await.unwrap();
+    let created = wait_for(&runtimes, "held", "a runtime", |object| {
+        object.and_then(|object| object.status.as_ref()?.runtime_id).is_some()
+    })
+    .await
+    .unwrap();
+    let runtime_id = created.status.unwrap().runtime_id.unwrap();
+    let outputs = format!("provision-{runtime_id}-outputs");
+    engine.runner_succeeds(&format!("provision-{runtime_id}"), Some((&outputs, KUBECONFIG_OUTPUT))).await;
+    wait_for(&runtimes, "held", "Ready", is_ready).await;
+
+    let patch = json!({ "spec": { "workerPool": { "machineType": "m6i.large" } } });
+    let edited = runtimes.patch("held", &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
+    wait_for(&runtimes, "held", "Updating", state_is("Updating")).await;
+    let digest = "e".repeat(64);
+    let mut report: Value = serde_json::from_str(RUNNER_PLAN_SUMMARY).unwrap();
+    report["savedPlanSha256"] = json!(digest);
+    engine.runner_exits(&format!("upgrade-{runtime_id}"), 0, &report.to_string()).await;
+    let waiting = wait_for(&runtimes, "held", "a waiting plan", |object| {
+        object.and_then(|object| object.status.as_ref()?.waiting_plan.clone()).is_some()
+    })
+    .await
+    .unwrap();
+    let plan = waiting.status.unwrap().waiting_plan.unwrap();
+    assert_eq!(plan.sha256, digest);
+    assert_eq!(plan.risk, Some(runner_contract::plan::PlanRisk::Risky));
+
+    let approve = json!({ "planSha256": digest });
+    let path = format!("/api/v1/operations/{}/approve", plan.operation_id);
+    let approved = engine.app.request("POST", &path, Some(&approve), &[]).await;
+    assert_eq!(approved.status, axum::http::StatusCode::ACCEPTED, "{}", approved.text);
+    engine.runner_succeeds(&format!("upgrade-{runtime_id}-approved"), Some((&outputs, KUBECONFIG_OUTPUT))).await;
+    wait_for(&runtimes, "held", "Ready at its new generation", |object| {
+        is_ready(object) && object.unwrap().status.as_ref().unwrap().observed_generation == edited.metadata.generation
+    })
+    .await;
     process.stop().await;
 }

@@ -6,7 +6,8 @@
 //! with OpenTofu and the real AWS provider on moto. Through the REST API as host-cluster-controller (a
 //! ServiceAccount token), by the example client (examples/rest-client): an EKS cluster is provisioned while the
 //! Deployment restarts, its kubeconfig read, the cluster upgraded, hibernated, woken and deprovisioned, and
-//! nothing of it is left in moto.
+//! nothing of it is left in moto; then the same cluster declared as a `Runtime` resource in a tenant's namespace is
+//! provisioned, its kubeconfig written into a Secret beside it, and deprovisioned when the object is deleted.
 //!
 //! The node has no pod network, so the chart's `hostNetwork` puts the service and the Jobs on the node's (the
 //! machine's loopback); with no kube-proxy either, `KUBERNETES_SERVICE_HOST/PORT` name the API server itself, as
@@ -20,7 +21,9 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Namespace, Pod, Secret, ServiceAccount};
 use kube::api::{ListParams, LogParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
+use provisioner::declarative::resource::RuntimeResource;
 use provisioner::domain::state_bucket::state_bucket_name;
+use provisioner::domain::{ProvisionRequest, Topology};
 use reqwest::StatusCode;
 use rest_client_example::{Step, lifecycle};
 use serde_json::{Value, json};
@@ -37,6 +40,8 @@ const PROVISIONING: &str = "kubeopera-provisioning";
 const CALLER: &str = "host-cluster-controller";
 const MODULES_SECRET: &str = "modules-repo";
 const MODULES_USER: (&str, &str) = ("reader", "s3cret-token");
+/// The tenant whose Runtime resources the chart lets the service reconcile and give their kubeconfig Secrets.
+const TENANT: &str = "team-e2e";
 /// One run: a Job's containers start, clone, init and apply or destroy on moto.
 const RUN_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -98,6 +103,7 @@ fn values(control_plane: &ControlPlane, around: &Surroundings, port: u16) -> Val
         "runnerEnv": runner_env,
         // The runner and the clusters' APIs (moto) are on this machine.
         "apiAllowedCidrs": [test_support::TEST_API_ALLOWED_CIDRS],
+        "runtimeResources": {"namespaces": [TENANT]},
     })
 }
 
@@ -121,6 +127,9 @@ async fn prepare_core(admin: &Client, around: &Surroundings) {
     create_secret(admin, CORE, "cluster-provisioner-oauth", &[("auth-oauth.yaml", &client_file)]).await;
     let caller = ServiceAccount { metadata: named(CALLER), ..ServiceAccount::default() };
     Api::<ServiceAccount>::namespaced(admin.clone(), CORE).create(&PostParams::default(), &caller).await.unwrap();
+    let tenant = Namespace { metadata: named(TENANT), ..Namespace::default() };
+    Api::<Namespace>::all(admin.clone()).create(&PostParams::default(), &tenant).await.unwrap();
+    around.auth.add_tenant_credential(TENANT, "cred-aws-1", test_support::auth_service::aws_credential());
 }
 
 /// Waits until the service is ready: `helm install --wait` counts one replica with `maxUnavailable: 1` as
@@ -295,6 +304,7 @@ async fn the_image_installed_by_the_chart_runs_an_eks_clusters_life_on_the_real_
     if let Err(error) = lifecycle(&client, &eks_body("e2e"), &upgrade, observe).await {
         panic!("the example client's lifecycle: {error}\n{}", diagnose().await);
     }
+    runtime_resource_life(&admin, &diagnose).await;
     let moto = &around.moto;
     let clusters = moto.aws(&["eks", "list-clusters", "--region", "eu-central-1", "--output", "json"]);
     assert_eq!(serde_json::from_str::<Value>(&clusters).unwrap()["clusters"], json!([]), "the cluster is gone");
@@ -312,4 +322,43 @@ async fn the_image_installed_by_the_chart_runs_an_eks_clusters_life_on_the_real_
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     eprintln!("end-to-end: the whole test took {:.1?}", test_started.elapsed());
+}
+
+/// The same cluster declared as a `Runtime` in the tenant's namespace, as `kubectl apply` creates it: Ready with its
+/// kubeconfig Secret (the time from the object's creation printed beside REST's provisioning), then deleted and
+/// gone once deprovisioned.
+async fn runtime_resource_life(admin: &Client, diagnose: impl AsyncFn() -> String) {
+    let runtimes: Api<RuntimeResource> = Api::namespaced(admin.clone(), TENANT);
+    let request = ProvisionRequest::example_named(Topology::Eks, "e2e-declared");
+    let spec = serde_json::to_value(&request.cluster_config).unwrap();
+    let object = json!({
+        "apiVersion": "provisioner.kubeopera.io/v1alpha1", "kind": "Runtime",
+        "metadata": { "name": "e2e-declared" }, "spec": spec,
+    });
+    let applied = Instant::now();
+    runtimes.create(&PostParams::default(), &serde_json::from_value(object).unwrap()).await.unwrap();
+    let ready = |object: &RuntimeResource| {
+        let status = object.status.as_ref();
+        let conditions = status.map(|status| status.conditions.as_slice()).unwrap_or_default();
+        conditions.iter().any(|condition| condition.condition_type == "Ready" && condition.status == "True")
+            && status.is_some_and(|status| status.kubeconfig_secret_ref.is_some())
+    };
+    let deadline = Instant::now() + RUN_TIMEOUT;
+    while !runtimes.get_opt("e2e-declared").await.unwrap().as_ref().is_some_and(ready) {
+        let object = runtimes.get_opt("e2e-declared").await.unwrap();
+        assert!(Instant::now() < deadline, "the Runtime never got Ready: {object:#?}\n{}", diagnose().await);
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    eprintln!("end-to-end: a Runtime created -> Ready with its kubeconfig Secret in {:.1?}", applied.elapsed());
+    let secret = Api::<Secret>::namespaced(admin.clone(), TENANT).get("e2e-declared-kubeconfig").await.unwrap();
+    assert!(secret.data.is_some_and(|data| data.contains_key("kubeconfig")));
+
+    let deleting = Instant::now();
+    runtimes.delete("e2e-declared", &Default::default()).await.unwrap();
+    let deadline = Instant::now() + RUN_TIMEOUT;
+    while runtimes.get_opt("e2e-declared").await.unwrap().is_some() {
+        assert!(Instant::now() < deadline, "the Runtime was never deprovisioned\n{}", diagnose().await);
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    eprintln!("end-to-end: a Runtime deleted -> deprovisioned and gone in {:.1?}", deleting.elapsed());
 }

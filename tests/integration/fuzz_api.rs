@@ -276,3 +276,50 @@ fn rest_random_ids_and_raw_bodies() {
         })
     });
 }
+
+/// A Runtime resource's spec made of a mutated request (the API server would already refuse much of it): reading
+/// it, turning it into the provisioning it asks for and the upgrade from the example's configuration, and the
+/// service's checks never panic, whatever the reconciler is handed.
+#[test]
+fn runtime_resource_specs_never_panic_the_reconcilers_conversion() {
+    use provisioner::declarative::convert::{provision_request, upgrade_to};
+    use provisioner::declarative::resource::RuntimeResource;
+    use provisioner::domain::{ProvisionRequest, Topology};
+    use provisioner::service::ValidationPolicy;
+
+    let current = ProvisionRequest::example_named(Topology::VanillaKubeadm, "current").cluster_config;
+    let config = Config { cases: cases(), failure_persistence: None, ..Config::default() };
+    let mut runner = TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+    let (tried, read) = (std::cell::Cell::new(0), std::cell::Cell::new(0));
+    let adopt = prop_oneof![
+        3 => Just(Value::Null),
+        1 => "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}".prop_map(Value::String),
+        1 => any_json(),
+    ];
+    let result = runner.run(&(shaped_request(false), any::<bool>(), adopt), |(request, hibernated, adopt)| {
+        tried.set(tried.get() + 1);
+        let mut spec = request["clusterConfig"].clone();
+        if let Value::Object(spec) = &mut spec {
+            spec.insert("description".into(), request["runtimeInput"]["description"].clone());
+            spec.insert("labels".into(), request["runtimeInput"]["labels"].clone());
+            spec.insert("hibernated".into(), Value::Bool(hibernated));
+            spec.insert("adopt".into(), adopt);
+        }
+        let name = request["runtimeInput"]["name"].clone();
+        let object = json!({
+            "apiVersion": "provisioner.kubeopera.io/v1alpha1", "kind": "Runtime",
+            "metadata": { "name": name, "namespace": "team-a" }, "spec": spec,
+        });
+        if let Ok(resource) = serde_json::from_value::<RuntimeResource>(object) {
+            read.set(read.get() + 1);
+            let request = provision_request(resource.metadata.name.as_deref().unwrap_or_default(), &resource.spec);
+            let _ = ValidationPolicy::DEFAULT.validate(&request);
+            let _ = upgrade_to(&current, &resource.spec.cluster);
+        }
+        Ok(())
+    });
+    println!("fuzz_api runtime resource specs: {} cases tried, {} read as a Runtime", tried.get(), read.get());
+    if let Err(error) = result {
+        panic!("runtime resource specs: {error}");
+    }
+}

@@ -9,6 +9,7 @@ use std::time::Duration;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret};
+use k8s_openapi::api::rbac::v1::RoleBinding;
 use kube::api::{ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use provisioner::domain::Operation;
@@ -172,6 +173,24 @@ impl Engine {
         environment.insert("APP_LOG_FORMAT".into(), "json".into());
         environment.insert("APP_LOG_LEVEL".into(), "info".into());
         environment
+    }
+
+    /// What a tenant namespace's admin does to get the kubeconfig Secrets of its Runtimes: a RoleBinding of the
+    /// production ClusterRole (as this engine's RBAC named it) to the service's ServiceAccount.
+    pub async fn grant_runtime_kubeconfigs(&self, tenant: &str) {
+        let binding: RoleBinding = serde_json::from_value(serde_json::json!({
+            "metadata": { "name": "cluster-provisioner-runtime-kubeconfigs", "namespace": tenant },
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                "name": format!("cluster-provisioner-runtime-kubeconfigs-{}", self.namespace),
+            },
+            "subjects": [{ "kind": "ServiceAccount", "name": "cluster-provisioner", "namespace": self.namespace }],
+        }))
+        .unwrap();
+        Api::<RoleBinding>::namespaced(self.admin.clone(), tenant)
+            .create(&PostParams::default(), &binding)
+            .await
+            .expect("the tenant's RoleBinding");
     }
 
     pub async fn operation(&self, operation_id: &str) -> Operation {
