@@ -171,6 +171,7 @@ generate: gqlgen
 	cargo run --quiet --bin generate -- sql > assets/database/provisioner.sql
 	cargo run --quiet --bin generate -- errors > docs/api/errors.md
 	cargo run --quiet --bin generate -- crd > charts/cluster-provisioner/files/crds/runtimes.provisioner.kubeopera.io.json
+	cargo run --quiet --bin generate -- crd-reference > docs/reference/runtime-resource.md
 	cargo run --quiet --bin generate -- configuration > docs/operator/configuration.md.generated \
 		&& mv docs/operator/configuration.md.generated docs/operator/configuration.md
 	tools/render-chart.sh "$$(tools/build-helm.sh | tail -n1)/helm" > resources/cluster-provisioner.yaml

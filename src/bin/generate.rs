@@ -1,7 +1,7 @@
 //! Prints a generated artifact: `graphql` (schema.graphql), `openapi` (assets/openapi.json), `sql`
 //! (assets/database/provisioner.sql), `errors` (docs/api/errors.md), `configuration`
-//! (docs/operator/configuration.md with its table of variables as the settings give it) or `crd` (the Runtime
-//! resource's definition in the chart).
+//! (docs/operator/configuration.md with its table of variables as the settings give it), `crd` (the Runtime
+//! resource's definition in the chart) or `crd-reference` (docs/reference/runtime-resource.md).
 //! Used by gqlgen.sh and `make generate`; tests check the files are current.
 #![deny(rust_2018_idioms)]
 #![forbid(unsafe_code)]
@@ -17,6 +17,7 @@ fn main() -> std::process::ExitCode {
         "sql" => migrations::postgres_schema_sql(),
         "errors" => provisioner::api::error_catalogue::errors_markdown(),
         "crd" => provisioner::declarative::crd::runtime_crd_json(),
+        "crd-reference" => provisioner::declarative::reference::reference_markdown(),
         "configuration" => {
             let page = std::fs::read_to_string(CONFIGURATION_PAGE).unwrap_or_default();
             match provisioner::settings::with_variables_table(&page) {
@@ -28,7 +29,7 @@ fn main() -> std::process::ExitCode {
             }
         }
         _ => {
-            eprintln!("usage: generate graphql|openapi|sql|errors|configuration|crd");
+            eprintln!("usage: generate graphql|openapi|sql|errors|configuration|crd|crd-reference");
             return std::process::ExitCode::from(2);
         }
     };

@@ -6,5 +6,6 @@ pub mod crd;
 pub mod kubeconfig_secret;
 pub mod leadership;
 pub mod reconciler;
+pub mod reference;
 pub mod resource;
 pub mod status;

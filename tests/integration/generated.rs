@@ -41,6 +41,13 @@ fn the_runtime_definition_is_current() {
     assert_current(provisioner::declarative::crd::CHART_FILE, &provisioner::declarative::crd::runtime_crd_json());
 }
 
+/// The Runtime resource's reference page is the definition's own.
+#[test]
+fn the_runtime_resource_reference_is_current() {
+    let page = provisioner::declarative::reference::reference_markdown();
+    assert_current(provisioner::declarative::reference::REFERENCE_PAGE, &page);
+}
+
 /// `kubectl apply -k resources/` installs what the chart installs (tools/render-chart.sh).
 #[test]
 fn the_rendered_manifest_is_the_chart() {
