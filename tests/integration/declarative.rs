@@ -15,7 +15,10 @@ use test_support::Backend;
 use test_support::auth_service::aws_credential;
 use test_support::engine::{Engine, KUBECONFIG_OUTPUT, RUNNER_PLAN_SUMMARY};
 use test_support::kubectl::Kubectl;
-use test_support::runtimes::{WAIT, condition, install_definition, is_ready, runtime, state_is, wait_for};
+use test_support::runtimes::{
+    WAIT, condition, is_ready, reconciling_engine, recorded_runtime, run_succeeds, runtime, state_is, tenant_namespace,
+    wait_for,
+};
 
 fn api_error(error: kube::Error) -> (u16, String) {
     match error {
@@ -29,10 +32,7 @@ fn api_error(error: kube::Error) -> (u16, String) {
 /// the reason; a topology the provisioner does not build is refused at creation.
 #[tokio::test]
 async fn the_runtime_definition_is_served_and_the_api_server_refuses_what_may_not_change() {
-    let control_plane = test_control_plane::shared().await;
-    let admin = control_plane.admin_client().unwrap();
-    install_definition(admin.clone()).await;
-    let namespace = control_plane.new_namespace("declarative").await.unwrap();
+    let (_, admin, namespace) = tenant_namespace("declarative").await;
     let runtimes: Api<RuntimeResource> = Api::namespaced(admin.clone(), &namespace);
     let create = |object: Value| {
         let runtimes = runtimes.clone();
@@ -93,36 +93,20 @@ async fn the_runtime_definition_is_served_and_the_api_server_refuses_what_may_no
 /// it; a protected one keeps its finalizer and says why; deleted, it is deprovisioned and goes with its Secret.
 #[tokio::test]
 async fn a_runtime_resource_lives_its_life_through_the_same_operations() {
-    let control_plane = test_control_plane::shared().await;
-    let admin = control_plane.admin_client().unwrap();
-    install_definition(admin.clone()).await;
-    let tenant = control_plane.new_namespace("tenant").await.unwrap();
-    let (mut engine, process) = Engine::start(Backend::Postgres, &[("APP_RUNTIME_RESOURCES", &tenant)]).await;
-    engine.app.auth.add_tenant_credential(&tenant, "cred-aws-1", aws_credential());
+    let (_, admin, tenant) = tenant_namespace("tenant").await;
+    let (mut engine, process) = reconciling_engine(Backend::Postgres, &tenant).await;
     let runtimes: Api<RuntimeResource> = Api::namespaced(admin.clone(), &tenant);
     let mut object = runtime("blue", Topology::VanillaKubeadm);
     object["spec"]["deletionProtection"] = json!(false);
     let object: RuntimeResource = serde_json::from_value(object).unwrap();
     runtimes.create(&PostParams::default(), &object).await.expect("created");
 
-    let provisioning = wait_for(&runtimes, "blue", "a runtime", |object| {
-        object.and_then(|object| object.status.as_ref()?.runtime_id).is_some()
-    })
-    .await
-    .unwrap();
-    assert_eq!(provisioning.finalizers(), ["provisioner.kubeopera.io/deprovision"]);
-    let runtime_id = provisioning.status.unwrap().runtime_id.unwrap();
+    let runtime_id = recorded_runtime(&runtimes, "blue").await;
+    assert_eq!(runtimes.get("blue").await.unwrap().finalizers(), ["provisioner.kubeopera.io/deprovision"]);
     // A restart of the reconciler while the provisioning runs queues nothing more.
     process.stop().await;
     let process = engine.start_process(&[]).await;
-    let job = |kind: &str| format!("{kind}-{runtime_id}");
-    let succeeds = |kind: &'static str| {
-        let engine = &engine;
-        async move {
-            let outputs = format!("provision-{runtime_id}-outputs");
-            engine.runner_succeeds(&job(kind), Some((&outputs, KUBECONFIG_OUTPUT))).await;
-        }
-    };
+    let succeeds = |kind: &'static str| run_succeeds(&engine, kind, runtime_id);
     succeeds("provision").await;
     // Ready, but no kubeconfig Secret until the namespace's admin grants the service its Secrets here.
     let ungranted = wait_for(&runtimes, "blue", "a refused kubeconfig", |object| {
@@ -205,7 +189,7 @@ async fn a_runtime_resource_lives_its_life_through_the_same_operations() {
     assert!(reconciled.message.contains("protect"), "{reconciled:?}");
     patch(json!({ "deletionProtection": false })).await.unwrap();
     wait_for(&runtimes, "blue", "Deprovisioning", state_is("Deprovisioning")).await;
-    engine.runner_succeeds(&job("deprovision"), None).await;
+    engine.runner_succeeds(&format!("deprovision-{runtime_id}"), None).await;
     wait_for(&runtimes, "blue", "gone", |object| object.is_none()).await;
     let deleted = engine.app.get(&format!("/api/v1/runtimes/{runtime_id}")).await.json();
     assert_eq!(deleted["state"], "Deleted", "{deleted}");
@@ -239,12 +223,8 @@ fn write_folder(folder: &std::path::Path, namespace: &str, names: &[&str]) {
 /// the folder and the folder applied again is deprovisioned and goes, and the other two are left as they were.
 #[tokio::test]
 async fn a_runtime_removed_from_a_gitops_folder_is_deprovisioned_and_the_others_stay() {
-    let control_plane = test_control_plane::shared().await;
-    let admin = control_plane.admin_client().unwrap();
-    install_definition(admin.clone()).await;
-    let tenant = control_plane.new_namespace("gitops").await.unwrap();
-    let (engine, process) = Engine::start(Backend::Sqlite, &[("APP_RUNTIME_RESOURCES", &tenant)]).await;
-    engine.app.auth.add_tenant_credential(&tenant, "cred-aws-1", aws_credential());
+    let (control_plane, admin, tenant) = tenant_namespace("gitops").await;
+    let (engine, process) = reconciling_engine(Backend::Sqlite, &tenant).await;
     engine.grant_runtime_kubeconfigs(&tenant).await;
     let kubectl = Kubectl::admin(control_plane);
     let folder = kubectl.folder().join("runtimes");
@@ -258,14 +238,8 @@ async fn a_runtime_removed_from_a_gitops_folder_is_deprovisioned_and_the_others_
     let runtimes: Api<RuntimeResource> = Api::namespaced(admin.clone(), &tenant);
     let mut ids = std::collections::BTreeMap::new();
     for name in ["alpha", "beta", "gamma"] {
-        let object = wait_for(&runtimes, name, "a runtime", |object| {
-            object.and_then(|object| object.status.as_ref()?.runtime_id).is_some()
-        })
-        .await
-        .unwrap();
-        let runtime_id = object.status.unwrap().runtime_id.unwrap();
-        let outputs = format!("provision-{runtime_id}-outputs");
-        engine.runner_succeeds(&format!("provision-{runtime_id}"), Some((&outputs, KUBECONFIG_OUTPUT))).await;
+        let runtime_id = recorded_runtime(&runtimes, name).await;
+        run_succeeds(&engine, "provision", runtime_id).await;
         ids.insert(name, runtime_id);
     }
     for name in ["alpha", "beta", "gamma"] {
@@ -297,9 +271,7 @@ async fn a_runtime_removed_from_a_gitops_folder_is_deprovisioned_and_the_others_
 /// The GitOps example folder holds Runtimes the API server accepts as they are.
 #[tokio::test]
 async fn the_gitops_examples_are_runtimes_the_api_server_accepts() {
-    let control_plane = test_control_plane::shared().await;
-    install_definition(control_plane.admin_client().unwrap()).await;
-    let namespace = control_plane.new_namespace("examples").await.unwrap();
+    let (control_plane, _, namespace) = tenant_namespace("examples").await;
     let kubectl = Kubectl::admin(control_plane);
     let rendered = kubectl.run(&["kustomize", "examples/gitops"]);
     assert!(rendered.matches("kind: Runtime").count() >= 2, "{rendered}");
@@ -318,10 +290,7 @@ async fn the_gitops_examples_are_runtimes_the_api_server_accepts() {
 /// object upgrades it. Another tenant's Runtime cannot adopt it (not found, as for REST).
 #[tokio::test]
 async fn a_runtime_created_through_rest_is_adopted_by_a_runtime_resource() {
-    let control_plane = test_control_plane::shared().await;
-    let admin = control_plane.admin_client().unwrap();
-    install_definition(admin.clone()).await;
-    let tenant = control_plane.new_namespace("adopt").await.unwrap();
+    let (control_plane, admin, tenant) = tenant_namespace("adopt").await;
     let stranger = control_plane.new_namespace("stranger").await.unwrap();
     let scope = format!("{tenant},{stranger}");
     let (engine, process) = Engine::start(Backend::Sqlite, &[("APP_RUNTIME_RESOURCES", &scope)]).await;
@@ -330,8 +299,7 @@ async fn a_runtime_created_through_rest_is_adopted_by_a_runtime_resource() {
     let answer = engine.app.request("POST", "/api/v1/provisions", Some(&body), &[("Tenant", tenant.as_str())]).await;
     assert_eq!(answer.status, axum::http::StatusCode::ACCEPTED, "{}", answer.text);
     let runtime_id = answer.json()["id"].as_str().unwrap().to_owned();
-    let outputs = format!("provision-{runtime_id}-outputs");
-    engine.runner_succeeds(&format!("provision-{runtime_id}"), Some((&outputs, KUBECONFIG_OUTPUT))).await;
+    run_succeeds(&engine, "provision", runtime_id.parse().unwrap()).await;
     engine.wait_for_status(&runtime_id, &["succeeded"], WAIT).await;
 
     let adopting = |namespace: &str| {
@@ -362,7 +330,7 @@ async fn a_runtime_created_through_rest_is_adopted_by_a_runtime_resource() {
     let patch = json!({ "spec": { "workerPool": { "maxSize": 9 } } });
     runtimes.patch("red", &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
     wait_for(&runtimes, "red", "Updating", state_is("Updating")).await;
-    engine.runner_succeeds(&format!("upgrade-{runtime_id}"), Some((&outputs, KUBECONFIG_OUTPUT))).await;
+    run_succeeds(&engine, "upgrade", runtime_id.parse().unwrap()).await;
     wait_for(&runtimes, "red", "Ready after the upgrade", is_ready).await;
     assert_eq!(engine.app.get(&path).await.json()["clusterConfig"]["workerPool"]["maxSize"], 9);
     process.stop().await;
@@ -373,24 +341,14 @@ async fn a_runtime_created_through_rest_is_adopted_by_a_runtime_resource() {
 /// applied and the Runtime is Ready at its new generation.
 #[tokio::test]
 async fn a_held_back_plan_of_a_runtime_shows_its_digest_and_is_approved_through_the_api() {
-    let control_plane = test_control_plane::shared().await;
-    let admin = control_plane.admin_client().unwrap();
-    install_definition(admin.clone()).await;
-    let tenant = control_plane.new_namespace("approval").await.unwrap();
-    let (engine, process) = Engine::start(Backend::Sqlite, &[("APP_RUNTIME_RESOURCES", &tenant)]).await;
-    engine.app.auth.add_tenant_credential(&tenant, "cred-aws-1", aws_credential());
+    let (_, admin, tenant) = tenant_namespace("approval").await;
+    let (engine, process) = reconciling_engine(Backend::Sqlite, &tenant).await;
     let runtimes: Api<RuntimeResource> = Api::namespaced(admin.clone(), &tenant);
     let mut object = runtime("held", Topology::Eks);
     object["spec"]["approvalPolicy"] = json!("safeOnly");
     runtimes.create(&PostParams::default(), &serde_json::from_value(object).unwrap()).await.unwrap();
-    let created = wait_for(&runtimes, "held", "a runtime", |object| {
-        object.and_then(|object| object.status.as_ref()?.runtime_id).is_some()
-    })
-    .await
-    .unwrap();
-    let runtime_id = created.status.unwrap().runtime_id.unwrap();
-    let outputs = format!("provision-{runtime_id}-outputs");
-    engine.runner_succeeds(&format!("provision-{runtime_id}"), Some((&outputs, KUBECONFIG_OUTPUT))).await;
+    let runtime_id = recorded_runtime(&runtimes, "held").await;
+    run_succeeds(&engine, "provision", runtime_id).await;
     wait_for(&runtimes, "held", "Ready", is_ready).await;
 
     let patch = json!({ "spec": { "workerPool": { "machineType": "m6i.large" } } });
@@ -413,6 +371,7 @@ async fn a_held_back_plan_of_a_runtime_shows_its_digest_and_is_approved_through_
     let path = format!("/api/v1/operations/{}/approve", plan.operation_id);
     let approved = engine.app.request("POST", &path, Some(&approve), &[]).await;
     assert_eq!(approved.status, axum::http::StatusCode::ACCEPTED, "{}", approved.text);
+    let outputs = format!("provision-{runtime_id}-outputs");
     engine.runner_succeeds(&format!("upgrade-{runtime_id}-approved"), Some((&outputs, KUBECONFIG_OUTPUT))).await;
     wait_for(&runtimes, "held", "Ready at its new generation", |object| {
         is_ready(object) && object.unwrap().status.as_ref().unwrap().observed_generation == edited.metadata.generation

@@ -13,8 +13,8 @@ use provisioner::domain::Topology;
 use serde_json::Value;
 use test_support::Backend;
 use test_support::auth_service::aws_credential;
-use test_support::engine::{Engine, KUBECONFIG_OUTPUT};
-use test_support::runtimes::{install_definition, is_ready, runtime, runtime_id, wait_for};
+use test_support::engine::Engine;
+use test_support::runtimes::{is_ready, recorded_runtime, run_succeeds, runtime, tenant_namespace, wait_for};
 use test_support::server_process::ServerProcess;
 
 /// Within how long a killed holder's lease is taken over: its duration, one look of the next process, and slack.
@@ -81,10 +81,7 @@ fn reconciled(process: &ServerProcess) -> usize {
 /// at once, well within the lease's duration.
 #[tokio::test]
 async fn one_process_reconciles_and_another_takes_the_lease_over_when_it_dies_or_stops() {
-    let control_plane = test_control_plane::shared().await;
-    let admin = control_plane.admin_client().unwrap();
-    install_definition(admin.clone()).await;
-    let tenant = control_plane.new_namespace("leadership").await.unwrap();
+    let (_, admin, tenant) = tenant_namespace("leadership").await;
     let worker = [("APP_WORKER_LEASE", "2s"), ("APP_WORKER_POLL_INTERVAL", "100ms")];
     let (engine, api) = Engine::start_api_only(Backend::Postgres, &worker).await;
     engine.app.auth.add_tenant_credential(&tenant, "cred-aws-1", aws_credential());
@@ -105,8 +102,7 @@ async fn one_process_reconciles_and_another_takes_the_lease_over_when_it_dies_or
     let runtimes: Api<RuntimeResource> = Api::namespaced(admin.clone(), &tenant);
     let object: RuntimeResource = serde_json::from_value(runtime("blue", Topology::VanillaKubeadm)).unwrap();
     runtimes.create(&PostParams::default(), &object).await.expect("created");
-    let provisioning = wait_for(&runtimes, "blue", "a runtime", |object| runtime_id(object).is_some()).await;
-    let runtime_id = runtime_id(provisioning.as_ref()).unwrap();
+    let runtime_id = recorded_runtime(&runtimes, "blue").await;
     engine.wait_for_status(&runtime_id.to_string(), &["running"], Duration::from_secs(60)).await;
     assert_eq!(holder(&leases).await.as_deref(), Some(holder_one.as_str()));
     assert!(reconciled(&first) > 0, "the holder reconciled:\n{}", first.log_tail(40));
@@ -124,8 +120,7 @@ async fn one_process_reconciles_and_another_takes_the_lease_over_when_it_dies_or
 
     // The provisioning finishes and the Runtime is Ready (written by the new holder: the only reconciler left),
     // and nothing was queued twice.
-    let outputs = format!("provision-{runtime_id}-outputs");
-    engine.runner_succeeds(&format!("provision-{runtime_id}"), Some((&outputs, KUBECONFIG_OUTPUT))).await;
+    run_succeeds(&engine, "provision", runtime_id).await;
     wait_for(&runtimes, "blue", "Ready", is_ready).await;
     let operations = engine.app.get(&format!("/api/v1/provisions/{runtime_id}/operations")).await.json();
     assert_eq!(operations["operations"].as_array().map(Vec::len), Some(1), "one provisioning: {operations}");

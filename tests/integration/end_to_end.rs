@@ -42,6 +42,8 @@ const MODULES_SECRET: &str = "modules-repo";
 const MODULES_USER: (&str, &str) = ("reader", "s3cret-token");
 /// The tenant whose Runtime resources the chart lets the service reconcile and give their kubeconfig Secrets.
 const TENANT: &str = "team-e2e";
+/// The tenant's own AWS credential (the platform's `cred-aws-1` is the REST client's).
+const TENANT_CREDENTIAL: &str = "cred-aws-team-e2e";
 /// One run: a Job's containers start, clone, init and apply or destroy on moto.
 const RUN_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -129,7 +131,7 @@ async fn prepare_core(admin: &Client, around: &Surroundings) {
     Api::<ServiceAccount>::namespaced(admin.clone(), CORE).create(&PostParams::default(), &caller).await.unwrap();
     let tenant = Namespace { metadata: named(TENANT), ..Namespace::default() };
     Api::<Namespace>::all(admin.clone()).create(&PostParams::default(), &tenant).await.unwrap();
-    around.auth.add_tenant_credential(TENANT, "cred-aws-1", test_support::auth_service::aws_credential());
+    around.auth.add_tenant_credential(TENANT, TENANT_CREDENTIAL, test_support::auth_service::aws_credential());
 }
 
 /// Waits until the service is ready: `helm install --wait` counts one replica with `maxUnavailable: 1` as
@@ -329,7 +331,8 @@ async fn the_image_installed_by_the_chart_runs_an_eks_clusters_life_on_the_real_
 /// gone once deprovisioned.
 async fn runtime_resource_life(admin: &Client, diagnose: impl AsyncFn() -> String) {
     let runtimes: Api<RuntimeResource> = Api::namespaced(admin.clone(), TENANT);
-    let request = ProvisionRequest::example_named(Topology::Eks, "e2e-declared");
+    let mut request = ProvisionRequest::example_named(Topology::Eks, "e2e-declared");
+    request.cluster_config.credential_id = TENANT_CREDENTIAL.to_owned();
     let spec = serde_json::to_value(&request.cluster_config).unwrap();
     let object = json!({
         "apiVersion": "provisioner.kubeopera.io/v1alpha1", "kind": "Runtime",

@@ -10,6 +10,11 @@ use provisioner::declarative::crd::runtime_crd;
 use provisioner::declarative::resource::{ResourceCondition, RuntimeResource};
 use provisioner::domain::{ProvisionRequest, Topology};
 use serde_json::{Value, json};
+use test_control_plane::ControlPlane;
+
+use crate::Backend;
+use crate::auth_service::aws_credential;
+use crate::engine::{Engine, KUBECONFIG_OUTPUT, Process};
 
 /// How long [`wait_for`] waits.
 pub const WAIT: Duration = Duration::from_secs(60);
@@ -70,6 +75,36 @@ pub fn state_is(state: &'static str) -> impl Fn(Option<&RuntimeResource>) -> boo
 }
 
 /// The runtime id the reconciler recorded in the Runtime's status, once it has.
-pub fn runtime_id(object: Option<&RuntimeResource>) -> Option<uuid::Uuid> {
+fn runtime_id(object: Option<&RuntimeResource>) -> Option<uuid::Uuid> {
     object?.status.as_ref()?.runtime_id
+}
+
+/// A tenant's namespace on the shared control plane with the Runtime definition installed: the control plane, its
+/// admin client and the namespace.
+pub async fn tenant_namespace(prefix: &str) -> (&'static ControlPlane, kube::Client, String) {
+    let control_plane = test_control_plane::shared().await;
+    let admin = control_plane.admin_client().expect("admin client");
+    install_definition(admin.clone()).await;
+    let tenant = control_plane.new_namespace(prefix).await.expect("the tenant's namespace");
+    (control_plane, admin, tenant)
+}
+
+/// An engine whose process reconciles the Runtimes of `tenant`, which has its own `cred-aws-1`.
+pub async fn reconciling_engine(backend: Backend, tenant: &str) -> (Engine, Process) {
+    let (engine, process) = Engine::start(backend, &[("APP_RUNTIME_RESOURCES", tenant)]).await;
+    engine.app.auth.add_tenant_credential(tenant, "cred-aws-1", aws_credential());
+    (engine, process)
+}
+
+/// Waits until the reconciler recorded the Runtime `name`'s runtime, and returns its id.
+pub async fn recorded_runtime(runtimes: &Api<RuntimeResource>, name: &str) -> uuid::Uuid {
+    let object = wait_for(runtimes, name, "a runtime", |object| runtime_id(object).is_some()).await;
+    runtime_id(object.as_ref()).expect("a runtime id")
+}
+
+/// The stand-in runner of the runtime's `kind` Job (`provision`, `upgrade`, ...) succeeds, publishing the
+/// kubeconfig into the runtime's outputs Secret.
+pub async fn run_succeeds(engine: &Engine, kind: &str, runtime_id: uuid::Uuid) {
+    let outputs = format!("provision-{runtime_id}-outputs");
+    engine.runner_succeeds(&format!("{kind}-{runtime_id}"), Some((&outputs, KUBECONFIG_OUTPUT))).await;
 }
