@@ -276,8 +276,9 @@ impl Service {
         }
     }
 
-    /// `kubeconfig` when it is exactly what the runtime's last checked apply published: any runner may write any
-    /// outputs Secret, so other content is refused, never served.
+    /// `kubeconfig` when it is exactly what the runtime's last checked apply published: a run's own identity
+    /// writes only its runtime's outputs Secret, but the previous release's shared one still writes any, and what
+    /// a run publishes comes from the cluster it builds, so other content is refused, never served.
     async fn checked(&self, runtime_id: uuid::Uuid, secret: &str, kubeconfig: String) -> Result<String> {
         let checked = self.store.checked_kubeconfig_digest(runtime_id).await?;
         if checked.as_deref() == Some(kubeconfig_digest(kubeconfig.as_bytes()).as_str()) {
