@@ -3,6 +3,7 @@
 
 pub mod convert;
 pub mod crd;
+pub mod events;
 pub mod kubeconfig_secret;
 pub mod leadership;
 pub mod reconciler;

@@ -23,6 +23,7 @@ use crate::domain::{OperationType, RuntimeId, RuntimeState};
 use crate::service::{self, Requested, RuntimeStatus, Service};
 
 use super::convert::{provision_request, upgrade_to};
+use super::events::RuntimeEvents;
 use super::kubeconfig_secret::publish_kubeconfig;
 use super::resource::{FIELD_MANAGER, RuntimeResource, RuntimeResourceStatus};
 use super::status::{Refusal, refused_status, resource_status};
@@ -58,6 +59,7 @@ pub enum ReconcileError {
 struct Context {
     client: kube::Client,
     service: Service,
+    events: RuntimeEvents,
 }
 
 /// The reconciler of one process: the Runtimes of `namespaces`, with `client` (the process's own identity).
@@ -82,7 +84,10 @@ async fn run(
     namespaces: RuntimeNamespaces,
     stopped: watch::Receiver<bool>,
 ) -> Result<(), String> {
-    let context = Arc::new(Context { client: client.clone(), service });
+    let namespace = client.default_namespace().to_owned();
+    let identity = super::leadership::identity();
+    let events = RuntimeEvents::new(client.clone(), identity.clone());
+    let context = Arc::new(Context { client: client.clone(), service, events });
     let apis: Vec<Api<RuntimeResource>> = match namespaces {
         RuntimeNamespaces::All => vec![Api::all(client.clone())],
         RuntimeNamespaces::Only(names) => names.iter().map(|name| Api::namespaced(client.clone(), name)).collect(),
@@ -108,8 +113,6 @@ async fn run(
             futures::future::join_all(controllers).await;
         }
     };
-    let namespace = client.default_namespace().to_owned();
-    let identity = super::leadership::identity();
     super::leadership::lead(client, &namespace, &identity, stopped.clone(), controllers).await
 }
 
@@ -127,6 +130,7 @@ struct Reconciling<'a> {
     name: String,
     requested_by: String,
     uid: String,
+    events: &'a RuntimeEvents,
 }
 
 #[tracing::instrument(skip_all, fields(namespace = object.namespace().as_deref().unwrap_or(""), name = %object.name_any()))]
@@ -148,8 +152,16 @@ async fn reconcile(object: Arc<RuntimeResource>, context: Arc<Context>) -> Resul
     };
     let requested_by = format!("runtime-resource:{namespace}/{name}");
     let uid = object.uid().unwrap_or_default();
-    let reconciling =
-        Reconciling { object: &object, api, service, client: context.client.clone(), name, requested_by, uid };
+    let reconciling = Reconciling {
+        object: &object,
+        api,
+        service,
+        client: context.client.clone(),
+        name,
+        requested_by,
+        uid,
+        events: &context.events,
+    };
     if object.meta().deletion_timestamp.is_some() { reconciling.clean_up().await } else { reconciling.apply().await }
 }
 
@@ -208,6 +220,9 @@ impl Reconciling<'_> {
         };
         let runtime_id = accepted.operation.runtime_id;
         tracing::info!(%runtime_id, replayed = accepted.replayed, "the Runtime's provisioning is queued");
+        if !accepted.replayed {
+            self.events.queued(self.object, &accepted.operation).await;
+        }
         self.record_runtime(runtime_id).await?;
         Ok(Ok(runtime_id))
     }
@@ -239,7 +254,7 @@ impl Reconciling<'_> {
         } else {
             return Ok(None);
         };
-        outcome(requested)
+        self.outcome(requested).await
     }
 
     /// Writes the kubeconfig into the object's Secret once the cluster exists; its name, or `None` before.
@@ -267,6 +282,9 @@ impl Reconciling<'_> {
         refusal: Option<&Refusal>,
     ) -> Result<(), ReconcileError> {
         let before = self.object.status.as_ref();
+        if let Some(refusal) = refusal {
+            self.events.refused(self.object, refusal, before).await;
+        }
         let generation = self.object.meta().generation;
         let status = resource_status(runtime, generation, secret, refusal, before, Utc::now());
         write_status(&self.api, self.object, status).await
@@ -275,6 +293,7 @@ impl Reconciling<'_> {
     async fn refused(&self, refusal: &Refusal) -> Result<Action, ReconcileError> {
         tracing::info!(reason = refusal.reason, message = refusal.message, "the Runtime's spec is refused");
         let before = self.object.status.as_ref();
+        self.events.refused(self.object, refusal, before).await;
         write_status(
             &self.api,
             self.object,
@@ -323,7 +342,28 @@ impl Reconciling<'_> {
         }
         let forced = self.object.annotations().get(FORCE_ANNOTATION) == Some(&self.name);
         let key = format!("{}:deprovision{}", self.uid, if forced { ":force" } else { "" });
-        outcome(self.service.deprovision_runtime(id, Some(&self.name), forced, &self.requested_by, Some(&key)).await)
+        self.outcome(
+            self.service.deprovision_runtime(id, Some(&self.name), forced, &self.requested_by, Some(&key)).await,
+        )
+        .await
+    }
+
+    /// A requested change: logged and an event when queued now; a refusal for a reason of the request; nothing
+    /// when there was nothing to change.
+    async fn outcome(&self, requested: service::Result<Requested>) -> Result<Option<Refusal>, ReconcileError> {
+        match requested {
+            Ok(requested) => {
+                let operation = requested.operation();
+                let operation_type = operation.operation_type.as_str();
+                tracing::info!(operation_id = %operation.id, operation_type, "the Runtime's change is requested");
+                if let Requested::Queued(operation) = &requested {
+                    self.events.queued(self.object, operation).await;
+                }
+                Ok(None)
+            }
+            Err(service::Error::NothingToChange { .. }) => Ok(None),
+            Err(error) => Ok(Some(refusal_of(error)?)),
+        }
     }
 
     async fn ensure_finalizer(&self) -> Result<(), ReconcileError> {
@@ -339,6 +379,7 @@ impl Reconciling<'_> {
         let finalizers = self.object.finalizers().iter().filter(|finalizer| *finalizer != FINALIZER).cloned().collect();
         self.patch_finalizers(finalizers).await?;
         tracing::info!("the Runtime's runtime is deprovisioned; the object goes");
+        self.events.deprovisioned(self.object).await;
         Ok(Action::await_change())
     }
 
@@ -374,21 +415,6 @@ async fn write_status(
     let apply = PatchParams::apply(FIELD_MANAGER).force();
     api.patch_status(&object.name_any(), &apply, &Patch::Apply(&patch)).await?;
     Ok(())
-}
-
-/// A requested change: logged when queued; a refusal for a reason of the request; nothing when there was nothing
-/// to change.
-fn outcome(requested: service::Result<Requested>) -> Result<Option<Refusal>, ReconcileError> {
-    match requested {
-        Ok(requested) => {
-            let operation = requested.operation();
-            let operation_type = operation.operation_type.as_str();
-            tracing::info!(operation_id = %operation.id, operation_type, "the Runtime's change is requested");
-            Ok(None)
-        }
-        Err(service::Error::NothingToChange { .. }) => Ok(None),
-        Err(error) => Ok(Some(refusal_of(error)?)),
-    }
 }
 
 /// What the service refused for a reason of the request (the object says why and waits for a change of it); an

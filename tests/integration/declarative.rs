@@ -199,6 +199,26 @@ async fn a_runtime_resource_lives_its_life_through_the_same_operations() {
         }
     };
     tokio::time::timeout(WAIT, gone).await.expect("the kubeconfig Secret goes with its Runtime");
+
+    // Its life is told in events on the object, each refusal once.
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(admin.clone(), &tenant);
+    let told: Vec<(String, String)> = (events.list(&Default::default()).await.unwrap().items.into_iter())
+        .filter(|event| event.regarding.as_ref().and_then(|regarding| regarding.name.as_deref()) == Some("blue"))
+        .map(|event| (event.type_.unwrap_or_default(), event.reason.unwrap_or_default()))
+        .collect();
+    for (kind, reason) in [
+        ("Normal", "ProvisionQueued"),
+        ("Warning", "KubeconfigForbidden"),
+        ("Normal", "UpgradeQueued"),
+        ("Normal", "HibernateQueued"),
+        ("Normal", "WakeUpQueued"),
+        ("Warning", "DeletionProtected"),
+        ("Normal", "DeprovisionQueued"),
+        ("Normal", "Deprovisioned"),
+    ] {
+        let count = told.iter().filter(|(told_kind, told_reason)| told_kind == kind && told_reason == reason).count();
+        assert_eq!(count, 1, "{kind} {reason} once: {told:?}");
+    }
     process.stop().await;
 }
 
