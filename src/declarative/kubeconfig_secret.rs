@@ -8,14 +8,13 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{ObjectMeta, Patch, PatchParams};
 use kube::{Api, Resource, ResourceExt};
 use runner_contract::job::{MANAGED_BY, MANAGED_BY_LABEL};
+// The same key as in the runner's outputs Secret.
+use runner_contract::manifest::KUBECONFIG_KEY;
 
 use super::resource::{FIELD_MANAGER, RuntimeResource};
 
-/// The key of the kubeconfig in the Secret, as in the runner's outputs Secret.
-pub const KUBECONFIG_KEY: &str = runner_contract::manifest::KUBECONFIG_KEY;
-
 /// The Secret of the Runtime named `name`.
-pub fn secret_name(name: &str) -> String {
+fn secret_name(name: &str) -> String {
     format!("{name}-kubeconfig")
 }
 
