@@ -36,6 +36,8 @@ mod plan_approval;
 mod playground;
 mod providers;
 mod provisionerctl;
+mod provisionerctl_output;
+mod provisionerctl_support;
 mod query_plans;
 mod real_node;
 mod render;

@@ -46,7 +46,7 @@ pub async fn run(
             let runtime = client.json(Method::GET, &path("runtimes", &id, "")?, &[], None).await?;
             let history = path("provisions", &id, "/operations")?;
             let operations = client.json(Method::GET, &history, &[("first", "5")], None).await?;
-            return describe(&runtime, &operations, output, out);
+            return describe(&runtime, &operations, &output, out);
         }
         Command::Cancel { operation } => {
             (client.json(Method::POST, &path("operations", &operation, "/cancel")?, &[], None).await?, Shape::Operation)
@@ -85,22 +85,28 @@ pub async fn run(
             return wait(client, &id, &condition, (timeout, interval), err).await;
         }
     };
-    print(&answer, shape, output, out)
+    print(&answer, shape, &output, out)
 }
 
-/// A runtime and its last operations: as one document for `-o json|yaml`, else its fields, then a table.
-fn describe(runtime: &Value, operations: &Value, output: Output, out: &mut dyn Write) -> Result<(), Error> {
-    if output != Output::Table {
-        let both = serde_json::json!({ "runtime": runtime, "operations": operations["operations"] });
-        return print(&both, Shape::Runtime, output, out);
+/// A runtime and its last operations: as one document for `-o json|yaml|jsonpath`, the runtime's name for `-o
+/// name`, else its fields, then a table (a wide one for `-o wide`).
+fn describe(runtime: &Value, operations: &Value, output: &Output, out: &mut dyn Write) -> Result<(), Error> {
+    match output {
+        Output::Table | Output::Wide => {}
+        Output::Name => return print(runtime, Shape::Runtime, output, out),
+        Output::Json | Output::Yaml | Output::JsonPath(_) => {
+            let both = serde_json::json!({ "runtime": runtime, "operations": operations["operations"] });
+            return print(&both, Shape::Runtime, output, out);
+        }
     }
     let mut fields = runtime.clone();
     if let Some(fields) = fields.as_object_mut() {
         fields.remove("lastOperation");
     }
-    print(&fields, Shape::Runtime, Output::Yaml, out)?;
+    print(&fields, Shape::Runtime, &Output::Yaml, out)?;
     out.write_all(b"\nOperations:\n").map_err(|error| Error::Local(format!("cannot print: {error}")))?;
-    print(operations, Shape::Operations, Output::Table, out)
+    let table = if *output == Output::Wide { Output::Wide } else { Output::Table };
+    print(operations, Shape::Operations, &table, out)
 }
 
 /// `/api/v1/<collection>/<id><rest>`; an id is checked here, so that it cannot name another path.

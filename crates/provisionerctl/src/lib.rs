@@ -7,7 +7,9 @@
 mod client;
 mod commands;
 mod exec_plugin;
+mod jsonpath;
 mod kubeconfig;
+mod output;
 mod plain_http;
 mod render;
 mod token;
@@ -16,11 +18,12 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 use secrecy::SecretString;
 use url::{Origin, Url};
 
 pub use client::Client;
+pub use output::Output;
 pub use token::Locations;
 
 /// The exit codes, as `--help` lists them.
@@ -47,8 +50,9 @@ const EXIT_CODES: &str = "Exit codes: 0 done; 1 a local failure (a file, the tok
 pub struct Cli {
     #[command(flatten)]
     pub connection: Connection,
-    /// How results are printed.
-    #[arg(short, long, value_enum, default_value_t = Output::Table, global = true)]
+    /// How results are printed: table, wide, name, json, yaml or jsonpath=TEMPLATE (kubectl's subset: `{.field}`,
+    /// `{.items[*].field}`, `[n]`, `[?(@.field=="value")]`, `{"\n"}`).
+    #[arg(short, long, value_parser = output::parse, default_value = "table", global = true)]
     pub output: Output,
     #[command(subcommand)]
     pub command: Command,
@@ -78,13 +82,6 @@ pub struct Connection {
 
 fn secret(text: &str) -> Result<SecretString, std::convert::Infallible> {
     Ok(SecretString::from(text))
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Output {
-    Table,
-    Json,
-    Yaml,
 }
 
 #[derive(Debug, Subcommand)]

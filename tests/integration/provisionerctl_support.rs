@@ -1,0 +1,54 @@
+//! What the provisionerctl_* tests share: the app served on a loopback port, provisionerctl run against it as a
+//! user runs it, and request files.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+/// Serves `router` on a loopback port; returns its base URL.
+pub async fn serve(router: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    format!("http://{address}")
+}
+
+/// Runs `provisionerctl --server <server> <args>`; returns its exit code, output and errors, and shows the
+/// session (with `--nocapture`).
+pub async fn ctl(server: &str, args: &[&str]) -> (u8, String, String) {
+    // Authentication is off here: the token is given only so that no config file of the machine is read.
+    let argv = ["--server", server, "--token", "unused"].into_iter().chain(args.iter().copied());
+    ctl_in(&nowhere(), &argv.collect::<Vec<_>>()).await
+}
+
+/// Runs `provisionerctl <args>` with the files at `locations`; returns its exit code, output and errors.
+pub async fn ctl_in(locations: &provisionerctl::Locations, args: &[&str]) -> (u8, String, String) {
+    let argv = std::iter::once("provisionerctl").chain(args.iter().copied());
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = provisionerctl::run_args_in(locations, argv, &mut out, &mut err).await;
+    let (out, err) = (String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap());
+    eprintln!("$ provisionerctl {}\n{out}{err}(exit {code})", args.join(" "));
+    (code, out, err)
+}
+
+/// No kubeconfig, config file or home: nothing of the machine is read.
+pub fn nowhere() -> provisionerctl::Locations {
+    provisionerctl::Locations { kubeconfig: None, config: None, home: None }
+}
+
+/// Writes `body` as a request file in `folder`; returns its path.
+pub fn request_file(folder: &Path, name: &str, body: &Value) -> String {
+    let path = folder.join(format!("{name}.json"));
+    std::fs::write(&path, body.to_string()).unwrap();
+    path.display().to_string()
+}
+
+/// Creates a runtime from `body` with `provisionerctl create` (and `extra` flags); returns its id.
+pub async fn create(server: &str, folder: &Path, body: &Value, extra: &[&str]) -> String {
+    let name = body["runtimeInput"]["name"].as_str().unwrap();
+    let file = request_file(folder, name, body);
+    let args = [&["create", "-f", file.as_str(), "-o", "jsonpath={.runtimeId}"], extra].concat();
+    let (code, id, err) = ctl(server, &args).await;
+    assert_eq!(code, 0, "{err}");
+    id
+}
