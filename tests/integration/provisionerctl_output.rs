@@ -3,6 +3,7 @@
 //! Against the app on a loopback port; runtimes stay queued, since no engine runs here.
 
 use serde_json::json;
+use test_support::auth_service::aws_credential;
 use test_support::{Backend, provision_body, spawn_app};
 
 use crate::provisionerctl_support::{create, ctl, serve};
@@ -40,4 +41,58 @@ async fn provisionerctl_prints_names_wide_tables_and_jsonpath() {
     assert!(refused.contains("jsonpath \"{.items[*].name\": the '{' at 0 is not closed"), "{refused}");
     let (code, _, refused) = ctl(&server, &["get", "runtimes", "-o", "xml"]).await;
     assert!(code == provisionerctl::exit::USAGE && refused.contains("none of table, wide, name"), "{refused}");
+}
+
+#[tokio::test]
+async fn provisionerctl_selects_by_labels_and_follows_every_page() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let server = serve(app.app.router.clone()).await;
+    let folder = tempfile::tempdir().unwrap();
+    let mut ids = Vec::new();
+    for (name, labels) in [
+        ("ctl-sel-a", json!({"team": "blue", "tier": "1"})),
+        ("ctl-sel-b", json!({"team": "blue", "tier": "2"})),
+        ("ctl-sel-c", json!({"team": "red"})),
+    ] {
+        let mut body = provision_body(name);
+        body["runtimeInput"]["labels"] = labels;
+        ids.push(create(&server, folder.path(), &body, &[]).await);
+    }
+    let names = |ids: &[&String]| ids.iter().map(|id| format!("runtime/{id}\n")).collect::<String>();
+
+    let (code, blue, _) = ctl(&server, &["get", "runtimes", "-l", "team=blue", "-o", "name"]).await;
+    assert_eq!((code, blue), (0, names(&[&ids[0], &ids[1]])));
+    let (code, both, _) = ctl(&server, &["get", "runtimes", "--selector", "team=blue,tier=2", "-o", "name"]).await;
+    assert_eq!((code, both), (0, names(&[&ids[1]])));
+    let (code, _, refused) = ctl(&server, &["get", "runtimes", "-l", "team!=blue"]).await;
+    assert!(code == provisionerctl::exit::USAGE && refused.contains("is not key=value"), "{refused}");
+
+    let (code, first, more) = ctl(&server, &["get", "runtimes", "--chunk-size", "2", "-o", "name"]).await;
+    assert_eq!((code, first), (0, names(&[&ids[0], &ids[1]])));
+    assert!(more.contains("more runtimes follow on further pages: --all lists them all"), "{more}");
+    let (code, every, more) = ctl(&server, &["get", "runtimes", "--all", "--chunk-size", "2", "-o", "name"]).await;
+    assert_eq!((code, every, more), (0, names(&[&ids[0], &ids[1], &ids[2]]), String::new()));
+    let (code, listed, _) = ctl(&server, &["get", "runtimes", "--all", "--chunk-size", "1", "-o", "json"]).await;
+    let listed: serde_json::Value = serde_json::from_str(&listed).unwrap();
+    assert_eq!((code, listed["runtimes"].as_array().unwrap().len()), (0, 3), "{listed}");
+    assert_eq!(listed["nextCursor"], serde_json::Value::Null);
+}
+
+/// Each tenant sees its own runtimes only; a runtime created for a tenant is that tenant's.
+#[tokio::test]
+async fn provisionerctl_acts_for_the_tenant_it_is_told() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let server = serve(app.app.router.clone()).await;
+    let folder = tempfile::tempdir().unwrap();
+    for tenant in ["tenant-a", "tenant-b"] {
+        app.auth.add_tenant_credential(tenant, &format!("cred-{tenant}"), aws_credential());
+        let mut body = provision_body(&format!("ctl-shop-{tenant}"));
+        body["clusterConfig"]["credentialId"] = json!(format!("cred-{tenant}"));
+        create(&server, folder.path(), &body, &["--tenant", tenant]).await;
+    }
+    for tenant in ["tenant-a", "tenant-b"] {
+        let args = ["--tenant", tenant, "get", "runtimes", "-o", "jsonpath={.items[*].name}"];
+        let (code, names, err) = ctl(&server, &args).await;
+        assert_eq!((code, names), (0, format!("ctl-shop-{tenant}")), "{err}");
+    }
 }

@@ -20,6 +20,7 @@ pub struct Client {
     streaming: reqwest::Client,
     server: Url,
     token: Option<SecretString>,
+    tenant: Option<String>,
 }
 
 /// What a request answered, once it succeeded.
@@ -46,7 +47,12 @@ impl Client {
         let failed = |error: reqwest::Error| Error::Local(format!("cannot set up HTTP: {error}"));
         let http = reqwest::Client::builder().timeout(REQUEST_TIMEOUT).build().map_err(failed)?;
         let streaming = reqwest::Client::builder().connect_timeout(REQUEST_TIMEOUT).build().map_err(failed)?;
-        Ok(Client { http, streaming, server, token })
+        Ok(Client { http, streaming, server, token, tenant: None })
+    }
+
+    /// This client, naming `tenant` in every request's `Tenant` header.
+    pub fn acting_for(self, tenant: Option<String>) -> Client {
+        Client { tenant, ..self }
     }
 
     /// A JSON answer to `method path?query` with `body`.
@@ -108,6 +114,9 @@ impl Client {
         let mut request = http.request(method, url);
         if let Some(token) = &self.token {
             request = request.bearer_auth(token.expose_secret());
+        }
+        if let Some(tenant) = &self.tenant {
+            request = request.header("Tenant", tenant);
         }
         if let Some(body) = body {
             request = request.json(body);

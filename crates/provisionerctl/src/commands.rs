@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use reqwest::Method;
 use serde_json::Value;
 
+use crate::listing;
 use crate::render::{Shape, print};
 use crate::{Client, Command, Error, Get, Output};
 
@@ -18,9 +19,11 @@ pub async fn run(
     err: &mut dyn Write,
 ) -> Result<(), Error> {
     let (answer, shape) = match command {
-        Command::Get(Get::Runtimes { state }) => {
+        Command::Get(Get::Runtimes { state, selector, pages }) => {
             let query: Vec<(&str, &str)> = state.iter().map(|state| ("state", state.as_str())).collect();
-            (client.json(Method::GET, "/api/v1/runtimes", &query, None).await?, Shape::Runtimes)
+            let selector = selector.unwrap_or_default();
+            let runtimes = ("/api/v1/runtimes", "runtimes");
+            (listing::list(client, runtimes, &query, &selector, &pages, err).await?, Shape::Runtimes)
         }
         Command::Get(Get::Runtime { id }) => {
             (client.json(Method::GET, &path("runtimes", &id, "")?, &[], None).await?, Shape::Runtime)
@@ -72,8 +75,9 @@ pub async fn run(
         Command::Wake { id } => {
             (client.json(Method::POST, &path("runtimes", &id, "/wake")?, &[], None).await?, Shape::Operation)
         }
-        Command::Operations { id } => {
-            (client.json(Method::GET, &path("provisions", &id, "/operations")?, &[], None).await?, Shape::Operations)
+        Command::Operations { id, pages } => {
+            let history = (path("provisions", &id, "/operations")?, "operations");
+            (listing::list(client, (&history.0, history.1), &[], &[], &pages, err).await?, Shape::Operations)
         }
         Command::Kubeconfig { id } => {
             let kubeconfig = client.text(&path("provisions", &id, "/kubeconfig")?).await?;

@@ -9,6 +9,7 @@ mod commands;
 mod exec_plugin;
 mod jsonpath;
 mod kubeconfig;
+mod listing;
 mod output;
 mod plain_http;
 mod render;
@@ -59,7 +60,7 @@ pub struct Cli {
 }
 
 /// Which server is called, and with which token.
-#[derive(Debug, Args)]
+#[derive(Debug, Default, Args)]
 pub struct Connection {
     /// The provisioner's base URL [default: the server of the config file's current context, else
     /// http://127.0.0.1:3000].
@@ -78,6 +79,9 @@ pub struct Connection {
     /// read it.
     #[arg(long, env = "PROVISIONER_ALLOW_PLAIN_HTTP", global = true)]
     pub allow_plain_http: bool,
+    /// The tenant requests act for (the `Tenant` header): only its runtimes are seen and changed.
+    #[arg(long, env = "PROVISIONER_TENANT", global = true)]
+    pub tenant: Option<String>,
 }
 
 fn secret(text: &str) -> Result<SecretString, std::convert::Infallible> {
@@ -141,7 +145,11 @@ pub enum Command {
         follow: bool,
     },
     /// Lists a runtime's operations, newest first.
-    Operations { id: String },
+    Operations {
+        id: String,
+        #[command(flatten)]
+        pages: listing::Pages,
+    },
     /// Prints a runtime's kubeconfig.
     Kubeconfig { id: String },
     /// Waits until a runtime reaches a state (`--for state=Ready`), printing its progress on standard error.
@@ -161,16 +169,24 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum Get {
-    /// Lists the runtimes, optionally of one state.
+    /// Lists the runtimes, optionally of one state and with some labels.
     Runtimes {
         #[arg(long)]
         state: Option<String>,
+        /// Only runtimes with these labels: `key=value`, comma-separated.
+        #[arg(short = 'l', long = "selector", value_parser = listing::parse_selector)]
+        selector: Option<Selector>,
+        #[command(flatten)]
+        pages: listing::Pages,
     },
     /// Reads one runtime.
     Runtime { id: String },
     /// Reads one operation.
     Operation { id: String },
 }
+
+/// `-l`'s pairs.
+type Selector = Vec<(String, String)>;
 
 fn parse_condition(text: &str) -> Result<String, String> {
     match text.split_once('=') {
@@ -252,5 +268,5 @@ pub async fn run(cli: Cli, locations: &Locations, out: &mut dyn Write, err: &mut
 
 fn connect(connection: &Connection, locations: &Locations, err: &mut dyn Write) -> Result<Client, Error> {
     let target = token::resolve(connection, locations, err)?;
-    Client::new(target.server, target.token, connection.allow_plain_http)
+    Ok(Client::new(target.server, target.token, connection.allow_plain_http)?.acting_for(connection.tenant.clone()))
 }

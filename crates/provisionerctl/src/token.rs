@@ -170,7 +170,7 @@ mod tests {
     }
 
     fn connection() -> Connection {
-        Connection { server: None, token: None, token_file: None, kubeconfig_user: None, allow_plain_http: false }
+        Connection::default()
     }
 
     fn resolved(connection: &Connection, locations: &Locations) -> (String, Option<String>, String) {
