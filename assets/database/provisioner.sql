@@ -98,3 +98,7 @@ ALTER TABLE "runtime" ADD COLUMN "api_allowed_cidrs" json NULL;
 ALTER TABLE "operation" ADD COLUMN "target_api_allowed_cidrs" json NULL;
 
 ALTER TABLE "runtime" ADD COLUMN "managed_by" varchar NULL;
+
+CREATE INDEX "operation_updated_at_idx" ON "operation" ("updated_at");
+
+CREATE INDEX "runtime_managed_idx" ON "runtime" ("id") WHERE "managed_by" IS NOT NULL;

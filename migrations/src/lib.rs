@@ -28,6 +28,7 @@ mod m20261218_000001_runtime_labels_index;
 mod m20261219_000001_runtime_name_per_tenant;
 mod m20261220_000001_api_allowed_cidrs;
 mod m20261221_000001_runtime_managed_by;
+mod m20261222_000001_managed_operation_changes;
 
 pub use sea_orm_migration::MigratorTrait;
 
@@ -68,6 +69,7 @@ fn all() -> Vec<Box<dyn Listed>> {
         Box::new(m20261219_000001_runtime_name_per_tenant::Migration),
         Box::new(m20261220_000001_api_allowed_cidrs::Migration),
         Box::new(m20261221_000001_runtime_managed_by::Migration),
+        Box::new(m20261222_000001_managed_operation_changes::Migration),
     ]
 }
 

@@ -6,6 +6,7 @@ pub mod crd;
 pub mod events;
 pub mod kubeconfig_secret;
 pub mod leadership;
+mod operation_feed;
 pub mod reconciler;
 pub mod reference;
 pub mod resource;

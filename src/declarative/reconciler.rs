@@ -3,7 +3,7 @@
 //! uid so that a restart or a second replica never queues two. A new generation: an upgrade, hibernation or
 //! wake-up (each keyed by the uid and the generation). Deleted: the finalizer holds the object until the
 //! deprovisioning succeeded. What the service refuses is a condition, never a retry loop: the object is looked at
-//! again when it changes.
+//! again when it changes, or when its runtime's operation does ([`super::operation_feed`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,7 +11,7 @@ use std::time::Duration;
 use chrono::Utc;
 use futures::StreamExt;
 use kube::api::{Patch, PatchParams};
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
@@ -25,6 +25,7 @@ use crate::service::{self, Requested, RuntimeStatus, Service};
 use super::convert::{provision_request, upgrade_to};
 use super::events::RuntimeEvents;
 use super::kubeconfig_secret::publish_kubeconfig;
+use super::operation_feed;
 use super::resource::{FIELD_MANAGER, RuntimeResource, RuntimeResourceStatus};
 use super::status::{Refusal, refused_status, resource_status};
 
@@ -34,10 +35,9 @@ pub const FINALIZER: &str = "provisioner.kubeopera.io/deprovision";
 /// confirmation): the state is given up where a destroy cannot finish.
 pub const FORCE_ANNOTATION: &str = "provisioner.kubeopera.io/force-deprovision";
 
-/// How soon a runtime is looked at again while an operation of it runs, and when nothing does (the kubeconfig
-/// may change, and a missed watch event is caught up).
-const WHILE_RUNNING: Duration = Duration::from_secs(3);
-const WHILE_SETTLED: Duration = Duration::from_secs(300);
+/// How soon an object is looked at again when neither it nor its runtime's operation changed: a change the
+/// watch or the operations' feed missed is caught up.
+const LOOK_AGAIN: Duration = Duration::from_secs(300);
 /// After an error of the API server or the database.
 const AFTER_ERROR: Duration = Duration::from_secs(10);
 
@@ -88,29 +88,42 @@ async fn run(
     let identity = super::leadership::identity();
     let events = RuntimeEvents::new(client.clone(), identity.clone());
     let context = Arc::new(Context { client: client.clone(), service, events });
-    let apis: Vec<Api<RuntimeResource>> = match namespaces {
-        RuntimeNamespaces::All => vec![Api::all(client.clone())],
-        RuntimeNamespaces::Only(names) => names.iter().map(|name| Api::namespaced(client.clone(), name)).collect(),
+    let apis: Vec<(Api<RuntimeResource>, Option<String>)> = match namespaces {
+        RuntimeNamespaces::All => vec![(Api::all(client.clone()), None)],
+        RuntimeNamespaces::Only(names) => {
+            names.iter().map(|name| (Api::namespaced(client.clone(), name), Some(name.clone()))).collect()
+        }
     };
     let controllers = || {
+        let feed = operation_feed::channel();
         let controllers: Vec<_> = apis
             .iter()
-            .map(|api| {
+            .map(|(api, namespace)| {
                 let mut stopped = stopped.clone();
                 Controller::new(api.clone(), watcher::Config::default())
+                    .reconcile_on(operation_feed::triggers(&feed, namespace.clone()))
                     .graceful_shutdown_on(async move {
                         let _ = stopped.wait_for(|stop| *stop).await;
                     })
                     .run(reconcile, error_policy, context.clone())
                     .for_each(|result| async move {
-                        if let Err(error) = result {
-                            tracing::warn!(%error, "a Runtime was not reconciled");
+                        match result {
+                            // An operation's change told after its object went.
+                            Err(controller::Error::ObjectNotFound(object)) => {
+                                tracing::debug!(%object, "a changed Runtime is gone");
+                            }
+                            Err(error) => tracing::warn!(%error, "a Runtime was not reconciled"),
+                            Ok(_) => {}
                         }
                     })
             })
             .collect();
+        let following = operation_feed::follow(context.service.clone(), feed);
         async move {
-            futures::future::join_all(controllers).await;
+            tokio::select! {
+                _ = futures::future::join_all(controllers) => {}
+                () = following => {}
+            }
         }
     };
     super::leadership::lead(client, &namespace, &identity, stopped.clone(), controllers).await
@@ -188,11 +201,7 @@ impl Reconciling<'_> {
             published => (published?, None),
         };
         // A grant is no change of the object: a refused Secret is tried again soon.
-        let again = match (runtime.last_operation.operation.state.is_active(), &forbidden) {
-            (true, _) => WHILE_RUNNING,
-            (false, Some(_)) => AFTER_ERROR,
-            (false, None) => WHILE_SETTLED,
-        };
+        let again = if forbidden.is_some() { AFTER_ERROR } else { LOOK_AGAIN };
         self.report(&runtime, secret.as_deref(), refusal.or(forbidden).as_ref()).await?;
         Ok(Action::requeue(again))
     }
@@ -323,7 +332,7 @@ impl Reconciling<'_> {
         // What runs now ends first (a deprovisioning queued meanwhile would be refused as a conflict).
         let running = &runtime.last_operation.operation;
         if running.state.is_active() && running.operation_type != OperationType::Deprovision {
-            return Ok(Action::requeue(WHILE_RUNNING));
+            return Ok(Action::requeue(LOOK_AGAIN));
         }
         let refusal = self.deprovision(&runtime).await?;
         let runtime = self.service.runtime_status(RuntimeId(runtime_id)).await?;
@@ -331,7 +340,7 @@ impl Reconciling<'_> {
         self.report(&runtime, secret.map(|secret| secret.name).as_deref(), refusal.as_ref()).await?;
         Ok(match refusal {
             Some(_) => Action::await_change(),
-            None => Action::requeue(WHILE_RUNNING),
+            None => Action::requeue(LOOK_AGAIN),
         })
     }
 

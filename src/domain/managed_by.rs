@@ -3,10 +3,23 @@
 
 use std::fmt;
 
+use chrono::{DateTime, Utc};
+
+use super::OperationId;
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ResourceRef {
     pub namespace: String,
     pub name: String,
+}
+
+/// A write to an operation of a runtime a resource manages (its claim, a stage, its end, an approval): what the
+/// resource's reconciler looks at the object again for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManagedOperationChange {
+    pub resource: ResourceRef,
+    pub operation_id: OperationId,
+    pub updated_at: DateTime<Utc>,
 }
 
 impl ResourceRef {

@@ -12,6 +12,7 @@ mod idempotency;
 mod live_logs;
 mod log_followers;
 mod logs;
+mod managed_changes;
 mod operation_changes;
 mod operation_events;
 mod provision;

@@ -8,6 +8,7 @@ mod claims;
 mod convert;
 mod entity;
 mod idempotency;
+mod managed_changes;
 mod operations;
 mod prepared;
 mod progress;
