@@ -38,6 +38,7 @@ mod providers;
 mod provisionerctl;
 mod provisionerctl_output;
 mod provisionerctl_support;
+mod provisionerctl_wait;
 mod query_plans;
 mod real_node;
 mod render;

@@ -164,6 +164,16 @@ impl Client {
     }
 }
 
+/// `/api/v1/<collection>/<id><rest>`; an id is checked here, so that it cannot name another path.
+pub fn path(collection: &str, id: &str, rest: &str) -> Result<String, Error> {
+    let plain =
+        !id.is_empty() && id.chars().all(|character| character.is_ascii_alphanumeric() || "-_.".contains(character));
+    if !plain || id.starts_with('.') {
+        return Err(Error::Local(format!("{id:?} is not an id (letters, digits, '-', '_' and '.')")));
+    }
+    Ok(format!("/api/v1/{collection}/{id}{rest}"))
+}
+
 /// A problem (RFC 9457) in words: its title and detail, and the field it names.
 fn problem_text(status: StatusCode, text: &str) -> String {
     let Ok(problem) = serde_json::from_str::<Value>(text) else {
@@ -199,5 +209,13 @@ mod tests {
             "invalid_input: Invalid input: runtimeInput.name must not be empty (field runtimeInput.name)"
         );
         assert_eq!(problem_text(StatusCode::BAD_GATEWAY, "upstream down"), "502 Bad Gateway: upstream down");
+    }
+
+    #[test]
+    fn an_id_cannot_name_another_path() {
+        assert_eq!(path("runtimes", "0190b8a6-7f3e", "/wake").unwrap(), "/api/v1/runtimes/0190b8a6-7f3e/wake");
+        for id in ["", "..", "a/b", "a?b", "a b", ".hidden"] {
+            assert!(path("runtimes", id, "").is_err(), "{id:?}");
+        }
     }
 }

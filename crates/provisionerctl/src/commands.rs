@@ -2,14 +2,15 @@
 
 use std::io::{Read, Write};
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use reqwest::Method;
 use serde_json::Value;
 
-use crate::listing;
+use crate::client::path;
 use crate::render::{Shape, print};
+use crate::wait::{self, WaitFlags, Wanted};
 use crate::{Client, Command, Error, Get, Output};
+use crate::{listing, logs};
 
 pub async fn run(
     client: &Client,
@@ -31,14 +32,17 @@ pub async fn run(
         Command::Get(Get::Operation { id }) => {
             (client.json(Method::GET, &path("operations", &id, "")?, &[], None).await?, Shape::Operation)
         }
-        Command::Create { file, dry_run } => {
+        Command::Create { file, dry_run, wait } => {
             let request = read_request(&file)?;
             let query: &[(&str, &str)] = if dry_run { &[("dryRun", "true")] } else { &[] };
-            (client.json(Method::POST, "/api/v1/runtimes", query, Some(&request)).await?, Shape::Operation)
+            let created = client.json(Method::POST, "/api/v1/runtimes", query, Some(&request)).await?;
+            let ready = Wanted::State("Ready".to_owned());
+            return printed_then_waited(client, &created, (ready, wait), &output, (out, err)).await;
         }
-        Command::Delete { id, confirm } => {
+        Command::Delete { id, confirm, wait } => {
             let query: Vec<(&str, &str)> = confirm.iter().map(|name| ("confirm", name.as_str())).collect();
-            (client.json(Method::DELETE, &path("runtimes", &id, "")?, &query, None).await?, Shape::Operation)
+            let deleting = client.json(Method::DELETE, &path("runtimes", &id, "")?, &query, None).await?;
+            return printed_then_waited(client, &deleting, (Wanted::Delete, wait), &output, (out, err)).await;
         }
         Command::Upgrade { id, file, dry_run } => {
             let change = read_request(&file)?;
@@ -65,10 +69,7 @@ pub async fn run(
         Command::Retry { operation } => {
             (client.json(Method::POST, &path("operations", &operation, "/retry")?, &[], None).await?, Shape::Operation)
         }
-        Command::Logs { operation, follow } => {
-            let logs = path("operations", &operation, "/logs")?;
-            return client.stream(&logs, &[("follow", if follow { "true" } else { "false" })], out).await;
-        }
+        Command::Logs { target, follow } => return logs::print_logs(client, &target, follow, out).await,
         Command::Hibernate { id } => {
             (client.json(Method::POST, &path("runtimes", &id, "/hibernate")?, &[], None).await?, Shape::Operation)
         }
@@ -85,11 +86,27 @@ pub async fn run(
                 .write_all(kubeconfig.as_bytes())
                 .map_err(|error| Error::Local(format!("cannot print: {error}")));
         }
-        Command::Wait { id, condition, timeout, interval } => {
-            return wait(client, &id, &condition, (timeout, interval), err).await;
+        Command::Wait { id, condition, timing } => {
+            return wait::wait(client, &id, &condition, timing, err).await;
         }
     };
     print(&answer, shape, &output, out)
+}
+
+/// Prints the operation a change queued and, with `--wait`, waits until its runtime meets `wanted`.
+async fn printed_then_waited(
+    client: &Client,
+    operation: &Value,
+    (wanted, flags): (Wanted, WaitFlags),
+    output: &Output,
+    (out, err): (&mut dyn Write, &mut dyn Write),
+) -> Result<(), Error> {
+    print(operation, Shape::Operation, output, out)?;
+    if !flags.wait {
+        return Ok(());
+    }
+    let id = operation["runtimeId"].as_str().ok_or_else(|| Error::Local(format!("no runtimeId in {operation}")))?;
+    wait::wait(client, id, &wanted, flags.timing, err).await
 }
 
 /// A runtime and its last operations: as one document for `-o json|yaml|jsonpath`, the runtime's name for `-o
@@ -113,16 +130,6 @@ fn describe(runtime: &Value, operations: &Value, output: &Output, out: &mut dyn 
     print(operations, Shape::Operations, &table, out)
 }
 
-/// `/api/v1/<collection>/<id><rest>`; an id is checked here, so that it cannot name another path.
-fn path(collection: &str, id: &str, rest: &str) -> Result<String, Error> {
-    let plain =
-        !id.is_empty() && id.chars().all(|character| character.is_ascii_alphanumeric() || "-_.".contains(character));
-    if !plain || id.starts_with('.') {
-        return Err(Error::Local(format!("{id:?} is not an id (letters, digits, '-', '_' and '.')")));
-    }
-    Ok(format!("/api/v1/{collection}/{id}{rest}"))
-}
-
 /// A request file (`-`: standard input), JSON or YAML.
 fn read_request(file: &Path) -> Result<Value, Error> {
     let unreadable = |why: String| Error::Local(format!("cannot read the request {}: {why}", file.display()));
@@ -135,61 +142,6 @@ fn read_request(file: &Path) -> Result<Value, Error> {
     match serde_json::from_str(&text) {
         Ok(value) => Ok(value),
         Err(_) => serde_saphyr::from_str(&text).map_err(|error| unreadable(format!("neither JSON nor YAML: {error}"))),
-    }
-}
-
-/// Follows a runtime until its state is `wanted`, printing each new state and stage with the time since the start
-/// on `err`. A runtime that failed (unless that is what is wanted), or the timeout, ends the wait unsatisfied; a
-/// server that cannot be reached meanwhile is asked again. A deleted runtime that is no longer found is `Deleted`.
-async fn wait(
-    client: &Client,
-    id: &str,
-    wanted: &str,
-    (timeout, interval): (Duration, Duration),
-    err: &mut dyn Write,
-) -> Result<(), Error> {
-    let started = Instant::now();
-    let runtime_path = path("runtimes", id, "")?;
-    let mut shown = String::new();
-    let mut state = String::from("unknown");
-    loop {
-        let elapsed = humantime::format_duration(Duration::from_secs(started.elapsed().as_secs()));
-        match client.json(Method::GET, &runtime_path, &[], None).await {
-            Ok(runtime) => {
-                state = runtime["state"].as_str().unwrap_or("unknown").to_owned();
-                if state.eq_ignore_ascii_case(wanted) {
-                    let _ = writeln!(err, "{id}: {state} after {elapsed}");
-                    return Ok(());
-                }
-                let operation = &runtime["lastOperation"];
-                let line = format!(
-                    "state={state} operation={} stage={}",
-                    operation["operation"].as_str().unwrap_or("-"),
-                    operation["stage"].as_str().unwrap_or("-")
-                );
-                if line != shown {
-                    let _ = writeln!(err, "{id}: {line} ({elapsed})");
-                    shown = line;
-                }
-                if state == "Failed" {
-                    let why = operation["lastError"]["errMessage"].as_str().unwrap_or("no message");
-                    return Err(Error::NotReached(format!("runtime {id} failed: {why}")));
-                }
-            }
-            Err(Error::Refused { status: 404, .. }) if wanted.eq_ignore_ascii_case("Deleted") => {
-                let _ = writeln!(err, "{id}: Deleted after {elapsed}");
-                return Ok(());
-            }
-            Err(error @ Error::Unavailable { .. }) => {
-                let _ = writeln!(err, "{error}; asking again");
-            }
-            Err(error) => return Err(error),
-        }
-        if started.elapsed() + interval > timeout {
-            let timeout = humantime::format_duration(timeout);
-            return Err(Error::NotReached(format!("runtime {id} is still {state} after {timeout}")));
-        }
-        tokio::time::sleep(interval).await;
     }
 }
 
@@ -209,13 +161,5 @@ mod tests {
         let refused = read_request(&neither).unwrap_err().to_string();
         assert!(refused.contains("neither JSON nor YAML"), "{refused}");
         std::fs::remove_dir_all(&folder).unwrap();
-    }
-
-    #[test]
-    fn an_id_cannot_name_another_path() {
-        assert_eq!(path("runtimes", "0190b8a6-7f3e", "/wake").unwrap(), "/api/v1/runtimes/0190b8a6-7f3e/wake");
-        for id in ["", "..", "a/b", "a?b", "a b", ".hidden"] {
-            assert!(path("runtimes", id, "").is_err(), "{id:?}");
-        }
     }
 }

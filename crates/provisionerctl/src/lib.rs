@@ -10,14 +10,15 @@ mod exec_plugin;
 mod jsonpath;
 mod kubeconfig;
 mod listing;
+mod logs;
 mod output;
 mod plain_http;
 mod render;
 mod token;
+mod wait;
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use secrecy::SecretString;
@@ -101,6 +102,8 @@ pub enum Command {
         /// Only plans: nothing is created.
         #[arg(long)]
         dry_run: bool,
+        #[command(flatten)]
+        wait: wait::WaitFlags,
     },
     /// Deprovisions a runtime.
     Delete {
@@ -108,6 +111,8 @@ pub enum Command {
         /// The runtime's name, when the server asks for a confirmation.
         #[arg(long)]
         confirm: Option<String>,
+        #[command(flatten)]
+        wait: wait::WaitFlags,
     },
     /// Changes a runtime's cluster (the body of `PATCH /api/v1/runtimes/ID`, JSON or YAML).
     Upgrade {
@@ -138,9 +143,10 @@ pub enum Command {
     Reject { operation: String },
     /// Queues a failed operation again.
     Retry { operation: String },
-    /// Prints an operation's logs (of its runner); `-f` follows them while it runs.
+    /// Prints the runner's log of an operation, or of a runtime's last operation; `-f` follows it while it runs.
     Logs {
-        operation: String,
+        /// `operation/ID`, `runtime/ID` (its last operation), or an ID: an operation's, else a runtime's.
+        target: String,
         #[arg(short, long)]
         follow: bool,
     },
@@ -152,18 +158,16 @@ pub enum Command {
     },
     /// Prints a runtime's kubeconfig.
     Kubeconfig { id: String },
-    /// Waits until a runtime reaches a state (`--for state=Ready`), printing its progress on standard error.
+    /// Waits until a runtime reaches a state, has a condition, is deleted or a JSONPath finds a value, printing its
+    /// progress on standard error.
     Wait {
         id: String,
-        /// What to wait for: `state=<RuntimeState>`, for example `state=Ready` or `state=Deleted`.
-        #[arg(long = "for", value_parser = parse_condition)]
-        condition: String,
-        /// How long to wait at most.
-        #[arg(long, default_value = "40m", value_parser = humantime::parse_duration)]
-        timeout: Duration,
-        /// How often to ask.
-        #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
-        interval: Duration,
+        /// What to wait for: `state=<RuntimeState>` (`state=Ready`, `state=Deleted`), `condition=<type>[=True|False]`
+        /// (`condition=Ready`, `condition=Progressing=False`), `delete`, or `jsonpath='{.field}'=<value>`.
+        #[arg(long = "for", value_parser = wait::parse_condition)]
+        condition: wait::Wanted,
+        #[command(flatten)]
+        timing: wait::Timing,
     },
 }
 
@@ -187,13 +191,6 @@ pub enum Get {
 
 /// `-l`'s pairs.
 type Selector = Vec<(String, String)>;
-
-fn parse_condition(text: &str) -> Result<String, String> {
-    match text.split_once('=') {
-        Some(("state", state)) if !state.is_empty() => Ok(state.to_owned()),
-        _ => Err(format!("{text:?} is not state=<RuntimeState> (for example state=Ready)")),
-    }
-}
 
 /// Why a command failed; each maps to an exit code.
 #[derive(Debug, thiserror::Error)]
