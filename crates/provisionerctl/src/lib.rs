@@ -6,6 +6,7 @@
 
 mod client;
 mod commands;
+mod examples;
 mod exec_plugin;
 mod jsonpath;
 mod kubeconfig;
@@ -43,12 +44,8 @@ pub mod exit {
     pub const NOT_REACHED: u8 = 5;
 }
 
-const EXIT_CODES: &str = "Exit codes: 0 done; 1 a local failure (a file, the token); 2 a wrong command line; 3 the \
-                          server refused the request (its problem is printed); 4 the server cannot be reached or \
-                          failed; 5 a wait ended without the state it waited for.";
-
 #[derive(Debug, Parser)]
-#[command(name = "provisionerctl", version, about = "Runtimes and operations of the cluster provisioner", after_help = EXIT_CODES)]
+#[command(name = "provisionerctl", version, about = "Runtimes and operations of the cluster provisioner", after_help = examples::ROOT)]
 pub struct Cli {
     #[command(flatten)]
     pub connection: Connection,
@@ -92,9 +89,10 @@ fn secret(text: &str) -> Result<SecretString, std::convert::Infallible> {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Lists or reads runtimes and operations.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = examples::GET)]
     Get(Get),
     /// Creates a runtime from a request file (JSON or YAML, the body of `POST /api/v1/runtimes`).
+    #[command(after_help = examples::CREATE)]
     Create {
         /// The request; `-` reads standard input.
         #[arg(short = 'f', long = "filename")]
@@ -106,6 +104,7 @@ pub enum Command {
         wait: wait::WaitFlags,
     },
     /// Deprovisions a runtime.
+    #[command(after_help = examples::DELETE)]
     Delete {
         id: String,
         /// The runtime's name, when the server asks for a confirmation.
@@ -115,6 +114,7 @@ pub enum Command {
         wait: wait::WaitFlags,
     },
     /// Changes a runtime's cluster (the body of `PATCH /api/v1/runtimes/ID`, JSON or YAML).
+    #[command(after_help = examples::UPGRADE)]
     Upgrade {
         id: String,
         /// The change; `-` reads standard input.
@@ -125,14 +125,19 @@ pub enum Command {
         dry_run: bool,
     },
     /// Hibernates a runtime: its workers stop, its control plane and state stay.
+    #[command(after_help = examples::HIBERNATE)]
     Hibernate { id: String },
     /// Wakes a hibernated runtime.
+    #[command(after_help = examples::WAKE)]
     Wake { id: String },
     /// Shows a runtime: its configuration, state and conditions, and its last operations.
+    #[command(after_help = examples::DESCRIBE)]
     Describe { id: String },
     /// Cancels a queued or running operation.
+    #[command(after_help = examples::CANCEL)]
     Cancel { operation: String },
     /// Approves the plan an operation waits with, named by its digest.
+    #[command(after_help = examples::APPROVE)]
     Approve {
         operation: String,
         /// The plan's sha256, as the operation shows it (`planSha256`).
@@ -140,10 +145,13 @@ pub enum Command {
         plan_sha256: String,
     },
     /// Rejects the plan an operation waits with.
+    #[command(after_help = examples::REJECT)]
     Reject { operation: String },
     /// Queues a failed operation again.
+    #[command(after_help = examples::RETRY)]
     Retry { operation: String },
     /// Prints the runner's log of an operation, or of a runtime's last operation; `-f` follows it while it runs.
+    #[command(after_help = examples::LOGS)]
     Logs {
         /// `operation/ID`, `runtime/ID` (its last operation), or an ID: an operation's, else a runtime's.
         target: String,
@@ -151,15 +159,18 @@ pub enum Command {
         follow: bool,
     },
     /// Lists a runtime's operations, newest first.
+    #[command(after_help = examples::OPERATIONS)]
     Operations {
         id: String,
         #[command(flatten)]
         pages: listing::Pages,
     },
     /// Prints a runtime's kubeconfig.
+    #[command(after_help = examples::KUBECONFIG)]
     Kubeconfig { id: String },
     /// Waits until a runtime reaches a state, has a condition, is deleted or a JSONPath finds a value, printing its
     /// progress on standard error.
+    #[command(after_help = examples::WAIT)]
     Wait {
         id: String,
         /// What to wait for: `state=<RuntimeState>` (`state=Ready`, `state=Deleted`), `condition=<type>[=True|False]`
@@ -174,6 +185,7 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 pub enum Get {
     /// Lists the runtimes, optionally of one state and with some labels.
+    #[command(after_help = examples::GET_RUNTIMES)]
     Runtimes {
         #[arg(long)]
         state: Option<String>,
@@ -184,8 +196,10 @@ pub enum Get {
         pages: listing::Pages,
     },
     /// Reads one runtime.
+    #[command(after_help = examples::GET_RUNTIME)]
     Runtime { id: String },
     /// Reads one operation.
+    #[command(after_help = examples::GET_OPERATION)]
     Operation { id: String },
 }
 
