@@ -39,6 +39,7 @@ mod provisionerctl;
 mod provisionerctl_help;
 mod provisionerctl_output;
 mod provisionerctl_support;
+mod provisionerctl_tls;
 mod provisionerctl_wait;
 mod query_plans;
 mod real_node;

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::Error;
 use crate::plain_http::check_token_transport;
+use crate::tls::Tls;
 
 /// Every request gives up after this long: a wait asks again on its own schedule.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -41,12 +42,23 @@ impl Client {
     /// A client of `server` that sends `token` with every request; refused before any connection when the token
     /// would cross plain HTTP where it may not (`plain_http.rs`).
     pub fn new(server: Url, token: Option<SecretString>, plain_http_allowed: bool) -> Result<Client, Error> {
+        Client::with_tls(server, token, plain_http_allowed, &Tls::default())
+    }
+
+    /// [`Client::new`], checking the server's certificate as `tls` says.
+    pub fn with_tls(
+        server: Url,
+        token: Option<SecretString>,
+        plain_http_allowed: bool,
+        tls: &Tls,
+    ) -> Result<Client, Error> {
         if token.is_some() {
             check_token_transport(&server, plain_http_allowed)?;
         }
         let failed = |error: reqwest::Error| Error::Local(format!("cannot set up HTTP: {error}"));
-        let http = reqwest::Client::builder().timeout(REQUEST_TIMEOUT).build().map_err(failed)?;
-        let streaming = reqwest::Client::builder().connect_timeout(REQUEST_TIMEOUT).build().map_err(failed)?;
+        let http = tls.apply(reqwest::Client::builder().timeout(REQUEST_TIMEOUT))?.build().map_err(failed)?;
+        let streaming =
+            tls.apply(reqwest::Client::builder().connect_timeout(REQUEST_TIMEOUT))?.build().map_err(failed)?;
         Ok(Client { http, streaming, server, token, tenant: None })
     }
 
@@ -84,7 +96,7 @@ impl Client {
             .request(&self.streaming, Method::GET, path, query, None)
             .send()
             .await
-            .map_err(|error| self.unavailable(error.to_string()))?;
+            .map_err(|error| self.unavailable(with_causes(&error)))?;
         let status = response.status();
         if !status.is_success() {
             let text = response.text().await.map_err(|error| self.unavailable(error.to_string()))?;
@@ -132,7 +144,7 @@ impl Client {
         body: Option<&Value>,
     ) -> Result<Body, Error> {
         let request = self.request(&self.http, method, path, query, body);
-        let response = request.send().await.map_err(|error| self.unavailable(error.to_string()))?;
+        let response = request.send().await.map_err(|error| self.unavailable(with_causes(&error)))?;
         let status = response.status();
         let is_json = response
             .headers()
@@ -190,6 +202,17 @@ fn problem_text(status: StatusCode, text: &str) -> String {
         message.push_str(&format!(" (field {name})"));
     }
     message
+}
+
+/// An error with its causes (a refused certificate is a cause of "error sending request").
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(error) = cause {
+        text.push_str(&format!(": {error}"));
+        cause = error.source();
+    }
+    text
 }
 
 fn shortened(text: &str) -> String {

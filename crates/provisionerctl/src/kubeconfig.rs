@@ -104,10 +104,10 @@ impl KubeconfigFile {
         }
     }
 
-    /// The current context's server (its cluster's) and user.
-    pub fn current_context(&self) -> Result<CurrentContext, Error> {
-        let name = self.config.current_context.as_deref().filter(|name| !name.is_empty());
-        let name = name.ok_or_else(|| self.problem("it names no current-context"))?;
+    /// The server (its cluster's) and user of the context `named`, else of the current context.
+    pub fn context(&self, named: Option<&str>) -> Result<CurrentContext, Error> {
+        let current = self.config.current_context.as_deref().filter(|name| !name.is_empty());
+        let name = named.or(current).ok_or_else(|| self.problem("it names no current-context"))?;
         let mut contexts = self.config.contexts.iter().flatten();
         let context = contexts.find(|context| context.name == name).map(|named| &named.context);
         let context = context.ok_or_else(|| self.problem(format!("it has no context {name}")))?;
@@ -175,7 +175,7 @@ mod tests {
     #[test]
     fn the_current_context_names_its_clusters_server_and_its_user() {
         let (folder, file) = written("context", KUBECONFIG);
-        let context = file.current_context().unwrap();
+        let context = file.context(None).unwrap();
         assert_eq!(
             (context.server.as_str(), context.user.as_deref()),
             ("https://prod.example:6443/", Some("operator"))
@@ -184,10 +184,12 @@ mod tests {
             "context",
             &KUBECONFIG.replace("server: https://prod.example:6443", "insecure-skip-tls-verify: true"),
         );
-        let refused = no_cluster.current_context().unwrap_err().to_string();
+        let refused = no_cluster.context(None).unwrap_err().to_string();
         assert!(refused.ends_with("its cluster prod has no server"), "{refused}");
+        assert_eq!(file.context(Some("dev")).unwrap().user.as_deref(), Some("dev"));
+        assert!(file.context(Some("nope")).unwrap_err().to_string().ends_with("it has no context nope"));
         let (_, no_current) = written("context", &KUBECONFIG.replace("current-context: ops\n", ""));
-        assert!(no_current.current_context().unwrap_err().to_string().ends_with("it names no current-context"));
+        assert!(no_current.context(None).unwrap_err().to_string().ends_with("it names no current-context"));
         std::fs::remove_dir_all(&folder).unwrap();
     }
 }

@@ -15,6 +15,7 @@ mod logs;
 mod output;
 mod plain_http;
 mod render;
+mod tls;
 mod token;
 mod wait;
 
@@ -80,6 +81,19 @@ pub struct Connection {
     /// The tenant requests act for (the `Tenant` header): only its runtimes are seen and changed.
     #[arg(long, env = "PROVISIONER_TENANT", global = true)]
     pub tenant: Option<String>,
+    /// Checks the server's certificate against this CA's (PEM) only, instead of the machine's roots.
+    #[arg(long, global = true)]
+    pub certificate_authority: Option<PathBuf>,
+    /// Does not check the server's certificate: anyone on the way can read and change the requests (a warning
+    /// says so).
+    #[arg(long, global = true)]
+    pub insecure_skip_tls_verify: bool,
+    /// The kubeconfig file `--kubeconfig-user` reads, instead of `KUBECONFIG`'s files or `~/.kube/config`.
+    #[arg(long, global = true)]
+    pub kubeconfig: Option<PathBuf>,
+    /// The context of provisionerctl's config file to use, instead of its current-context.
+    #[arg(long, global = true)]
+    pub context: Option<String>,
 }
 
 fn secret(text: &str) -> Result<SecretString, std::convert::Infallible> {
@@ -278,6 +292,20 @@ pub async fn run(cli: Cli, locations: &Locations, out: &mut dyn Write, err: &mut
 }
 
 fn connect(connection: &Connection, locations: &Locations, err: &mut dyn Write) -> Result<Client, Error> {
+    let tls = tls::Tls {
+        certificate_authority: connection.certificate_authority.clone(),
+        insecure_skip_verify: connection.insecure_skip_tls_verify,
+    };
+    tls.check(err)?;
+    let named;
+    let locations = match &connection.kubeconfig {
+        Some(file) => {
+            named = Locations { kubeconfig: Some(file.clone().into_os_string()), ..locations.clone() };
+            &named
+        }
+        None => locations,
+    };
     let target = token::resolve(connection, locations, err)?;
-    Ok(Client::new(target.server, target.token, connection.allow_plain_http)?.acting_for(connection.tenant.clone()))
+    let client = Client::with_tls(target.server, target.token, connection.allow_plain_http, &tls)?;
+    Ok(client.acting_for(connection.tenant.clone()))
 }

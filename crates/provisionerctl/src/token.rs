@@ -19,7 +19,7 @@ const DEFAULT_SERVER: &str = "http://127.0.0.1:3000";
 
 /// Where the files provisionerctl may read are: from `KUBECONFIG`, `PROVISIONERCTL_CONFIG` and `HOME` (a test gives
 /// its own).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Locations {
     /// `KUBECONFIG`: kubectl's list of kubeconfig files.
     pub kubeconfig: Option<OsString>,
@@ -70,7 +70,7 @@ pub fn resolve(connection: &Connection, locations: &Locations, err: &mut dyn Wri
     let config = match (&connection.server, &requested) {
         // Both given: the config file has nothing to add, and a broken one stays out of the way.
         (Some(_), Some(_)) => None,
-        _ => OwnConfig::read(locations)?,
+        _ => OwnConfig::read(locations, connection.context.as_deref())?,
     };
     let server = match (&connection.server, &config) {
         (Some(server), _) => server.clone(),
@@ -119,10 +119,18 @@ struct OwnConfig {
 }
 
 impl OwnConfig {
-    fn read(locations: &Locations) -> Result<Option<OwnConfig>, Error> {
-        let Some(path) = locations.config_file() else { return Ok(None) };
+    /// The config file and its context `named`, else its current one.
+    fn read(locations: &Locations, named: Option<&str>) -> Result<Option<OwnConfig>, Error> {
+        let Some(path) = locations.config_file() else {
+            return match named {
+                Some(name) => Err(Error::Local(format!(
+                    "--context {name}: there is no config file (PROVISIONERCTL_CONFIG, ~/.config/provisionerctl/config)"
+                ))),
+                None => Ok(None),
+            };
+        };
         let file = KubeconfigFile::read(&path)?;
-        let context = file.current_context()?;
+        let context = file.context(named)?;
         Ok(Some(OwnConfig { file, context }))
     }
 

@@ -1,0 +1,118 @@
+//! provisionerctl's connection flags as kubectl's (issue #54 item 4): the server's certificate checked against
+//! `--certificate-authority` or not at all with `--insecure-skip-tls-verify` (with a warning), `--context` of its
+//! config file, and `--kubeconfig` for the file `--kubeconfig-user` reads (else every file of `KUBECONFIG`, the
+//! first with the user winning). The app is served over TLS by the service's own listener, or on plain loopback
+//! recording each request's token.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use provisioner::listener_tls::{TlsFiles, TlsListener};
+use test_support::{Backend, spawn_app};
+
+use crate::provisionerctl_support::{ctl, ctl_in, nowhere, serve};
+
+#[tokio::test]
+async fn provisionerctl_checks_the_servers_certificate_as_its_flags_say() {
+    provisioner::install_crypto_provider();
+    let app = spawn_app(Backend::Sqlite).await;
+    let folder = tempfile::tempdir().unwrap();
+    let pair = test_support::pki::server_certificates();
+    let (cert, key, ca) = (folder.path().join("tls.crt"), folder.path().join("tls.key"), folder.path().join("ca.crt"));
+    for (file, text) in [(&cert, &pair.cert), (&key, &pair.key), (&ca, &pair.ca)] {
+        std::fs::write(file, text).unwrap();
+    }
+    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = tcp.local_addr().unwrap().port();
+    let files = TlsFiles { cert, key, reload_interval: Duration::from_secs(60), max_handshakes: 8 };
+    let listener = TlsListener::new(tcp, files).unwrap();
+    let router = app.app.router.clone();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    let server = format!("https://localhost:{port}");
+    let ca = ca.display().to_string();
+
+    let (code, _, refused) = ctl(&server, &["get", "runtimes", "-o", "name"]).await;
+    assert_eq!(code, provisionerctl::exit::UNAVAILABLE, "a certificate no root of the machine signed: {refused}");
+    assert!(refused.contains("certificate"), "the cause is told: {refused}");
+    let (code, _, err) = ctl(&server, &["--certificate-authority", &ca, "get", "runtimes", "-o", "name"]).await;
+    assert_eq!((code, err.as_str()), (0, ""));
+    let (code, _, warned) = ctl(&server, &["--insecure-skip-tls-verify", "get", "runtimes", "-o", "name"]).await;
+    assert_eq!(code, 0, "{warned}");
+    assert!(warned.starts_with("provisionerctl: warning: --insecure-skip-tls-verify: the server's certificate is not"));
+    let both = ["--insecure-skip-tls-verify", "--certificate-authority", ca.as_str(), "get", "runtimes"];
+    let (code, _, refused) = ctl(&server, &both).await;
+    assert!(code == provisionerctl::exit::LOCAL && refused.contains("together"), "{refused}");
+    let other = test_support::pki::server_certificates();
+    std::fs::write(folder.path().join("other.crt"), &other.ca).unwrap();
+    let other = folder.path().join("other.crt").display().to_string();
+    let (code, _, refused) = ctl(&server, &["--certificate-authority", &other, "get", "runtimes"]).await;
+    assert_eq!(code, provisionerctl::exit::UNAVAILABLE, "another CA: {refused}");
+}
+
+/// The Authorization header of each request the server received.
+type Seen = Arc<Mutex<Vec<Option<String>>>>;
+
+/// The app (authentication off) on a loopback port, recording each request's token; returns its base URL and what
+/// it saw, and the app to keep.
+async fn recording_server() -> (test_support::TestApp, String, Seen) {
+    let app = spawn_app(Backend::Sqlite).await;
+    let seen = Seen::default();
+    let record = seen.clone();
+    let router = app.app.router.clone().layer(axum::middleware::from_fn(
+        move |request: axum::extract::Request, next: axum::middleware::Next| {
+            let authorization = request.headers().get(axum::http::header::AUTHORIZATION);
+            record.lock().unwrap().push(authorization.map(|value| value.to_str().unwrap().to_owned()));
+            next.run(request)
+        },
+    ));
+    let server = serve(router).await;
+    (app, server, seen)
+}
+
+fn kubeconfig_with(folder: &Path, file: &str, users: &[(&str, &str)]) -> String {
+    let users: String =
+        users.iter().map(|(name, token)| format!("- name: {name}\n  user:\n    token: {token}\n")).collect();
+    std::fs::write(folder.join(file), format!("apiVersion: v1\nkind: Config\nusers:\n{users}")).unwrap();
+    folder.join(file).display().to_string()
+}
+
+#[tokio::test]
+async fn provisionerctl_takes_the_context_and_kubeconfig_it_is_told() {
+    let (_app, server, seen) = recording_server().await;
+    let folder = tempfile::tempdir().unwrap();
+    let config = format!(
+        "current-context: prod\nclusters:\n- name: prod\n  cluster:\n    server: http://127.0.0.1:1\n- name: test\n  \
+         cluster:\n    server: {server}\ncontexts:\n- name: prod\n  context:\n    cluster: prod\n    user: prod\n- \
+         name: test\n  context:\n    cluster: test\n    user: test\nusers:\n- name: prod\n  user:\n    token: \
+         prod-token\n- name: test\n  user:\n    token: test-token\n"
+    );
+    std::fs::write(folder.path().join("config"), config).unwrap();
+    let first = kubeconfig_with(folder.path(), "first", &[("ops", "first-ops")]);
+    let second = kubeconfig_with(folder.path(), "second", &[("ops", "second-ops"), ("dev", "second-dev")]);
+    let named = kubeconfig_with(folder.path(), "named", &[("ops", "named-ops")]);
+    let locations = provisionerctl::Locations {
+        kubeconfig: Some(std::env::join_paths([&first, &second]).unwrap()),
+        config: Some(folder.path().join("config")),
+        ..nowhere()
+    };
+
+    let (code, _, err) = ctl_in(&locations, &["get", "runtimes", "-o", "name"]).await;
+    assert_eq!(code, provisionerctl::exit::UNAVAILABLE, "the current context's server: {err}");
+    let (code, _, err) = ctl_in(&locations, &["--context", "test", "get", "runtimes", "-o", "name"]).await;
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = ctl_in(&locations, &["--context", "nope", "get", "runtimes"]).await;
+    assert!(code == provisionerctl::exit::LOCAL && err.ends_with("it has no context nope\n"), "{err}");
+    for (user, kubeconfig) in [("ops", None), ("dev", None), ("ops", Some(named.as_str()))] {
+        let mut args = vec!["--server", server.as_str(), "--kubeconfig-user", user];
+        args.extend(kubeconfig.map(|file| ["--kubeconfig", file]).into_iter().flatten());
+        let (code, _, err) = ctl_in(&locations, &[&args[..], &["get", "runtimes"]].concat()).await;
+        assert_eq!(code, 0, "{err}");
+    }
+    let (code, _, err) =
+        ctl_in(&locations, &["--kubeconfig", &named, "--kubeconfig-user", "dev", "get", "runtimes"]).await;
+    assert!(code == provisionerctl::exit::LOCAL && err.contains("no kubeconfig has this user"), "{err}");
+    let tokens: Vec<Option<String>> = seen.lock().unwrap().clone();
+    let bearer = |token: &str| Some(format!("Bearer {token}"));
+    assert_eq!(tokens, [bearer("test-token"), bearer("first-ops"), bearer("second-dev"), bearer("named-ops")]);
+}
