@@ -44,6 +44,8 @@ const MODULES_USER: (&str, &str) = ("reader", "s3cret-token");
 const TENANT: &str = "team-e2e";
 /// The tenant's own AWS credential (the platform's `cred-aws-1` is the REST client's).
 const TENANT_CREDENTIAL: &str = "cred-aws-team-e2e";
+/// The Runtime of the tenant living the same life as the REST client's runtime.
+const DECLARED: &str = "e2e-declared";
 /// One run: a Job's containers start, clone, init and apply or destroy on moto.
 const RUN_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -303,10 +305,16 @@ async fn the_image_installed_by_the_chart_runs_an_eks_clusters_life_on_the_real_
         }
         step_started = Instant::now();
     };
+    let rest_life = Instant::now();
     if let Err(error) = lifecycle(&client, &eks_body("e2e"), &upgrade, observe).await {
         panic!("the example client's lifecycle: {error}\n{}", diagnose().await);
     }
-    runtime_resource_life(&admin, &diagnose).await;
+    let rest_life = rest_life.elapsed();
+    let declared_life = runtime_resource_life(&admin, &diagnose).await;
+    eprintln!(
+        "end-to-end: the same life (provision, upgrade, hibernate, wake, deprovision) took {rest_life:.1?} through REST \
+         (with a restart of the service) and {declared_life:.1?} through a Runtime"
+    );
     let moto = &around.moto;
     let clusters = moto.aws(&["eks", "list-clusters", "--region", "eu-central-1", "--output", "json"]);
     assert_eq!(serde_json::from_str::<Value>(&clusters).unwrap()["clusters"], json!([]), "the cluster is gone");
@@ -326,42 +334,79 @@ async fn the_image_installed_by_the_chart_runs_an_eks_clusters_life_on_the_real_
     eprintln!("end-to-end: the whole test took {:.1?}", test_started.elapsed());
 }
 
-/// The same cluster declared as a `Runtime` in the tenant's namespace, as `kubectl apply` creates it: Ready with its
-/// kubeconfig Secret (the time from the object's creation printed beside REST's provisioning), then deleted and
-/// gone once deprovisioned.
-async fn runtime_resource_life(admin: &Client, diagnose: impl AsyncFn() -> String) {
+/// The same life declared as a `Runtime` in the tenant's namespace, as `kubectl apply` and edits drive it: Ready with
+/// its kubeconfig Secret, an upgrade (a new generation), hibernated and woken (the `hibernated` field), then deleted
+/// and gone once deprovisioned. Each step's time and the total are printed beside REST's; returns the total.
+async fn runtime_resource_life(admin: &Client, diagnose: impl AsyncFn() -> String) -> Duration {
     let runtimes: Api<RuntimeResource> = Api::namespaced(admin.clone(), TENANT);
-    let mut request = ProvisionRequest::example_named(Topology::Eks, "e2e-declared");
+    let mut request = ProvisionRequest::example_named(Topology::Eks, DECLARED);
     request.cluster_config.credential_id = TENANT_CREDENTIAL.to_owned();
     let spec = serde_json::to_value(&request.cluster_config).unwrap();
     let object = json!({
         "apiVersion": "provisioner.kubeopera.io/v1alpha1", "kind": "Runtime",
-        "metadata": { "name": "e2e-declared" }, "spec": spec,
+        "metadata": { "name": DECLARED }, "spec": spec,
     });
-    let applied = Instant::now();
+    let life = Instant::now();
     runtimes.create(&PostParams::default(), &serde_json::from_value(object).unwrap()).await.unwrap();
-    let ready = |object: &RuntimeResource| {
-        let status = object.status.as_ref();
-        let conditions = status.map(|status| status.conditions.as_slice()).unwrap_or_default();
-        conditions.iter().any(|condition| condition.condition_type == "Ready" && condition.status == "True")
-            && status.is_some_and(|status| status.kubeconfig_secret_ref.is_some())
-    };
-    let deadline = Instant::now() + RUN_TIMEOUT;
-    while !runtimes.get_opt("e2e-declared").await.unwrap().as_ref().is_some_and(ready) {
-        let object = runtimes.get_opt("e2e-declared").await.unwrap();
-        assert!(Instant::now() < deadline, "the Runtime never got Ready: {object:#?}\n{}", diagnose().await);
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-    eprintln!("end-to-end: a Runtime created -> Ready with its kubeconfig Secret in {:.1?}", applied.elapsed());
+    let with_kubeconfig =
+        |object: &RuntimeResource| object.status.as_ref().is_some_and(|s| s.kubeconfig_secret_ref.is_some());
+    settle(&runtimes, "Provision", "Ready", with_kubeconfig, &diagnose).await;
+    eprintln!("end-to-end: a Runtime created -> Ready with its kubeconfig Secret in {:.1?}", life.elapsed());
     let secret = Api::<Secret>::namespaced(admin.clone(), TENANT).get("e2e-declared-kubeconfig").await.unwrap();
     assert!(secret.data.is_some_and(|data| data.contains_key("kubeconfig")));
 
+    let edits = [
+        (json!({"kubernetesVersion": "1.35", "workerPool": {"maxSize": 5}}), "Upgrade", "Ready"),
+        (json!({"hibernated": true}), "Hibernate", "Hibernated"),
+        (json!({"hibernated": false}), "WakeUp", "Ready"),
+    ];
+    for (edit, operation, state) in edits {
+        let step = Instant::now();
+        let patch = Patch::Merge(json!({ "spec": edit }));
+        runtimes.patch(DECLARED, &PatchParams::default(), &patch).await.unwrap();
+        settle(&runtimes, operation, state, |_| true, &diagnose).await;
+        eprintln!("end-to-end: a Runtime edited -> {operation} -> {state} in {:.1?}", step.elapsed());
+    }
+
     let deleting = Instant::now();
-    runtimes.delete("e2e-declared", &Default::default()).await.unwrap();
+    runtimes.delete(DECLARED, &Default::default()).await.unwrap();
     let deadline = Instant::now() + RUN_TIMEOUT;
-    while runtimes.get_opt("e2e-declared").await.unwrap().is_some() {
+    while runtimes.get_opt(DECLARED).await.unwrap().is_some() {
         assert!(Instant::now() < deadline, "the Runtime was never deprovisioned\n{}", diagnose().await);
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     eprintln!("end-to-end: a Runtime deleted -> deprovisioned and gone in {:.1?}", deleting.elapsed());
+    life.elapsed()
+}
+
+/// Waits until the Runtime's status shows its latest generation observed, its last operation `operation`
+/// succeeded and the runtime in `state` (and `also` holds).
+async fn settle(
+    runtimes: &Api<RuntimeResource>,
+    operation: &str,
+    state: &str,
+    also: impl Fn(&RuntimeResource) -> bool,
+    diagnose: impl AsyncFn() -> String,
+) {
+    let settled = |object: &RuntimeResource| {
+        let Some(status) = object.status.as_ref() else { return false };
+        let last = status.last_operation.as_ref();
+        status.observed_generation == object.metadata.generation
+            && last.is_some_and(|last| last.operation_type == operation && last.state == "Succeeded")
+            && status.state.as_deref() == Some(state)
+            && also(object)
+    };
+    let deadline = Instant::now() + RUN_TIMEOUT;
+    loop {
+        let object = runtimes.get_opt(DECLARED).await.unwrap();
+        if object.as_ref().is_some_and(settled) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the Runtime never got {state} by {operation}: {object:#?}\n{}",
+            diagnose().await
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
 }
