@@ -36,6 +36,7 @@ mod plan_approval;
 mod playground;
 mod providers;
 mod provisionerctl;
+mod provisionerctl_completion;
 mod provisionerctl_help;
 mod provisionerctl_output;
 mod provisionerctl_support;

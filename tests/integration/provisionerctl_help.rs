@@ -23,6 +23,7 @@ async fn provisionerctl_every_commands_help_ends_with_its_examples() {
         "operations",
         "kubeconfig",
         "wait",
+        "completion",
     ];
     for command in commands {
         let args: Vec<&str> = command.split(' ').chain(["--help"]).collect();

@@ -86,6 +86,7 @@ pub async fn run(
                 .write_all(kubeconfig.as_bytes())
                 .map_err(|error| Error::Local(format!("cannot print: {error}")));
         }
+        Command::Completion { shell } => return crate::completion::print(shell, out),
         Command::Wait { id, condition, timing } => {
             return wait::wait(client, &id, &condition, timing, err).await;
         }

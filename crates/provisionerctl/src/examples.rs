@@ -59,6 +59,11 @@ pub const LOGS: &str = examples!(
 pub const OPERATIONS: &str =
     examples!("provisionerctl operations ID", "provisionerctl operations ID --all -o jsonpath='{.items[*].operation}'");
 pub const KUBECONFIG: &str = examples!("provisionerctl kubeconfig ID > cluster.kubeconfig");
+pub const COMPLETION: &str = examples!(
+    "provisionerctl completion bash > ~/.local/share/bash-completion/completions/provisionerctl",
+    "provisionerctl completion zsh > \"${fpath[1]}/_provisionerctl\"",
+    "provisionerctl completion fish > ~/.config/fish/completions/provisionerctl.fish",
+);
 pub const WAIT: &str = examples!(
     "provisionerctl wait ID --for condition=Ready --timeout 40m",
     "provisionerctl wait ID --for condition=Progressing=False",

@@ -6,6 +6,7 @@
 
 mod client;
 mod commands;
+mod completion;
 mod examples;
 mod exec_plugin;
 mod jsonpath;
@@ -182,6 +183,12 @@ pub enum Command {
     /// Prints a runtime's kubeconfig.
     #[command(after_help = examples::KUBECONFIG)]
     Kubeconfig { id: String },
+    /// Prints the completion script of a shell (bash, zsh, fish, elvish or powershell) for every command and flag.
+    #[command(after_help = examples::COMPLETION)]
+    Completion {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// Waits until a runtime reaches a state, has a condition, is deleted or a JSONPath finds a value, printing its
     /// progress on standard error.
     #[command(after_help = examples::WAIT)]
@@ -278,9 +285,13 @@ where
 
 /// Runs `cli`, printing results to `out` and errors and progress to `err`; returns the exit code.
 pub async fn run(cli: Cli, locations: &Locations, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    let outcome = match connect(&cli.connection, locations, err) {
-        Ok(client) => commands::run(&client, cli.command, cli.output, out, err).await,
-        Err(error) => Err(error),
+    let outcome = match cli.command {
+        // Needs no server: a broken config file or a missing token does not keep it from the shell.
+        Command::Completion { shell } => completion::print(shell, out),
+        command => match connect(&cli.connection, locations, err) {
+            Ok(client) => commands::run(&client, command, cli.output, out, err).await,
+            Err(error) => Err(error),
+        },
     };
     match outcome {
         Ok(()) => exit::OK,
