@@ -35,9 +35,11 @@ pub(super) fn identity_name(names: &RunNames) -> &str {
     &names.job
 }
 
-fn service_account(run: RunRef<'_>) -> ServiceAccount {
+fn service_account(run: RunRef<'_>, annotations: &BTreeMap<String, String>) -> ServiceAccount {
+    let mut metadata = metadata(identity_name(run.names), &run.labels());
+    metadata.annotations = (!annotations.is_empty()).then(|| annotations.clone());
     ServiceAccount {
-        metadata: metadata(identity_name(run.names), &run.labels()),
+        metadata,
         // The Job projects the token into the runner container alone.
         automount_service_account_token: Some(false),
         ..ServiceAccount::default()
@@ -97,7 +99,7 @@ impl Executor {
         if action == RunAction::Apply {
             self.ensure_outputs_secret(run).await?;
         }
-        self.ensure(service_account(run), run.operation_id).await?;
+        self.ensure(service_account(run, &self.settings.service_account_annotations), run.operation_id).await?;
         self.ensure(role(action, run), run.operation_id).await?;
         self.ensure(role_binding(run, &self.settings.namespace), run.operation_id).await?;
         Ok(())
@@ -209,6 +211,16 @@ mod tests {
         assert_eq!(subjects.len(), 1);
         assert_eq!((subjects[0].kind.as_str(), subjects[0].name.as_str()), ("ServiceAccount", names.job.as_str()));
         assert_eq!(subjects[0].namespace.as_deref(), Some("jobs"));
-        assert_eq!(service_account(run).metadata.name.as_deref(), Some(names.job.as_str()));
+        assert_eq!(service_account(run, &BTreeMap::new()).metadata.name.as_deref(), Some(names.job.as_str()));
+    }
+
+    /// A key-less cloud identity (IRSA, GKE Workload Identity) is an annotation of the run's ServiceAccount.
+    #[test]
+    fn the_runs_service_account_carries_the_configured_annotations() {
+        let names = RunNames::new(OperationType::Provision, Uuid::now_v7());
+        assert_eq!(service_account(run(&names), &BTreeMap::new()).metadata.annotations, None);
+        let irsa = BTreeMap::from([("eks.amazonaws.com/role-arn".to_owned(), "arn:aws:iam::1:role/run".to_owned())]);
+        let account = service_account(run(&names), &irsa);
+        assert_eq!(account.metadata.annotations, Some(irsa));
     }
 }

@@ -6,10 +6,10 @@ use std::time::Duration;
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     Capabilities, ConfigMapEnvSource, ConfigMapProjection, ConfigMapVolumeSource, Container, DownwardAPIProjection,
-    DownwardAPIVolumeFile, EmptyDirVolumeSource, EnvFromSource, EnvVar, EnvVarSource, KeyToPath, ObjectFieldSelector,
-    PodSecurityContext, PodSpec, PodTemplateSpec, ProjectedVolumeSource, ResourceRequirements, SeccompProfile,
-    SecretKeySelector, SecretVolumeSource, SecurityContext, ServiceAccountTokenProjection, Volume, VolumeMount,
-    VolumeProjection,
+    DownwardAPIVolumeFile, EmptyDirVolumeSource, EnvFromSource, EnvVar, EnvVarSource, KeyToPath, LocalObjectReference,
+    ObjectFieldSelector, PodSecurityContext, PodSpec, PodTemplateSpec, ProjectedVolumeSource, ResourceRequirements,
+    SeccompProfile, SecretKeySelector, SecretVolumeSource, SecurityContext, ServiceAccountTokenProjection, Volume,
+    VolumeMount, VolumeProjection,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -48,6 +48,10 @@ pub struct JobSettings {
     /// `APP_STATE_ENCRYPTION_SECRET`: a Secret in the Jobs' namespace whose `passphrase` encrypts every state and
     /// saved plan (the runner's `RUNNER_STATE_PASSPHRASE`); `None`: they are not encrypted.
     pub state_encryption_secret: Option<String>,
+    /// `APP_RUNNER_IMAGE_PULL_SECRETS`: the Secrets of the Jobs' namespace their pods pull the image with.
+    pub image_pull_secrets: Vec<String>,
+    /// `APP_RUNNER_SERVICE_ACCOUNT_ANNOTATIONS`: on each run's ServiceAccount (a key-less cloud identity).
+    pub service_account_annotations: BTreeMap<String, String>,
 }
 
 /// The key of the passphrase in the state encryption Secret.
@@ -158,6 +162,10 @@ fn pod_spec(
         init_containers: Some(vec![init_container(settings, repo)]),
         containers: vec![runner_container(settings, action, names, traceparent)],
         volumes: Some(volumes(repo, names)),
+        image_pull_secrets: (!settings.image_pull_secrets.is_empty()).then(|| {
+            let secret = |name: &String| LocalObjectReference { name: name.clone() };
+            settings.image_pull_secrets.iter().map(secret).collect()
+        }),
         ..PodSpec::default()
     }
 }
@@ -406,7 +414,24 @@ mod tests {
             env_config_map: None,
             traces: TraceSettings::off("provisioner"),
             state_encryption_secret: None,
+            image_pull_secrets: Vec::new(),
+            service_account_annotations: BTreeMap::new(),
         }
+    }
+
+    /// A private registry's pull Secrets reach the Job's pod; none configured, none named.
+    #[test]
+    fn the_pod_pulls_with_the_configured_secrets() {
+        let names = RunNames::new(OperationType::Provision, Uuid::now_v7());
+        let pull_secrets = |settings: &JobSettings| {
+            let job =
+                build(settings, &modules(), RunAction::Plan, &names, &BTreeMap::new(), Duration::from_secs(60), None);
+            let secrets = job.spec.unwrap().template.spec.unwrap().image_pull_secrets;
+            secrets.map(|secrets| secrets.into_iter().map(|secret| secret.name).collect::<Vec<_>>())
+        };
+        assert_eq!(pull_secrets(&settings()), None);
+        let private = JobSettings { image_pull_secrets: vec!["registry-a".into(), "registry-b".into()], ..settings() };
+        assert_eq!(pull_secrets(&private), Some(vec!["registry-a".to_owned(), "registry-b".to_owned()]));
     }
 
     /// With a state encryption Secret the runner gets the passphrase by reference only: no value in the spec.

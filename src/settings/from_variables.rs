@@ -1,5 +1,7 @@
 //! Each module's settings built from the variables, in one place, with the checks that name the variable at fault.
 
+use std::collections::BTreeMap;
+
 use ipnet::Ipv4Net;
 
 use super::*;
@@ -72,6 +74,35 @@ impl Variables {
         }
     }
 
+    /// The Secrets the Jobs' pods pull with; unset or blank: none.
+    fn runner_image_pull_secrets(&self) -> Result<Vec<String>> {
+        let names = self.app_runner_image_pull_secrets.as_deref().unwrap_or_default();
+        let names: Vec<String> =
+            names.split(',').map(str::trim).filter(|name| !name.is_empty()).map(String::from).collect();
+        match names.iter().find(|name| !is_object_name(name)) {
+            Some(name) => Err(invalid(
+                "APP_RUNNER_IMAGE_PULL_SECRETS",
+                format!("invalid Secret name {name:?}: expected lowercase letters, digits, '-' and '.'"),
+            )),
+            None => Ok(names),
+        }
+    }
+
+    /// The annotations of each run's ServiceAccount; unset or blank: none.
+    fn runner_service_account_annotations(&self) -> Result<BTreeMap<String, String>> {
+        let variable = "APP_RUNNER_SERVICE_ACCOUNT_ANNOTATIONS";
+        let text = self.app_runner_service_account_annotations.as_deref().unwrap_or_default().trim();
+        if text.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        let annotations: BTreeMap<String, String> = serde_json::from_str(text)
+            .map_err(|error| invalid(variable, format!("expected a JSON object of strings: {error}")))?;
+        match annotations.keys().find(|key| key.is_empty() || key.contains(char::is_whitespace)) {
+            Some(key) => Err(invalid(variable, format!("invalid annotation key {key:?}"))),
+            None => Ok(annotations),
+        }
+    }
+
     /// What every run's Job is made of.
     fn jobs(&self, traces: &TraceSettings) -> Result<JobSettings> {
         let env_config_map = self.app_runner_env_configmap.clone().filter(|name| !name.is_empty());
@@ -94,6 +125,8 @@ impl Variables {
             env_config_map,
             traces: traces.clone(),
             state_encryption_secret: self.state_encryption_secret()?,
+            image_pull_secrets: self.runner_image_pull_secrets()?,
+            service_account_annotations: self.runner_service_account_annotations()?,
         })
     }
 

@@ -267,6 +267,27 @@ mod tests {
         }
     }
 
+    /// The Jobs' pull Secrets and their ServiceAccounts' annotations are read at start-up, a bad one naming its
+    /// variable.
+    #[test]
+    fn the_runners_pull_secrets_and_identity_annotations_are_checked() {
+        let defaults = load(&[]).unwrap().kubernetes.jobs;
+        assert!(defaults.image_pull_secrets.is_empty() && defaults.service_account_annotations.is_empty());
+        let set = [
+            ("APP_RUNNER_IMAGE_PULL_SECRETS", "registry-a, registry-b"),
+            ("APP_RUNNER_SERVICE_ACCOUNT_ANNOTATIONS", r#"{"eks.amazonaws.com/role-arn": "arn:aws:iam::1:role/r"}"#),
+        ];
+        let jobs = load(&set).unwrap().kubernetes.jobs;
+        assert_eq!(jobs.image_pull_secrets, ["registry-a", "registry-b"]);
+        assert_eq!(jobs.service_account_annotations["eks.amazonaws.com/role-arn"], "arn:aws:iam::1:role/r");
+        let error = load(&[("APP_RUNNER_IMAGE_PULL_SECRETS", "ok,Not_OK")]).unwrap_err().to_string();
+        assert!(error.starts_with("APP_RUNNER_IMAGE_PULL_SECRETS:") && error.contains("Not_OK"), "{error}");
+        for bad in ["role-arn=x", r#"{"a": 1}"#, r#"{" ": "x"}"#] {
+            let error = load(&[("APP_RUNNER_SERVICE_ACCOUNT_ANNOTATIONS", bad)]).unwrap_err().to_string();
+            assert!(error.starts_with("APP_RUNNER_SERVICE_ACCOUNT_ANNOTATIONS:"), "{bad}: {error}");
+        }
+    }
+
     /// A modules repository is only used pinned to a commit, from https or ssh, with no credentials in its URL.
     #[test]
     fn the_modules_repository_must_be_pinned_to_a_commit() {

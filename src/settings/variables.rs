@@ -104,6 +104,13 @@ pub(super) struct Variables {
     /// reference. Unset: states are not encrypted. A state written before is read and written back encrypted; keep
     /// the passphrase: without it no state can be read again.
     pub(super) app_state_encryption_secret: Option<String>,
+    /// Secrets in `JOB_NAMESPACE` (comma-separated names) every Job's pod pulls its image with: a private
+    /// registry. The chart fills it from `runnerImagePullSecrets`.
+    pub(super) app_runner_image_pull_secrets: Option<String>,
+    /// Annotations (a JSON object of strings) of the ServiceAccount each run gets: a cloud identity for the runner
+    /// without keys, such as `eks.amazonaws.com/role-arn` (IRSA) or `iam.gke.io/gcp-service-account` (GKE Workload
+    /// Identity). The chart fills it from `runnerServiceAccount.annotations`.
+    pub(super) app_runner_service_account_annotations: Option<String>,
     /// Steps (calls to Kubernetes and auth-service) one process executes at a time.
     #[serde(deserialize_with = "parsed")]
     pub(super) app_worker_concurrency: usize,
@@ -325,6 +332,8 @@ impl Default for Variables {
             app_runner_host_network: false,
             app_runner_env_configmap: None,
             app_state_encryption_secret: None,
+            app_runner_image_pull_secrets: None,
+            app_runner_service_account_annotations: None,
             app_worker_concurrency: 16,
             app_worker_max_runs: 1000,
             app_worker_lease: Duration::from_secs(30),

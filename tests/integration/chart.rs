@@ -201,6 +201,28 @@ fn state_encryption_and_runtime_resources_follow_their_values() {
     assert!(!without.contains("APP_RUNTIME_RESOURCES") && !without.contains("cluster-provisioner-runtimes"));
 }
 
+/// The Jobs pull with Secrets of their own namespace and run with the cloud identity the operator annotates; the
+/// service reads both as the chart writes them.
+#[test]
+fn the_jobs_pull_secrets_and_identity_annotations_reach_the_service() {
+    use serde_json::json;
+    let variables = |objects: &[serde_json::Value]| object(objects, "ConfigMap", "cluster-provisioner")["data"].clone();
+    let default = variables(&render_values(&json!({}), &[]));
+    assert!(
+        default["APP_RUNNER_IMAGE_PULL_SECRETS"].is_null()
+            && default["APP_RUNNER_SERVICE_ACCOUNT_ANNOTATIONS"].is_null()
+    );
+    let irsa = json!({"eks.amazonaws.com/role-arn": "arn:aws:iam::123456789012:role/provisioner-runner"});
+    let values =
+        json!({"runnerImagePullSecrets": ["registry", "mirror"], "runnerServiceAccount": {"annotations": irsa}});
+    let data = variables(&render_values(&values, &[]));
+    let environment: std::collections::HashMap<String, String> = serde_json::from_value(data).unwrap();
+    let jobs =
+        provisioner::settings::Settings::from_environment(environment).expect("the service reads it").kubernetes.jobs;
+    assert_eq!(jobs.image_pull_secrets, ["registry", "mirror"]);
+    assert_eq!(serde_json::to_value(&jobs.service_account_annotations).unwrap(), irsa);
+}
+
 /// Traces are off by default; with a collector, the service exports there (the runners follow its setting) and
 /// both network policies let the service and the Jobs reach the collector's namespace on its port.
 #[test]
