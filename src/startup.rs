@@ -21,7 +21,7 @@ use crate::api::authentication::{Access, Authentication, Mode};
 use crate::api::authorization::Authorizer;
 use crate::api::playground::PlaygroundAssets;
 use crate::api::{self, ProcessHealth};
-use crate::credentials::{self, AuthClient};
+use crate::credentials::{self, AuthClient, CredentialSource, Credentials, SecretCredentials};
 use crate::declarative::reconciler::RuntimeResources;
 use crate::executor::Executor;
 use crate::render::{self, Renderer};
@@ -119,7 +119,7 @@ impl App {
     pub async fn build_with(settings: &Settings, kube_client: Option<kube::Client>, audit: AuditTrail) -> Result<Self> {
         let metrics = Metrics::new();
         let store = connect(&settings.database, settings.database.migrations, metrics.statements()).await?;
-        let auth = AuthClient::new(&settings.auth, settings.auth.timeout)?;
+        let credentials = credential_source(settings, kube_client.as_ref())?;
         let wake = Arc::new(Notify::new());
         let authentication = authentication(&settings.authn, kube_client.clone(), &metrics, audit);
 
@@ -141,7 +141,7 @@ impl App {
             (Some(executor), Some(modules)) => Some(Worker {
                 store: store.clone(),
                 executor: executor.clone(),
-                auth: auth.clone(),
+                credentials: credentials.clone(),
                 renderer: Renderer::new()?
                     .with_operator_api_allowed_cidrs(settings.validation.api_allowed_cidrs.as_deref()),
                 settings: settings.worker.clone(),
@@ -160,7 +160,8 @@ impl App {
         };
 
         let retention = worker.as_ref().map(|_| Retention { store: store.clone(), periods: settings.retention });
-        let service = Service::new(store, settings.validation.clone(), auth, executor, wake, settings.service.clone());
+        let service =
+            Service::new(store, settings.validation.clone(), credentials, executor, wake, settings.service.clone());
         let worker_health = if worker.is_some() { worker_health } else { WorkerHealth::disabled() };
         let runtime_resources = match (&kube_client, &kubernetes.runtime_resources) {
             (Some(client), Some(namespaces)) => Some(RuntimeResources {
@@ -474,4 +475,19 @@ mod tests {
         // Only the worker's end makes /healthz report it.
         assert_eq!(health.status(), crate::telemetry::WorkerStatus::Running);
     }
+}
+
+/// The configured source of credentials: auth-service (its OAuth client file read now), or the tenants' Secrets
+/// read with the process's Kubernetes client.
+fn credential_source(settings: &Settings, kube_client: Option<&kube::Client>) -> Result<Credentials> {
+    Ok(match &settings.credentials {
+        CredentialSource::AuthService => {
+            Credentials::AuthService(AuthClient::new(&settings.auth, settings.auth.timeout)?)
+        }
+        CredentialSource::Secrets { platform_namespace } => Credentials::Secrets(SecretCredentials::new(
+            kube_client.cloned(),
+            platform_namespace.clone(),
+            settings.auth.timeout,
+        )),
+    })
 }

@@ -1,5 +1,6 @@
 //! Cloud credentials from auth-service, which holds those that clusters are built with: the client ([`AuthClient`],
-//! its settings and errors) and, in [`wire`], the format of auth-service's answers. Only a credential's id is ever
+//! its settings and errors) and, in [`wire`], the format of auth-service's answers; or, without auth-service, from
+//! the tenants' Kubernetes Secrets ([`secrets`], the same fields), as [`Credentials`] selects. Only a credential's id is ever
 //! stored; the provisioner resolves it when a request arrives (to fail fast when it is missing) and again in the
 //! worker once per run.
 //!
@@ -56,9 +57,15 @@ use secrecy::{ExposeSecret, SecretString};
 use tokio::sync::Mutex;
 
 use crate::backoff::Backoff;
+use crate::domain::Component;
 use crate::domain::tenant::Tenant;
 
+pub mod secrets;
+mod source;
 mod wire;
+
+pub use secrets::SecretCredentials;
+pub use source::{CredentialSource, Credentials};
 
 /// The request header that names the tenant a credential is resolved for.
 const TENANT_HEADER: &str = "Tenant";
@@ -93,19 +100,65 @@ pub enum Error {
     /// The HTTP client cannot be built or the base URL cannot take a path.
     #[error("the auth-service client cannot be set up: {message}")]
     Setup { message: String },
+    /// No Secret of that name labelled a credential in the tenant's namespace ([`secrets`]).
+    #[error(
+        "credential {id:?} does not exist: no Secret of that name labelled {} in the tenant's namespace",
+        secrets::CREDENTIAL_LABEL
+    )]
+    SecretNotFound { id: String },
+    /// The credential's Secret lacks a key or has one of the wrong shape (named, never its value).
+    #[error("credential {id:?} is not a valid credential Secret: {message}")]
+    InvalidSecret { id: String, message: String },
+    /// The provisioner may not read the Secrets of the tenant's namespace.
+    #[error("the provisioner may not read credential Secrets here: {message}")]
+    Forbidden { message: String },
+    /// The API server refused the read for another reason.
+    #[error("reading the credential Secret failed: {message}")]
+    Kubernetes { message: String },
+    /// The API server did not answer (or answered 5xx): tried again later.
+    #[error("the Kubernetes API is unavailable: {message}")]
+    KubernetesUnavailable { message: String },
 }
 
 impl Error {
     /// Whether trying again later may succeed.
     pub fn is_transient(&self) -> bool {
-        matches!(self, Error::Unavailable { .. })
+        matches!(self, Error::Unavailable { .. } | Error::KubernetesUnavailable { .. })
+    }
+
+    /// Whether the credential does not exist for the tenant (or is another tenant's: the two are not told apart).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Error::NotFound { .. } | Error::SecretNotFound { .. })
+    }
+
+    /// Whether the credential exists but is not one the runner can use.
+    pub fn is_invalid_credential(&self) -> bool {
+        matches!(self, Error::InvalidCredential { .. } | Error::InvalidSecret { .. })
+    }
+
+    /// Where the credential was looked for: auth-service, or the Kubernetes API for a Secret.
+    pub fn component(&self) -> Component {
+        match self {
+            Error::SecretNotFound { .. }
+            | Error::InvalidSecret { .. }
+            | Error::Forbidden { .. }
+            | Error::Kubernetes { .. }
+            | Error::KubernetesUnavailable { .. } => Component::Kubernetes,
+            _ => Component::AuthService,
+        }
     }
 
     /// What callers and operation statuses may show: the component and what went wrong, never auth-service's
     /// address or the operating system's error text (those go to the log).
     pub fn public_message(&self) -> String {
         match self {
-            Error::NotFound { .. } | Error::InvalidCredential { .. } => self.to_string(),
+            Error::NotFound { .. }
+            | Error::InvalidCredential { .. }
+            | Error::SecretNotFound { .. }
+            | Error::InvalidSecret { .. } => self.to_string(),
+            Error::Forbidden { .. } => "the provisioner may not read the tenant's credential Secrets".to_owned(),
+            Error::Kubernetes { .. } => "reading the credential Secret failed".to_owned(),
+            Error::KubernetesUnavailable { .. } => "the Kubernetes API is unavailable".to_owned(),
             Error::Rejected { status, .. } => format!("auth-service rejected the request with {status}"),
             Error::Unavailable { .. } => "auth-service is unavailable (no answer, or a server error)".to_owned(),
             Error::InvalidResponse { .. } => "auth-service sent an invalid response".to_owned(),

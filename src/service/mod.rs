@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use tokio::sync::Notify;
 
-use crate::credentials::AuthClient;
+use crate::credentials::Credentials;
 use crate::domain::deletion::DeletionPolicy;
 use crate::domain::managed_by::ResourceRef;
 pub use crate::domain::policy::{KubernetesVersion, ValidationPolicy};
@@ -66,7 +66,7 @@ pub struct Service {
 pub struct Shared {
     store: Store,
     policy: ValidationPolicy,
-    auth: AuthClient,
+    credentials: Credentials,
     executor: Option<Executor>,
     /// Wakes this process's worker when an operation is queued.
     wake: Arc<Notify>,
@@ -107,7 +107,7 @@ impl Service {
     pub fn new(
         store: Store,
         policy: ValidationPolicy,
-        auth: AuthClient,
+        credentials: Credentials,
         executor: Option<Executor>,
         wake: Arc<Notify>,
         settings: ServiceSettings,
@@ -117,7 +117,7 @@ impl Service {
         let shared = Shared {
             store,
             policy,
-            auth,
+            credentials,
             executor,
             wake,
             watches: operation_changes::Watches::default(),

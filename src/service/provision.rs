@@ -9,7 +9,7 @@ use super::{Conflict, Error, Result, Service};
 use crate::credentials;
 use crate::domain::credential_fit::CredentialMismatch;
 use crate::domain::tenant::Tenant;
-use crate::domain::{ClusterConfig, Component, Operation, ProvisionRequest, Runtime};
+use crate::domain::{ClusterConfig, Operation, ProvisionRequest, Runtime};
 use crate::store;
 
 /// The answer to an accepted provisioning request.
@@ -92,21 +92,18 @@ impl Service {
     /// answers exactly as an unknown one (auth-service answers 404 for both), so that it reveals nothing.
     pub(super) async fn check_credential(&self, config: &ClusterConfig, tenant: Option<&Tenant>) -> Result<()> {
         let field = "clusterConfig.credentialId";
-        match self.auth.credential(&config.credential_id, tenant).await {
+        match self.credentials.credential(&config.credential_id, tenant).await {
             Ok(resolved) => match config.credential_mismatch(&resolved.credential, &resolved.project_ids) {
                 None => Ok(()),
                 Some(mismatch) => Err(credential_mismatch(&mismatch).into()),
             },
-            Err(credentials::Error::NotFound { id }) => Err(Invalid::new(
-                InvalidReason::NotFound,
-                field,
-                format!("credential {id:?} does not exist in auth-service"),
-            )
-            .into()),
-            Err(error @ credentials::Error::InvalidCredential { .. }) => {
+            Err(error) if error.is_not_found() => {
+                Err(Invalid::new(InvalidReason::NotFound, field, error.to_string()).into())
+            }
+            Err(error) if error.is_invalid_credential() => {
                 Err(Invalid::new(InvalidReason::UnsupportedValue, field, error.to_string()).into())
             }
-            Err(error) => Err(auth_service_unavailable(&error)),
+            Err(error) => Err(credentials_unavailable(&error)),
         }
     }
 }
@@ -120,15 +117,16 @@ fn credential_mismatch(mismatch: &CredentialMismatch) -> Invalid {
     Invalid::new(InvalidReason::Conflict, field, mismatch.to_string())
 }
 
-/// auth-service could not check the credential: nothing is recorded, and the caller may try again.
-fn auth_service_unavailable(error: &credentials::Error) -> Error {
+/// The credential's source (auth-service, or the Kubernetes API for a Secret) could not check it: nothing is
+/// recorded, and the caller may try again.
+fn credentials_unavailable(error: &credentials::Error) -> Error {
     tracing::warn!(%error, "could not resolve the credential at request time");
     let what = match error {
         credentials::Error::Unavailable { .. } => "no answer, or a server error".to_owned(),
         other => other.public_message(),
     };
     Error::Unavailable {
-        component: Component::AuthService,
+        component: error.component(),
         message: format!("{what}; the credential could not be checked and nothing was recorded, try again shortly"),
     }
 }

@@ -74,6 +74,26 @@ impl Variables {
         }
     }
 
+    /// Where credentials come from, and for `secrets` the platform's own namespace.
+    fn credential_source(&self) -> Result<CredentialSource> {
+        let namespace = self.app_credentials_namespace.clone().filter(|name| !name.is_empty());
+        if let Some(name) = namespace.as_deref().filter(|name| !is_object_name(name) || name.contains('.')) {
+            let message = format!("invalid namespace {name:?}: expected a DNS-1123 label");
+            return Err(invalid("APP_CREDENTIALS_NAMESPACE", message));
+        }
+        match self.app_credentials_source.as_str() {
+            "auth-service" if namespace.is_some() => {
+                Err(invalid("APP_CREDENTIALS_NAMESPACE", "only applies with APP_CREDENTIALS_SOURCE=secrets"))
+            }
+            "auth-service" => Ok(CredentialSource::AuthService),
+            "secrets" => Ok(CredentialSource::Secrets { platform_namespace: namespace }),
+            other => Err(invalid(
+                "APP_CREDENTIALS_SOURCE",
+                format!("unknown source {other:?}: expected auth-service or secrets"),
+            )),
+        }
+    }
+
     /// The Secrets the Jobs' pods pull with; unset or blank: none.
     fn runner_image_pull_secrets(&self) -> Result<Vec<String>> {
         let names = self.app_runner_image_pull_secrets.as_deref().unwrap_or_default();
@@ -186,6 +206,7 @@ impl Variables {
                 oauth_client_file: self.app_auth_oauth_path.clone(),
                 timeout: self.app_auth_timeout,
             },
+            credentials: self.credential_source()?,
             authn: AuthnSettings {
                 enabled: self.app_auth_enabled,
                 audience: self.app_auth_audience.clone(),

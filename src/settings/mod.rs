@@ -13,7 +13,7 @@ use secrecy::{ExposeSecret, SecretString};
 
 use crate::api::HttpSettings;
 use crate::api::graphql;
-use crate::credentials::AuthSettings;
+use crate::credentials::{AuthSettings, CredentialSource};
 use crate::declarative::reconciler::RuntimeNamespaces;
 use crate::domain::deletion::DeletionPolicy;
 use crate::domain::policy::ValidationPolicy;
@@ -64,6 +64,7 @@ pub struct Settings {
     pub database: DatabaseSettings,
     pub kubernetes: KubernetesSettings,
     pub auth: AuthSettings,
+    pub credentials: CredentialSource,
     pub authn: AuthnSettings,
     pub server: ServerSettings,
     pub http: HttpSettings,

@@ -123,7 +123,14 @@ pub(super) struct Variables {
     /// How often an idle worker looks for queued operations.
     #[serde(deserialize_with = "duration", serialize_with = "help::duration")]
     pub(super) app_worker_poll_interval: Duration,
-    /// Time limit of one call to auth-service or its token endpoint.
+    /// Where cloud credentials come from: `auth-service` (the platform's, by `AUTH_SERVICE_BASE_URL`) or `secrets`
+    /// (a credential id names a Secret labelled `provisioner.kubeopera.io/credential=true` in the tenant's namespace:
+    /// docs/operator/credentials.md).
+    pub(super) app_credentials_source: String,
+    /// With `APP_CREDENTIALS_SOURCE=secrets`: the namespace of the credentials of requests that name no tenant.
+    /// Unset: such requests name no credential.
+    pub(super) app_credentials_namespace: Option<String>,
+    /// Time limit of one call to auth-service or its token endpoint (or of one read of a credential Secret).
     #[serde(deserialize_with = "duration", serialize_with = "help::duration")]
     pub(super) app_auth_timeout: Duration,
     /// auth-service, for resolving cloud credentials.
@@ -338,6 +345,8 @@ impl Default for Variables {
             app_worker_max_runs: 1000,
             app_worker_lease: Duration::from_secs(30),
             app_worker_poll_interval: Duration::from_secs(2),
+            app_credentials_source: "auth-service".to_owned(),
+            app_credentials_namespace: None,
             app_auth_timeout: Duration::from_secs(10),
             auth_service_base_url: Url::parse("http://authapi:8081").expect("a valid default URL"),
             app_auth_oauth_path: PathBuf::from("./dev/auth-oauth.yaml"),

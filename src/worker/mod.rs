@@ -19,7 +19,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use self::following::{Followed, Following};
-use crate::credentials::AuthClient;
+use crate::credentials::Credentials;
 use crate::domain::OperationType;
 use crate::executor::{Executor, ModulesSettings};
 use crate::render::Renderer;
@@ -74,7 +74,7 @@ pub struct Worker<C = Executor> {
     pub store: Store,
     /// What the steps do in the cluster ([`RunCluster`]: the executor, or a test's fake).
     pub executor: C,
-    pub auth: AuthClient,
+    pub credentials: Credentials,
     pub renderer: Renderer,
     pub settings: WorkerSettings,
     /// The pinned modules every Job's init container fetches.

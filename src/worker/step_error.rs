@@ -32,14 +32,16 @@ impl From<executor::Error> for StepError {
 
 impl From<credentials::Error> for StepError {
     fn from(error: credentials::Error) -> Self {
-        let reason = match &error {
-            credentials::Error::NotFound { .. } => FailureReason::CredentialNotFound,
-            credentials::Error::InvalidCredential { .. } => FailureReason::InvalidCredential,
+        let component = error.component();
+        let reason = match component {
+            _ if error.is_not_found() => FailureReason::CredentialNotFound,
+            _ if error.is_invalid_credential() => FailureReason::InvalidCredential,
+            Component::Kubernetes => FailureReason::KubernetesError,
             _ => FailureReason::AuthServiceError,
         };
         StepError {
             transient: error.is_transient(),
-            error: LastError::new(reason, Component::AuthService, error.public_message()),
+            error: LastError::new(reason, component, error.public_message()),
             detail: error.to_string(),
         }
     }

@@ -223,6 +223,37 @@ fn the_jobs_pull_secrets_and_identity_annotations_reach_the_service() {
     assert_eq!(serde_json::to_value(&jobs.service_account_annotations).unwrap(), irsa);
 }
 
+/// Credentials from the tenants' Secrets: the service is told so, may read Secrets in the listed namespaces only
+/// (and the platform's), and mounts no auth-service OAuth client; by default nothing of it but the unbound role.
+#[test]
+fn credential_secrets_are_read_only_where_the_operator_lists() {
+    use serde_json::json;
+    let bindings = |objects: &[serde_json::Value]| {
+        let credentials = |object: &&serde_json::Value| {
+            object["kind"] == "RoleBinding" && object["roleRef"]["name"] == "cluster-provisioner-credentials"
+        };
+        let namespaces = objects.iter().filter(credentials).map(|object| object["metadata"]["namespace"].clone());
+        namespaces.collect::<Vec<_>>()
+    };
+    let mounts_oauth = |objects: &[serde_json::Value]| {
+        let deployment = object(objects, "Deployment", "cluster-provisioner");
+        deployment["spec"]["template"]["spec"]["volumes"].to_string().contains("cluster-provisioner-oauth")
+    };
+    let default = render_values(&json!({}), &[]);
+    assert!(bindings(&default).is_empty() && mounts_oauth(&default));
+    let role = object(&default, "ClusterRole", "cluster-provisioner-credentials");
+    assert_eq!(role["rules"], json!([{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]));
+    let values = json!({"credentials": {"source": "secrets", "platformNamespace": "platform", "namespaces": ["team-a", "team-b"]}});
+    let secrets = render_values(&values, &[]);
+    assert_eq!(bindings(&secrets), [json!("team-a"), json!("team-b"), json!("platform")]);
+    assert!(!mounts_oauth(&secrets), "no OAuth client without auth-service");
+    let data = &object(&secrets, "ConfigMap", "cluster-provisioner")["data"];
+    assert_eq!(
+        (&data["APP_CREDENTIALS_SOURCE"], &data["APP_CREDENTIALS_NAMESPACE"]),
+        (&json!("secrets"), &json!("platform"))
+    );
+}
+
 /// Traces are off by default; with a collector, the service exports there (the runners follow its setting) and
 /// both network policies let the service and the Jobs reach the collector's namespace on its port.
 #[test]
@@ -456,6 +487,7 @@ fn the_names_stay_unless_overridden() {
         "CustomResourceDefinition -/runtimes.provisioner.kubeopera.io",
         "ClusterRole -/cluster-provisioner-token-review",
         "ClusterRole -/cluster-provisioner-runtimes",
+        "ClusterRole -/cluster-provisioner-credentials",
         "ClusterRole -/cluster-provisioner-runtime-kubeconfigs",
         "ClusterRoleBinding -/cluster-provisioner-token-review",
         "ClusterRoleBinding -/cluster-provisioner-runtimes",

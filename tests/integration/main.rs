@@ -11,6 +11,7 @@ mod cancel;
 mod change_detection;
 mod chart;
 mod cloud_failures;
+mod credential_secrets;
 mod database_connections;
 mod day_two;
 mod declarative;

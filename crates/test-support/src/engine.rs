@@ -178,11 +178,17 @@ impl Engine {
     /// What a tenant namespace's admin does to get the kubeconfig Secrets of its Runtimes: a RoleBinding of the
     /// production ClusterRole (as this engine's RBAC named it) to the service's ServiceAccount.
     pub async fn grant_runtime_kubeconfigs(&self, tenant: &str) {
+        self.bind_cluster_role(tenant, "cluster-provisioner-runtime-kubeconfigs").await;
+    }
+
+    /// A RoleBinding in `tenant` of the production ClusterRole `role` (as this engine's RBAC named it) to the
+    /// service's ServiceAccount.
+    async fn bind_cluster_role(&self, tenant: &str, role: &str) {
         let binding: RoleBinding = serde_json::from_value(serde_json::json!({
-            "metadata": { "name": "cluster-provisioner-runtime-kubeconfigs", "namespace": tenant },
+            "metadata": { "name": role, "namespace": tenant },
             "roleRef": {
                 "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                "name": format!("cluster-provisioner-runtime-kubeconfigs-{}", self.namespace),
+                "name": format!("{role}-{}", self.namespace),
             },
             "subjects": [{ "kind": "ServiceAccount", "name": "cluster-provisioner", "namespace": self.namespace }],
         }))
@@ -191,6 +197,12 @@ impl Engine {
             .create(&PostParams::default(), &binding)
             .await
             .expect("the tenant's RoleBinding");
+    }
+
+    /// What a platform admin does for `APP_CREDENTIALS_SOURCE=secrets`: a RoleBinding in the tenant's namespace of
+    /// the production ClusterRole that reads credential Secrets, to the service's ServiceAccount.
+    pub async fn grant_credentials(&self, tenant: &str) {
+        self.bind_cluster_role(tenant, "cluster-provisioner-credentials").await;
     }
 
     pub async fn operation(&self, operation_id: &str) -> Operation {

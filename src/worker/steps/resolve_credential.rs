@@ -18,7 +18,7 @@ impl<C: RunCluster> Worker<C> {
         }
         let runtime = run.runtime(&self.store).await?;
         let config = &runtime.cluster_config;
-        let resolved = self.auth.credential(&config.credential_id, runtime.tenant.as_ref()).await?;
+        let resolved = self.credentials.credential(&config.credential_id, runtime.tenant.as_ref()).await?;
         let credential = &resolved.credential;
         // The credential may have changed in auth-service since the request was checked.
         if let Some(mismatch) = config.credential_mismatch(credential, &resolved.project_ids) {

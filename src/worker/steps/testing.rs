@@ -12,7 +12,7 @@ use secrecy::SecretString;
 use uuid::Uuid;
 
 use super::Run;
-use crate::credentials::{AuthClient, AuthSettings};
+use crate::credentials::{AuthClient, AuthSettings, Credentials};
 use crate::domain::run::{JobState, RunNames};
 use crate::domain::{Operation, OperationType, ProvisionRequest, RunAction, Runtime, Topology};
 use crate::executor::{self, FinalLogs, JobStop, ModulesSettings, RunRef};
@@ -200,7 +200,7 @@ impl Fixture {
         let worker = Worker {
             store,
             executor: RecordingCluster { script: Mutex::new(script), ..RecordingCluster::default() },
-            auth: auth_client(folder.path()),
+            credentials: Credentials::AuthService(auth_client(folder.path())),
             renderer: Renderer::new().expect("the templates"),
             settings: settings(),
             modules: modules(),
