@@ -7,13 +7,13 @@
 # ServiceAccount token for the audience APP_AUTH_AUDIENCE).
 set -euo pipefail
 
-required=(PROVISIONER_URL CREDENTIAL_ID TOPOLOGY REGION ZONES)
+required=(PROVISIONER_SERVER CREDENTIAL_ID TOPOLOGY REGION ZONES)
 missing=()
 for variable in "${required[@]}"; do [ -n "${!variable:-}" ] || missing+=("$variable"); done
 if [ ${#missing[@]} -gt 0 ]; then
   cat >&2 <<USAGE
 missing: ${missing[*]}
-  PROVISIONER_URL  base URL of the service, for example http://127.0.0.1:3000
+  PROVISIONER_SERVER base URL of the service (as provisionerctl reads it), for example http://127.0.0.1:3000
   CREDENTIAL_ID    auth-service credential to build with
   TOPOLOGY         VANILLA_KUBEADM, EKS or GKE
   REGION           for example eu-central-1 or europe-west3
@@ -45,7 +45,7 @@ timeout_minutes="${TIMEOUT_MINUTES:-60}"
 
 graphql() { # query, variables (JSON) -> response JSON
   python3 -c 'import json,sys; print(json.dumps({"query": sys.argv[1], "variables": json.loads(sys.argv[2])}))' "$1" "$2" \
-    | curl -sS -X POST "${auth[@]}" -H 'Content-Type: application/json' --data-binary @- "$PROVISIONER_URL/graphql"
+    | curl -sS -X POST "${auth[@]}" -H 'Content-Type: application/json' --data-binary @- "$PROVISIONER_SERVER/graphql"
 }
 field() { python3 -c 'import json,sys; d=json.load(sys.stdin)
 for k in sys.argv[1].split("."): d=d[k] if d is not None else None
@@ -98,7 +98,7 @@ wait_for "$operation"
 
 kubeconfig=$(mktemp)
 temporary_files+=("$kubeconfig")
-curl -sSf "${auth[@]}" "$PROVISIONER_URL/api/v1/provisions/$runtime/kubeconfig" -o "$kubeconfig"
+curl -sSf "${auth[@]}" "$PROVISIONER_SERVER/api/v1/provisions/$runtime/kubeconfig" -o "$kubeconfig"
 if command -v kubectl >/dev/null; then KUBECONFIG="$kubeconfig" kubectl get nodes; fi
 
 operation=$(graphql 'mutation($id: String!) { deprovisionRuntime(id: $id) }' "{\"id\": \"$runtime\"}" | field data.deprovisionRuntime)

@@ -204,7 +204,7 @@ fn entry_of(code: ErrorCode) -> Entry {
         ),
         ErrorCode::PayloadTooLarge => (
             "Payload too large",
-            "The body is larger than the service accepts (APP_MAX_BODY_BYTES).",
+            "The body is larger than the service accepts (APP_MAX_REQUEST_BODY_BYTES).",
             Retry::No,
             "Send a smaller body.",
         ),

@@ -64,12 +64,16 @@ impl FailureReason {
             FailureReason::InvalidConfiguration => (
                 "The cloud refused a value of the configuration (a version, a size, a CIDR).",
                 Retried::Never,
-                "Change the value the message names (PATCH the runtime), then retry the operation.",
+                "After a failed upgrade, send the upgrade again with the value the message names changed (PATCH \
+                 the runtime): a retry would send the same value. A failed provisioning left no cluster to change \
+                 (a PATCH answers 409 `not_ready`, a retry runs the same configuration): deprovision the runtime, \
+                 then provision it anew with the value changed (a deprovisioned runtime frees its name).",
             ),
             FailureReason::NotFound => (
                 "Something the configuration refers to does not exist in the cloud (a network, an image, a role).",
                 Retried::Never,
-                "Create it or change the reference, then retry the operation.",
+                "Create it, then retry the operation; or change the reference as for `invalid_configuration` (a \
+                 retry runs the same configuration).",
             ),
             FailureReason::Conflict => (
                 "Something of the same name already exists in the cloud outside the cluster's state, or someone \

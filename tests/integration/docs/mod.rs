@@ -4,9 +4,17 @@
 //! variable they name is read or set somewhere in the project; every REST path they name is in the OpenAPI
 //! document (or is one of the service's other endpoints), and every path of that document is named by a page;
 //! every GraphQL field they name is in the schema (`graphql`); every relative link leads to a file. That every
-//! variable of the service is in the docs is the generated configuration page's test (`generated`).
+//! variable of the service is in the docs is the generated configuration page's test (`generated`). The commands
+//! reach the installed service (`examples`), the lists of provisionerctl's commands and variables are whole
+//! (`provisionerctl`), every `APP_*` name anywhere is a setting (`settings`), tables render and the route table is
+//! whole (`tables`), and the kustomization leaves the shared namespace alone (`resources`).
 
+mod examples;
 mod graphql;
+mod provisionerctl;
+mod resources;
+mod settings;
+mod tables;
 
 use std::path::{Path, PathBuf};
 
