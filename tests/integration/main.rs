@@ -43,6 +43,7 @@ mod provisionerctl_output;
 mod provisionerctl_support;
 mod provisionerctl_tls;
 mod provisionerctl_wait;
+mod provisionerctl_watch;
 mod query_plans;
 mod real_node;
 mod render;

@@ -278,6 +278,54 @@ async fn provisionerctl_keeps_the_config_files_token_from_another_server() {
     assert!(!err.contains("config-token"), "{err}");
 }
 
+/// The arguments of provisionerctl in the child process of the test below.
+const CHILD_ARGS: &str = "PROVISIONERCTL_TEST_CHILD_ARGS";
+
+/// provisionerctl in a process of its own with `environment`, so that no other test sees it: this test binary
+/// again, running only `provisionerctl_in_the_child_process`; returns whether it succeeded.
+async fn ctl_in_own_process(args: &[&str], home: &Path, environment: &[(&str, &Path)]) -> bool {
+    let mut child = tokio::process::Command::new(std::env::current_exe().unwrap());
+    child.args(["--exact", "provisionerctl::provisionerctl_in_the_child_process", "--ignored", "--nocapture"]);
+    for variable in ["PROVISIONER_TOKEN", "PROVISIONER_TOKEN_FILE", "PROVISIONER_SERVER", "PROVISIONERCTL_CONFIG"] {
+        child.env_remove(variable);
+    }
+    child.env(CHILD_ARGS, args.join("\n")).env("HOME", home).env_remove("KUBECONFIG");
+    child.envs(environment.iter().copied());
+    child.kill_on_drop(true).status().await.unwrap().success()
+}
+
+#[tokio::test]
+#[ignore = "provisionerctl_sends_the_token_of_provisioner_token_file_as_it_is_on_each_run runs it in its own process"]
+async fn provisionerctl_in_the_child_process() {
+    let Ok(args) = std::env::var(CHILD_ARGS) else { return };
+    provisioner::install_crypto_provider();
+    let (code, err) = ctl_with(&provisionerctl::Locations::of_process(), &args.lines().collect::<Vec<_>>()).await;
+    assert_eq!(code, 0, "{err}");
+}
+
+/// `PROVISIONER_TOKEN_FILE` names the token's file, read again on each run as a projected ServiceAccount token
+/// rotates; `--token-file` names another, and `PROVISIONER_TOKEN` comes first, as in `e2e_test/test.sh`.
+#[tokio::test]
+async fn provisionerctl_sends_the_token_of_provisioner_token_file_as_it_is_on_each_run() {
+    let (_app, server, recorded) = recording_server().await;
+    let folder = tempfile::tempdir().unwrap();
+    let (file, other) = (folder.path().join("token"), folder.path().join("other"));
+    std::fs::write(&other, "flag-token\n").unwrap();
+    let variable = [("PROVISIONER_TOKEN_FILE", file.as_path())];
+    let list = ["--server", &server, "get", "runtimes"];
+    for token in ["first-token\n", "rotated-token"] {
+        std::fs::write(&file, token).unwrap();
+        assert!(ctl_in_own_process(&list, folder.path(), &variable).await);
+    }
+    let flag = [&list[..], &["--token-file", other.to_str().unwrap()]].concat();
+    assert!(ctl_in_own_process(&flag, folder.path(), &variable).await);
+    let token = [("PROVISIONER_TOKEN", Path::new("given-token")), variable[0]];
+    assert!(ctl_in_own_process(&list, folder.path(), &token).await);
+    let bearer = |token: &str| Some(format!("Bearer {token}"));
+    let sent = [bearer("first-token"), bearer("rotated-token"), bearer("flag-token"), bearer("given-token")];
+    assert_eq!(seen(&recorded), sent);
+}
+
 /// The name never resolves, so nothing would leave the machine even without the check; the refusal is local (exit
 /// 1, not 4 for a server that cannot be reached) and comes before any connection.
 #[tokio::test]

@@ -10,7 +10,7 @@ use crate::client::path;
 use crate::render::{Shape, print};
 use crate::wait::{self, WaitFlags, Wanted};
 use crate::{Client, Command, Error, Get, Output};
-use crate::{listing, logs};
+use crate::{listing, logs, watch};
 
 pub async fn run(
     client: &Client,
@@ -20,18 +20,7 @@ pub async fn run(
     err: &mut dyn Write,
 ) -> Result<(), Error> {
     let (answer, shape) = match command {
-        Command::Get(Get::Runtimes { state, selector, pages }) => {
-            let query: Vec<(&str, &str)> = state.iter().map(|state| ("state", state.as_str())).collect();
-            let selector = selector.unwrap_or_default();
-            let runtimes = ("/api/v1/runtimes", "runtimes");
-            (listing::list(client, runtimes, &query, &selector, &pages, err).await?, Shape::Runtimes)
-        }
-        Command::Get(Get::Runtime { id }) => {
-            (client.json(Method::GET, &path("runtimes", &id, "")?, &[], None).await?, Shape::Runtime)
-        }
-        Command::Get(Get::Operation { id }) => {
-            (client.json(Method::GET, &path("operations", &id, "")?, &[], None).await?, Shape::Operation)
-        }
+        Command::Get(get) => return read(client, get, &output, (out, err)).await,
         Command::Create { file, dry_run, wait } => {
             let request = read_request(&file)?;
             let query: &[(&str, &str)] = if dry_run { &[("dryRun", "true")] } else { &[] };
@@ -92,6 +81,42 @@ pub async fn run(
         }
     };
     print(&answer, shape, &output, out)
+}
+
+/// `get`: prints the runtimes, the runtime or the operation; with `-w`, watches the runtimes (`watch.rs`).
+async fn read(
+    client: &Client,
+    get: Get,
+    output: &Output,
+    (out, err): (&mut dyn Write, &mut dyn Write),
+) -> Result<(), Error> {
+    match get {
+        Get::Runtimes { state, selector, pages, watch } => {
+            let query: Vec<(&str, &str)> = state.iter().map(|state| ("state", state.as_str())).collect();
+            let selector = selector.unwrap_or_default();
+            let runtimes = ("/api/v1/runtimes", "runtimes");
+            let listed = listing::list(client, runtimes, &query, &selector, &pages, err).await?;
+            if !watch.watch {
+                return print(&listed, Shape::Runtimes, output, out);
+            }
+            // Said once, on the first page: the watch reads the same pages quietly.
+            let again = async || listing::list(client, runtimes, &query, &selector, &pages, &mut std::io::sink()).await;
+            watch::watch(listed, again, Shape::Runtimes, (output, watch.interval), (out, err)).await
+        }
+        Get::Runtime { id, watch } => {
+            let runtime_path = path("runtimes", &id, "")?;
+            let runtime = client.json(Method::GET, &runtime_path, &[], None).await?;
+            if !watch.watch {
+                return print(&runtime, Shape::Runtime, output, out);
+            }
+            let again = async || client.json(Method::GET, &runtime_path, &[], None).await;
+            watch::watch(runtime, again, Shape::Runtime, (output, watch.interval), (out, err)).await
+        }
+        Get::Operation { id } => {
+            let operation = client.json(Method::GET, &path("operations", &id, "")?, &[], None).await?;
+            print(&operation, Shape::Operation, output, out)
+        }
+    }
 }
 
 /// Prints the operation a change queued and, with `--wait`, waits until its runtime meets `wanted`.

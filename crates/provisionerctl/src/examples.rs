@@ -13,6 +13,7 @@ pub const ROOT: &str = concat!(
         "provisionerctl create -f request.yaml --wait",
         "provisionerctl wait ID --for condition=Ready",
         "provisionerctl --server https://provisioner.example.com --tenant tenant-a get runtimes",
+        "provisionerctl --token-file /var/run/secrets/tokens/provisioner get runtimes   # or PROVISIONER_TOKEN_FILE",
     ),
     "\n\nExit codes: 0 done; 1 a local failure (a file, the token); 2 a wrong command line; 3 the server refused the \
      request (its problem is printed); 4 the server cannot be reached or failed; 5 a wait ended without the state it \
@@ -28,9 +29,13 @@ pub const GET_RUNTIMES: &str = examples!(
     "provisionerctl get runtimes -l team=blue,tier=1 -o name",
     "provisionerctl get runtimes --all -o jsonpath='{.items[*].name}'",
     "provisionerctl --tenant tenant-a get runtimes",
+    "provisionerctl get runtimes -w --interval 5s   # a row for each change, until all have settled",
 );
-pub const GET_RUNTIME: &str =
-    examples!("provisionerctl get runtime ID", "provisionerctl get runtime ID -o jsonpath='{.state}{\"\\n\"}'",);
+pub const GET_RUNTIME: &str = examples!(
+    "provisionerctl get runtime ID",
+    "provisionerctl get runtime ID -o jsonpath='{.state}{\"\\n\"}'",
+    "provisionerctl get runtime ID -w -o wide   # a row each time its state or stage changes, until it settles",
+);
 pub const GET_OPERATION: &str =
     examples!("provisionerctl get operation ID", "provisionerctl get operation ID -o jsonpath='{.status} {.stage}'");
 pub const CREATE: &str = examples!(

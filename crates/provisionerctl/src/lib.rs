@@ -19,6 +19,7 @@ mod render;
 mod tls;
 mod token;
 mod wait;
+mod watch;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -69,8 +70,8 @@ pub struct Connection {
     /// A bearer token for the server.
     #[arg(long, env = "PROVISIONER_TOKEN", hide_env_values = true, value_parser = secret, global = true)]
     pub token: Option<SecretString>,
-    /// A file holding the bearer token (a projected ServiceAccount token, for example).
-    #[arg(long, global = true)]
+    /// A file holding the bearer token (a projected ServiceAccount token, for example), read on each run.
+    #[arg(long, env = "PROVISIONER_TOKEN_FILE", global = true)]
     pub token_file: Option<PathBuf>,
     /// Sends the token of this user of the kubeconfig kubectl reads (its token, tokenFile or exec plugin's).
     #[arg(long, global = true)]
@@ -205,7 +206,8 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum Get {
-    /// Lists the runtimes, optionally of one state and with some labels.
+    /// Lists the runtimes, optionally of one state and with some labels; `-w` prints a row each time one's state or
+    /// stage changes, until all have settled.
     #[command(after_help = examples::GET_RUNTIMES)]
     Runtimes {
         #[arg(long)]
@@ -215,10 +217,16 @@ pub enum Get {
         selector: Option<Selector>,
         #[command(flatten)]
         pages: listing::Pages,
+        #[command(flatten)]
+        watch: watch::WatchFlags,
     },
-    /// Reads one runtime.
+    /// Reads one runtime; `-w` prints a row each time its state or stage changes, until it settles.
     #[command(after_help = examples::GET_RUNTIME)]
-    Runtime { id: String },
+    Runtime {
+        id: String,
+        #[command(flatten)]
+        watch: watch::WatchFlags,
+    },
     /// Reads one operation.
     #[command(after_help = examples::GET_OPERATION)]
     Operation { id: String },

@@ -64,6 +64,22 @@ pub fn print(value: &Value, shape: Shape, output: &Output, out: &mut dyn Write) 
     out.write_all(text.as_bytes()).map_err(|error| Error::Local(format!("cannot print: {error}")))
 }
 
+/// One resource more, as a watch prints it: a table's row without the titles, a YAML document after `---`, any
+/// other output as [`print`] prints one runtime.
+pub fn print_more(runtime: &Value, output: &Output, out: &mut dyn Write) -> Result<(), Error> {
+    let text = match output {
+        Output::Table | Output::Wide => {
+            let table = table(runtime, Shape::Runtime, *output == Output::Wide);
+            table.split_once('\n').map(|(_, row)| row.to_owned()).unwrap_or_default()
+        }
+        Output::Yaml => {
+            format!("---\n{}", serde_saphyr::to_string(runtime).map_err(|error| Error::Local(error.to_string()))?)
+        }
+        _ => return print(runtime, Shape::Runtime, output, out),
+    };
+    out.write_all(text.as_bytes()).map_err(|error| Error::Local(format!("cannot print: {error}")))
+}
+
 /// The resources of the answer.
 fn rows(value: &Value, shape: Shape) -> Vec<&Value> {
     match shape {

@@ -1,5 +1,5 @@
 //! Which server requests go to, and which token they carry. A token is sent only where the user said so, in this
-//! order: `--token` (or `PROVISIONER_TOKEN`), `--token-file`, `--kubeconfig-user NAME` (that user of the kubeconfig
+//! order: `--token` (or `PROVISIONER_TOKEN`), `--token-file` (or `PROVISIONER_TOKEN_FILE`), `--kubeconfig-user NAME` (that user of the kubeconfig
 //! kubectl reads), or the user of the current context of provisionerctl's own config file, whose token goes only to
 //! that context's server. The kubeconfig's current context is never read on its own: its token belongs to its
 //! cluster (a GKE or EKS token is a key to the cloud account), and kubectl sends it nowhere else.
@@ -85,7 +85,8 @@ pub fn resolve(connection: &Connection, locations: &Locations, err: &mut dyn Wri
     Ok(Target { server, token })
 }
 
-/// The token the command line or the environment asks for by itself: an empty `--token` is none.
+/// The token the command line or the environment asks for by itself: an empty `--token` is none. A token file is
+/// read on each run, so a rotated one (a projected ServiceAccount token) is always the current one.
 fn requested_token(connection: &Connection, locations: &Locations) -> Result<Option<SecretString>, Error> {
     if let Some(token) = connection.token.as_ref().filter(|token| !token.expose_secret().is_empty()) {
         return Ok(Some(token.clone()));
