@@ -1,5 +1,6 @@
 //! Logs (tracing, JSON or text) and Prometheus metrics.
 
+mod outage;
 mod process;
 
 use std::sync::Arc;
@@ -17,9 +18,20 @@ use crate::domain::run::Stage;
 use crate::domain::{FailureReason, OperationState, OperationType};
 use crate::store::{OperationCount, StatementMetrics};
 
+pub use outage::Dependency;
 /// The same logs and traces as terraform-runner's.
-pub use process_support::logging::{LogFormat, Tracing, init_tracing};
+pub use process_support::logging::{LineFilter, LogFormat, Tracing};
 pub use process_support::traces::{SPAN_TARGET, TraceSettings, continue_trace, current_traceparent};
+
+/// sqlx warns of every pooled connection an outage broke; [`Dependency::failed`] tells of the outage once.
+const QUIET_DEPENDENCIES: &str = "sqlx_core::pool::connection=error";
+
+/// [`process_support::logging::init_tracing`] with [`QUIET_DEPENDENCIES`] after `level`, unless `level` names sqlx.
+pub fn init_tracing(level: &str, format: LogFormat, traces: &TraceSettings, filter: Option<LineFilter>) -> Tracing {
+    let quiet = level.trim().is_empty() || level.contains("sqlx");
+    let level = if quiet { level.to_owned() } else { format!("{level},{QUIET_DEPENDENCIES}") };
+    process_support::logging::init_tracing(&level, format, traces, filter)
+}
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct HttpLabels {
@@ -184,6 +196,7 @@ impl Metrics {
         registry.register("token_reviews", "TokenReviews sent (cache misses), by result", token_reviews.clone());
         let statements = StatementMetrics::default();
         statements.register(registry);
+        outage::PROCESS.register(registry);
         let build_info = Family::<BuildLabels, Gauge>::default();
         build_info
             .get_or_create(&BuildLabels { version: crate::build_info::VERSION, commit: crate::build_info::COMMIT })

@@ -1,5 +1,8 @@
 //! What every request goes through: the request limits (body size, time, concurrency), the request id, its span
-//! (an authenticated request's exported span too: [`traced_request`]) and the HTTP metrics.
+//! (an authenticated request's exported span too: [`traced_request`]) and the HTTP metrics. A 5xx answer is no
+//! ERROR line of its own: [`log_request`] logs it at INFO with its status, the metrics count it by status, and what
+//! caused it says so once (a dependency's outage: [`crate::telemetry::Dependency`]; a bug: the ERROR of
+//! [`super::error`]).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,7 +17,7 @@ use axum::{BoxError, Extension, Router};
 use tower::ServiceBuilder;
 use tower::limit::GlobalConcurrencyLimitLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, RequestId, SetRequestIdLayer};
-use tower_http::trace::TraceLayer;
+use tower_http::trace::{DefaultOnFailure, TraceLayer};
 
 use super::browser_guard;
 use super::error::ApiError;
@@ -48,7 +51,12 @@ pub(super) fn around(
         .layer(
             ServiceBuilder::new()
                 .layer(SetRequestIdLayer::new(x_request_id.clone(), MakeRequestUuid))
-                .layer(TraceLayer::new_for_http().make_span_with(request_span).on_response(()))
+                .layer(
+                    TraceLayer::new_for_http()
+                        .make_span_with(request_span)
+                        .on_response(())
+                        .on_failure(DefaultOnFailure::new().level(tracing::Level::DEBUG)),
+                )
                 .layer(middleware::from_fn(log_request))
                 .layer(PropagateRequestIdLayer::new(x_request_id))
                 .layer(Extension(metrics)),

@@ -115,7 +115,8 @@ async fn health(state: &AppState) -> Health {
     let database = match database {
         Ok(()) => "ok",
         Err(error) => {
-            tracing::warn!(%error, "health check failed");
+            // The database's outage is told once, by `database_health`.
+            tracing::debug!(%error, "health check failed");
             "unavailable"
         }
     };

@@ -4,6 +4,7 @@ use super::{Error, Result, Service};
 use crate::domain::Component;
 use crate::executor::Executor;
 use crate::store::OperationCount;
+use crate::telemetry::Dependency;
 
 /// Whether the Kubernetes side can be reached, for `/healthz`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,13 +30,16 @@ impl Service {
         })
     }
 
+    /// Also tells [`Dependency::Kubernetes`] whether the API server answered.
     pub async fn executor_health(&self) -> ExecutorHealth {
         match &self.executor {
             None => ExecutorHealth::NotConfigured,
             Some(executor) => {
                 if !executor.api_server_reachable(HEALTH_BUDGET).await {
+                    Dependency::Kubernetes.failed(&"the API server did not answer within 1s");
                     return ExecutorHealth::Unreachable;
                 }
+                Dependency::Kubernetes.answered();
                 let ready =
                     tokio::time::timeout(std::time::Duration::from_millis(50), executor.wait_until_cache_ready()).await;
                 if matches!(ready, Ok(true)) { ExecutorHealth::Ready } else { ExecutorHealth::Syncing }
@@ -43,16 +47,24 @@ impl Service {
         }
     }
 
+    /// Also tells [`Dependency::Database`] whether the ping succeeded: its log says once that the database went
+    /// away, not once per probe.
     pub async fn database_health(&self) -> Result<()> {
         let unavailable =
             |message: &str| Error::Unavailable { component: Component::Database, message: message.to_owned() };
         match tokio::time::timeout(HEALTH_BUDGET, self.store.ping()).await {
-            Ok(Ok(())) => Ok(()),
+            Ok(Ok(())) => {
+                Dependency::Database.answered();
+                Ok(())
+            }
             Ok(Err(error)) => {
-                tracing::warn!(%error, "health check: the database is unavailable");
+                Dependency::Database.failed(&format_args!("health check: {error}"));
                 Err(unavailable("the ping failed"))
             }
-            Err(_) => Err(unavailable("no answer within 1s")),
+            Err(_) => {
+                Dependency::Database.failed(&"health check: no answer within 1s");
+                Err(unavailable("no answer within 1s"))
+            }
         }
     }
 

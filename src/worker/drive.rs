@@ -7,12 +7,13 @@ use tracing::Instrument;
 
 use super::step_error::{StepError, StepOutcome};
 use super::steps::{Run, step_limit, timeout_error};
+use super::store_calls::{self, warn_unless_database_away};
 use super::{MAX_ATTEMPTS, RETRY_INITIAL, RETRY_MAX, STORE_TIMEOUT, Worker};
 use crate::backoff::Backoff;
 use crate::domain::run::{AfterStep, Record, RunNames, RunState, Stage};
 use crate::domain::{Component, FailureReason, LastError, OperationState, OperationType};
 use crate::store::{self, Claim, Progress};
-use crate::telemetry::SPAN_TARGET;
+use crate::telemetry::{Dependency, SPAN_TARGET};
 use crate::worker::cluster::RunCluster;
 
 /// How recording progress ended.
@@ -60,7 +61,7 @@ impl<C: RunCluster> Worker<C> {
             match self.persist(claim, progress, &lease_lost).await {
                 Recorded::Yes => {}
                 Recorded::LeaseLost => {
-                    tracing::warn!("lease lost: another worker owns this operation now; stopping");
+                    warn_unless_database_away!("lease lost: another worker owns this operation now; stopping");
                     return None;
                 }
                 Recorded::Unreachable => return None,
@@ -85,7 +86,7 @@ impl<C: RunCluster> Worker<C> {
             let outcome = tokio::select! {
                 outcome = self.attempt_until(deadline, stage, &mut run, failing).instrument(step) => outcome,
                 _ = lease_lost.wait_for(|lost| *lost) => {
-                    tracing::warn!(stage = stage.as_str(), "lease lost during a step; stopping");
+                    warn_unless_database_away!(stage = stage.as_str(), "lease lost during a step; stopping");
                     return None;
                 }
                 // A cancel ends the step at once (steps are idempotent; the clean-up stops the Job); clean-up
@@ -121,14 +122,18 @@ impl<C: RunCluster> Worker<C> {
             }
             let record = self.store.record_progress(&claim.operation, claim.token, progress.clone());
             match tokio::time::timeout(STORE_TIMEOUT, record).await {
-                Ok(Ok(true)) => return Recorded::Yes,
-                Ok(Ok(false)) => return Recorded::LeaseLost,
-                Ok(Err(error)) => tracing::warn!(%error, "could not record progress; retrying"),
-                Err(_) => tracing::warn!("recording progress timed out; retrying"),
+                Ok(Ok(recorded)) => {
+                    Dependency::Database.answered();
+                    return if recorded { Recorded::Yes } else { Recorded::LeaseLost };
+                }
+                Ok(Err(error)) => store_calls::failed(Some(&error), "recording progress"),
+                Err(_) => store_calls::failed(None, "recording progress"),
             }
             tokio::time::sleep(backoff.next_delay()).await;
         }
-        tracing::warn!("the database stayed unreachable; stopping this run, it resumes from its last recorded stage");
+        warn_unless_database_away!(
+            "the database stayed unreachable; stopping this run, it resumes from its last recorded stage"
+        );
         Recorded::Unreachable
     }
 

@@ -59,7 +59,10 @@ impl Following {
     pub(super) fn expire(&self, now: Instant) {
         for (id, held) in self.runs().iter().filter(|(_, held)| held.valid_until <= now) {
             if !held.lost.send_replace(true) {
-                tracing::warn!(operation_id = %id, "the lease could not be renewed before it expired; stopping this run");
+                super::store_calls::warn_unless_database_away!(
+                    operation_id = %id,
+                    "the lease could not be renewed before it expired; stopping this run"
+                );
             }
         }
     }

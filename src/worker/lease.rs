@@ -8,7 +8,8 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::following::Following;
-use super::{LEASE_TICK, STORE_TIMEOUT, Worker};
+use super::{LEASE_TICK, STORE_TIMEOUT, Worker, store_calls};
+use crate::telemetry::Dependency;
 use crate::worker::cluster::RunCluster;
 
 impl<C: RunCluster> Worker<C> {
@@ -41,14 +42,15 @@ impl<C: RunCluster> Worker<C> {
                 following.earliest_expiry().map_or(STORE_TIMEOUT, |expiry| STORE_TIMEOUT.min(expiry - started));
             next = match tokio::time::timeout(budget, self.store.renew_leases(&claims, lease)).await {
                 Ok(Ok(renewed)) => {
+                    Dependency::Database.answered();
                     following.renewed(&claims, &renewed, started + lease);
                     started + interval
                 }
                 // A slow or failing database: try again soon, while the leases still hold.
                 failed => {
                     match failed {
-                        Ok(Err(error)) => tracing::warn!(%error, runs = claims.len(), "could not renew the leases"),
-                        _ => tracing::warn!(runs = claims.len(), "renewing the leases timed out"),
+                        Ok(Err(error)) => store_calls::failed(Some(&error), "renewing the leases"),
+                        _ => store_calls::failed(None, "renewing the leases"),
                     }
                     Instant::now() + (lease / 10).min(Duration::from_secs(1))
                 }

@@ -9,6 +9,7 @@ mod lease;
 mod retention;
 mod step_error;
 mod steps;
+mod store_calls;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,7 +25,7 @@ use crate::domain::OperationType;
 use crate::executor::{Executor, ModulesSettings};
 use crate::render::Renderer;
 use crate::store::{self, Claim, Store};
-use crate::telemetry::{self, Metrics, WorkerHealth};
+use crate::telemetry::{self, Dependency, Metrics, WorkerHealth};
 pub use cluster::RunCluster;
 pub use retention::{Retention, RetentionPeriods};
 
@@ -185,17 +186,20 @@ impl<C: RunCluster> Worker<C> {
             wanted as u64,
         );
         let claims = match tokio::time::timeout(STORE_TIMEOUT, claim).await {
-            Ok(Ok(claims)) => claims,
+            Ok(Ok(claims)) => {
+                Dependency::Database.answered();
+                claims
+            }
             Ok(Err(error @ store::Error::Corrupt(_))) => {
                 tracing::error!(%error, "a claimed operation cannot be read; stopping the worker");
                 return Err(Error::Unreadable(error));
             }
             Ok(Err(error)) => {
-                tracing::warn!(%error, "could not claim an operation");
+                store_calls::failed(Some(&error), "claiming an operation");
                 Vec::new()
             }
             Err(_) => {
-                tracing::warn!("claiming an operation timed out");
+                store_calls::failed(None, "claiming an operation");
                 Vec::new()
             }
         };

@@ -9,6 +9,7 @@ use tokio::sync::watch;
 
 use crate::domain::LastError;
 use crate::store::{self, Store};
+use crate::telemetry::Dependency;
 
 /// How long one clean-up may take.
 const CLEANUP_TIMEOUT: Duration = Duration::from_secs(60);
@@ -86,9 +87,13 @@ fn cutoff(age: Duration) -> Option<DateTime<Utc>> {
 /// `what`: what a round does, such as "deleted run logs archived" (before `cutoff`).
 fn report(what: &str, cutoff: DateTime<Utc>, outcome: Result<store::Result<u64>, tokio::time::error::Elapsed>) {
     match outcome {
-        Ok(Ok(0)) => {}
-        Ok(Ok(count)) => tracing::info!(count, %cutoff, "{what} before the cutoff"),
-        Ok(Err(error)) => tracing::warn!(%error, "the clean-up failed: could not have {what} before the cutoff"),
-        Err(_) => tracing::warn!("the clean-up timed out: {what} before the cutoff"),
+        Ok(Ok(count)) => {
+            Dependency::Database.answered();
+            if count > 0 {
+                tracing::info!(count, %cutoff, "{what} before the cutoff");
+            }
+        }
+        Ok(Err(error)) => super::store_calls::failed(Some(&error), &format!("the clean-up ({what})")),
+        Err(_) => super::store_calls::failed(None, &format!("the clean-up ({what})")),
     }
 }

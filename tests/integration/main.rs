@@ -32,6 +32,7 @@ mod manifests;
 mod modules;
 mod moto_smoke;
 mod on_call;
+mod outage_logs;
 mod pipeline;
 mod plan_approval;
 mod playground;
