@@ -34,9 +34,10 @@ test:
 	@# Databases left by earlier test runs (each test creates its own).
 	@psql "$(TEST_DATABASE_URL)" -qtA -c "SELECT format('DROP DATABASE %I WITH (FORCE);', datname) FROM pg_database WHERE datname LIKE 'provisioner\_test\_%'" \
 		| psql "$(TEST_DATABASE_URL)" -q >/dev/null
-	@# The runner and pipeline tests (package provisioner) run the binary of another package, which Cargo does not
+	@# The runner and pipeline tests (package provisioner) run the binary of another package (the end-to-end test
+	@# provisionerctl too, as the quick start does), which Cargo does not
 	@# build for them.
-	cargo build --locked -p terraform-runner
+	cargo build --locked -p terraform-runner -p provisionerctl
 	$(TEST_ENV) cargo test --workspace --locked --no-run
 	@# The end-to-end test's image holds the binaries just built (tools/build-image.sh; `make image` builds release).
 	archive=$${TEST_IMAGE_ARCHIVE:-$$(RUST_BIN_DIR="$${CARGO_TARGET_DIR:-$(CURDIR)/target}/debug" tools/build-image.sh | tail -n1)} && \

@@ -9,6 +9,12 @@
 //! nothing of it is left in moto; then the same cluster declared as a `Runtime` resource in a tenant's namespace is
 //! provisioned, its kubeconfig written into a Secret beside it, and deprovisioned when the object is deleted.
 //!
+//! The install is docs/operator/quick-start.md's: the test runs the page's steps (its marked `sh` blocks, with the
+//! page's variables set to these surroundings), credentials coming from the tenants' Secrets, and ends with the
+//! page's first runtime through provisionerctl. Only what the surroundings need beyond the page (the node's
+//! network, moto's endpoint, one replica, the image never pulled) is added to the page's values, by a `helm` that
+//! appends them to the page's install.
+//!
 //! The node has no pod network, so the chart's `hostNetwork` puts the service and the Jobs on the node's (the
 //! machine's loopback); with no kube-proxy either, `KUBERNETES_SERVICE_HOST/PORT` name the API server itself, as
 //! on any cluster whose pods reach it directly. Needs root, PostgreSQL and the TEST_* variables of `make test`.
@@ -18,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Event, Namespace, Pod, Secret, ServiceAccount};
+use k8s_openapi::api::core::v1::{Event, Namespace, Pod, Secret};
 use kube::api::{ListParams, LogParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use provisioner::declarative::resource::RuntimeResource;
@@ -28,22 +34,30 @@ use reqwest::StatusCode;
 use rest_client_example::{Step, lifecycle};
 use serde_json::{Value, json};
 use test_control_plane::{ControlPlane, RealNode, free_port};
-use test_support::auth_service::FakeAuthService;
+use test_support::auth_service::{AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY};
 use test_support::git_server::{GitServer, bare_repository};
 use test_support::helm::{CHART, helm};
 use test_support::moto::MotoServer;
 use test_support::{Backend, TestDatabase, eks_body};
 
+use crate::quick_start::QuickStart;
+
 const CORE: &str = "kubeopera-core";
 const PROVISIONING: &str = "kubeopera-provisioning";
 /// The caller the chart lets in by default.
 const CALLER: &str = "host-cluster-controller";
-const MODULES_SECRET: &str = "modules-repo";
 const MODULES_USER: (&str, &str) = ("reader", "s3cret-token");
 /// The tenant whose Runtime resources the chart lets the service reconcile and give their kubeconfig Secrets.
 const TENANT: &str = "team-e2e";
 /// The tenant's own AWS credential (the platform's `cred-aws-1` is the REST client's).
 const TENANT_CREDENTIAL: &str = "cred-aws-team-e2e";
+/// Where the credentials of requests without a tenant (the REST client's) are.
+const PLATFORM_CREDENTIALS: &str = "kubeopera-credentials";
+/// The tenant and the page the quick start follows.
+const QUICK_START_TENANT: &str = "team-a";
+const QUICK_START: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/operator/quick-start.md");
+/// The label that makes a Secret a credential (docs/operator/credentials.md).
+const CREDENTIAL_LABEL: &str = "provisioner.kubeopera.io/credential";
 /// The Runtime of the tenant living the same life as the REST client's runtime.
 const DECLARED: &str = "e2e-declared";
 /// One run: a Job's containers start, clone, init and apply or destroy on moto.
@@ -62,7 +76,6 @@ fn image_archive() -> PathBuf {
 /// What the install takes from outside the cluster.
 struct Surroundings {
     database: TestDatabase,
-    auth: FakeAuthService,
     moto: MotoServer,
     git: GitServer,
     commit: String,
@@ -75,20 +88,20 @@ impl Surroundings {
         let modules = Path::new(env!("CARGO_MANIFEST_DIR")).join("resources/terraform/modules");
         let (bare, commit) = bare_repository(&modules, "v1", folder.path());
         let git = GitServer::start(&bare, Some(MODULES_USER)).await;
-        let auth = FakeAuthService::start(folder.path()).await;
         let (database, moto) = (TestDatabase::create(Backend::Postgres).await, MotoServer::start().await);
-        Surroundings { database, auth, moto, git, commit, _folder: folder }
+        Surroundings { database, moto, git, commit, _folder: folder }
     }
 }
 
-/// The chart's values: the built image (its default name and tag), one replica on the node's network.
-fn values(control_plane: &ControlPlane, around: &Surroundings, port: u16) -> Value {
+/// What the surroundings add to the quick start's values: the built image never pulled, one replica on the node's
+/// network, the runners on moto, and the credentials of the test's other tenant and of the platform.
+fn values(control_plane: &ControlPlane, port: u16, moto: &MotoServer) -> Value {
     let mut config = json!({
         "APP_ADDRESS": format!("127.0.0.1:{port}"),
         "APP_METRICS_ADDRESS": format!("127.0.0.1:{}", free_port()),
     });
     let mut runner_env = json!({
-        "AWS_ENDPOINT_URL": around.moto.endpoint(),
+        "AWS_ENDPOINT_URL": moto.endpoint(),
         "AWS_EC2_METADATA_DISABLED": "true",
         "RUNNER_KUBECONFIG_POLL_INTERVAL": "1s",
     });
@@ -101,8 +114,9 @@ fn values(control_plane: &ControlPlane, around: &Surroundings, port: u16) -> Val
         "replicaCount": 1,
         "hostNetwork": true,
         "ports": {"http": port, "metrics": free_port()},
-        "authService": {"baseUrl": around.auth.base_url},
-        "modules": {"url": around.git.url(), "ref": "v1", "commit": around.commit, "credentialsSecret": MODULES_SECRET},
+        "credentials": {
+            "source": "secrets", "platformNamespace": PLATFORM_CREDENTIALS, "namespaces": [QUICK_START_TENANT, TENANT],
+        },
         "config": config,
         "runnerEnv": runner_env,
         // The runner and the clusters' APIs (moto) are on this machine.
@@ -115,25 +129,57 @@ fn named(name: &str) -> ObjectMeta {
     ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() }
 }
 
-async fn create_secret(admin: &Client, namespace: &str, name: &str, data: &[(&str, &str)]) {
-    let data = data.iter().map(|(key, value)| (key.to_string(), value.to_string())).collect();
-    let secret = Secret { metadata: named(name), string_data: Some(data), ..Secret::default() };
-    Api::<Secret>::namespaced(admin.clone(), namespace).create(&PostParams::default(), &secret).await.unwrap();
+/// What the test adds beside the quick start: its other tenant and the platform's credentials (the REST client's
+/// requests name no tenant), each a labelled Secret of its namespace.
+async fn prepare_other_credentials(admin: &Client) {
+    for (namespace, credential) in [(TENANT, TENANT_CREDENTIAL), (PLATFORM_CREDENTIALS, "cred-aws-1")] {
+        let object = Namespace { metadata: named(namespace), ..Namespace::default() };
+        Api::<Namespace>::all(admin.clone()).create(&PostParams::default(), &object).await.unwrap();
+        let keys = [
+            ("type", "aws_access_key"),
+            ("accessKeyId", AWS_ACCESS_KEY_ID),
+            ("secretAccessKey", AWS_SECRET_ACCESS_KEY),
+        ];
+        let data = keys.iter().map(|(key, value)| (key.to_string(), value.to_string())).collect();
+        let mut metadata = named(credential);
+        metadata.labels = Some([(CREDENTIAL_LABEL.to_owned(), "true".to_owned())].into());
+        let secret = Secret { metadata, string_data: Some(data), ..Secret::default() };
+        Api::<Secret>::namespaced(admin.clone(), namespace).create(&PostParams::default(), &secret).await.unwrap();
+    }
 }
 
-/// The shared namespace, the operator's two Secrets and the caller's ServiceAccount, as they exist before the
-/// provisioner is installed.
-async fn prepare_core(admin: &Client, around: &Surroundings) {
-    let namespace = Namespace { metadata: named(CORE), ..Namespace::default() };
-    Api::<Namespace>::all(admin.clone()).create(&PostParams::default(), &namespace).await.unwrap();
-    create_secret(admin, CORE, "cluster-provisioner-database", &[("url", &around.database.url)]).await;
-    let client_file = std::fs::read_to_string(&around.auth.client_file).unwrap();
-    create_secret(admin, CORE, "cluster-provisioner-oauth", &[("auth-oauth.yaml", &client_file)]).await;
-    let caller = ServiceAccount { metadata: named(CALLER), ..ServiceAccount::default() };
-    Api::<ServiceAccount>::namespaced(admin.clone(), CORE).create(&PostParams::default(), &caller).await.unwrap();
-    let tenant = Namespace { metadata: named(TENANT), ..Namespace::default() };
-    Api::<Namespace>::all(admin.clone()).create(&PostParams::default(), &tenant).await.unwrap();
-    around.auth.add_tenant_credential(TENANT, TENANT_CREDENTIAL, test_support::auth_service::aws_credential());
+/// The quick start's steps with its variables set to these surroundings.
+fn quick_start(folder: &Path, kubeconfig: &Path, around: &Surroundings, extra_values: &Path, port: u16) -> QuickStart {
+    let ca_file = folder.join("modules-ca.crt");
+    std::fs::write(&ca_file, around.git.ca_pem()).unwrap();
+    let chart = std::fs::read_to_string(format!("{CHART}/Chart.yaml")).unwrap();
+    let version = chart.lines().find_map(|line| line.strip_prefix("appVersion: ")).expect("the chart's appVersion");
+    let version = version.trim().trim_matches('"').to_owned();
+    let (user, password) = MODULES_USER;
+    let variables = [
+        ("DATABASE_URL", around.database.url.as_str()),
+        ("REGISTRY", "kubeopera"),
+        ("VERSION", &version),
+        ("MODULES_URL", &around.git.url()),
+        ("MODULES_REF", "v1"),
+        ("MODULES_COMMIT", &around.commit),
+        ("MODULES_USER", user),
+        ("MODULES_PASSWORD", password),
+        ("MODULES_CA_FILE", ca_file.to_str().unwrap()),
+        ("AWS_ACCESS_KEY_ID", AWS_ACCESS_KEY_ID),
+        ("AWS_SECRET_ACCESS_KEY", AWS_SECRET_ACCESS_KEY),
+        ("API_ALLOWED_CIDR", test_support::TEST_API_ALLOWED_CIDRS),
+        ("PROVISIONER_SERVER", &format!("http://127.0.0.1:{port}")),
+    ];
+    QuickStart::new(Path::new(QUICK_START), kubeconfig, extra_values, &variables)
+}
+
+/// Runs the quick start's step `name`, with the cluster's state when it fails.
+async fn step(page: &QuickStart, name: &str, diagnose: impl AsyncFn() -> String) -> String {
+    match tokio::task::block_in_place(|| page.run(name)) {
+        Ok(printed) => printed,
+        Err(failure) => panic!("the quick start's {failure}\n{}", diagnose().await),
+    }
 }
 
 /// Waits until the service is ready: `helm install --wait` counts one replica with `maxUnavailable: 1` as
@@ -252,7 +298,7 @@ async fn the_image_installed_by_the_chart_runs_an_eks_clusters_life_on_the_real_
     node.import_image(&image_archive()).await.expect("the image loads into the node's containerd");
     let admin = control_plane.admin_client().unwrap();
     let around = Surroundings::start().await;
-    prepare_core(&admin, &around).await;
+    prepare_other_credentials(&admin).await;
     let diagnose = async || diagnosis(&admin, &node).await;
 
     let folder = tempfile::tempdir().unwrap();
@@ -260,17 +306,12 @@ async fn the_image_installed_by_the_chart_runs_an_eks_clusters_life_on_the_real_
     control_plane.write_kubeconfig(&kubeconfig).unwrap();
     let port = free_port();
     let values_file = folder.path().join("values.json");
-    std::fs::write(&values_file, values(&control_plane, &around, port).to_string()).unwrap();
+    std::fs::write(&values_file, values(&control_plane, port, &around.moto).to_string()).unwrap();
+    let page = quick_start(folder.path(), &kubeconfig, &around, &values_file, port);
     let installing = Instant::now();
-    let install = ["install", "cluster-provisioner", CHART, "--namespace", CORE, "--values"];
-    let install = [&install[..], &[values_file.to_str().unwrap(), "--wait", "--timeout", "5m"]].concat();
-    let installed = tokio::task::block_in_place(|| std::panic::catch_unwind(|| helm(&kubeconfig, &install)));
-    if installed.is_err() {
-        panic!("helm install failed\n{}", diagnose().await);
-    }
-    let (user, password) = MODULES_USER;
-    let modules_secret = [("username", user), ("password", password), ("ca.crt", around.git.ca_pem())];
-    create_secret(&admin, PROVISIONING, MODULES_SECRET, &modules_secret).await;
+    step(&page, "secrets", &diagnose).await;
+    step(&page, "install", &diagnose).await;
+    step(&page, "caller", &diagnose).await;
     let token = control_plane.service_account_token(CORE, CALLER, &["cluster-provisioner"]).await.unwrap();
     let base_url = format!("http://127.0.0.1:{port}");
     wait_until_ready(&base_url, &diagnose).await;
@@ -315,6 +356,14 @@ async fn the_image_installed_by_the_chart_runs_an_eks_clusters_life_on_the_real_
         "end-to-end: the same life (provision, upgrade, hibernate, wake, deprovision) took {rest_life:.1?} through REST \
          (with a restart of the service) and {declared_life:.1?} through a Runtime"
     );
+    // The quick start's last step: its tenant's first runtime through provisionerctl, created, read and deleted.
+    let first_runtime = Instant::now();
+    let printed = step(&page, "first-runtime", &diagnose).await;
+    eprintln!(
+        "end-to-end: the quick start's first runtime created, Ready and deleted in {:.1?}",
+        first_runtime.elapsed()
+    );
+    assert!(printed.contains("Ready"), "provisionerctl showed the runtime Ready: {printed}");
     let moto = &around.moto;
     let clusters = moto.aws(&["eks", "list-clusters", "--region", "eu-central-1", "--output", "json"]);
     assert_eq!(serde_json::from_str::<Value>(&clusters).unwrap()["clusters"], json!([]), "the cluster is gone");

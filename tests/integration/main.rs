@@ -46,6 +46,7 @@ mod provisionerctl_tls;
 mod provisionerctl_wait;
 mod provisionerctl_watch;
 mod query_plans;
+mod quick_start;
 mod real_node;
 mod render;
 mod retries;

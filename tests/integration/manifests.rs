@@ -70,7 +70,9 @@ fn rendered() -> Vec<Value> {
     let mut listed: Vec<String> = files.iter().map(ToString::to_string).collect();
     listed.sort();
     assert_eq!(listed, present, "kustomization.yaml lists exactly the manifests in resources/");
-    files.iter().flat_map(|file| read_yaml(&Path::new(RESOURCES).join(file))).collect()
+    // The shared namespace is the platform's, applied before the kustomization (which must not own it).
+    let platform = read_yaml(&Path::new(RESOURCES).join("platform/kubeopera-core.yaml"));
+    platform.into_iter().chain(files.iter().flat_map(|file| read_yaml(&Path::new(RESOURCES).join(file)))).collect()
 }
 
 fn read_yaml(path: &Path) -> Vec<Value> {
