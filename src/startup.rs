@@ -448,6 +448,21 @@ pub async fn serve(app: App, listeners: Listeners, shutdown: impl Future<Output 
     supervise(tasks, stop, shutdown, &worker_health).await
 }
 
+/// The configured source of credentials: auth-service (its OAuth client file read now), or the tenants' Secrets
+/// read with the process's Kubernetes client.
+fn credential_source(settings: &Settings, kube_client: Option<&kube::Client>) -> Result<Credentials> {
+    Ok(match &settings.credentials {
+        CredentialSource::AuthService => {
+            Credentials::AuthService(AuthClient::new(&settings.auth, settings.auth.timeout)?)
+        }
+        CredentialSource::Secrets { platform_namespace } => Credentials::Secrets(SecretCredentials::new(
+            kube_client.cloned(),
+            platform_namespace.clone(),
+            settings.auth.timeout,
+        )),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -475,19 +490,4 @@ mod tests {
         // Only the worker's end makes /healthz report it.
         assert_eq!(health.status(), crate::telemetry::WorkerStatus::Running);
     }
-}
-
-/// The configured source of credentials: auth-service (its OAuth client file read now), or the tenants' Secrets
-/// read with the process's Kubernetes client.
-fn credential_source(settings: &Settings, kube_client: Option<&kube::Client>) -> Result<Credentials> {
-    Ok(match &settings.credentials {
-        CredentialSource::AuthService => {
-            Credentials::AuthService(AuthClient::new(&settings.auth, settings.auth.timeout)?)
-        }
-        CredentialSource::Secrets { platform_namespace } => Credentials::Secrets(SecretCredentials::new(
-            kube_client.cloned(),
-            platform_namespace.clone(),
-            settings.auth.timeout,
-        )),
-    })
 }

@@ -242,6 +242,8 @@ pub fn metrics_router(service: Service, metrics: Metrics) -> Router {
             async move {
                 match service.operation_counts().await {
                     Ok(counts) => metrics.set_operation_counts(&counts),
+                    // An outage is told once, as it begins (telemetry::Dependency), not at every scrape.
+                    Err(crate::service::Error::Unavailable { .. }) => {}
                     Err(error) => tracing::warn!(%error, "could not count operations for metrics"),
                 }
                 ([(axum::http::header::CONTENT_TYPE, Metrics::CONTENT_TYPE)], metrics.encode())

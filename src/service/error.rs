@@ -78,8 +78,9 @@ pub enum Error {
 impl From<store::Error> for Error {
     fn from(error: store::Error) -> Self {
         if error.is_unavailable() {
-            // The detail (host, OS error) stays in the log, with the request's id from its span.
-            tracing::warn!(%error, "the database is unavailable");
+            // One line when the database goes and one when it is back, not one per request; the detail (host, OS
+            // error) is in the first.
+            crate::telemetry::Dependency::Database.failed(&error);
             return Error::Unavailable {
                 component: Component::Database,
                 message: "it did not answer in time; nothing was changed, try again shortly".to_owned(),
@@ -104,7 +105,7 @@ impl From<Rejected> for Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 pub(super) fn executor_error(error: executor::Error) -> Error {
-    tracing::warn!(%error, "Kubernetes request failed");
+    crate::telemetry::Dependency::Kubernetes.failed(&error);
     Error::Unavailable {
         component: Component::Kubernetes,
         message: format!("{}; try again shortly", error.public_message()),
