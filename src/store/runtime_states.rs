@@ -17,8 +17,12 @@ pub(super) fn in_state(state: RuntimeState) -> Condition {
     let running = |types: &[OperationType]| {
         Condition::all()
             .add(last_operation_counts())
+            // Active: queued, running, or its plan waiting for approval (`OperationState::is_active`).
             .add(
-                operation::Column::State.is_in([OperationState::Pending.as_str(), OperationState::InProgress.as_str()]),
+                operation::Column::State.is_in(
+                    [OperationState::Pending, OperationState::InProgress, OperationState::AwaitingApproval]
+                        .map(OperationState::as_str),
+                ),
             )
             .add(operation::Column::OperationType.is_in(types.iter().map(|operation_type| operation_type.as_str())))
     };

@@ -176,7 +176,7 @@ async fn lists_leave_out_deprovisioned_runtimes_and_previews_unless_asked(backen
 }
 
 /// Runtimes in every state, each reached as its users would reach it (among them a dry run of an upgrade, a
-/// failed provisioning, a failed upgrade and previews): a list filtered by a state (in SQL) holds exactly the
+/// failed provisioning, a failed upgrade, an upgrade waiting for approval and previews): a list filtered by a state (in SQL) holds exactly the
 /// runtimes whose own reads (the domain's rule) show that state.
 async fn a_list_filtered_by_state_holds_exactly_the_runtimes_that_show_it(backend: Backend) {
     let app = spawn_app(backend).await;
@@ -202,6 +202,10 @@ async fn a_list_filtered_by_state_holds_exactly_the_runtimes_that_show_it(backen
         request(&app, "POST", path, Some(&eks_body(name))).await;
         app.run_queued_operation(&[], ends).await;
     }
+    // An upgrade whose plan waits for approval is still updating the runtime.
+    let approving = app.provisioned(&eks_body("state-approving")).await;
+    request(&app, "PATCH", &format!("/api/v1/provisions/{approving}"), Some(&upgrade)).await;
+    app.hold_queued_operation_for_approval(&"a".repeat(64), std::time::Duration::from_secs(3600)).await;
     // ...then those that stay queued.
     request(&app, "POST", "/api/v1/provisions", Some(&eks_body("state-provisioning"))).await;
     request(&app, "POST", "/api/v1/provisions?dryRun=true", Some(&eks_body("state-planning"))).await;
@@ -228,6 +232,7 @@ async fn a_list_filtered_by_state_holds_exactly_the_runtimes_that_show_it(backen
     assert_eq!(state_of("state-dry-run"), Some("Ready"), "a dry run changes nothing: {shown:?}");
     assert_eq!(state_of("state-waking"), Some("Updating"), "{shown:?}");
     assert_eq!(state_of("state-planned"), Some("Ready"), "{shown:?}");
+    assert_eq!(state_of("state-approving"), Some("Updating"), "{shown:?}");
     for state in STATES {
         assert!(shown.iter().any(|(_, shown, _)| shown == state), "no runtime is {state}: {shown:?}");
         for preview in [false, true] {
