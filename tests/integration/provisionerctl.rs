@@ -5,21 +5,14 @@
 //! file's only at its own server, none over plain HTTP to another machine.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use test_support::engine::Engine;
-use test_support::{Backend, TestApp, provision_body, spawn_app};
+use test_support::{Backend, provision_body};
+
+use crate::provisionerctl_support::{Seen, recording_server, serve};
 
 const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters: []\n";
-
-/// Serves `router` on a loopback port; returns its base URL.
-async fn serve(router: axum::Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
-    format!("http://{address}")
-}
 
 /// Runs `provisionerctl --server <server> <args>`; returns its exit code, output and errors, and shows the
 /// session (the closing note's transcript comes from `--nocapture`).
@@ -178,26 +171,6 @@ async fn provisionerctl_approves_a_plan_prints_its_log_rejects_an_upgrade_and_re
 /// A kubeconfig whose current context's user has a token (a cloud's, which belongs to its cluster only), beside
 /// the user `ops`.
 const KUBECONFIG_WITH_TOKENS: &str = "apiVersion: v1\nkind: Config\ncurrent-context: gke\nclusters:\n- name: gke\n  cluster:\n    server: https://gke.example\ncontexts:\n- name: gke\n  context:\n    cluster: gke\n    user: gke\nusers:\n- name: gke\n  user:\n    token: gke-cloud-token\n- name: ops\n  user:\n    token: ops-token\n";
-
-/// The Authorization header of each request the server received, `None` for a request without one.
-type Seen = Arc<Mutex<Vec<Option<String>>>>;
-
-/// The app (authentication off) on a loopback port, recording each request's Authorization header; returns it (to
-/// keep), its base URL and what it saw.
-async fn recording_server() -> (TestApp, String, Seen) {
-    let app = spawn_app(Backend::Sqlite).await;
-    let seen = Seen::default();
-    let record = seen.clone();
-    let router = app.app.router.clone().layer(axum::middleware::from_fn(
-        move |request: axum::extract::Request, next: axum::middleware::Next| {
-            let authorization = request.headers().get(axum::http::header::AUTHORIZATION);
-            record.lock().unwrap().push(authorization.map(|value| value.to_str().unwrap().to_owned()));
-            next.run(request)
-        },
-    ));
-    let server = serve(router).await;
-    (app, server, seen)
-}
 
 /// A folder with the kubeconfig above and an empty home: no file of the machine is read.
 fn files(folder: &Path) -> provisionerctl::Locations {

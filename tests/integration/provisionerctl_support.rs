@@ -2,6 +2,7 @@
 //! user runs it, and request files.
 
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
@@ -51,4 +52,24 @@ pub async fn create(server: &str, folder: &Path, body: &Value, extra: &[&str]) -
     let (code, id, err) = ctl(server, &args).await;
     assert_eq!(code, 0, "{err}");
     id
+}
+
+/// The Authorization header of each request the server received.
+pub type Seen = Arc<Mutex<Vec<Option<String>>>>;
+
+/// The app (authentication off) on a loopback port, recording each request's token; returns its base URL and what
+/// it saw, and the app to keep.
+pub async fn recording_server() -> (test_support::TestApp, String, Seen) {
+    let app = test_support::spawn_app(test_support::Backend::Sqlite).await;
+    let seen = Seen::default();
+    let record = seen.clone();
+    let router = app.app.router.clone().layer(axum::middleware::from_fn(
+        move |request: axum::extract::Request, next: axum::middleware::Next| {
+            let authorization = request.headers().get(axum::http::header::AUTHORIZATION);
+            record.lock().unwrap().push(authorization.map(|value| value.to_str().unwrap().to_owned()));
+            next.run(request)
+        },
+    ));
+    let server = serve(router).await;
+    (app, server, seen)
 }

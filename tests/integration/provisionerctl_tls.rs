@@ -5,13 +5,12 @@
 //! recording each request's token.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use provisioner::listener_tls::{TlsFiles, TlsListener};
 use test_support::{Backend, spawn_app};
 
-use crate::provisionerctl_support::{ctl, ctl_in, nowhere, serve};
+use crate::provisionerctl_support::{ctl, ctl_in, nowhere, recording_server};
 
 #[tokio::test]
 async fn provisionerctl_checks_the_servers_certificate_as_its_flags_say() {
@@ -48,26 +47,6 @@ async fn provisionerctl_checks_the_servers_certificate_as_its_flags_say() {
     let other = folder.path().join("other.crt").display().to_string();
     let (code, _, refused) = ctl(&server, &["--certificate-authority", &other, "get", "runtimes"]).await;
     assert_eq!(code, provisionerctl::exit::UNAVAILABLE, "another CA: {refused}");
-}
-
-/// The Authorization header of each request the server received.
-type Seen = Arc<Mutex<Vec<Option<String>>>>;
-
-/// The app (authentication off) on a loopback port, recording each request's token; returns its base URL and what
-/// it saw, and the app to keep.
-async fn recording_server() -> (test_support::TestApp, String, Seen) {
-    let app = spawn_app(Backend::Sqlite).await;
-    let seen = Seen::default();
-    let record = seen.clone();
-    let router = app.app.router.clone().layer(axum::middleware::from_fn(
-        move |request: axum::extract::Request, next: axum::middleware::Next| {
-            let authorization = request.headers().get(axum::http::header::AUTHORIZATION);
-            record.lock().unwrap().push(authorization.map(|value| value.to_str().unwrap().to_owned()));
-            next.run(request)
-        },
-    ));
-    let server = serve(router).await;
-    (app, server, seen)
 }
 
 fn kubeconfig_with(folder: &Path, file: &str, users: &[(&str, &str)]) -> String {
