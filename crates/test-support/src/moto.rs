@@ -33,6 +33,29 @@ pub fn aws_tools_bin_dir() -> PathBuf {
     dir
 }
 
+/// A gap of moto 5.2.5's IAM authorization, fixed on the servers of [`MotoServer::start_with_iam_authorization`]
+/// only: moto checks the signature of a request without a body over the parameters it parsed from the request
+/// instead of the empty body that was signed, so every GET and DELETE of a REST API (EKS's DescribeCluster,
+/// ListClusters, DeleteNodegroup, ...) fails with SignatureDoesNotMatch. Here such a request is checked over its
+/// empty body, as AWS checks it. (Python, run before moto_shim.py.)
+const SIGNATURE_FIX: &str = r#"
+from botocore.awsrequest import AWSRequest
+from moto.iam import access_control
+
+
+def _create_aws_request(self):
+    signed = self._get_string_between("SignedHeaders=", ",", self._headers["Authorization"]).split(";")
+    headers = self._create_headers_for_aws_request(signed, self._headers)
+    bodiless = not self._body and self._method in ("GET", "HEAD", "DELETE")
+    body = b"" if bodiless else (self._body or self._data)
+    request = AWSRequest(method=self._method, url=self._path, data=body, headers=headers)
+    request.context["timestamp"] = headers["X-Amz-Date"]
+    return request
+
+
+access_control.IAMRequestBase._create_aws_request = _create_aws_request
+"#;
+
 /// An error the server answers the next `times` requests of `action` with (an API's operation name, such as
 /// `CreateVpc`), as AWS would: `code` and `message`.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -47,6 +70,8 @@ pub struct CloudFault {
 pub struct MotoServer {
     process: ServerProcess,
     bin_dir: PathBuf,
+    /// Started by [`MotoServer::start_with_iam_authorization`].
+    authorizing: bool,
 }
 
 impl MotoServer {
@@ -58,20 +83,60 @@ impl MotoServer {
 
     /// [`MotoServer::start`], answering requests with the errors of `faults` (the shim's test hook).
     pub async fn start_answering(faults: &[CloudFault]) -> Self {
+        Self::start_with(faults, false).await
+    }
+
+    /// [`MotoServer::start`] with moto's IAM authorization on: every request of a service moto authorizes must be
+    /// signed with the keys of an IAM user of this server (not the fake [`ACCESS_KEY_ID`]) whose policies allow its
+    /// action. It starts off, so that the test can create its users (with [`MotoServer::aws`]) first; then
+    /// [`MotoServer::authorize_requests`] turns it on. What moto checks and what it cannot: see
+    /// tests/integration/runner/permissions.rs.
+    pub async fn start_with_iam_authorization() -> Self {
+        Self::start_with(&[], true).await
+    }
+
+    /// On a server of [`MotoServer::start_with_iam_authorization`], checks every request from now on (`true`) or
+    /// none (`false`, while the test sets up users with the fake credentials of [`MotoServer::env`]); moto's
+    /// `/moto-api/reset-auth`, which resets its count of requests let through unchecked.
+    pub async fn authorize_requests(&self, on: bool) {
+        assert!(self.authorizing, "authorize_requests needs MotoServer::start_with_iam_authorization");
+        let unchecked = if on { "0" } else { "inf" };
+        let url = format!("{}/moto-api/reset-auth", self.endpoint());
+        let answer = reqwest::Client::new().post(&url).body(unchecked).send().await.expect("moto's reset-auth");
+        assert!(answer.status().is_success(), "moto's reset-auth answered {}", answer.status());
+    }
+
+    async fn start_with(faults: &[CloudFault], authorizing: bool) -> Self {
         let faults = serde_json::to_string(faults).expect("faults serialise");
         let bin_dir = aws_tools_bin_dir();
         let shim = concat!(env!("CARGO_MANIFEST_DIR"), "/moto_shim.py");
+        // With authorization, the fix below runs first, then the shim as its own script.
+        let program = authorizing.then(|| {
+            format!(
+                "{SIGNATURE_FIX}\nimport runpy, sys\nsys.argv = [{shim:?}] + sys.argv[1:]\n\
+                 runpy.run_path({shim:?}, run_name=\"__main__\")\n"
+            )
+        });
         let process = ServerProcess::start("moto", "/moto-api/", |port, _| {
             let mut command = Command::new(bin_dir.join("python"));
+            match &program {
+                Some(program) => command.args(["-c", program]),
+                None => command.arg(shim),
+            };
             command
-                .args([shim, "-H", "127.0.0.1", "-p", &port.to_string()])
+                .args(["-H", "127.0.0.1", "-p", &port.to_string()])
                 .env("PYTHONUNBUFFERED", "1")
                 .env("MOTO_IAM_LOAD_MANAGED_POLICIES", "true")
                 .env("MOTO_SHIM_FAULTS", &faults);
+            if authorizing {
+                // moto lets this many requests through unchecked, then checks every one ("inf", its default:
+                // none is checked); authorize_requests resets the count.
+                command.env("INITIAL_NO_AUTH_ACTION_COUNT", "inf");
+            }
             command
         })
         .await;
-        MotoServer { process, bin_dir }
+        MotoServer { process, bin_dir, authorizing }
     }
 
     /// `http://127.0.0.1:PORT`

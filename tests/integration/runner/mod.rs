@@ -10,6 +10,7 @@ mod fetch_modules;
 mod gke;
 mod leftovers;
 mod output;
+mod permissions;
 mod plans;
 mod state;
 mod vanilla;
