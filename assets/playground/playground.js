@@ -1,11 +1,14 @@
 // The GraphQL playground: GraphiQL on the service's own endpoint (src/api/playground.rs serves this page and its
 // files). Queries and mutations go over HTTP, subscriptions over graphql-transport-ws at the same path; both carry
 // the headers of GraphiQL's Headers tab, so a bearer token goes there: {"Authorization": "Bearer <token>"}. A
-// subscription sends them as its connection_init payload, where the service reads the token.
+// subscription sends them as its connection_init payload, where the service reads the token. GraphiQL's own
+// introspection query (its docs explorer and completion) is answered from the schema's introspection result, a file
+// beside this script: the API may refuse introspection (APP_GRAPHQL_INTROSPECTION, off as the chart installs it).
 (function () {
   "use strict";
   const config = JSON.parse(document.getElementById("page-config").textContent);
   const endpoint = new URL(config.endpoint, window.location.href);
+  const introspection = new URL(config.introspection, window.location.href);
   const socketEndpoint = new URL(endpoint);
   socketEndpoint.protocol = endpoint.protocol === "https:" ? "wss:" : "ws:";
 
@@ -25,6 +28,11 @@
     const operations = ((documentAST && documentAST.definitions) || []).filter((d) => d.kind === "OperationDefinition");
     const chosen = operationName ? operations.find((d) => d.name && d.name.value === operationName) : operations[0];
     return Boolean(chosen) && chosen.operation === "subscription";
+  }
+
+  // The query GraphiQL sends for the schema (operation IntrospectionQuery, as graphql-js names it).
+  function isIntrospection(params) {
+    return params.operationName === "IntrospectionQuery" && /^\s*query IntrospectionQuery\b/.test(params.query || "");
   }
 
   // graphql-ws reports a refused connection as its close event, and GraphQL errors as a list.
@@ -50,6 +58,11 @@
           return { unsubscribe };
         },
       };
+    }
+    if (isIntrospection(params)) {
+      return fetch(introspection, { headers: { Accept: "application/json" }, credentials: "omit" }).then((response) =>
+        response.ok ? response.json() : response.text().then((text) => ({ errors: [{ message: text }] })),
+      );
     }
     return fetch(endpoint, {
       method: "POST",

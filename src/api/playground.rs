@@ -2,7 +2,9 @@
 //! service itself: the browser loads nothing from anywhere else, and the pages' Content-Security-Policy would
 //! refuse it if it tried. The third-party files are npm packages pinned (with integrity hashes) by
 //! assets/playground/package-lock.json, which tools/build-playground.sh installs into `APP_PLAYGROUND_ASSETS_DIR`
-//! (the image has them); they are read once at start. The pages and their two small scripts are the crate's own.
+//! (the image has them); they are read once at start. The pages and their two small scripts are the crate's own, and
+//! so is `introspection.json`, the schema's introspection result, which the playground reads instead of asking the
+//! API: the API may refuse introspection (`APP_GRAPHQL_INTROSPECTION`), and the schema is no secret (schema.graphql).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -15,6 +17,8 @@ use axum::response::{IntoResponse, Response};
 
 /// Where the assets are served.
 pub const ASSETS_PATH: &str = "/playground/assets";
+/// The schema's introspection result among the assets, public as they are.
+const INTROSPECTION: &str = "introspection.json";
 /// The REST reference page.
 pub const API_REFERENCE_PATH: &str = "/api/v1/docs";
 
@@ -54,6 +58,7 @@ impl PlaygroundAssets {
     pub fn load(dir: &Path) -> Self {
         let mut files: HashMap<&'static str, Bytes> =
             OWN.iter().map(|(name, text)| (*name, Bytes::from_static(text.as_bytes()))).collect();
+        files.insert(INTROSPECTION, Bytes::from(super::graphql::introspection_json()));
         let mut missing = Vec::new();
         for name in INSTALLED {
             match std::fs::read(dir.join(name)) {
@@ -76,9 +81,10 @@ impl PlaygroundAssets {
         PlaygroundAssets { files: Arc::new(files), missing }
     }
 
-    /// GraphiQL on `api_endpoint`, for queries and subscriptions alike.
+    /// GraphiQL on `api_endpoint`, for queries and subscriptions alike, with the schema from its file.
     pub fn graphiql(&self, api_endpoint: &str) -> Response {
-        let config = serde_json::json!({ "endpoint": api_endpoint });
+        let config =
+            serde_json::json!({ "endpoint": api_endpoint, "introspection": format!("{ASSETS_PATH}/{INTROSPECTION}") });
         self.page(
             "Cluster provisioner GraphQL playground",
             &["graphiql.min.css"],
@@ -147,8 +153,11 @@ pub async fn asset(State(assets): State<PlaygroundAssets>, UrlPath(name): UrlPat
     let Some(content) = assets.files.get(name.as_str()) else {
         return (StatusCode::NOT_FOUND, "no such playground asset").into_response();
     };
-    let content_type =
-        if name.ends_with(".css") { "text/css; charset=utf-8" } else { "text/javascript; charset=utf-8" };
+    let content_type = match name.rsplit_once('.').map(|(_, extension)| extension) {
+        Some("css") => "text/css; charset=utf-8",
+        Some("json") => "application/json",
+        _ => "text/javascript; charset=utf-8",
+    };
     ([(header::CONTENT_TYPE, content_type), (header::CACHE_CONTROL, "public, max-age=3600")], content.clone())
         .into_response()
 }
@@ -167,6 +176,7 @@ mod tests {
         assert!(message.contains("APP_PLAYGROUND_ASSETS_DIR") && message.contains("graphiql.min.js"), "{message}");
         // The crate's own scripts are always there.
         assert!(assets.files.contains_key("playground.js") && assets.files.contains_key("api-reference.js"));
+        assert!(assets.files[INTROSPECTION].starts_with(br#"{"data":{"__schema":"#));
     }
 
     #[test]
@@ -180,7 +190,8 @@ mod tests {
         assert_eq!(page.headers()[header::CONTENT_SECURITY_POLICY], CONTENT_SECURITY_POLICY);
         let html = futures::executor::block_on(axum::body::to_bytes(page.into_body(), usize::MAX)).unwrap();
         let html = String::from_utf8(html.to_vec()).unwrap();
-        assert!(html.contains(r#"{"endpoint":"/graph\u003c/script>ql"}"#), "{html}");
+        let config = r#"{"endpoint":"/graph\u003c/script>ql","introspection":"/playground/assets/introspection.json"}"#;
+        assert!(html.contains(config), "{html}");
         let sources: Vec<&str> = html.split(r#"src=""#).skip(1).filter_map(|rest| rest.split('"').next()).collect();
         assert_eq!(sources.len(), 5, "{html}");
         assert!(sources.iter().all(|source| source.starts_with("/playground/assets/")), "{sources:?}");

@@ -19,6 +19,7 @@ use super::error::{ApiError, classify};
 use crate::service::{self, Service};
 
 mod documents;
+mod introspection;
 mod limits;
 mod loaders;
 mod mutation;
@@ -29,6 +30,7 @@ mod types;
 use crate::api::views::OperationView;
 use crate::domain::{Component, OperationId, RuntimeId};
 use documents::ParsedDocuments;
+pub use introspection::introspection_json;
 use limits::{OperationLimits, RefuseIntrospection};
 pub use mutation::Mutation;
 pub use query::Query;
