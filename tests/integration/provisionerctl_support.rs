@@ -54,22 +54,28 @@ pub async fn create(server: &str, folder: &Path, body: &Value, extra: &[&str]) -
     id
 }
 
-/// The Authorization header of each request the server received.
+/// A header of each request the server received: Authorization, or what [`recording`] names.
 pub type Seen = Arc<Mutex<Vec<Option<String>>>>;
 
 /// The app (authentication off) on a loopback port, recording each request's token; returns its base URL and what
 /// it saw, and the app to keep.
 pub async fn recording_server() -> (test_support::TestApp, String, Seen) {
     let app = test_support::spawn_app(test_support::Backend::Sqlite).await;
+    let (router, seen) = recording(app.app.router.clone(), axum::http::header::AUTHORIZATION);
+    let server = serve(router).await;
+    (app, server, seen)
+}
+
+/// `router`, recording the header `name` of each request it receives.
+pub fn recording(router: axum::Router, name: axum::http::HeaderName) -> (axum::Router, Seen) {
     let seen = Seen::default();
     let record = seen.clone();
-    let router = app.app.router.clone().layer(axum::middleware::from_fn(
+    let router = router.layer(axum::middleware::from_fn(
         move |request: axum::extract::Request, next: axum::middleware::Next| {
-            let authorization = request.headers().get(axum::http::header::AUTHORIZATION);
-            record.lock().unwrap().push(authorization.map(|value| value.to_str().unwrap().to_owned()));
+            let value = request.headers().get(&name);
+            record.lock().unwrap().push(value.map(|value| value.to_str().unwrap().to_owned()));
             next.run(request)
         },
     ));
-    let server = serve(router).await;
-    (app, server, seen)
+    (router, seen)
 }

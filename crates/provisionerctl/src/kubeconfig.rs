@@ -1,6 +1,7 @@
 //! The kubeconfig format as kubectl reads it, for the parts provisionerctl uses: the clusters' servers, the users'
-//! credentials (a token, a token file, an exec plugin) and the contexts joining them. provisionerctl's own config
-//! file has the same shape. Paths in a file are relative to its folder, as kubectl resolves them.
+//! credentials (a token, a token file, an exec plugin), the clusters' CAs and the contexts joining them with their
+//! namespace. provisionerctl's own config file has the same shape. Paths in a file are relative to its folder, as
+//! kubectl resolves them.
 
 use std::path::{Path, PathBuf};
 
@@ -10,6 +11,7 @@ use url::Url;
 
 use crate::Error;
 use crate::exec_plugin::ExecPlugin;
+use crate::tls::{Authority, Tls};
 
 /// A kubeconfig-shaped file, read.
 pub struct KubeconfigFile {
@@ -33,9 +35,16 @@ struct NamedCluster {
     cluster: Cluster,
 }
 
+/// A cluster's server and how its certificate is checked; `certificate-authority-data` (base64 PEM) wins over
+/// `certificate-authority` (a file), as in kubectl.
 #[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
 struct Cluster {
     server: Option<String>,
+    certificate_authority: Option<PathBuf>,
+    certificate_authority_data: Option<String>,
+    #[serde(default)]
+    insecure_skip_tls_verify: bool,
 }
 
 #[derive(Deserialize)]
@@ -63,13 +72,17 @@ struct NamedContext {
 struct Context {
     cluster: Option<String>,
     user: Option<String>,
+    namespace: Option<String>,
 }
 
-/// What the current context joins: the server of its cluster, and the name of its user if it has one.
+/// What the current context joins: the server of its cluster and how its certificate is checked, the name of its
+/// user if it has one, and its namespace (the tenant).
 #[derive(Debug)]
 pub struct CurrentContext {
     pub server: Url,
     pub user: Option<String>,
+    pub namespace: Option<String>,
+    pub tls: Tls,
 }
 
 impl KubeconfigFile {
@@ -94,7 +107,7 @@ impl KubeconfigFile {
         if let Some(token) = &user.token {
             return Ok(token.clone());
         }
-        let folder = self.path.parent().unwrap_or(Path::new("."));
+        let folder = self.folder();
         if let Some(file) = &user.token_file {
             return read_token_file(&folder.join(file));
         }
@@ -104,7 +117,8 @@ impl KubeconfigFile {
         }
     }
 
-    /// The server (its cluster's) and user of the context `named`, else of the current context.
+    /// The server and TLS settings (its cluster's), user and namespace of the context `named`, else of the current
+    /// context.
     pub fn context(&self, named: Option<&str>) -> Result<CurrentContext, Error> {
         let current = self.config.current_context.as_deref().filter(|name| !name.is_empty());
         let name = named.or(current).ok_or_else(|| self.problem("it names no current-context"))?;
@@ -113,17 +127,41 @@ impl KubeconfigFile {
         let context = context.ok_or_else(|| self.problem(format!("it has no context {name}")))?;
         let cluster =
             context.cluster.as_deref().ok_or_else(|| self.problem(format!("its context {name} names no cluster")))?;
-        let server = self.server_of(cluster)?;
-        Ok(CurrentContext { server, user: context.user.clone() })
+        let (server, tls) = self.cluster(cluster)?;
+        let namespace = context.namespace.clone().filter(|namespace| !namespace.is_empty());
+        Ok(CurrentContext { server, user: context.user.clone(), namespace, tls })
     }
 
-    fn server_of(&self, cluster: &str) -> Result<Url, Error> {
+    /// The server of the cluster `name`, and how its certificate is checked.
+    fn cluster(&self, name: &str) -> Result<(Url, Tls), Error> {
         let mut clusters = self.config.clusters.iter().flatten();
-        let found = clusters.find(|named| named.name == cluster).map(|named| &named.cluster);
-        let server = found.and_then(|cluster| cluster.server.as_deref());
-        let server = server.ok_or_else(|| self.problem(format!("its cluster {cluster} has no server")))?;
-        crate::client::server_url(server)
-            .map_err(|why| self.problem(format!("the server of its cluster {cluster}: {why}")))
+        let found = clusters.find(|named| named.name == name).map(|named| &named.cluster);
+        let found = found.and_then(|cluster| Some((cluster, cluster.server.as_deref()?)));
+        let (cluster, server) = found.ok_or_else(|| self.problem(format!("its cluster {name} has no server")))?;
+        let server = crate::client::server_url(server)
+            .map_err(|why| self.problem(format!("the server of its cluster {name}: {why}")))?;
+        Ok((server, self.tls_of(name, cluster)?))
+    }
+
+    /// How the certificate of the cluster `name` is checked: its CA's data, else its CA's file (relative to this
+    /// file's folder), and whether not at all.
+    fn tls_of(&self, name: &str, cluster: &Cluster) -> Result<Tls, Error> {
+        let data = cluster.certificate_authority_data.as_deref().filter(|data| !data.trim().is_empty());
+        let file = cluster.certificate_authority.as_ref().filter(|file| !file.as_os_str().is_empty());
+        let certificate_authority = match (data, file) {
+            (Some(data), _) => Some(Authority::Data(decode_base64(data).ok_or_else(|| {
+                self.problem(format!("the certificate-authority-data of its cluster {name} is not base64"))
+            })?)),
+            (None, Some(file)) => Some(Authority::File(self.folder().join(file))),
+            (None, None) => None,
+        };
+        let set_by = Some(format!("{}: its cluster {name}", self.path.display()));
+        Ok(Tls { certificate_authority, insecure_skip_verify: cluster.insecure_skip_tls_verify, set_by })
+    }
+
+    /// The folder relative paths in the file start from.
+    fn folder(&self) -> &Path {
+        self.path.parent().unwrap_or(Path::new("."))
     }
 
     fn user(&self, name: &str) -> Option<&User> {
@@ -141,6 +179,34 @@ pub fn read_token_file(file: &Path) -> Result<SecretString, Error> {
     let text = std::fs::read_to_string(file)
         .map_err(|error| Error::Local(format!("cannot read the token file {}: {error}", file.display())))?;
     Ok(SecretString::from(text.trim()))
+}
+
+/// Standard base64 (as Go encodes a kubeconfig's `[]byte`), padded or not, whitespace ignored; `None` if it is not.
+fn decode_base64(text: &str) -> Option<Vec<u8>> {
+    let value = |byte: u8| match byte {
+        b'A'..=b'Z' => Some(byte - b'A'),
+        b'a'..=b'z' => Some(byte - b'a' + 26),
+        b'0'..=b'9' => Some(byte - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    };
+    let text: Vec<u8> = text.bytes().filter(|byte| !byte.is_ascii_whitespace()).collect();
+    let unpadded = text.strip_suffix(b"==").or_else(|| text.strip_suffix(b"=")).unwrap_or(&text);
+    if unpadded.len() % 4 == 1 || (unpadded.len() != text.len() && !text.len().is_multiple_of(4)) {
+        return None;
+    }
+    let (mut bytes, mut bits, mut count) = (Vec::with_capacity(text.len() * 3 / 4), 0u32, 0);
+    for &byte in unpadded {
+        bits = bits << 6 | u32::from(value(byte)?);
+        count += 6;
+        if count >= 8 {
+            count -= 8;
+            bytes.push((bits >> count) as u8);
+            bits &= (1 << count) - 1;
+        }
+    }
+    Some(bytes)
 }
 
 #[cfg(test)]
@@ -191,5 +257,57 @@ mod tests {
         let (_, no_current) = written("context", &KUBECONFIG.replace("current-context: ops\n", ""));
         assert!(no_current.context(None).unwrap_err().to_string().ends_with("it names no current-context"));
         std::fs::remove_dir_all(&folder).unwrap();
+    }
+
+    /// A context with a namespace, on a cluster with a CA file, one with its data, one with both, one unchecked.
+    const TLS_CONFIG: &str = "current-context: file\nclusters:\n- name: file\n  cluster:\n    server: https://a.example\n    certificate-authority: certs/ca.crt\n- name: data\n  cluster:\n    server: https://b.example\n    certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg==\n- name: both\n  cluster:\n    server: https://c.example\n    certificate-authority: /etc/ca.crt\n    certificate-authority-data: QUJD\n- name: unchecked\n  cluster:\n    server: https://d.example\n    insecure-skip-tls-verify: true\n- name: absolute\n  cluster:\n    server: https://e.example\n    certificate-authority: /etc/ca.crt\n- name: broken\n  cluster:\n    server: https://f.example\n    certificate-authority-data: not*base64\ncontexts:\n- name: file\n  context:\n    cluster: file\n    namespace: team-a\n- name: data\n  context:\n    cluster: data\n    namespace: \"\"\n- name: both\n  context: {cluster: both}\n- name: unchecked\n  context: {cluster: unchecked}\n- name: absolute\n  context: {cluster: absolute}\n- name: broken\n  context: {cluster: broken}\n";
+
+    #[test]
+    fn a_context_gives_its_namespace_and_its_clusters_ca_relative_to_the_file() {
+        let (folder, file) = written("tls", TLS_CONFIG);
+        let context = file.context(None).unwrap();
+        assert_eq!(context.namespace.as_deref(), Some("team-a"));
+        let Some(Authority::File(ca)) = &context.tls.certificate_authority else { panic!("{context:?}") };
+        assert_eq!(ca, &folder.join("certs/ca.crt"));
+        assert!(!context.tls.insecure_skip_verify);
+        assert_eq!(context.tls.set_by, Some(format!("{}: its cluster file", folder.join("config").display())));
+        let Some(Authority::File(ca)) = file.context(Some("absolute")).unwrap().tls.certificate_authority else {
+            panic!("absolute")
+        };
+        assert_eq!(ca, Path::new("/etc/ca.crt"));
+        let unchecked = file.context(Some("unchecked")).unwrap();
+        assert!(unchecked.tls.insecure_skip_verify && unchecked.tls.certificate_authority.is_none());
+        assert_eq!(unchecked.namespace, None);
+        std::fs::remove_dir_all(&folder).unwrap();
+    }
+
+    #[test]
+    fn a_clusters_ca_data_is_decoded_and_wins_over_its_file() {
+        let (folder, file) = written("data", TLS_CONFIG);
+        let data = file.context(Some("data")).unwrap();
+        assert_eq!(data.namespace, None, "an empty namespace is none");
+        let Some(Authority::Data(pem)) = &data.tls.certificate_authority else { panic!("{data:?}") };
+        assert_eq!(pem.as_slice(), b"-----BEGIN CERTIFICATE-----\n");
+        let Some(Authority::Data(pem)) = &file.context(Some("both")).unwrap().tls.certificate_authority else {
+            panic!("both")
+        };
+        assert_eq!(pem.as_slice(), b"ABC");
+        let broken = file.context(Some("broken")).unwrap_err().to_string();
+        assert!(broken.ends_with("the certificate-authority-data of its cluster broken is not base64"), "{broken}");
+        std::fs::remove_dir_all(&folder).unwrap();
+    }
+
+    #[test]
+    fn base64_is_decoded_padded_or_not_and_anything_else_refused() {
+        let decoded = |text: &str| decode_base64(text).map(|bytes| String::from_utf8(bytes).unwrap());
+        for (text, plain) in
+            [("", ""), ("QQ==", "A"), ("QUI=", "AB"), ("QUJD", "ABC"), ("QQ", "A"), ("QU\nJD\n", "ABC")]
+        {
+            assert_eq!(decoded(text).as_deref(), Some(plain), "{text}");
+        }
+        assert_eq!(decode_base64("+/+/").unwrap(), [0xfb, 0xff, 0xbf]);
+        for text in ["Q", "QQ=", "Q===", "QUJD=", "QU=D", "QUJ*"] {
+            assert_eq!(decoded(text), None, "{text}");
+        }
     }
 }

@@ -80,10 +80,12 @@ pub struct Connection {
     /// read it.
     #[arg(long, env = "PROVISIONER_ALLOW_PLAIN_HTTP", global = true)]
     pub allow_plain_http: bool,
-    /// The tenant requests act for (the `Tenant` header): only its runtimes are seen and changed.
+    /// The tenant requests act for (the `Tenant` header): only its runtimes are seen and changed [default: the
+    /// namespace of the config file's context, on its server].
     #[arg(long, env = "PROVISIONER_TENANT", global = true)]
     pub tenant: Option<String>,
-    /// Checks the server's certificate against this CA's (PEM) only, instead of the machine's roots.
+    /// Checks the server's certificate against this CA's (PEM) only, instead of the machine's roots [default: the CA
+    /// of the config file's context's cluster, on its server].
     #[arg(long, global = true)]
     pub certificate_authority: Option<PathBuf>,
     /// Does not check the server's certificate: anyone on the way can read and change the requests (a warning
@@ -311,11 +313,8 @@ pub async fn run(cli: Cli, locations: &Locations, out: &mut dyn Write, err: &mut
 }
 
 fn connect(connection: &Connection, locations: &Locations, err: &mut dyn Write) -> Result<Client, Error> {
-    let tls = tls::Tls {
-        certificate_authority: connection.certificate_authority.clone(),
-        insecure_skip_verify: connection.insecure_skip_tls_verify,
-    };
-    tls.check(err)?;
+    // Both flags are refused before any file is read.
+    tls::Tls::of_flags(connection).check(&mut std::io::sink())?;
     let named;
     let locations = match &connection.kubeconfig {
         Some(file) => {
@@ -325,6 +324,7 @@ fn connect(connection: &Connection, locations: &Locations, err: &mut dyn Write) 
         None => locations,
     };
     let target = token::resolve(connection, locations, err)?;
-    let client = Client::with_tls(target.server, target.token, connection.allow_plain_http, &tls)?;
-    Ok(client.acting_for(connection.tenant.clone()))
+    target.tls.check(err)?;
+    let client = Client::with_tls(target.server, target.token, connection.allow_plain_http, &target.tls)?;
+    Ok(client.acting_for(target.tenant))
 }

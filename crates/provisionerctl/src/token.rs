@@ -2,7 +2,9 @@
 //! order: `--token` (or `PROVISIONER_TOKEN`), `--token-file` (or `PROVISIONER_TOKEN_FILE`), `--kubeconfig-user NAME` (that user of the kubeconfig
 //! kubectl reads), or the user of the current context of provisionerctl's own config file, whose token goes only to
 //! that context's server. The kubeconfig's current context is never read on its own: its token belongs to its
-//! cluster (a GKE or EKS token is a key to the cloud account), and kubectl sends it nowhere else.
+//! cluster (a GKE or EKS token is a key to the cloud account), and kubectl sends it nowhere else. The context's
+//! namespace (the tenant) and its cluster's CA (or `insecure-skip-tls-verify`) apply the same way: to that context's
+//! server only, and where no flag (or variable) says otherwise.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -12,6 +14,7 @@ use secrecy::{ExposeSecret, SecretString};
 use url::Url;
 
 use crate::kubeconfig::{CurrentContext, KubeconfigFile, read_token_file};
+use crate::tls::Tls;
 use crate::{Connection, Error};
 
 /// The server when neither the command line nor the config file names one.
@@ -57,14 +60,20 @@ impl Locations {
     }
 }
 
-/// The server requests go to, and the token they carry.
+/// The server requests go to, the token they carry, the tenant they act for and how the server's certificate is
+/// checked.
 pub struct Target {
     pub server: Url,
     pub token: Option<SecretString>,
+    /// `--tenant` (or `PROVISIONER_TENANT`), else the namespace of the config file's context on its own server.
+    pub tenant: Option<String>,
+    /// The TLS flags if any is given, else the config file's context's cluster's settings on its own server.
+    pub tls: Tls,
 }
 
-/// Decides the server and the token from the command line, the environment and the config file; says on `err` when
-/// the config file's token stays home because `--server` names another server.
+/// Decides the server, the token, the tenant and the TLS settings from the command line, the environment and the
+/// config file; says on `err` when the config file's token, namespace or CA stay home because `--server` names
+/// another server.
 pub fn resolve(connection: &Connection, locations: &Locations, err: &mut dyn Write) -> Result<Target, Error> {
     let requested = requested_token(connection, locations)?;
     let config = match (&connection.server, &requested) {
@@ -77,12 +86,19 @@ pub fn resolve(connection: &Connection, locations: &Locations, err: &mut dyn Wri
         (None, Some(config)) => config.context.server.clone(),
         (None, None) => Url::parse(DEFAULT_SERVER).expect("the default server is a URL"),
     };
-    let token = match (requested, config) {
+    let flags = Tls::of_flags(connection);
+    let own = config.as_ref().and_then(|config| config.context_for(&server, connection, &flags, err));
+    let tenant = connection.tenant.clone().or_else(|| own.and_then(|context| context.namespace.clone()));
+    let tls = match own {
+        Some(context) if !flags.is_set() => context.tls.clone(),
+        _ => flags,
+    };
+    let token = match (requested, &config) {
         (Some(token), _) => Some(token),
         (None, Some(config)) => config.token_for(&server, err)?,
         (None, None) => None,
     };
-    Ok(Target { server, token })
+    Ok(Target { server, token, tenant, tls })
 }
 
 /// The token the command line or the environment asks for by itself: an empty `--token` is none. A token file is
@@ -133,6 +149,41 @@ impl OwnConfig {
         let file = KubeconfigFile::read(&path)?;
         let context = file.context(named)?;
         Ok(Some(OwnConfig { file, context }))
+    }
+
+    /// The context if `server` is its server; none otherwise, and `err` says which of its namespace and TLS settings
+    /// are not used (those the command line does not replace anyway).
+    fn context_for(
+        &self,
+        server: &Url,
+        connection: &Connection,
+        flags: &Tls,
+        err: &mut dyn Write,
+    ) -> Option<&CurrentContext> {
+        if is_same_server(server, &self.context.server) {
+            return Some(&self.context);
+        }
+        let mut unused = Vec::new();
+        if connection.tenant.is_none() && self.context.namespace.is_some() {
+            unused.push("namespace (tenant)");
+        }
+        if !flags.is_set() && self.context.tls.certificate_authority.is_some() {
+            unused.push("certificate-authority");
+        } else if !flags.is_set() && self.context.tls.insecure_skip_verify {
+            unused.push("insecure-skip-tls-verify");
+        }
+        if !unused.is_empty() {
+            let _ = writeln!(
+                err,
+                "provisionerctl: {} of the current context of {} not used: --server (or PROVISIONER_SERVER) {} is not \
+                 its server ({})",
+                unused.join(" and "),
+                self.file.path().display(),
+                server.origin().ascii_serialization(),
+                self.context.server.origin().ascii_serialization()
+            );
+        }
+        None
     }
 
     /// The context user's token if `server` is the context's server; none otherwise, and `err` says why.
@@ -271,5 +322,76 @@ mod tests {
         assert!(!same("http://provisioner.example", "https://provisioner.example"));
         assert!(!same("https://provisioner.example", "https://provisioner.example:8443"));
         assert!(!same("https://provisioner.example", "https://provisioner.example.evil"));
+    }
+
+    /// The config file with its context's namespace and its cluster's CA (data).
+    fn with_namespace_and_ca(folder: &std::path::Path) -> Locations {
+        let config = CONFIG.replace("    user: operator\n", "    user: operator\n    namespace: team-a\n").replace(
+            "    server: https://provisioner.example:8443\n",
+            "    server: https://provisioner.example:8443\n    certificate-authority-data: QUJD\n",
+        );
+        std::fs::write(folder.join("config"), config).unwrap();
+        Locations { config: Some(folder.join("config")), kubeconfig: None, home: None }
+    }
+
+    fn ca_data(tls: &Tls) -> Option<Vec<u8>> {
+        match &tls.certificate_authority {
+            Some(crate::tls::Authority::Data(pem)) => Some(pem.clone()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn the_contexts_namespace_and_ca_apply_unless_a_flag_says_otherwise() {
+        let (folder, _) = folder("defaults");
+        let locations = with_namespace_and_ca(&folder);
+        let target = resolve(&connection(), &locations, &mut Vec::new()).unwrap();
+        assert_eq!(target.tenant.as_deref(), Some("team-a"));
+        assert_eq!(ca_data(&target.tls).as_deref(), Some(&b"ABC"[..]));
+        assert!(target.tls.set_by.unwrap().ends_with("config: its cluster prod"));
+
+        let flags = Connection {
+            tenant: Some("team-b".into()),
+            certificate_authority: Some(folder.join("ca.crt")),
+            ..connection()
+        };
+        let target = resolve(&flags, &locations, &mut Vec::new()).unwrap();
+        assert_eq!(target.tenant.as_deref(), Some("team-b"));
+        assert!(
+            matches!(&target.tls.certificate_authority, Some(crate::tls::Authority::File(file)) if file == &folder.join("ca.crt"))
+        );
+        assert_eq!(target.tls.set_by, None);
+        let insecure = Connection { insecure_skip_tls_verify: true, ..connection() };
+        let target = resolve(&insecure, &locations, &mut Vec::new()).unwrap();
+        assert!(target.tls.insecure_skip_verify && target.tls.certificate_authority.is_none(), "the flag wins whole");
+        std::fs::remove_dir_all(&folder).unwrap();
+    }
+
+    #[test]
+    fn the_contexts_namespace_and_ca_stay_home_from_another_server() {
+        let (folder, _) = folder("elsewhere");
+        let locations = with_namespace_and_ca(&folder);
+        let same =
+            Connection { server: Some(Url::parse("https://provisioner.example:8443/x").unwrap()), ..connection() };
+        let target = resolve(&same, &locations, &mut Vec::new()).unwrap();
+        assert_eq!((target.tenant.as_deref(), ca_data(&target.tls).is_some()), (Some("team-a"), true));
+
+        let elsewhere = Connection { server: Some(Url::parse("https://other.example").unwrap()), ..connection() };
+        let mut err = Vec::new();
+        let target = resolve(&elsewhere, &locations, &mut err).unwrap();
+        assert_eq!((target.tenant, target.tls.is_set()), (None, false));
+        let said = String::from_utf8(err).unwrap();
+        assert!(
+            said.starts_with("provisionerctl: namespace (tenant) and certificate-authority of the current context of ")
+                && said.contains("not used: --server (or PROVISIONER_SERVER) https://other.example is not its server"),
+            "{said}"
+        );
+        let given = Connection { tenant: Some("team-b".into()), insecure_skip_tls_verify: true, ..elsewhere };
+        let mut err = Vec::new();
+        let target = resolve(&given, &locations, &mut err).unwrap();
+        assert_eq!(target.tenant.as_deref(), Some("team-b"));
+        let said = String::from_utf8(err).unwrap();
+        assert!(!said.contains("not used"), "nothing of the context would be used anyway: {said}");
+        std::fs::remove_dir_all(&folder).unwrap();
     }
 }
