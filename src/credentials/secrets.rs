@@ -64,6 +64,9 @@ impl SecretCredentials {
         let answer = answer_of(id, &secret)?;
         super::wire::parse_credential(id, answer.to_string().as_bytes()).map_err(|error| match error {
             Error::InvalidResponse { message } => Error::InvalidSecret { id: id.to_owned(), message },
+            Error::InvalidCredential { invalid, .. } => {
+                Error::InvalidSecret { id: id.to_owned(), message: invalid.to_string() }
+            }
             other => other,
         })
     }
@@ -134,7 +137,7 @@ mod tests {
 
     #[test]
     fn a_secrets_keys_are_the_answers_fields_with_their_types() {
-        let key = r#"{"type": "service_account", "client_email": "a@p.iam.gserviceaccount.com", "private_key": "k"}"#;
+        let key = r#"{"type": "service_account", "project_id": "team-project", "private_key": "-----BEGIN PRIVATE KEY-----\nk"}"#;
         let resolved = parsed(&[
             ("type", "gcp_service_account"),
             ("projectId", "team-project"),
