@@ -251,29 +251,17 @@ async fn provisionerctl_keeps_the_config_files_token_from_another_server() {
     assert!(!err.contains("config-token"), "{err}");
 }
 
-/// The arguments of provisionerctl in the child process of the test below.
-const CHILD_ARGS: &str = "PROVISIONERCTL_TEST_CHILD_ARGS";
-
-/// provisionerctl in a process of its own with `environment`, so that no other test sees it: this test binary
-/// again, running only `provisionerctl_in_the_child_process`; returns whether it succeeded.
+/// The provisionerctl binary in a process of its own with `environment` (its variables are read as a user's
+/// shell gives them, and no other test sees them); returns whether it succeeded.
 async fn ctl_in_own_process(args: &[&str], home: &Path, environment: &[(&str, &Path)]) -> bool {
-    let mut child = tokio::process::Command::new(std::env::current_exe().unwrap());
-    child.args(["--exact", "provisionerctl::provisionerctl_in_the_child_process", "--ignored", "--nocapture"]);
+    let mut child = tokio::process::Command::new(crate::provisionerctl_support::binary());
+    child.args(args);
     for variable in ["PROVISIONER_TOKEN", "PROVISIONER_TOKEN_FILE", "PROVISIONER_SERVER", "PROVISIONERCTL_CONFIG"] {
         child.env_remove(variable);
     }
-    child.env(CHILD_ARGS, args.join("\n")).env("HOME", home).env_remove("KUBECONFIG");
+    child.env("HOME", home).env_remove("KUBECONFIG");
     child.envs(environment.iter().copied());
     child.kill_on_drop(true).status().await.unwrap().success()
-}
-
-#[tokio::test]
-#[ignore = "provisionerctl_sends_the_token_of_provisioner_token_file_as_it_is_on_each_run runs it in its own process"]
-async fn provisionerctl_in_the_child_process() {
-    let Ok(args) = std::env::var(CHILD_ARGS) else { return };
-    provisioner::install_crypto_provider();
-    let (code, err) = ctl_with(&provisionerctl::Locations::of_process(), &args.lines().collect::<Vec<_>>()).await;
-    assert_eq!(code, 0, "{err}");
 }
 
 /// `PROVISIONER_TOKEN_FILE` names the token's file, read again on each run as a projected ServiceAccount token

@@ -79,3 +79,13 @@ pub fn recording(router: axum::Router, name: axum::http::HeaderName) -> (axum::R
     ));
     (router, seen)
 }
+
+/// The provisionerctl binary as `cargo build` wrote it beside this test's binary (target/debug), for what runs it
+/// as a user's shell does (its variables from the environment).
+pub fn binary() -> std::path::PathBuf {
+    let test_binary = std::env::current_exe().expect("the test binary");
+    let debug = test_binary.parent().and_then(Path::parent).expect("target/debug");
+    let binary = debug.join("provisionerctl");
+    assert!(binary.is_file(), "{} is built by `make test` (cargo build -p provisionerctl)", binary.display());
+    binary
+}

@@ -6,7 +6,7 @@
 //! variables set to the test's surroundings.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 /// The page's marked blocks, in order: (marker, code).
@@ -47,7 +47,7 @@ impl QuickStart {
         let tool =
             |variable: &str| std::env::var(variable).unwrap_or_else(|_| panic!("{variable} is set by `make test`"));
         std::os::unix::fs::symlink(tool("TEST_KUBECTL_BIN"), bin.join("kubectl")).unwrap();
-        std::os::unix::fs::symlink(provisionerctl(), bin.join("provisionerctl")).unwrap();
+        std::os::unix::fs::symlink(crate::provisionerctl_support::binary(), bin.join("provisionerctl")).unwrap();
         let helm = format!(
             "#!/bin/sh\ncase \"$1\" in install|upgrade) exec '{}' \"$@\" --values '{}';; esac\nexec '{}' \"$@\"\n",
             tool("TEST_HELM_BIN"),
@@ -85,15 +85,6 @@ impl QuickStart {
         let page = std::fs::read_to_string(page).expect("the quick start page");
         blocks(&page).into_iter().map(|(marker, _)| marker).filter(|marker| !marker.starts_with("not run:")).collect()
     }
-}
-
-/// provisionerctl as `cargo build` wrote it beside this test's binary (target/debug).
-fn provisionerctl() -> PathBuf {
-    let test_binary = std::env::current_exe().expect("the test binary");
-    let debug = test_binary.parent().and_then(Path::parent).expect("target/debug");
-    let binary = debug.join("provisionerctl");
-    assert!(binary.is_file(), "{} is built by `make test` (cargo build -p provisionerctl)", binary.display());
-    binary
 }
 
 #[test]
