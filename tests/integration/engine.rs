@@ -957,6 +957,12 @@ async fn a_run_survives_fifteen_restarts_while_its_job_runs(backend: Backend) {
             assert!(tokio::time::Instant::now() < deadline, "restart {restart}: the operation was not resumed");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        // Its claim is recorded before its run says so: the next restart waits for both, or a kill between the two
+        // would leave a log without the run.
+        while RunLog::read(&service.log()).started == 0 {
+            assert!(tokio::time::Instant::now() < deadline, "restart {restart}: the run did not start");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         let operation = engine.operation(&operation_id).await;
         claims = operation.claims;
         assert_eq!(operation.state, provisioner::domain::OperationState::InProgress, "restart {restart}");
