@@ -191,3 +191,6 @@ lint:
 	cargo clippy --workspace --all-targets --locked -- -D warnings
 	cargo clippy --locked $(PRODUCT_PACKAGES) --lib --bins -- -D warnings -W clippy::too_many_lines
 	tools/import-cycles.py src migrations/src tools/test-control-plane/src benches/src crates/*/src
+	@# A doc link to an item that moved or went is an error (private items too: most of the docs are theirs).
+	RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_links -A rustdoc::private_intra_doc_links" \
+		cargo doc --locked --no-deps --workspace --document-private-items --quiet

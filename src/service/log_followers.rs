@@ -1,5 +1,5 @@
 //! One follower of a running operation's runner log, shared by everyone who follows it (followed REST logs and
-//! subscriptions with logs), as [`super::watch`] shares one poller of its record: a hundred followers of one run
+//! subscriptions with logs), as [`super::operation_changes`] shares one poller of its record: a hundred followers of one run
 //! cost one log stream from the API server and one pod lookup at a time, not a hundred. The follower keeps the
 //! lines it read so far, up to [`HISTORY_BYTES`], so that one who joins late gets the log from its start.
 

@@ -18,8 +18,8 @@ pub const DEFAULT_SQLITE_PATH: &str = "./data/provisioner.db";
 
 /// Every variable the service reads, with its type, default and meaning: the one place that spells the
 /// environment's names (lower-cased, as the `config` crate delivers them). A blank value counts as unset. Serialized
-/// only for `provisioner --help` and the operator's table of variables ([`help`]), secrets masked; each field's doc
-/// comment is its row's meaning there.
+/// only for `provisioner --help` and the operator's table of variables ([`help`](mod@help)), secrets masked; each
+/// field's doc comment is its row's meaning there.
 #[derive(Deserialize, Serialize)]
 #[serde(default)]
 pub(super) struct Variables {

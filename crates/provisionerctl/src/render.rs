@@ -65,7 +65,7 @@ pub fn print(value: &Value, shape: Shape, output: &Output, out: &mut dyn Write) 
 }
 
 /// One resource more, as a watch prints it: a table's row without the titles, a YAML document after `---`, any
-/// other output as [`print`] prints one runtime.
+/// other output as [`print`](fn@print) prints one runtime.
 pub fn print_more(runtime: &Value, output: &Output, out: &mut dyn Write) -> Result<(), Error> {
     let text = match output {
         Output::Table | Output::Wide => {
