@@ -146,7 +146,8 @@ async fn merge_patch_body<T: serde::de::DeserializeOwned>(headers: &HeaderMap, b
 }
 
 async fn read_json<T: serde::de::DeserializeOwned>(body: Body) -> ApiResult<T> {
-    // The body limit layer (`limit_body` in api/middleware.rs, layered in api/mod.rs) has already read the whole body within the limit.
+    // The body limit layer (`limit_body` in api/middleware.rs, layered in api/mod.rs) has already read the whole
+    // body within the limit.
     let bytes = axum::body::to_bytes(body, usize::MAX)
         .await
         .map_err(|error| ApiError::MalformedBody { field: None, message: format!("unreadable body: {error}") })?;
