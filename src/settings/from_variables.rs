@@ -41,6 +41,19 @@ fn is_object_name(name: &str) -> bool {
         && name.chars().all(|character| allowed(character) || character == '-' || character == '.')
 }
 
+/// A namespace's name (a DNS-1123 label): an object name of at most 63 characters without dots.
+fn is_namespace_name(name: &str) -> bool {
+    name.len() <= 63 && is_object_name(name) && !name.contains('.')
+}
+
+/// `namespace` as the namespace `variable` names, or why it cannot be one.
+fn namespace(variable: &str, namespace: &str) -> Result<()> {
+    if is_namespace_name(namespace) {
+        return Ok(());
+    }
+    Err(invalid(variable, format!("invalid namespace {namespace:?}: expected a DNS-1123 label")))
+}
+
 fn endpoint(variable: &str, value: String) -> Result<String> {
     if !value.starts_with('/') || value.contains(char::is_whitespace) || value.contains(['{', '}', '*']) {
         return Err(invalid(variable, format!("invalid path {value:?}: expected an absolute path such as /graphql")));
@@ -77,9 +90,8 @@ impl Variables {
     /// Where credentials come from, and for `secrets` the platform's own namespace.
     fn credential_source(&self) -> Result<CredentialSource> {
         let namespace = self.app_credentials_namespace.clone().filter(|name| !name.is_empty());
-        if let Some(name) = namespace.as_deref().filter(|name| !is_object_name(name) || name.contains('.')) {
-            let message = format!("invalid namespace {name:?}: expected a DNS-1123 label");
-            return Err(invalid("APP_CREDENTIALS_NAMESPACE", message));
+        if let Some(name) = &namespace {
+            self::namespace("APP_CREDENTIALS_NAMESPACE", name)?;
         }
         match self.app_credentials_source.as_str() {
             "auth-service" if namespace.is_some() => {
@@ -176,15 +188,7 @@ impl Variables {
             let message = format!("{min_version} is above APP_KUBERNETES_VERSION_MAX {max_version}");
             return Err(invalid("APP_KUBERNETES_VERSION_MIN", message));
         }
-        let namespace = &self.job_namespace;
-        if namespace.len() > 63
-            || !namespace.bytes().all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
-        {
-            return Err(invalid(
-                "JOB_NAMESPACE",
-                format!("invalid namespace {namespace:?}: expected a DNS-1123 label"),
-            ));
-        }
+        namespace("JOB_NAMESPACE", &self.job_namespace)?;
         if !matches!(self.auth_service_base_url.scheme(), "http" | "https") {
             let message = format!("invalid URL {:?}: expected http or https", self.auth_service_base_url.as_str());
             return Err(invalid("AUTH_SERVICE_BASE_URL", message));
