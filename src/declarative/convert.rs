@@ -2,7 +2,8 @@
 //! a runtime's configuration what the spec says now. Pure; never panics on any spec the API server accepts.
 
 use crate::domain::{
-    ClusterConfig, ControlPlaneUpgrade, ProvisionRequest, RuntimeInput, UpgradeClusterInput, WorkerPoolUpgrade,
+    ClusterConfig, ControlPlaneUpgrade, NamedWorkerPool, ProvisionRequest, RuntimeInput, UpgradeClusterInput,
+    WorkerPoolUpgrade,
 };
 
 use super::resource::RuntimeSpec;
@@ -25,28 +26,42 @@ pub fn provision_request(name: &str, spec: &RuntimeSpec) -> ProvisionRequest {
 /// upgrade may change differs (what cannot change is refused by the API server before it gets here).
 pub fn upgrade_to(current: &ClusterConfig, wanted: &ClusterConfig) -> Option<UpgradeClusterInput> {
     let changed = |now: &str, then: &str| (now != then).then(|| then.to_owned());
-    let changed_size = |now: i32, then: i32| (now != then).then_some(then);
-    let (now, then) = (&current.worker_pool, &wanted.worker_pool);
-    let worker_pool = WorkerPoolUpgrade {
-        machine_type: changed(&now.machine_type, &then.machine_type),
-        min_size: changed_size(now.min_size, then.min_size),
-        max_size: changed_size(now.max_size, then.max_size),
-        disk_size_gb: changed_size(now.disk_size_gb, then.disk_size_gb),
-    };
+    let (worker_pool, worker_pools) = pools_upgrade(current, wanted);
     let control_plane = match (&current.control_plane, &wanted.control_plane) {
         (Some(now), Some(then)) => changed(&now.machine_type, &then.machine_type),
         _ => None,
     };
     let upgrade = UpgradeClusterInput {
         kubernetes_version: changed(&current.kubernetes_version, &wanted.kubernetes_version),
-        worker_pool: (worker_pool != WorkerPoolUpgrade::default()).then_some(worker_pool),
+        worker_pool,
+        worker_pools,
         control_plane: control_plane.map(|machine_type| ControlPlaneUpgrade { machine_type: Some(machine_type) }),
         api_allowed_cidrs: match &wanted.api_allowed_cidrs {
             Some(wanted) if current.api_allowed_cidrs.as_ref() != Some(wanted) => Some(wanted.clone()),
             _ => None,
         },
+        kubernetes: (current.kubernetes != wanted.kubernetes).then(|| wanted.kubernetes.clone().unwrap_or_default()),
     };
     (upgrade != UpgradeClusterInput::default()).then_some(upgrade)
+}
+
+/// A change of the single pool when both sides have one (Kyma's shape, the same upgrade REST would send), else
+/// the wanted pools whole when they differ.
+fn pools_upgrade(
+    current: &ClusterConfig,
+    wanted: &ClusterConfig,
+) -> (Option<WorkerPoolUpgrade>, Option<Vec<NamedWorkerPool>>) {
+    let (Some(now), Some(then)) = (&current.worker_pool, &wanted.worker_pool) else {
+        return (None, (current.pools() != wanted.pools()).then(|| wanted.pools()));
+    };
+    let changed_size = |now: i32, then: i32| (now != then).then_some(then);
+    let change = WorkerPoolUpgrade {
+        machine_type: (now.machine_type != then.machine_type).then(|| then.machine_type.clone()),
+        min_size: changed_size(now.min_size, then.min_size),
+        max_size: changed_size(now.max_size, then.max_size),
+        disk_size_gb: changed_size(now.disk_size_gb, then.disk_size_gb),
+    };
+    ((change != WorkerPoolUpgrade::default()).then_some(change), None)
 }
 
 #[cfg(test)]
@@ -67,17 +82,38 @@ mod tests {
     fn an_upgrade_carries_only_what_differs() {
         let mut wanted = config();
         wanted.kubernetes_version = "1.36".to_owned();
-        wanted.worker_pool.max_size += 2;
+        wanted.worker_pool.as_mut().unwrap().max_size += 2;
         let upgrade = upgrade_to(&config(), &wanted).unwrap();
         assert_eq!(upgrade.kubernetes_version.as_deref(), Some("1.36"));
         let workers = upgrade.worker_pool.unwrap();
         assert_eq!(
             (workers.max_size, workers.min_size, workers.machine_type),
-            (Some(wanted.worker_pool.max_size), None, None)
+            (Some(wanted.worker_pool.unwrap().max_size), None, None)
         );
+        assert_eq!(upgrade.worker_pools, None);
         assert_eq!((upgrade.control_plane, upgrade.api_allowed_cidrs), (None, None));
         // Applied to the current configuration, the upgrade gives the wanted one.
+        let mut wanted = config();
+        wanted.worker_pool.as_mut().unwrap().max_size += 2;
         assert_eq!(config().upgraded(&upgrade_to(&config(), &wanted).unwrap()), wanted);
+    }
+
+    #[test]
+    fn named_pools_are_upgraded_whole_and_the_same_pools_in_the_other_shape_are_no_change() {
+        let mut wanted = config();
+        let mut gpu = NamedWorkerPool { name: "gpu".into(), ..config().pools()[0].clone() };
+        wanted.worker_pools = Some(vec![config().pools()[0].clone(), gpu.clone()]);
+        wanted.worker_pool = None;
+        let upgrade = upgrade_to(&config(), &wanted).unwrap();
+        assert_eq!((upgrade.worker_pool.as_ref(), upgrade.worker_pools.as_ref()), (None, wanted.worker_pools.as_ref()));
+        assert_eq!(config().upgraded(&upgrade).pools(), wanted.pools());
+
+        gpu.max_size += 1;
+        let resized = ClusterConfig { worker_pools: Some(vec![config().pools()[0].clone(), gpu]), ..wanted.clone() };
+        assert_eq!(upgrade_to(&wanted, &resized).unwrap().worker_pools, resized.worker_pools);
+
+        let same = ClusterConfig { worker_pool: None, worker_pools: Some(config().pools()), ..config() };
+        assert_eq!(upgrade_to(&config(), &same), None);
     }
 
     #[test]

@@ -42,8 +42,24 @@ pub fn runtime_crd() -> CustomResourceDefinition {
                 ..ValidationRule::default()
             }]);
         }
+        pool_rules(spec);
     }
     crd
+}
+
+/// One shape of pools, and pools told apart by name: `kubectl apply` merges a list of pools by name, and the
+/// API server refuses two pools of one name or both shapes before the service sees them.
+fn pool_rules(spec: &mut JSONSchemaProps) {
+    spec.x_kubernetes_validations.get_or_insert_with(Vec::new).push(ValidationRule {
+        rule: "has(self.workerPool) != has(self.workerPools)".to_owned(),
+        message: Some("give workerPool (one pool) or workerPools (named pools), not both".to_owned()),
+        ..ValidationRule::default()
+    });
+    let pools = property(spec, "workerPools").expect("the spec has workerPools");
+    pools.x_kubernetes_list_type = Some("map".to_owned());
+    pools.x_kubernetes_list_map_keys = Some(vec!["name".to_owned()]);
+    pools.min_items = Some(1);
+    pools.max_items = Some(10);
 }
 
 fn property<'a>(schema: &'a mut JSONSchemaProps, name: &str) -> Option<&'a mut JSONSchemaProps> {
@@ -69,6 +85,18 @@ mod tests {
         let project = &spec["properties"]["gcp"]["properties"]["projectId"]["x-kubernetes-validations"][0];
         assert_eq!(project["rule"], "self == oldSelf");
         assert!(spec["properties"]["kubernetesVersion"].get("x-kubernetes-validations").is_none());
+    }
+
+    #[test]
+    fn pools_come_in_one_shape_and_are_merged_by_name() {
+        let crd = serde_json::to_value(runtime_crd()).unwrap();
+        let spec = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+        assert_eq!(spec["x-kubernetes-validations"][0]["rule"], "has(self.workerPool) != has(self.workerPools)");
+        let pools = &spec["properties"]["workerPools"];
+        assert_eq!(
+            (&pools["x-kubernetes-list-type"], &pools["x-kubernetes-list-map-keys"]),
+            (&"map".into(), &serde_json::json!(["name"]))
+        );
     }
 
     #[test]

@@ -44,7 +44,13 @@ impl ProvisionRequest {
                 environment: "dev".into(),
                 control_plane: (topology == Topology::VanillaKubeadm)
                     .then(|| ControlPlane { count: 3, machine_type: "t3.large".into() }),
-                worker_pool: WorkerPool { machine_type: "t3.large".into(), min_size: 1, max_size: 3, disk_size_gb: 50 },
+                worker_pool: Some(WorkerPool {
+                    machine_type: "t3.large".into(),
+                    min_size: 1,
+                    max_size: 3,
+                    disk_size_gb: 50,
+                }),
+                worker_pools: None,
                 network: Some(Network {
                     vpc_cidr: "10.0.0.0/16".into(),
                     pod_cidr: "192.168.0.0/16".into(),
@@ -54,6 +60,7 @@ impl ProvisionRequest {
                 api_allowed_cidrs: None,
                 aws,
                 gcp,
+                kubernetes: None,
             },
         }
     }

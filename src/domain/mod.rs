@@ -50,6 +50,7 @@ pub(crate) use spelled;
 pub mod api_access;
 pub mod approval;
 mod cloud_failure;
+pub mod cluster_access;
 pub mod credential_fit;
 pub mod deletion;
 #[cfg(any(test, feature = "examples"))]
@@ -66,13 +67,16 @@ mod runtime_state;
 pub mod state_bucket;
 pub mod tenant;
 mod trace_parent;
+pub mod worker_pools;
 
+pub use cluster_access::{Administrator, KubernetesAccess, OidcProvider, RequiredClaim, SubjectKind};
 #[cfg(any(test, feature = "examples"))]
 pub use example::EXAMPLE_API_ALLOWED_CIDRS;
 pub use ids::{OperationId, RuntimeId};
 pub use operation::{LastError, Operation, OperationPage, StageEntry};
 pub use runtime_state::{Condition, ConditionReason, ConditionStatus, ConditionType, RuntimeState, RuntimeSummary};
 pub use trace_parent::TraceParent;
+pub use worker_pools::{DEFAULT_POOL_NAME, NamedWorkerPool, Taint, TaintEffect};
 
 /// Shared with terraform-runner, which reads them from `runner.json`; the service enables their API derives.
 pub use runner_contract::manifest::RunAction;
@@ -250,7 +254,7 @@ pub struct RuntimeInput {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, InputObject, SimpleObject, ToSchema, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[graphql(input_name = "ClusterConfigInput")]
+#[graphql(input_name = "ClusterConfigInput", complex)]
 pub struct ClusterConfig {
     pub topology: Topology,
     /// The auth-service credential to build with; only this reference is ever stored.
@@ -261,7 +265,14 @@ pub struct ClusterConfig {
     /// Names the Terraform state bucket together with the runtime name.
     pub environment: String,
     pub control_plane: Option<ControlPlane>,
-    pub worker_pool: WorkerPool,
+    /// The one worker pool of Kyma's shape, the pool named `default`; give this or `workerPools`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[graphql(skip_output)]
+    pub worker_pool: Option<WorkerPool>,
+    /// Several named worker pools (1 to 10); give this or `workerPool`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[graphql(skip_output)]
+    pub worker_pools: Option<Vec<NamedWorkerPool>>,
     pub network: Option<Network>,
     /// IPv4 ranges (CIDRs, at most 20) that may reach the cluster's Kubernetes API from outside its network;
     /// left out, the operator's list (`APP_API_ALLOWED_CIDRS`), and without one the request is refused. The ranges
@@ -271,6 +282,10 @@ pub struct ClusterConfig {
     pub api_allowed_cidrs: Option<Vec<String>>,
     pub aws: Option<AwsConfig>,
     pub gcp: Option<GcpConfig>,
+    /// Sign-in through the organisation's identity providers and the cluster's administrators; left out, only
+    /// the kubeconfig the provisioner hands out gets in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubernetes: Option<KubernetesAccess>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, InputObject, SimpleObject, ToSchema, JsonSchema)]
@@ -336,8 +351,13 @@ pub struct UpgradeClusterInput {
     /// `MAJOR.MINOR`: only upwards, one minor version at a time.
     #[schema(nullable = false)]
     pub kubernetes_version: Option<String>,
+    /// Changes the pool named `default` (the single `workerPool`).
     #[schema(nullable = false)]
     pub worker_pool: Option<WorkerPoolUpgrade>,
+    /// Replaces every pool: a pool left out is removed, a new name added, the others changed in place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub worker_pools: Option<Vec<NamedWorkerPool>>,
     /// vanilla_kubeadm only.
     #[schema(nullable = false)]
     pub control_plane: Option<ControlPlaneUpgrade>,
@@ -346,6 +366,10 @@ pub struct UpgradeClusterInput {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub api_allowed_cidrs: Option<Vec<String>>,
+    /// Replaces the identity providers and administrators whole (`{}` removes them all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub kubernetes: Option<KubernetesAccess>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, InputObject, ToSchema)]
@@ -378,14 +402,12 @@ impl ClusterConfig {
         if let Some(version) = &upgrade.kubernetes_version {
             config.kubernetes_version = version.clone();
         }
+        if let Some(pools) = &upgrade.worker_pools {
+            config.worker_pools = Some(pools.clone());
+            config.worker_pool = None;
+        }
         if let Some(workers) = &upgrade.worker_pool {
-            let pool = &mut config.worker_pool;
-            if let Some(machine_type) = &workers.machine_type {
-                pool.machine_type = machine_type.clone();
-            }
-            pool.min_size = workers.min_size.unwrap_or(pool.min_size);
-            pool.max_size = workers.max_size.unwrap_or(pool.max_size);
-            pool.disk_size_gb = workers.disk_size_gb.unwrap_or(pool.disk_size_gb);
+            config.upgrade_default_pool(workers);
         }
         if let (Some(change), Some(control_plane)) = (&upgrade.control_plane, &mut config.control_plane)
             && let Some(machine_type) = &change.machine_type
@@ -395,7 +417,26 @@ impl ClusterConfig {
         if let Some(cidrs) = &upgrade.api_allowed_cidrs {
             config.api_allowed_cidrs = Some(cidrs.clone());
         }
+        if let Some(access) = &upgrade.kubernetes {
+            // Nothing configured is stored as nothing, the way the previous release reads it.
+            config.kubernetes = Some(access.clone()).filter(|access| *access != KubernetesAccess::default());
+        }
         config
+    }
+}
+
+/// The GraphQL view of the pools: both shapes, whichever the request gave.
+#[async_graphql::ComplexObject]
+impl ClusterConfig {
+    /// The pool named `default`, else the first: the single pool Kyma's clients know.
+    async fn worker_pool(&self) -> async_graphql::Result<WorkerPool> {
+        // Validation never lets a configuration without a pool in.
+        self.main_pool().ok_or_else(|| "the runtime records no worker pool".into())
+    }
+
+    /// Every worker pool; a runtime requested with `workerPool` has one, named `default`.
+    async fn worker_pools(&self) -> Vec<NamedWorkerPool> {
+        self.pools()
     }
 }
 
@@ -512,14 +553,15 @@ mod tests {
         let upgrade = UpgradeClusterInput {
             kubernetes_version: Some("1.35".to_owned()),
             worker_pool: Some(WorkerPoolUpgrade { max_size: Some(9), ..WorkerPoolUpgrade::default() }),
+            worker_pools: None,
             control_plane: Some(ControlPlaneUpgrade { machine_type: Some("m6i.xlarge".to_owned()) }),
             api_allowed_cidrs: Some(vec!["198.51.100.0/24".to_owned()]),
+            kubernetes: None,
         };
         let upgraded = current.upgraded(&upgrade);
         assert_eq!(upgraded.kubernetes_version, "1.35");
-        assert_eq!(upgraded.worker_pool.max_size, 9);
-        assert_eq!(upgraded.worker_pool.min_size, current.worker_pool.min_size);
-        assert_eq!(upgraded.worker_pool.machine_type, current.worker_pool.machine_type);
+        let (pool, was) = (upgraded.worker_pool.as_ref().unwrap(), current.worker_pool.as_ref().unwrap());
+        assert_eq!((pool.max_size, pool.min_size, &pool.machine_type), (9, was.min_size, &was.machine_type));
         assert_eq!(upgraded.control_plane.as_ref().unwrap().machine_type, "m6i.xlarge");
         assert_eq!(upgraded.control_plane.as_ref().unwrap().count, current.control_plane.as_ref().unwrap().count);
         assert_eq!(

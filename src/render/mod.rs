@@ -6,7 +6,9 @@
 //! through an HCL string escaper, and the templates only place values between quotes (numbers and flags are
 //! typed as such in the template data).
 
+mod access;
 mod escape;
+mod pools;
 
 use std::collections::BTreeMap;
 
@@ -18,7 +20,9 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::domain::{OperationType, Runtime, Topology};
+use access::EksIdentityProvider;
 use escape::escape_hcl_string;
+use pools::PoolData;
 pub use runner_contract::manifest::RunAction;
 
 /// Well under the 1 MiB a ConfigMap can hold, leaving room for its metadata.
@@ -33,6 +37,9 @@ const TEMPLATES: [(Topology, &str); 3] = [
     (Topology::Eks, include_str!("../../assets/terraform/eks/main.tf.hbs")),
     (Topology::Gke, include_str!("../../assets/terraform/gke/main.tf.hbs")),
 ];
+
+/// The `worker_pools` argument every topology's module call has.
+const WORKER_POOLS_PARTIAL: &str = include_str!("../../assets/terraform/worker_pools.hbs");
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -78,6 +85,9 @@ impl Renderer {
         // A misspelt or missing value fails the render instead of silently becoming an empty string.
         registry.set_strict_mode(true);
         registry.register_escape_fn(escape_hcl_string);
+        registry
+            .register_partial("worker_pools", WORKER_POOLS_PARTIAL)
+            .map_err(|source| Error::Template { topology: "worker_pools", source: Box::new(source) })?;
         for (topology, source) in TEMPLATES {
             registry
                 .register_template_string(topology.as_str(), source)
@@ -149,6 +159,9 @@ impl Renderer {
                 }),
             approval_policy: runtime.approval_policy,
             approved_plan_sha256: approved_plan.map(str::to_owned),
+            // Runs that change the cluster's configuration make the bindings what it says; the others leave them.
+            administrators: matches!(operation_type, OperationType::Provision | OperationType::Upgrade)
+                .then(|| config.kubernetes.as_ref().map(|access| access.admins().to_vec()).unwrap_or_default()),
         };
         let mut runner_json = serde_json::to_string_pretty(&manifest)?;
         runner_json.push('\n');
@@ -181,11 +194,18 @@ struct TemplateData<'a> {
     network: NetworkData<'a>,
     /// The IPv4 ranges that may reach the Kubernetes API from outside the cluster's network.
     api_allowed_cidrs: &'a [String],
-    workers: WorkerData<'a>,
+    /// The run's sizing of every pool (and whether a vanilla control plane runs).
+    scaling: WorkerScaling,
+    pools: Vec<PoolData>,
     #[serde(skip_serializing_if = "Option::is_none")]
     control_plane: Option<ControlPlaneData<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     ssm_parameter_prefix: Option<String>,
+    /// vanilla_kubeadm: kube-apiserver's authentication configuration (JSON).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    authentication_config: Option<String>,
+    /// EKS: its OIDC identity provider; null without one (the template tests it).
+    oidc: Option<EksIdentityProvider>,
     #[serde(skip_serializing_if = "Option::is_none")]
     project_id: Option<&'a str>,
     /// AWS resource tags.
@@ -218,15 +238,6 @@ struct NetworkData<'a> {
     vpc_cidr: &'a str,
     pod_cidr: &'a str,
     service_cidr: &'a str,
-}
-
-#[derive(Serialize)]
-struct WorkerData<'a> {
-    machine_type: &'a str,
-    min_size: i32,
-    max_size: i32,
-    disk_size_gb: i32,
-    scaling: WorkerScaling,
 }
 
 /// How a run sizes the workers (the modules' `worker_scaling`). The configuration keeps the sizes; only a
@@ -285,7 +296,6 @@ impl<'a> TemplateData<'a> {
                 service_cidr: DEFAULT_SERVICE_CIDR,
             },
         };
-        let workers = &config.worker_pool;
 
         let mut data = TemplateData {
             provider_version: &provider.version,
@@ -298,15 +308,12 @@ impl<'a> TemplateData<'a> {
             zones: &[],
             network,
             api_allowed_cidrs,
-            workers: WorkerData {
-                machine_type: &workers.machine_type,
-                min_size: workers.min_size,
-                max_size: workers.max_size,
-                disk_size_gb: workers.disk_size_gb,
-                scaling,
-            },
+            scaling,
+            pools: PoolData::of(config.pools()),
             control_plane: None,
             ssm_parameter_prefix: None,
+            authentication_config: None,
+            oidc: None,
             project_id: None,
             tags: None,
             labels: None,
@@ -315,6 +322,7 @@ impl<'a> TemplateData<'a> {
             Topology::VanillaKubeadm | Topology::Eks => {
                 data.zones = &config.aws.as_ref().ok_or_else(|| missing("aws"))?.zones;
                 data.tags = Some(MapEntry::aligned(aws_tags(runtime)));
+                data.oidc = EksIdentityProvider::of(config.kubernetes.as_ref()).filter(|_| topology == Topology::Eks);
             }
             Topology::Gke => {
                 let gcp = config.gcp.as_ref().ok_or_else(|| missing("gcp"))?;
@@ -331,6 +339,7 @@ impl<'a> TemplateData<'a> {
                 load_balancer: control_plane.count > 1,
             });
             data.ssm_parameter_prefix = Some(format!("/kubeopera/{}/", runtime.id));
+            data.authentication_config = Some(access::authentication_config(config.kubernetes.as_ref()));
         }
         Ok(data)
     }
@@ -640,7 +649,10 @@ mod tests {
 
     #[test]
     fn no_template_bypasses_the_escaper() {
-        for (topology, source) in TEMPLATES {
+        let partial = ("worker_pools", WORKER_POOLS_PARTIAL);
+        for (topology, source) in
+            TEMPLATES.map(|(topology, source)| (topology.as_str(), source)).into_iter().chain([partial])
+        {
             assert!(!source.contains("{{{"), "{topology:?} uses triple braces");
             assert!(!source.contains("{{&"), "{topology:?} uses an unescaped output");
         }

@@ -65,6 +65,7 @@ impl Service {
         runtime.managed_by = self.resource.clone();
         runtime.deletion_protection = protected;
         runtime.cluster_config.api_allowed_cidrs = api_allowed_cidrs;
+        runtime.cluster_config = runtime.cluster_config.with_canonical_pools();
         operation.requested_by = Some(requested_by.to_owned());
         operation.trace_parent = super::trace_of_request();
         let record = keyed.as_ref().map(|keyed| keyed.record(&operation));

@@ -63,11 +63,26 @@ module "eks" {
   # private one.
   endpoint_public_access_cidrs = ["203.0.113.0/24", "198.51.100.7/32"]
 
-  node_instance_type = "m5.large"
-  node_min_size      = 1
-  node_max_size      = 5
-  node_disk_size_gb  = 80
-  worker_scaling     = "initial"
+  # The zones of subnet_ids, in their order: a pool's zones pick its subnets.
+  availability_zones = ["us-east-1a", "us-east-1b", "us-east-1c"]
+
+  # The run's sizing of every pool: kept as the autoscaler set it, at zero (hibernated) or at the minimum.
+  worker_scaling = "initial"
+
+  # One node group (EKS), node pool (GKE) or Auto Scaling group (vanilla) per pool; a pool's sizes are totals
+  # across its zones. The pool named default is the cluster's only pool from before pools had names.
+  worker_pools = {
+    "default" = {
+      machine_type = "m5.large"
+      min_size     = 1
+      max_size     = 5
+      disk_size_gb = 80
+      spot         = false
+      zones        = []
+      labels       = {}
+      taints       = []
+    }
+  }
 
   # The nodes' role may tag, change or delete nothing that carries another runtime's id.
   runtime_id = local.tags["kubeopera.io/runtime-id"]

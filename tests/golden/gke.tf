@@ -60,12 +60,23 @@ module "gke" {
   pods_range_name     = module.gcp_network.pods_range_name
   services_range_name = module.gcp_network.services_range_name
 
-  # Node counts are totals across all zones, as in the request.
-  machine_type         = "e2-standard-4"
-  total_min_node_count = 1
-  total_max_node_count = 5
-  disk_size_gb         = 80
-  worker_scaling       = "initial"
+  # The run's sizing of every pool: kept as the autoscaler set it, at zero (hibernated) or at the minimum.
+  worker_scaling = "initial"
+
+  # One node group (EKS), node pool (GKE) or Auto Scaling group (vanilla) per pool; a pool's sizes are totals
+  # across its zones. The pool named default is the cluster's only pool from before pools had names.
+  worker_pools = {
+    "default" = {
+      machine_type = "e2-standard-4"
+      min_size     = 1
+      max_size     = 5
+      disk_size_gb = 80
+      spot         = false
+      zones        = []
+      labels       = {}
+      taints       = []
+    }
+  }
 
   # The only addresses that reach the public API endpoint (terraform-runner's among them); the nodes use the
   # private one.

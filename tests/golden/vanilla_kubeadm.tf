@@ -80,12 +80,28 @@ module "compute" {
   # With several API servers, a Network Load Balancer in front of them is the cluster endpoint.
   create_api_load_balancer = true
 
-  worker_instance_type     = "t3.xlarge"
-  worker_min_size          = 1
-  worker_max_size          = 5
-  worker_disk_size_gb      = 80
-  worker_scaling           = "initial"
   worker_security_group_id = module.security.worker_security_group_id
+  # The run's sizing of every pool; hibernated ("zero"), the control plane is stopped too.
+  worker_scaling = "initial"
+
+  # One node group (EKS), node pool (GKE) or Auto Scaling group (vanilla) per pool; a pool's sizes are totals
+  # across its zones. The pool named default is the cluster's only pool from before pools had names.
+  worker_pools = {
+    "default" = {
+      machine_type = "t3.xlarge"
+      min_size     = 1
+      max_size     = 5
+      disk_size_gb = 80
+      spot         = false
+      zones        = []
+      labels       = {}
+      taints       = []
+    }
+  }
+
+  # kube-apiserver's authentication configuration (JSON): the identity providers it trusts besides its own
+  # certificates and tokens. Every control-plane node keeps its file in sync; the API server reloads it.
+  authentication_config = "{\"apiVersion\":\"apiserver.config.k8s.io/v1beta1\",\"jwt\":[],\"kind\":\"AuthenticationConfiguration\"}"
 
   # The control plane publishes its join credentials and admin kubeconfig under this path; the nodes
   # coordinate their one-at-a-time control-plane joins through it.

@@ -174,7 +174,8 @@ fn every_module_has_the_standard_files_and_documented_typed_variables() {
 fn runtime(topology: Topology) -> Runtime {
     let mut runtime = Runtime::example(topology);
     let config = &mut runtime.cluster_config;
-    config.worker_pool = WorkerPool { machine_type: "t3.xlarge".into(), min_size: 1, max_size: 5, disk_size_gb: 80 };
+    config.worker_pool =
+        Some(WorkerPool { machine_type: "t3.xlarge".into(), min_size: 1, max_size: 5, disk_size_gb: 80 });
     config.network = Some(Network {
         vpc_cidr: "10.10.0.0/16".into(),
         pod_cidr: "172.16.0.0/16".into(),
@@ -1099,6 +1100,11 @@ fn node_roles_use_no_ssm_parameter_but_their_own_runtimes_and_the_public_ones() 
         ),
         ("control-plane", request("its join marker", "ssm:PutParameter", own("control-plane/1/joined")), Allowed),
         ("control-plane", request("its join parameters", "ssm:GetParametersByPath", own("join")), Allowed),
+        (
+            "control-plane",
+            request("its API servers' authentication configuration", "ssm:GetParameter", own(AUTHENTICATION_CONFIG)),
+            Allowed,
+        ),
         // What scripts/worker.sh reads; nothing it writes.
         ("worker", request("its join parameters", "ssm:GetParametersByPath", own("join")), Allowed),
         ("worker", request("its join token", "ssm:GetParameter", own("join/token")), Allowed),
@@ -1116,10 +1122,28 @@ fn node_roles_use_no_ssm_parameter_but_their_own_runtimes_and_the_public_ones() 
 const CONTROL_PLANE_NODES: usize = 4;
 const ENDPOINT_HOST: &str = "k8s-api-test.elb.eu-west-1.amazonaws.com";
 const SSM_PREFIX: &str = "/kubeopera/0190b8a6-7f3e-7c4a-9a41-3f2d3c1b2a10/3f0c1e2d-5b6a-4c7d-8e9f-0a1b2c3d4e5f";
+/// The parameter the compute module publishes the API servers' authentication configuration in, below SSM_PREFIX.
+const AUTHENTICATION_CONFIG: &str = "control-plane/authentication-config";
+/// Where kube-apiserver finds it: the node's folder, mounted at the path kubeadm's patch names.
+const AUTHENTICATION_CONFIG_FILE: &str = "/etc/kubernetes/authentication/config.json";
+
+/// An authentication configuration as the renderer writes it: compact JSON trusting one issuer.
+fn authentication_config(issuer: &str) -> String {
+    serde_json::json!({
+        "apiVersion": "apiserver.config.k8s.io/v1beta1",
+        "kind": "AuthenticationConfiguration",
+        "jwt": [{
+            "issuer": { "url": issuer, "audiences": ["kubeopera"] },
+            "claimMappings": { "username": { "claim": "email", "prefix": "oidc:" } },
+        }],
+    })
+    .to_string()
+}
 
 /// Records every run with start and end times in the shared log, and sleeps in between so that overlapping runs
 /// would show. `init` leaves a CA certificate and an admin kubeconfig where kubeadm would; init and join leave
-/// the kubelet.conf that marks a node as joined.
+/// the kubelet.conf that marks a node as joined. A run with `--patches` fails unless the kube-apiserver patch and
+/// the authentication configuration are already written.
 const KUBEADM_STAND_IN: &str = r#"#!/usr/bin/env bash
 set -euo pipefail
 if [[ ${1:-} == version ]]; then
@@ -1127,6 +1151,16 @@ if [[ ${1:-} == version ]]; then
   exit 0
 fi
 echo "$(date +%s.%N) ${STANDIN_NODE} ${1:-} start $*" >>"$STANDIN_LOG"
+# kubeadm reads its patches, and the API server it starts the configuration they name, right away.
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+  if [[ ${args[i]} == --patches ]]; then
+    if [[ ! -s ${args[i + 1]}/kube-apiserver+json.json || ! -s $STANDIN_KUBERNETES_DIR/authentication/config.json ]]; then
+      echo "kubeadm $1 ran before its patch and the authentication configuration were written" >&2
+      exit 1
+    fi
+  fi
+done
 sleep 0.3
 case ${1:-} in
   init)
@@ -1374,6 +1408,25 @@ fn ca_cert_hash(ca_cert: &Path) -> String {
 async fn control_plane_nodes_join_and_upgrade_one_at_a_time_in_order_through_ssm() {
     let moto = MotoServer::start().await;
     let scene = Scene::new();
+    // What Terraform publishes before it starts the nodes.
+    let authentication_parameter = format!("{SSM_PREFIX}/{AUTHENTICATION_CONFIG}");
+    let put_authentication_config = |document: &str| {
+        moto.aws(&[
+            "ssm",
+            "put-parameter",
+            "--name",
+            &authentication_parameter,
+            "--type",
+            "String",
+            "--tier",
+            "Intelligent-Tiering",
+            "--overwrite",
+            "--value",
+            document,
+        ]);
+    };
+    let first_config = authentication_config("https://issuer.example.com");
+    put_authentication_config(&first_config);
 
     // Started in reverse order, so a bootstrap that did not wait for its predecessor would join first.
     let mut children = Vec::new();
@@ -1457,6 +1510,50 @@ async fn control_plane_nodes_join_and_upgrade_one_at_a_time_in_order_through_ssm
         assert_eq!(flag(arguments, "--certificate-key"), Some(certificate_key.as_str()), "{arguments}");
     }
 
+    // Every API server runs with the published authentication configuration: each node wrote it, for root only,
+    // and gave kubeadm init or join a patch of the kube-apiserver static pod that adds the flag and mounts its
+    // folder.
+    let authentication_file = |node: &str| scene.kubernetes_dir(node).join("authentication/config.json");
+    for run in &runs {
+        let kubernetes_dir = scene.kubernetes_dir(&run.node);
+        let patches = kubernetes_dir.join("patches");
+        assert_eq!(flag(&run.arguments, "--patches"), Some(patches.to_str().unwrap()), "{}", run.arguments);
+        let patch: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(patches.join("kube-apiserver+json.json")).unwrap())
+                .expect("the patch is JSON");
+        let mount = Path::new(AUTHENTICATION_CONFIG_FILE).parent().unwrap().to_str().unwrap();
+        assert_eq!(
+            patch,
+            serde_json::json!([
+                {
+                    "op": "add",
+                    "path": "/spec/containers/0/command/-",
+                    "value": format!("--authentication-config={AUTHENTICATION_CONFIG_FILE}"),
+                },
+                {
+                    "op": "add",
+                    "path": "/spec/volumes/-",
+                    "value": {
+                        "name": "authentication",
+                        "hostPath": { "path": kubernetes_dir.join("authentication") },
+                    },
+                },
+                {
+                    "op": "add",
+                    "path": "/spec/containers/0/volumeMounts/-",
+                    "value": { "name": "authentication", "mountPath": mount, "readOnly": true },
+                },
+            ]),
+            "{}",
+            run.node
+        );
+        let file = authentication_file(&run.node);
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), first_config, "{}", run.node);
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!((mode(file.parent().unwrap()), mode(&file)), (0o700, 0o600), "{}", run.node);
+    }
+
     // Only node 0 installs the add-ons: Calico and the AWS cloud controller manager.
     let kubectl = std::fs::read_to_string(scene.path("kubectl.log")).unwrap();
     let applies: Vec<&str> = kubectl.lines().collect();
@@ -1476,13 +1573,17 @@ async fn control_plane_nodes_join_and_upgrade_one_at_a_time_in_order_through_ssm
     assert_eq!(flag(&worker.arguments, "--token"), Some(token.as_str()));
     assert_eq!(flag(&worker.arguments, "--discovery-token-ca-cert-hash"), Some(hash.as_str()));
     assert!(!worker.arguments.contains("--control-plane") && !worker.arguments.contains("--certificate-key"));
+    assert!(!worker.arguments.contains("--patches"), "a worker runs no API server: {}", worker.arguments);
 
     // Every node runs the version it was built with.
     for index in 0..CONTROL_PLANE_NODES {
         assert_eq!(value(&format!("control-plane/{index}/upgraded/1.34")).0, "v1.34.0");
     }
 
-    // Terraform publishes a new version; every node's upgrade timer fires (all at once, last node first).
+    // Terraform publishes a new version and new issuers; every node's upgrade timer fires (all at once, last node
+    // first), each writing the new authentication configuration for its API server to reload.
+    let second_config = authentication_config("https://login.example.org/realms/team-a");
+    put_authentication_config(&second_config);
     let target = format!("{SSM_PREFIX}/control-plane/upgrade-target");
     moto.aws(&["ssm", "put-parameter", "--name", &target, "--type", "String", "--value", "1.35", "--overwrite"]);
     let upgrade = |index: usize| {
@@ -1510,19 +1611,22 @@ async fn control_plane_nodes_join_and_upgrade_one_at_a_time_in_order_through_ssm
     for pair in runs.windows(2) {
         assert!(pair[1].start >= pair[0].end, "kubeadm upgrades overlapped: {pair:?}\n{log}");
     }
+    // With the same patch as init and join: kubeadm writes the API server's manifest anew.
+    let patches = |node: &str| scene.kubernetes_dir(node).join("patches").display().to_string();
     let order: Vec<(&str, &str)> = runs.iter().map(|run| (run.node.as_str(), run.arguments.as_str())).collect();
     assert_eq!(
         order,
         [
-            ("cp0", "upgrade apply v1.35.0 --yes"),
-            ("cp1", "upgrade node"),
-            ("cp2", "upgrade node"),
-            ("cp3", "upgrade node")
+            ("cp0", format!("upgrade apply v1.35.0 --yes --patches {}", patches("cp0")).as_str()),
+            ("cp1", format!("upgrade node --patches {}", patches("cp1")).as_str()),
+            ("cp2", format!("upgrade node --patches {}", patches("cp2")).as_str()),
+            ("cp3", format!("upgrade node --patches {}", patches("cp3")).as_str())
         ],
         "\n{log}"
     );
     for index in 0..CONTROL_PLANE_NODES {
         assert_eq!(value(&format!("control-plane/{index}/upgraded/1.35")).0, "v1.35.0");
+        assert_eq!(std::fs::read_to_string(authentication_file(&format!("cp{index}"))).unwrap(), second_config);
     }
     // The next timer run finds nothing to do.
     let (node, child) = upgrade(0);
@@ -1533,6 +1637,13 @@ async fn control_plane_nodes_join_and_upgrade_one_at_a_time_in_order_through_ssm
         .filter(|run| run.subcommand == "upgrade")
         .count();
     assert_eq!(upgrades_now, CONTROL_PLANE_NODES, "an upgrade ran twice:\n{again}");
+    // Nor does it rewrite an unchanged authentication configuration; and one it cannot read stays as it is.
+    assert!(!again.contains("wrote "), "{again}");
+    moto.aws(&["ssm", "delete-parameter", "--name", &authentication_parameter]);
+    let (node, child) = upgrade(0);
+    let (status, unreadable) = finish(&node, child).await;
+    assert!(status.success(), "{unreadable}");
+    assert_eq!(std::fs::read_to_string(authentication_file("cp0")).unwrap(), second_config, "{unreadable}");
 
     // Every node says it runs, on its machine type; after a boot on a new one (a machine type change), once its API
     // server is ready, it says so again.

@@ -35,7 +35,7 @@ use test_support::moto::MotoServer;
 use test_support::terraform::{test_providers, tofu_bin};
 
 /// Attributes a plan after apply shows changed on moto although nothing changed (see the module documentation).
-const MOTO_ONLY_DIFFERENCES: &[(&str, &str)] = &[
+pub(super) const MOTO_ONLY_DIFFERENCES: &[(&str, &str)] = &[
     ("aws_vpc_security_group_ingress_rule", "description"),
     ("aws_vpc_security_group_egress_rule", "description"),
     ("aws_launch_template", "tag_specifications"),
@@ -54,7 +54,7 @@ fn custom_network() -> Network {
 
 /// The example runtime of `topology` with `network` (None: the renderer's defaults), named after the case so that
 /// state buckets and cloud names differ between cases.
-fn runtime(topology: Topology, name: &str, network: Option<Network>) -> Runtime {
+pub(super) fn runtime(topology: Topology, name: &str, network: Option<Network>) -> Runtime {
     let mut runtime = Runtime::example(topology);
     runtime.name = name.to_owned();
     runtime.state_bucket = state_bucket_name(&runtime.cluster_config.environment, name, runtime.id);
@@ -63,7 +63,7 @@ fn runtime(topology: Topology, name: &str, network: Option<Network>) -> Runtime 
 }
 
 /// A rendered configuration in a folder of its own, ready for `tofu`.
-struct Configuration {
+pub(super) struct Configuration {
     /// Holds `run` and `modules`; removed on drop.
     _workspace: tempfile::TempDir,
     run: PathBuf,
@@ -74,7 +74,7 @@ struct Configuration {
 impl Configuration {
     /// The renderer's `main.tf` for `runtime` in `<workspace>/run` with the repository's modules at
     /// `<workspace>/modules`, where the Job's init container clones them, and the lock file of its provider.
-    fn render(runtime: Runtime, env: Vec<(String, String)>) -> Configuration {
+    pub(super) fn render(runtime: Runtime, env: Vec<(String, String)>) -> Configuration {
         let rendered = test_support::render(&runtime, RunAction::Apply);
         let workspace = tempfile::tempdir().expect("temporary folder");
         std::os::unix::fs::symlink(modules_dir(), workspace.path().join("modules")).unwrap();
@@ -93,7 +93,7 @@ impl Configuration {
     }
 
     /// Runs `tofu <args>` here; panics with its output unless it succeeds, returns its standard output.
-    fn tofu(&self, args: &[&str]) -> String {
+    pub(super) fn tofu(&self, args: &[&str]) -> String {
         let output = Command::new(tofu_bin())
             .args(args)
             .current_dir(&self.run)
@@ -116,14 +116,14 @@ impl Configuration {
 
     /// Renders `runtime` (the same cluster, maybe changed) over this configuration's `main.tf`, as a run of
     /// `operation_type` on the existing cluster does.
-    fn rerender(&mut self, operation_type: OperationType, runtime: Runtime) {
+    pub(super) fn rerender(&mut self, operation_type: OperationType, runtime: Runtime) {
         let rendered = test_support::render_for(&runtime, operation_type, RunAction::Apply);
         std::fs::write(self.run.join("main.tf"), &rendered.files["main.tf"]).unwrap();
         self.runtime = runtime;
     }
 
     /// `init` exactly as the runner runs it, then `validate`, which must report neither an error nor a warning.
-    fn init_and_validate(&self) {
+    pub(super) fn init_and_validate(&self) {
         self.tofu(&["init", "-input=false", "-no-color", "-lockfile=readonly"]);
         let validation: Value = serde_json::from_str(&self.tofu(&["validate", "-json", "-no-color"])).unwrap();
         assert_eq!(validation["valid"], true, "{}: {validation:#}", self.runtime.name);
@@ -132,7 +132,7 @@ impl Configuration {
 
     /// `plan` into a file; returns the planned changes of managed resources (`tofu show -json`; data sources
     /// read during apply are left out).
-    fn plan(&self, file: &str) -> Vec<Value> {
+    pub(super) fn plan(&self, file: &str) -> Vec<Value> {
         self.tofu(&["plan", "-input=false", "-no-color", "-lock-timeout=60s", &format!("-out={file}")]);
         let plan: Value = serde_json::from_str(&self.tofu(&["show", "-json", "-no-color", file])).unwrap();
         let changes = plan["resource_changes"].as_array().cloned().unwrap_or_default();
@@ -151,7 +151,7 @@ fn with_actions<'a>(changes: &'a [Value], actions: &[&str]) -> Vec<&'a str> {
 
 /// The top-level attributes whose known planned values differ from the stored ones (unknown values are
 /// consequences of a change, not its cause; an empty list or map and null mean the same to Terraform).
-fn changed_attributes(change: &Value) -> BTreeSet<String> {
+pub(super) fn changed_attributes(change: &Value) -> BTreeSet<String> {
     fn empty(value: &Value) -> bool {
         match value {
             Value::Null => true,
@@ -196,24 +196,28 @@ fn changed_attributes(change: &Value) -> BTreeSet<String> {
         .collect()
 }
 
-/// Validates, plans, applies, plans again and destroys `runtime` on its own moto; then checks that nothing of
-/// the cluster is left. Returns the resource counts (planned, applied, destroyed) for the log.
-async fn apply_and_destroy_on_moto(runtime: Runtime) -> (usize, usize, usize) {
-    let moto = MotoServer::start().await;
-    let region = runtime.cluster_config.region.clone();
-    // terraform-runner creates the cluster's own state bucket before init.
-    let bucket = runtime.state_bucket.clone();
+/// The cluster's own state bucket, which terraform-runner creates before init.
+pub(super) fn create_state_bucket(moto: &MotoServer, runtime: &Runtime) {
+    let region = runtime.cluster_config.region.as_str();
     let location = format!("LocationConstraint={region}");
+    let bucket = runtime.state_bucket.as_str();
     moto.aws(&[
         "s3api",
         "create-bucket",
         "--bucket",
-        &bucket,
+        bucket,
         "--region",
-        &region,
+        region,
         "--create-bucket-configuration",
         &location,
     ]);
+}
+
+/// Validates, plans, applies, plans again and destroys `runtime` on its own moto; then checks that nothing of
+/// the cluster is left. Returns the resource counts (planned, applied, destroyed) for the log.
+async fn apply_and_destroy_on_moto(runtime: Runtime) -> (usize, usize, usize) {
+    let moto = MotoServer::start().await;
+    create_state_bucket(&moto, &runtime);
     let configuration = Configuration::render(runtime, moto.env());
     configuration.init_and_validate();
 
@@ -235,6 +239,9 @@ async fn apply_and_destroy_on_moto(runtime: Runtime) -> (usize, usize, usize) {
     };
     for kind in ["VPCs", "subnets", "Elastic IPs", "IAM roles", own] {
         assert!(existing.contains_key(kind), "the leak check finds no {kind} of the applied cluster: {existing:#?}");
+    }
+    if control_plane_count(&configuration.runtime) == 3 {
+        assert_spread_behind_the_load_balancer(&moto, &configuration.runtime);
     }
 
     let replanned = configuration.plan("again.tfplan");
@@ -336,7 +343,7 @@ fn assert_plans_the_api_ranges(planned: &[Value], runtime: &Runtime) {
 
 /// The planned deletions and replacements that moto's own differences do not explain.
 /// The runner's assessment of planned `changes` (managed ones, as [`Configuration::plan`] returns them).
-fn assessed(changes: &[Value]) -> PlanSummary {
+pub(super) fn assessed(changes: &[Value]) -> PlanSummary {
     let show = serde_json::to_vec(&serde_json::json!({ "resource_changes": changes })).unwrap();
     runner_contract::assess::summarize(&show, &[]).unwrap()
 }
@@ -404,7 +411,7 @@ fn destructive_changes(plan: &[Value]) -> Vec<String> {
 }
 
 /// Asks moto what `runtime`'s workers (and a vanilla control plane) look like.
-fn describe(moto: &MotoServer, runtime: &Runtime, args: &[&str]) -> Value {
+pub(super) fn describe(moto: &MotoServer, runtime: &Runtime, args: &[&str]) -> Value {
     let mut all = args.to_vec();
     all.extend(["--region", runtime.cluster_config.region.as_str(), "--output", "json"]);
     serde_json::from_str(&moto.aws(&all)).expect("aws prints JSON")
@@ -413,7 +420,7 @@ fn describe(moto: &MotoServer, runtime: &Runtime, args: &[&str]) -> Value {
 /// Hibernated: no worker wanted and a minimum of 0 (the maximum kept), a vanilla control plane stopped. Awake:
 /// the workers at the configured minimum, the control plane running.
 fn assert_workers(moto: &MotoServer, runtime: &Runtime, hibernated: bool) {
-    let pool = &runtime.cluster_config.worker_pool;
+    let pool = &runtime.cluster_config.main_pool().unwrap();
     let wanted = if hibernated { 0 } else { pool.min_size };
     let (name, state) = (runtime.name.as_str(), if hibernated { "hibernated" } else { "awake" });
     if runtime.cluster_config.topology == Topology::Eks {
@@ -454,6 +461,29 @@ fn control_plane_instances(moto: &MotoServer, runtime: &Runtime, attribute: &str
     describe(moto, runtime, &["ec2", "describe-instances", "--filters", &control_plane, live, "--query", &query])
 }
 
+/// A highly available control plane: each node in a subnet of its own (one per zone), all of them the targets of
+/// the API's load balancer.
+fn assert_spread_behind_the_load_balancer(moto: &MotoServer, runtime: &Runtime) {
+    let subnets: BTreeSet<String> =
+        serde_json::from_value(control_plane_instances(moto, runtime, "SubnetId")).expect("subnet ids");
+    assert_eq!(subnets.len(), 3, "one control-plane node per zone: {subnets:?}");
+    let mut instances: Vec<String> =
+        serde_json::from_value(control_plane_instances(moto, runtime, "InstanceId")).expect("instance ids");
+    let groups =
+        describe(moto, runtime, &["elbv2", "describe-target-groups", "--query", "TargetGroups[].TargetGroupArn"]);
+    let group = groups[0].as_str().expect("the API's target group");
+    let health = describe(moto, runtime, &["elbv2", "describe-target-health", "--target-group-arn", group]);
+    let mut targets: Vec<String> = health["TargetHealthDescriptions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|target| target["Target"]["Id"].as_str().map(str::to_owned))
+        .collect();
+    instances.sort();
+    targets.sort();
+    assert_eq!(targets, instances, "the load balancer sends the API's traffic to every control-plane node");
+}
+
 fn control_plane_count(runtime: &Runtime) -> usize {
     runtime.cluster_config.control_plane.as_ref().map_or(0, |control_plane| control_plane.count as usize)
 }
@@ -469,10 +499,11 @@ fn upgraded(runtime: &Runtime) -> Runtime {
     if config.topology == Topology::VanillaKubeadm {
         config.api_allowed_cidrs.as_mut().expect("the runtime records its ranges").push("192.0.2.0/24".into());
     }
-    config.worker_pool.machine_type = "m6i.large".into();
-    config.worker_pool.min_size += 1;
-    config.worker_pool.max_size += 2;
-    config.worker_pool.disk_size_gb += 30;
+    let pool = config.worker_pool.as_mut().expect("the single pool");
+    pool.machine_type = "m6i.large".into();
+    pool.min_size += 1;
+    pool.max_size += 2;
+    pool.disk_size_gb += 30;
     config.kubernetes_version = "1.35".into();
     if let Some(control_plane) = &mut config.control_plane {
         control_plane.machine_type = "m6i.xlarge".into();
@@ -489,7 +520,7 @@ fn assert_eks_upgraded(moto: &MotoServer, runtime: &Runtime) {
     let group = json(&["eks", "describe-nodegroup", "--cluster-name", &runtime.name, "--nodegroup-name", "workers"]);
     let group = &group["nodegroup"];
     assert_eq!(group["version"], "1.35", "{group}");
-    assert_eq!(group["scalingConfig"]["maxSize"], runtime.cluster_config.worker_pool.max_size, "{group}");
+    assert_eq!(group["scalingConfig"]["maxSize"], runtime.cluster_config.main_pool().unwrap().max_size, "{group}");
     let template = &group["launchTemplate"]["id"];
     let templates =
         json(&["ec2", "describe-launch-templates", "--launch-template-ids", template.as_str().unwrap_or_default()]);
@@ -526,7 +557,7 @@ fn assert_vanilla_upgraded(moto: &MotoServer, runtime: &Runtime) {
         serde_json::json!(vec!["m6i.xlarge"; control_plane_count(runtime)]),
         "the control plane's machines"
     );
-    let pool = &runtime.cluster_config.worker_pool;
+    let pool = &runtime.cluster_config.main_pool().unwrap();
     let query = format!("AutoScalingGroups[?starts_with(AutoScalingGroupName, '{}-worker-')]", runtime.name);
     let groups = describe(moto, runtime, &["autoscaling", "describe-auto-scaling-groups", "--query", &query]);
     let group = &groups[0];
@@ -559,7 +590,7 @@ fn resource_count(output: &str, what: &str) -> usize {
 }
 
 /// The leak check: asks moto for every kind of resource the AWS modules create; returns the kinds found.
-fn remaining(moto: &MotoServer, runtime: &Runtime) -> BTreeMap<&'static str, Value> {
+pub(super) fn remaining(moto: &MotoServer, runtime: &Runtime) -> BTreeMap<&'static str, Value> {
     let region = runtime.cluster_config.region.as_str();
     let query = |service: &str, command: &str, query: &str, extra: &[&str]| -> Value {
         let mut args = vec![service, command, "--region", region, "--output", "json", "--query", query];
@@ -631,7 +662,10 @@ async fn vanilla_with_one_node_on_the_default_network_is_applied_and_destroyed_o
 
 #[tokio::test]
 async fn vanilla_with_three_nodes_and_a_custom_network_is_applied_and_destroyed_on_moto() {
-    let runtime = runtime(Topology::VanillaKubeadm, "vanilla-three", Some(custom_network()));
+    let mut runtime = runtime(Topology::VanillaKubeadm, "vanilla-three", Some(custom_network()));
+    // A highly available control plane across three zones: one node in each (asserted after the apply).
+    let zones = ["eu-central-1a", "eu-central-1b", "eu-central-1c"].map(str::to_owned).to_vec();
+    runtime.cluster_config.aws = Some(provisioner::domain::AwsConfig { zones });
     let counts = apply_and_destroy_on_moto(runtime).await;
     eprintln!("vanilla, 3 nodes and the load balancer, custom network: planned, applied, destroyed {counts:?}");
 }
@@ -648,11 +682,9 @@ async fn eks_on_a_custom_network_is_applied_and_destroyed_on_moto() {
     eprintln!("EKS, custom network: planned, applied, destroyed {counts:?}");
 }
 
-/// GKE with its state in fake-gcs-server and a static access token: the google provider calls no API while
-/// planning a new cluster.
-async fn gke_plans(network: Option<Network>, name: &str) -> usize {
-    let gcs = FakeGcs::start().await;
-    let runtime = runtime(Topology::Gke, name, network);
+/// GKE's configuration of `runtime`, initialised and validated, with its state in `gcs` and a static access
+/// token: the google provider calls no API while planning a new cluster.
+pub(super) async fn gke_configuration(gcs: &FakeGcs, runtime: Runtime) -> Configuration {
     let bucket = runtime.state_bucket.clone();
     gcs.create_bucket(&bucket, true).await;
     let env = vec![
@@ -661,8 +693,14 @@ async fn gke_plans(network: Option<Network>, name: &str) -> usize {
         ("GOOGLE_BACKEND_STORAGE_CUSTOM_ENDPOINT".to_owned(), format!("{}/storage/v1/", gcs.backend_url())),
         ("GOOGLE_OAUTH_ACCESS_TOKEN".to_owned(), "test-access-token".to_owned()),
     ];
-    let mut configuration = Configuration::render(runtime, env);
+    let configuration = Configuration::render(runtime, env);
     configuration.init_and_validate();
+    configuration
+}
+
+async fn gke_plans(network: Option<Network>, name: &str) -> usize {
+    let gcs = FakeGcs::start().await;
+    let mut configuration = gke_configuration(&gcs, runtime(Topology::Gke, name, network)).await;
     let planned = configuration.plan("apply.tfplan");
     assert_eq!(with_actions(&planned, &["create"]).len(), planned.len(), "a new cluster only creates: {planned:#?}");
     assert_plans_the_api_ranges(&planned, &configuration.runtime);
@@ -681,7 +719,7 @@ async fn gke_plans(network: Option<Network>, name: &str) -> usize {
     // no emulator holds an existing pool): no nodes and no autoscaler asleep, the minimum and the autoscaler awake.
     let runtime = configuration.runtime.clone();
     let zones = runtime.cluster_config.gcp.as_ref().unwrap().zones.len() as i32;
-    let per_zone_minimum = (runtime.cluster_config.worker_pool.min_size + zones - 1) / zones;
+    let per_zone_minimum = (runtime.cluster_config.main_pool().unwrap().min_size + zones - 1) / zones;
     for (operation_type, node_count, autoscaling) in
         [(OperationType::Hibernate, 0, false), (OperationType::WakeUp, per_zone_minimum, true)]
     {

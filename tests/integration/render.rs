@@ -12,7 +12,9 @@ use std::path::PathBuf;
 
 use hcl::{Block, Body, Expression, ObjectKey};
 use provisioner::domain::state_bucket::state_bucket_name;
-use provisioner::domain::{AwsConfig, Labels, Network, Runtime, Topology, WorkerPool};
+use provisioner::domain::{
+    AwsConfig, Labels, NamedWorkerPool, Network, Runtime, Taint, TaintEffect, Topology, WorkerPool,
+};
 use provisioner::render::{RenderedConfig, RunAction};
 
 const TOPOLOGIES: [Topology; 3] = [Topology::VanillaKubeadm, Topology::Eks, Topology::Gke];
@@ -33,10 +35,10 @@ fn runtime(topology: Topology) -> Runtime {
     ]));
     let config = &mut runtime.cluster_config;
     config.credential_id = "cred-not-rendered".into();
-    config.worker_pool = WorkerPool { machine_type: String::new(), min_size: 1, max_size: 5, disk_size_gb: 80 };
+    let mut pool = WorkerPool { machine_type: String::new(), min_size: 1, max_size: 5, disk_size_gb: 80 };
     match topology {
         Topology::VanillaKubeadm => {
-            config.worker_pool.machine_type = "t3.xlarge".into();
+            pool.machine_type = "t3.xlarge".into();
             config.network = Some(Network {
                 vpc_cidr: "10.10.0.0/16".into(),
                 pod_cidr: "172.16.0.0/16".into(),
@@ -47,16 +49,17 @@ fn runtime(topology: Topology) -> Runtime {
             config.region = "us-east-1".into();
             config.kubernetes_version = "1.33".into();
             config.environment = "prod".into();
-            config.worker_pool.machine_type = "m5.large".into();
+            pool.machine_type = "m5.large".into();
             config.network = None;
             config.aws = Some(AwsConfig { zones: vec!["us-east-1a".into(), "us-east-1b".into(), "us-east-1c".into()] });
         }
         Topology::Gke => {
             config.environment = "staging".into();
-            config.worker_pool.machine_type = "e2-standard-4".into();
+            pool.machine_type = "e2-standard-4".into();
             config.network = None;
         }
     }
+    config.worker_pool = Some(pool);
     // Named as the service names it when it records the runtime.
     runtime.state_bucket = state_bucket_name(&runtime.cluster_config.environment, &runtime.name, runtime.id);
     runtime
@@ -213,6 +216,24 @@ fn module_source(body: &Body, name: &str) -> String {
     string(block(body, "module", &[name]).body(), "source").to_owned()
 }
 
+/// Each pool of a module call's `worker_pools`: its name, machine type and maximum.
+fn pools(module: &Body) -> Vec<(String, String, u64)> {
+    let Expression::Object(pools) = attribute(module, "worker_pools") else { panic!("worker_pools is not an object") };
+    pools
+        .iter()
+        .map(|(name, pool)| {
+            let Expression::Object(pool) = pool else { panic!("pool {name:?} is not an object") };
+            let field = |key: &str| {
+                let named = |field: &ObjectKey| matches!(field, ObjectKey::Identifier(name) if name.as_str() == key);
+                pool.iter().find(|(field, _)| named(field)).map(|(_, value)| value.clone()).unwrap()
+            };
+            let Expression::String(machine_type) = field("machine_type") else { panic!("machine_type") };
+            let Expression::Number(max_size) = field("max_size") else { panic!("max_size") };
+            (object_key(name).to_owned(), machine_type, max_size.as_u64().unwrap())
+        })
+        .collect()
+}
+
 #[test]
 fn vanilla_kubeadm_calls_vpc_security_and_compute() {
     let runtime = vanilla();
@@ -245,8 +266,7 @@ fn vanilla_kubeadm_calls_vpc_security_and_compute() {
     assert_eq!(string(compute, "ssm_parameter_prefix"), format!("/kubeopera/{}/", runtime.id));
     assert_eq!(string(compute, "kubernetes_version"), "1.34");
     assert_eq!(string(compute, "control_plane_instance_type"), "t3.large");
-    assert_eq!(string(compute, "worker_instance_type"), "t3.xlarge");
-    assert!(matches!(attribute(compute, "worker_max_size"), Expression::Number(size) if size.as_u64() == Some(5)));
+    assert_eq!(pools(compute), [("default".to_owned(), "t3.xlarge".to_owned(), 5)]);
     assert_eq!(string(compute, "pod_cidr"), "172.16.0.0/16");
     assert_eq!(
         attribute(compute, "availability_zones"),
@@ -295,7 +315,7 @@ fn eks_calls_vpc_and_eks_with_the_default_network() {
     assert_eq!(string(block(&body, "module", &["vpc"]).body(), "cidr_block"), "10.0.0.0/16");
     let eks = block(&body, "module", &["eks"]).body();
     assert_eq!(string(eks, "service_cidr"), "10.96.0.0/12");
-    assert_eq!(string(eks, "node_instance_type"), "m5.large");
+    assert_eq!(pools(eks), [("default".to_owned(), "m5.large".to_owned(), 5)]);
     assert_eq!(traversal(eks, "subnet_ids"), "module.vpc.private_subnet_ids");
 }
 
@@ -457,6 +477,44 @@ fn hostilise(mut runtime: Runtime) -> Runtime {
     // Validation refuses anything but IPv4 CIDRs; the renderer does not rely on it.
     runtime.cluster_config.api_allowed_cidrs = Some(vec![HOSTILE.to_owned(), "203.0.113.0/24".to_owned()]);
     runtime
+}
+
+/// `runtime` with a second pool labelled and tainted with `text`, in its first zone.
+fn with_labelled_pool(mut runtime: Runtime, text: &str) -> Runtime {
+    let config = &mut runtime.cluster_config;
+    let default = config.pools().remove(0);
+    let zone =
+        config.aws.as_ref().map_or_else(|| config.gcp.as_ref().unwrap().zones[0].clone(), |aws| aws.zones[0].clone());
+    let labelled = NamedWorkerPool {
+        name: format!("gpu{}", text.len()),
+        zones: Some(vec![zone]),
+        labels: Some(Labels(BTreeMap::from([(format!("{text}-key"), text.to_owned()), ("plain".into(), "a".into())]))),
+        taints: Some(vec![Taint {
+            key: text.to_owned(),
+            value: Some(text.to_owned()),
+            effect: TaintEffect::NoExecute,
+        }]),
+        spot: Some(true),
+        ..default.clone()
+    };
+    config.worker_pool = None;
+    config.worker_pools = Some(vec![default, labelled]);
+    runtime
+}
+
+#[test]
+fn hostile_pool_labels_and_taints_cannot_change_the_structure() {
+    for topology in TOPOLOGIES {
+        let benign = parse(&render(&with_labelled_pool(runtime(topology), "benign")));
+        let hostile = parse(&render(&with_labelled_pool(runtime(topology), HOSTILE)));
+        assert_eq!(shape(&hostile), shape(&benign), "{topology:?}");
+        let module = ["eks", "compute", "gke"].iter().find_map(|name| {
+            benign.blocks().find(|block| block.identifier() == "module" && block.labels()[0].as_str() == *name)
+        });
+        let names: Vec<String> =
+            pools(module.expect("the cluster module").body()).into_iter().map(|pool| pool.0).collect();
+        assert_eq!(names, ["default", "gpu6"], "{topology:?}");
+    }
 }
 
 #[test]

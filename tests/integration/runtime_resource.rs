@@ -60,6 +60,10 @@ async fn a_runtime_reads_back_what_was_asked_for_and_its_state_follows_its_life(
     // As asked for, with the operator's ranges that may reach its API (the request named none).
     let mut asked = request["clusterConfig"].clone();
     asked["apiAllowedCidrs"] = json!([test_support::TEST_API_ALLOWED_CIDRS]);
+    // The single pool shows as the pool named default too.
+    let mut pool = asked["workerPool"].clone();
+    pool["name"] = json!("default");
+    asked["workerPools"] = json!([pool]);
     assert_eq!(queued["clusterConfig"], asked, "the configuration reads back as it was asked for");
     assert_eq!((queued["state"].as_str(), queued["preview"].as_bool()), (Some("Provisioning"), Some(false)));
     assert_eq!(condition(&queued, "Provisioned"), pair("False", "Provisioning"));

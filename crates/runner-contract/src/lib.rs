@@ -23,6 +23,7 @@
 #![deny(rust_2018_idioms)]
 #![forbid(unsafe_code)]
 
+pub mod administrators;
 pub mod approval;
 pub mod assess;
 pub mod credential;

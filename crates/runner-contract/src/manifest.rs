@@ -2,6 +2,8 @@
 //! reads them; the runner publishes the kubeconfig under [`KUBECONFIG_KEY`], where the service reads it.
 
 use serde::{Deserialize, Serialize};
+
+use crate::administrators::Administrator;
 use uuid::Uuid;
 
 use crate::approval::ApprovalPolicy;
@@ -81,6 +83,10 @@ pub struct RunnerManifest {
     /// The digest of the saved plan a caller approved: the run applies exactly that file, or fails as stale.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approved_plan_sha256: Option<String>,
+    /// The cluster's administrators, bound to `cluster-admin` after the apply (the binding removed when empty);
+    /// `None`: a run that leaves them as they are (a hibernation, a wake-up, a destroy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub administrators: Option<Vec<Administrator>>,
 }
 
 fn is_auto(policy: &ApprovalPolicy) -> bool {
@@ -147,6 +153,7 @@ mod tests {
             control_plane_upgrade: None,
             approval_policy: ApprovalPolicy::Auto,
             approved_plan_sha256: None,
+            administrators: None,
         };
         let json = serde_json::to_value(&manifest).unwrap();
         assert_eq!(

@@ -11,6 +11,17 @@ use crate::{Error, Result};
 /// One request's limit: a control plane that is still booting accepts connections and answers nothing.
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// A client of the cluster `kubeconfig` reaches, with its credentials and CA; and the server's URL.
+pub(crate) async fn cluster_client(kubeconfig: &str) -> Result<(kube::Client, String)> {
+    let parsed = Kubeconfig::from_yaml(kubeconfig)
+        .map_err(|error| Error::Input(format!("the cluster's kubeconfig does not parse: {error}")))?;
+    let config = kube::Config::from_custom_kubeconfig(parsed, &KubeConfigOptions::default())
+        .await
+        .map_err(|error| Error::Input(format!("the cluster's kubeconfig is not usable: {error}")))?;
+    let server = config.cluster_url.to_string();
+    Ok((kube::Client::try_from(config)?, server))
+}
+
 /// Asks the API server of `kubeconfig` for its version (with the kubeconfig's credentials and CA) every
 /// `interval` until it answers, for at most `timeout`.
 pub async fn wait_until_answering(
@@ -19,13 +30,7 @@ pub async fn wait_until_answering(
     timeout: Duration,
     signals: &mut Signals,
 ) -> Result<()> {
-    let parsed = Kubeconfig::from_yaml(kubeconfig)
-        .map_err(|error| Error::Input(format!("the cluster's kubeconfig does not parse: {error}")))?;
-    let config = kube::Config::from_custom_kubeconfig(parsed, &KubeConfigOptions::default())
-        .await
-        .map_err(|error| Error::Input(format!("the cluster's kubeconfig is not usable: {error}")))?;
-    let server = config.cluster_url.to_string();
-    let client = kube::Client::try_from(config)?;
+    let (client, server) = cluster_client(kubeconfig).await?;
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         let last_error = match tokio::time::timeout(ATTEMPT_TIMEOUT, client.apiserver_version()).await {

@@ -8,6 +8,7 @@
 #![deny(rust_2018_idioms)]
 // Unsafe only where it must be: forwarding a signal to Terraform (libc::kill).
 
+pub mod administrators;
 mod api_server;
 mod approval;
 mod approved_changes;
@@ -96,6 +97,8 @@ pub enum Error {
         humantime::format_duration(*waited)
     )]
     ApiServerTimeout { server: String, waited: std::time::Duration, last_error: String },
+    #[error("binding the cluster's administrators to cluster-admin failed: {0}")]
+    Administrators(String),
     #[error("the kubeconfig the cluster published to SSM parameter {parameter} is refused: {reason}")]
     RefusedKubeconfig { parameter: String, reason: node_kubeconfig::Refused },
     #[error("publishing the kubeconfig to Secret {secret} failed: {message}")]
@@ -313,6 +316,10 @@ impl Runner {
         if run.manifest.wait_for_api_server {
             let (interval, timeout) = (settings.kubeconfig_poll_interval, settings.kubeconfig_timeout);
             api_server::wait_until_answering(&kubeconfig, interval, timeout, &mut run.signals).await?;
+        }
+        if let Some(admins) = &run.manifest.administrators {
+            let (client, _) = api_server::cluster_client(&kubeconfig).await?;
+            administrators::bind(client, admins).await?;
         }
         let resources = run.terraform.cloud_resources().await?;
         let (orphans, foreign) = self.orphans(run, &recorder.creations(), &resources).await;

@@ -17,6 +17,7 @@ pub mod helm;
 pub mod kubectl;
 pub mod kubelet_stand_in;
 pub mod moto;
+pub mod oidc_issuer;
 pub mod otlp_collector;
 pub mod pki;
 pub mod runtimes;

@@ -133,14 +133,14 @@ pub struct RuntimeView {
 
 impl From<RuntimeStatus> for RuntimeView {
     fn from(status: RuntimeStatus) -> Self {
-        let target_config = status.target_config().cloned();
+        let target_config = status.target_config().map(ClusterConfig::shown);
         let runtime = status.runtime;
         RuntimeView {
             id: runtime.id.to_string(),
             name: runtime.name,
             description: runtime.description,
             labels: runtime.labels,
-            cluster_config: runtime.cluster_config,
+            cluster_config: runtime.cluster_config.shown(),
             target_config,
             preview: runtime.preview,
             deletion_protection: runtime.deletion_protection,

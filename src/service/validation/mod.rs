@@ -1,10 +1,12 @@
 //! Validation of provisioning and upgrade requests, shared by both APIs. Every rejection names the field it is
-//! about, as a path into `ProvisionRuntimeInput` (for example `clusterConfig.workerPool.minSize`), and a request
+//! about, as a path into `ProvisionRuntimeInput` (for example `clusterConfig.workerPools[1].minSize`), and a request
 //! is checked whole: every invalid field is reported at once.
 
+mod access;
 mod cloud;
 mod fields;
 mod json;
+mod pools;
 mod reason;
 mod runtime_patch;
 mod upgrade;
@@ -28,9 +30,6 @@ pub const MAX_NAME_LEN: usize = 24;
 pub const MAX_ENVIRONMENT_LEN: usize = 12;
 const MAX_DESCRIPTION_LEN: usize = 1024;
 const MAX_LABELS: usize = 64;
-const MAX_WORKERS: i32 = 500;
-const MIN_DISK_GB: i32 = 20;
-const MAX_DISK_GB: i32 = 16384;
 const CONTROL_PLANE_COUNTS: [i32; 3] = [1, 3, 5];
 const API_ALLOWED_CIDRS: &str = "clusterConfig.apiAllowedCidrs";
 
@@ -136,38 +135,8 @@ impl ValidationPolicy {
             findings.check(check_machine_type("clusterConfig.controlPlane.machineType", &control_plane.machine_type));
         }
 
-        let workers = &config.worker_pool;
-        findings.check(check_machine_type("clusterConfig.workerPool.machineType", &workers.machine_type));
-        let min_valid = (0..=MAX_WORKERS).contains(&workers.min_size);
-        if !min_valid {
-            findings.check(Err(Invalid::new(
-                InvalidReason::OutOfRange,
-                "clusterConfig.workerPool.minSize",
-                format!("must be between 0 and {MAX_WORKERS}, got {}", workers.min_size),
-            )));
-        }
-        let max_valid = (1..=MAX_WORKERS).contains(&workers.max_size);
-        if !max_valid {
-            findings.check(Err(Invalid::new(
-                InvalidReason::OutOfRange,
-                "clusterConfig.workerPool.maxSize",
-                format!("must be between 1 and {MAX_WORKERS}, got {}", workers.max_size),
-            )));
-        }
-        if min_valid && max_valid && workers.min_size > workers.max_size {
-            findings.check(Err(Invalid::new(
-                InvalidReason::Conflict,
-                "clusterConfig.workerPool.minSize",
-                format!("must not exceed maxSize ({} > {})", workers.min_size, workers.max_size),
-            )));
-        }
-        if !(MIN_DISK_GB..=MAX_DISK_GB).contains(&workers.disk_size_gb) {
-            findings.check(Err(Invalid::new(
-                InvalidReason::OutOfRange,
-                "clusterConfig.workerPool.diskSizeGb",
-                format!("must be between {MIN_DISK_GB} and {MAX_DISK_GB}, got {}", workers.disk_size_gb),
-            )));
-        }
+        pools::check_pools(config, findings);
+        access::check_access(config, findings);
 
         if let Some(cidrs) = &config.api_allowed_cidrs {
             findings.check(check_api_allowed_cidrs(cidrs));
@@ -302,15 +271,15 @@ mod tests {
     #[test]
     fn worker_bounds() {
         let mut request = vanilla();
-        request.cluster_config.worker_pool.min_size = 4;
+        request.cluster_config.worker_pool.as_mut().unwrap().min_size = 4;
         assert_eq!(rejected_field(&request), "clusterConfig.workerPool.minSize");
-        request.cluster_config.worker_pool.min_size = -1;
+        request.cluster_config.worker_pool.as_mut().unwrap().min_size = -1;
         assert_eq!(rejected_field(&request), "clusterConfig.workerPool.minSize");
         let mut request = vanilla();
-        request.cluster_config.worker_pool.max_size = 501;
+        request.cluster_config.worker_pool.as_mut().unwrap().max_size = 501;
         assert_eq!(rejected_field(&request), "clusterConfig.workerPool.maxSize");
         let mut request = vanilla();
-        request.cluster_config.worker_pool.disk_size_gb = 10;
+        request.cluster_config.worker_pool.as_mut().unwrap().disk_size_gb = 10;
         assert_eq!(rejected_field(&request), "clusterConfig.workerPool.diskSizeGb");
     }
 
@@ -483,8 +452,8 @@ mod tests {
         let mut request = vanilla();
         request.runtime_input.name = "Bad Name".into();
         request.cluster_config.environment = "dev-a".into();
-        request.cluster_config.worker_pool.min_size = -1;
-        request.cluster_config.worker_pool.disk_size_gb = 1;
+        request.cluster_config.worker_pool.as_mut().unwrap().min_size = -1;
+        request.cluster_config.worker_pool.as_mut().unwrap().disk_size_gb = 1;
         request.cluster_config.network = Some(Network {
             vpc_cidr: "nope".into(),
             pod_cidr: "192.168.0.0/16".into(),

@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use super::{Check, Findings, Invalid, InvalidReason, Rejected, deserialize_naming_every_field};
 use crate::domain::policy::{KubernetesVersion, ValidationPolicy};
-use crate::domain::{ClusterConfig, UpgradeClusterInput};
+use crate::domain::{ClusterConfig, DEFAULT_POOL_NAME, UpgradeClusterInput};
 
 /// What an upgrade may change of the worker pool; the other fields of a cluster are fixed when it is provisioned.
 const WORKER_POOL_FIELDS: [&str; 4] = ["machineType", "minSize", "maxSize", "diskSizeGb"];
@@ -32,7 +32,8 @@ impl ValidationPolicy {
                 ),
             )));
         }
-        let target = current.upgraded(upgrade);
+        findings.check(check_pools_change(current, upgrade));
+        let target = current.upgraded(upgrade).with_canonical_pools();
         if let Some(version) = &upgrade.kubernetes_version {
             findings.check(check_version_step(&current.kubernetes_version, version));
         }
@@ -40,6 +41,29 @@ impl ValidationPolicy {
         findings.into_result()?;
         Ok((target != *current).then_some(target))
     }
+}
+
+/// A change of the single `workerPool` needs a pool it is: the single one or the one named `default`; and the
+/// pools change one way at a time.
+fn check_pools_change(current: &ClusterConfig, upgrade: &UpgradeClusterInput) -> Check {
+    if upgrade.worker_pool.is_none() {
+        return Ok(());
+    }
+    if upgrade.worker_pools.is_some() {
+        return Err(Invalid::new(
+            InvalidReason::Conflict,
+            "clusterConfig.workerPools",
+            "change workerPool (the pool named default) or workerPools (every pool), not both",
+        ));
+    }
+    if !current.pools().iter().any(|pool| pool.name == DEFAULT_POOL_NAME) {
+        return Err(Invalid::new(
+            InvalidReason::Conflict,
+            "clusterConfig.workerPool",
+            "the runtime has no pool named default: change its pools with workerPools",
+        ));
+    }
+    Ok(())
 }
 
 /// EKS, GKE and kubeadm all upgrade one minor version at a time, and none goes back.
@@ -80,7 +104,7 @@ pub fn upgrade_from_json(body: &Value) -> Result<UpgradeClusterInput, Rejected> 
         let allowed: &[&str] = match key.as_str() {
             "workerPool" => &WORKER_POOL_FIELDS,
             "controlPlane" => &["machineType"],
-            "kubernetesVersion" | "apiAllowedCidrs" => &[],
+            "kubernetesVersion" | "apiAllowedCidrs" | "workerPools" | "kubernetes" => &[],
             fixed if FIXED_FIELDS.contains(&fixed) => {
                 findings.check(Err(Invalid::new(InvalidReason::NotAllowed, field, fixed_message())));
                 continue;
@@ -125,8 +149,8 @@ pub fn upgrade_from_json(body: &Value) -> Result<UpgradeClusterInput, Rejected> 
 }
 
 fn fixed_message() -> &'static str {
-    "only kubernetesVersion, workerPool.machineType, workerPool.minSize, workerPool.maxSize, workerPool.diskSizeGb, \
-     controlPlane.machineType and apiAllowedCidrs can change after provisioning"
+    "only kubernetesVersion, workerPools, workerPool.machineType, workerPool.minSize, workerPool.maxSize, \
+     workerPool.diskSizeGb, controlPlane.machineType, apiAllowedCidrs and kubernetes can change after provisioning"
 }
 
 #[cfg(test)]
@@ -139,8 +163,10 @@ mod tests {
         UpgradeClusterInput {
             kubernetes_version: version.map(str::to_owned),
             worker_pool: workers,
+            worker_pools: None,
             control_plane: None,
             api_allowed_cidrs: None,
+            kubernetes: None,
         }
     }
 
@@ -174,7 +200,10 @@ mod tests {
         assert_eq!(policy().validate_upgrade(&current, &UpgradeClusterInput::default()), Ok(None));
         let same = upgrade(
             Some(&current.kubernetes_version),
-            Some(WorkerPoolUpgrade { max_size: Some(current.worker_pool.max_size), ..WorkerPoolUpgrade::default() }),
+            Some(WorkerPoolUpgrade {
+                max_size: Some(current.main_pool().unwrap().max_size),
+                ..WorkerPoolUpgrade::default()
+            }),
         );
         assert_eq!(policy().validate_upgrade(&current, &same), Ok(None));
     }
@@ -224,7 +253,8 @@ mod tests {
             ..WorkerPoolUpgrade::default()
         };
         let target = policy().validate_upgrade(&vanilla, &upgrade(None, Some(workers))).unwrap().unwrap();
-        assert_eq!((target.worker_pool.max_size, target.worker_pool.machine_type.as_str()), (6, "m6i.large"));
+        let pool = target.main_pool().unwrap();
+        assert_eq!((pool.max_size, pool.machine_type.as_str()), (6, "m6i.large"));
     }
 
     /// The ranges that may reach the API change by an upgrade, checked as a provisioning's are; a runtime recorded

@@ -80,6 +80,15 @@ pub async fn shared() -> &'static ControlPlane {
         .unwrap_or_else(|error| panic!("the test control plane did not start: {error}"))
 }
 
+/// What a test adds to a control plane's kube-apiserver, e.g. a structured authentication configuration.
+#[derive(Debug, Default, Clone)]
+pub struct ApiServerExtras {
+    /// `(file name, contents)`, written readable by the owner only into the control plane's folder.
+    pub files: Vec<(String, String)>,
+    /// Added to the API server's flags after the usual ones, with `{dir}` replaced by that folder's path.
+    pub args: Vec<String>,
+}
+
 pub struct ControlPlane {
     server_url: String,
     pki: Pki,
@@ -91,6 +100,12 @@ impl ControlPlane {
     /// Starts etcd, kube-apiserver and kube-controller-manager from [`BIN_DIR_ENV`] and waits until
     /// they serve. Dropping the value stops them and removes their files.
     pub async fn start() -> Result<Self> {
+        Self::start_with(ApiServerExtras::default()).await
+    }
+
+    /// [`ControlPlane::start`] with `extras` given to the API server. Its readiness does not wait for the JWT
+    /// authenticators of an `--authentication-config`: they read their issuer's discovery document in the background.
+    pub async fn start_with(extras: ApiServerExtras) -> Result<Self> {
         let bin_dir = bin_dir()?;
         let mut processes = Processes::new()?;
         let pki = Pki::generate()?;
@@ -108,6 +123,9 @@ impl ControlPlane {
         // The API server's client certificate for kubelets (as kubeadm's apiserver-kubelet-client, in system:masters).
         let kubelet_client_cert = file("apiserver-kubelet-client.crt", &pki.admin.cert_pem)?;
         let kubelet_client_key = file("apiserver-kubelet-client.key", &pki.admin.key_pem)?;
+        for (name, contents) in &extras.files {
+            file(name, contents)?;
+        }
         let logs = std::sync::Arc::new(ContainerLogs::default());
         let kubelet_port = node::start_log_server(&pki.serving, logs.clone())?;
         let [etcd_port, etcd_peer_port, apiserver_port] = free_ports()?;
@@ -128,30 +146,29 @@ impl ControlPlane {
                 "--log-level=warn".into(),
             ],
         )?;
-        processes.spawn(
-            "kube-apiserver",
-            &bin_dir.join("kube-apiserver"),
-            &[
-                format!("--etcd-servers={etcd_url}"),
-                format!("--secure-port={apiserver_port}"),
-                "--bind-address=127.0.0.1".into(),
-                // Without a default route the API server cannot pick an address by itself.
-                "--advertise-address=127.0.0.1".into(),
-                format!("--tls-cert-file={serving_cert}"),
-                format!("--tls-private-key-file={serving_key}"),
-                format!("--client-ca-file={ca}"),
-                "--authorization-mode=RBAC".into(),
-                "--service-cluster-ip-range=10.0.0.0/24".into(),
-                "--service-account-issuer=https://kubernetes.default.svc.cluster.local".into(),
-                format!("--service-account-key-file={service_account_pub}"),
-                format!("--service-account-signing-key-file={service_account_key}"),
-                "--allow-privileged=true".into(),
-                format!("--kubelet-certificate-authority={ca}"),
-                format!("--kubelet-client-certificate={kubelet_client_cert}"),
-                format!("--kubelet-client-key={kubelet_client_key}"),
-                "--kubelet-preferred-address-types=InternalIP".into(),
-            ],
-        )?;
+        let mut apiserver_args = vec![
+            format!("--etcd-servers={etcd_url}"),
+            format!("--secure-port={apiserver_port}"),
+            "--bind-address=127.0.0.1".into(),
+            // Without a default route the API server cannot pick an address by itself.
+            "--advertise-address=127.0.0.1".into(),
+            format!("--tls-cert-file={serving_cert}"),
+            format!("--tls-private-key-file={serving_key}"),
+            format!("--client-ca-file={ca}"),
+            "--authorization-mode=RBAC".into(),
+            "--service-cluster-ip-range=10.0.0.0/24".into(),
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local".into(),
+            format!("--service-account-key-file={service_account_pub}"),
+            format!("--service-account-signing-key-file={service_account_key}"),
+            "--allow-privileged=true".into(),
+            format!("--kubelet-certificate-authority={ca}"),
+            format!("--kubelet-client-certificate={kubelet_client_cert}"),
+            format!("--kubelet-client-key={kubelet_client_key}"),
+            "--kubelet-preferred-address-types=InternalIP".into(),
+        ];
+        let dir_path = dir.display().to_string();
+        apiserver_args.extend(extras.args.iter().map(|arg| arg.replace("{dir}", &dir_path)));
+        processes.spawn("kube-apiserver", &bin_dir.join("kube-apiserver"), &apiserver_args)?;
 
         let mut control_plane =
             Self { server_url: format!("https://127.0.0.1:{apiserver_port}"), pki, processes, logs };

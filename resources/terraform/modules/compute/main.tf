@@ -1,12 +1,13 @@
-# A self-bootstrapping kubeadm cluster on EC2: control-plane instances and a worker Auto Scaling Group, set up
-# entirely from their user data (no SSH). The user data is a cloud-config that writes the bash scripts in
-# scripts/ and an env file with the node's parameters, then runs the script for the node's role:
+# A self-bootstrapping kubeadm cluster on EC2: control-plane instances and an Auto Scaling Group of workers per
+# worker pool, set up entirely from their user data (no SSH). The user data is a cloud-config that writes the
+# bash scripts in scripts/ and an env file with the node's parameters, then runs the script for the node's role:
 #
 #   - control-plane node 0 runs `kubeadm init --upload-certs`, installs Calico and the AWS cloud controller
 #     manager, and publishes the join credentials and the admin kubeconfig to SSM Parameter Store;
 #   - control-plane node i > 0 waits until node i-1 has published its "joined" marker, then runs
 #     `kubeadm join --control-plane`: the etcd members join one at a time, in order;
-#   - workers wait for node 0's credentials and run `kubeadm join`.
+#   - workers wait for node 0's credentials and run `kubeadm join`, their kubelet registering with the pool's
+#     node labels and taints.
 #
 # Everything the nodes publish lives under <ssm_parameter_prefix>/<generation>, where the generation is new
 # every time the cluster is created, so parameters left by an earlier cluster of the same runtime are never
@@ -48,30 +49,29 @@ resource "terraform_data" "generation" {}
 # ---------------------------------------------------------------------------------------------------------------
 # AMIs: the latest Amazon Linux 2023 for each instance type's architecture, unless ami_id is set.
 
+# The control plane's instance type and every pool's.
 data "aws_ec2_instance_type" "node" {
-  for_each = {
-    control_plane = var.control_plane_instance_type
-    worker        = var.worker_instance_type
-  }
+  for_each = toset(concat([var.control_plane_instance_type], [for pool in values(var.worker_pools) : pool.machine_type]))
 
   instance_type = each.value
 }
 
 locals {
   architecture = {
-    for role, type in data.aws_ec2_instance_type.node : role => contains(type.supported_architectures, "arm64") ? "arm64" : "x86_64"
+    for name, type in data.aws_ec2_instance_type.node : name => contains(type.supported_architectures, "arm64") ? "arm64" : "x86_64"
   }
 }
 
 data "aws_ssm_parameter" "al2023" {
-  for_each = { for role, architecture in local.architecture : role => architecture if var.ami_id == null }
+  for_each = toset(var.ami_id == null ? values(local.architecture) : [])
 
   name = "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-${each.value}"
 }
 
 locals {
+  # The AMI of each instance type.
   ami = {
-    for role in keys(local.architecture) : role => var.ami_id != null ? var.ami_id : try(data.aws_ssm_parameter.al2023[role].insecure_value, null)
+    for type, architecture in local.architecture : type => var.ami_id != null ? var.ami_id : try(data.aws_ssm_parameter.al2023[architecture].insecure_value, null)
   }
 }
 
@@ -106,13 +106,27 @@ locals {
       AWS_CCM_VERSION        = local.ccm_version
     })
   ]
-  worker_env = merge(local.common_env, { NODE_ROLE = "worker" })
+  # Each pool's workers, with its node labels and taints in the kubelet flags' own formats: key=value,... and
+  # key=value:Effect,... (key:Effect without a value). Left out when empty, so that a pool without any (the
+  # default pool of a cluster from before pools had names) keeps its user data, and its nodes.
+  worker_envs = {
+    for name, pool in var.worker_pools : name => merge(
+      local.common_env,
+      { NODE_ROLE = "worker" },
+      length(pool.labels) == 0 ? {} : { NODE_LABELS = join(",", [for key, value in pool.labels : "${key}=${value}"]) },
+      length(pool.taints) == 0 ? {} : {
+        NODE_TAINTS = join(",", [for taint in pool.taints : taint.value == "" ? "${taint.key}:${taint.effect}" : "${taint.key}=${taint.value}:${taint.effect}"])
+      },
+    )
+  }
 
   # KEY='value' lines for bash to source; a single quote inside a value becomes '\''.
   control_plane_env_files = [
     for env in local.control_plane_envs : join("", [for key in sort(keys(env)) : "${key}='${replace(env[key], "'", "'\\''")}'\n"])
   ]
-  worker_env_file = join("", [for key in sort(keys(local.worker_env)) : "${key}='${replace(local.worker_env[key], "'", "'\\''")}'\n"])
+  worker_env_files = {
+    for name, env in local.worker_envs : name => join("", [for key in sort(keys(env)) : "${key}='${replace(env[key], "'", "'\\''")}'\n"])
+  }
 
   scripts = {
     control_plane = ["lib.sh", "control-plane.sh"]
@@ -143,16 +157,18 @@ locals {
     })}"
   ]
 
-  worker_user_data = "#cloud-config\n${yamlencode({
-    write_files = concat(local.script_files.worker, [{
-      path        = local.env_path
-      permissions = "0600"
-      owner       = "root:root"
-      encoding    = "b64"
-      content     = base64encode(local.worker_env_file)
-    }])
-    runcmd = [["${local.script_dir}/worker.sh", local.env_path]]
-  })}"
+  worker_user_data = {
+    for name, env_file in local.worker_env_files : name => "#cloud-config\n${yamlencode({
+      write_files = concat(local.script_files.worker, [{
+        path        = local.env_path
+        permissions = "0600"
+        owner       = "root:root"
+        encoding    = "b64"
+        content     = base64encode(env_file)
+      }])
+      runcmd = [["${local.script_dir}/worker.sh", local.env_path]]
+    })}"
+  }
 }
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -319,10 +335,21 @@ resource "aws_eip_association" "api" {
 # ---------------------------------------------------------------------------------------------------------------
 # Control-plane nodes
 
+# The API servers' structured authentication configuration: each control-plane node writes it to the file its
+# kube-apiserver runs with before kubeadm init or join, and its upgrade timer keeps that file in step with this
+# parameter (kube-apiserver reloads the file by itself). AWS moves it to the advanced tier only when it is over 4 KB.
+resource "aws_ssm_parameter" "authentication_config" {
+  name           = "${local.ssm_path}/control-plane/authentication-config"
+  type           = "String"
+  tier           = "Intelligent-Tiering"
+  insecure_value = var.authentication_config
+  tags           = var.tags
+}
+
 resource "aws_instance" "control_plane" {
   count = var.control_plane_count
 
-  ami           = local.ami.control_plane
+  ami           = local.ami[var.control_plane_instance_type]
   instance_type = var.control_plane_instance_type
   # Behind the load balancer the nodes are private and spread over the zones; a single node without one sits in a
   # public subnet (with a public address from launch until its Elastic IP is attached).
@@ -371,18 +398,52 @@ resource "aws_instance" "control_plane" {
       error_message = "The control-plane user data is over EC2's 16 KB limit."
     }
   }
+
+  # The nodes read it before kubeadm init or join (and wait for it, so this only spares them the wait).
+  depends_on = [aws_ssm_parameter.authentication_config]
 }
 
 # ---------------------------------------------------------------------------------------------------------------
-# Workers
+# Workers: a launch template and an Auto Scaling Group per worker pool
+
+locals {
+  # The private subnets of each pool's zones (private_subnet_ids[i] is in availability_zones[i]); every one for a
+  # pool without zones.
+  worker_subnet_ids = {
+    for name, pool in var.worker_pools : name => [
+      for index, subnet_id in var.private_subnet_ids : subnet_id
+      if length(pool.zones) == 0 || contains(pool.zones, try(var.availability_zones[index], ""))
+    ]
+  }
+
+  # The cluster autoscaler's node-template tags of each pool: a label's value, a taint's value:Effect (one per
+  # key: the first taint of a key that has several effects). A key too long for a tag (128 characters) is left
+  # out; the autoscaler then learns it only from a running node of the pool.
+  autoscaler_node_templates = {
+    for name, pool in var.worker_pools : name => {
+      for key, values in merge(
+        { for key, value in pool.labels : "k8s.io/cluster-autoscaler/node-template/label/${key}" => [value] },
+        { for taint in pool.taints : "k8s.io/cluster-autoscaler/node-template/taint/${taint.key}" => "${taint.value}:${taint.effect}"... },
+      ) : key => values[0] if length(key) <= 128
+    }
+  }
+
+  # The Name tag of each pool's instances, volumes and group; the default pool's as before pools had names.
+  worker_names = {
+    for name in keys(var.worker_pools) : name => name == "default" ? "${var.cluster_name}-worker" : "${var.cluster_name}-worker-${name}"
+  }
+}
 
 resource "aws_launch_template" "worker" {
-  name_prefix            = "${var.cluster_name}-worker-"
+  for_each = var.worker_pools
+
+  # The default pool's prefix is the one its template had before pools had names (a new one would replace it).
+  name_prefix            = each.key == "default" ? "${var.cluster_name}-worker-" : "${var.cluster_name}-worker-${each.key}-"
   description            = var.description != "" ? substr(var.description, 0, 255) : null
-  image_id               = local.ami.worker
-  instance_type          = var.worker_instance_type
+  image_id               = local.ami[each.value.machine_type]
+  instance_type          = each.value.machine_type
   vpc_security_group_ids = [var.worker_security_group_id]
-  user_data              = base64encode(local.worker_user_data)
+  user_data              = base64encode(local.worker_user_data[each.key])
   update_default_version = true
 
   iam_instance_profile {
@@ -394,9 +455,18 @@ resource "aws_launch_template" "worker" {
 
     ebs {
       volume_type           = "gp3"
-      volume_size           = var.worker_disk_size_gb
+      volume_size           = each.value.disk_size_gb
       encrypted             = true
       delete_on_termination = true
+    }
+  }
+
+  # Spot workers are one-time requests: EC2 takes one back at two minutes' notice and the group replaces it.
+  dynamic "instance_market_options" {
+    for_each = each.value.spot ? [1] : []
+
+    content {
+      market_type = "spot"
     }
   }
 
@@ -409,24 +479,30 @@ resource "aws_launch_template" "worker" {
   tag_specifications {
     resource_type = "instance"
     tags = merge(var.tags, local.cluster_tag, {
-      Name                     = "${var.cluster_name}-worker"
+      Name                     = local.worker_names[each.key]
       "kubeopera.io/node-role" = "worker"
     })
   }
 
   tag_specifications {
     resource_type = "volume"
-    tags          = merge(var.tags, local.cluster_tag, { Name = "${var.cluster_name}-worker" })
+    tags          = merge(var.tags, local.cluster_tag, { Name = local.worker_names[each.key] })
   }
 
   tags = var.tags
 
   lifecycle {
     precondition {
-      condition     = length(local.worker_user_data) <= 16384
-      error_message = "The worker user data is over EC2's 16 KB limit."
+      condition     = length(local.worker_user_data[each.key]) <= 16384
+      error_message = "The user data of worker pool ${each.key} is over EC2's 16 KB limit."
     }
   }
+}
+
+# The single worker template before pools had names is the default pool's.
+moved {
+  from = aws_launch_template.worker
+  to   = aws_launch_template.worker["default"]
 }
 
 # The version the control plane runs: each control-plane node's upgrade timer upgrades it when this names a newer
@@ -450,23 +526,28 @@ resource "aws_ec2_instance_state" "control_plane" {
 }
 
 resource "aws_autoscaling_group" "worker" {
-  name_prefix = "${var.cluster_name}-worker-"
+  for_each = var.worker_pools
+
+  # The default pool's prefix is the one its group had before pools had names (a new one would replace it).
+  name_prefix = each.key == "default" ? "${var.cluster_name}-worker-" : "${var.cluster_name}-worker-${each.key}-"
   # Hibernated, no worker runs; the maximum stays, so the recorded sizes are all a wake-up needs.
-  min_size = var.worker_scaling == "zero" ? 0 : var.worker_min_size
-  max_size = var.worker_max_size
+  min_size = var.worker_scaling == "zero" ? 0 : each.value.min_size
+  max_size = each.value.max_size
   # Left out (null) for an upgrade: the group keeps what the cluster autoscaler set, and Auto Scaling itself
   # moves it into new bounds.
-  desired_capacity    = var.worker_scaling == "keep_current" ? null : var.worker_scaling == "zero" ? 0 : var.worker_min_size
-  vpc_zone_identifier = var.private_subnet_ids
+  desired_capacity    = var.worker_scaling == "keep_current" ? null : var.worker_scaling == "zero" ? 0 : each.value.min_size
+  vpc_zone_identifier = local.worker_subnet_ids[each.key]
   health_check_type   = "EC2"
+  # A spot worker EC2 is about to take back is replaced ahead of time.
+  capacity_rebalance = each.value.spot
 
   launch_template {
-    id      = aws_launch_template.worker.id
-    version = aws_launch_template.worker.latest_version
+    id      = aws_launch_template.worker[each.key].id
+    version = aws_launch_template.worker[each.key].latest_version
   }
 
-  # A new launch template version (machine type, disk, user data) rolls the workers: replaced a few at a time,
-  # at least 90 % of the group in service throughout. The control plane is never part of it.
+  # A new launch template version (machine type, disk, user data) rolls the pool's workers: replaced a few at a
+  # time, at least 90 % of the group in service throughout. The control plane is never part of it.
   instance_refresh {
     strategy = "Rolling"
 
@@ -475,14 +556,19 @@ resource "aws_autoscaling_group" "worker" {
     }
   }
 
-  # Tags of the group itself (the launch template tags the instances); the last two let the cluster autoscaler
-  # discover it.
+  # Tags of the group itself (the launch template tags the instances): the cluster autoscaler discovers the group
+  # by the enabled and cluster tags, and learns from the node-template ones which labels and taints a node of
+  # the pool will have, so that it can scale a pool up from zero for pods that need them.
   dynamic "tag" {
-    for_each = merge(var.tags, {
-      Name                                            = "${var.cluster_name}-worker"
-      "k8s.io/cluster-autoscaler/enabled"             = "true"
-      "k8s.io/cluster-autoscaler/${var.cluster_name}" = "owned"
-    })
+    for_each = merge(
+      var.tags,
+      {
+        Name                                            = local.worker_names[each.key]
+        "k8s.io/cluster-autoscaler/enabled"             = "true"
+        "k8s.io/cluster-autoscaler/${var.cluster_name}" = "owned"
+      },
+      local.autoscaler_node_templates[each.key],
+    )
 
     content {
       key                 = tag.key
@@ -491,14 +577,28 @@ resource "aws_autoscaling_group" "worker" {
     }
   }
 
+  # The pool's name, on the group and (from the group, not the launch template: a new template version would
+  # roll the default pool's workers) on the instances it starts.
+  tag {
+    key                 = "kubeopera.io/worker-pool"
+    value               = each.key
+    propagate_at_launch = true
+  }
+
   lifecycle {
     precondition {
-      condition     = var.worker_min_size <= var.worker_max_size
-      error_message = "worker_min_size must not be above worker_max_size."
+      condition     = alltrue([for zone in each.value.zones : contains(var.availability_zones, zone)])
+      error_message = "The zones of worker pool ${each.key} must be among availability_zones."
     }
   }
 
   # Woken up, workers start once the control plane runs again (hibernating, they stop after it: Terraform keeps
   # one order, and a stopped cluster has no work to drain anyway).
   depends_on = [aws_ec2_instance_state.control_plane]
+}
+
+# The single worker group before pools had names is the default pool's.
+moved {
+  from = aws_autoscaling_group.worker
+  to   = aws_autoscaling_group.worker["default"]
 }

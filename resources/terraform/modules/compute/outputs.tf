@@ -23,7 +23,12 @@ output "control_plane_private_ips" {
   value       = aws_instance.control_plane[*].private_ip
 }
 
+output "worker_autoscaling_group_names" {
+  description = "Name of each worker pool's Auto Scaling Group, by pool name."
+  value       = { for name, group in aws_autoscaling_group.worker : name => group.name }
+}
+
 output "worker_autoscaling_group_name" {
-  description = "Name of the workers' Auto Scaling Group."
-  value       = aws_autoscaling_group.worker.name
+  description = "Name of the Auto Scaling Group of the pool named default (the single group before pools had names); null without such a pool."
+  value       = try(aws_autoscaling_group.worker["default"].name, null)
 }

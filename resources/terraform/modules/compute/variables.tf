@@ -4,7 +4,7 @@ variable "cluster_name" {
 }
 
 variable "description" {
-  description = "Free-text description of the cluster; becomes the description of the worker launch template (cut to 255 characters)."
+  description = "Free-text description of the cluster; becomes the description of the workers' launch templates (cut to 255 characters)."
   type        = string
   default     = ""
 }
@@ -20,7 +20,7 @@ variable "kubernetes_version" {
 }
 
 variable "availability_zones" {
-  description = "Availability zones of the subnets, in the same order as private_subnet_ids and public_subnet_ids; control-plane node i goes into zone i modulo their number."
+  description = "Availability zones of the subnets, in the same order as private_subnet_ids and public_subnet_ids; control-plane node i goes into zone i modulo their number, and a worker pool's zones pick its private subnets."
   type        = list(string)
 }
 
@@ -90,21 +90,12 @@ variable "create_api_load_balancer" {
   type        = bool
 }
 
-variable "worker_instance_type" {
-  description = "EC2 instance type of the workers (x86_64 or arm64; the AMI follows it)."
-  type        = string
-}
-
-variable "worker_min_size" {
-  description = "Minimum (and initial) size of the worker Auto Scaling Group."
-  type        = number
-}
-
 variable "worker_scaling" {
   description = <<-EOT
-    How the run sets the workers' desired size, and whether the control plane runs: "initial" (a new group starts
-    at its minimum), "keep_current" (what the cluster autoscaler set), "zero" (hibernated: no workers, the
-    control-plane instances stopped) or "minimum" (woken up: the control plane started, workers back at the minimum).
+    How the run sets every pool's size: "initial" (a new cluster: each pool starts at its minimum),
+    "keep_current" (an upgrade: what the cluster autoscaler set, moved into the pool's new bounds by Auto Scaling
+    itself), "zero" (hibernated: no workers, and the control-plane instances stopped) or "minimum" (woken up: the
+    control plane started, each pool back at its own minimum).
   EOT
   type        = string
   default     = "initial"
@@ -115,14 +106,88 @@ variable "worker_scaling" {
   }
 }
 
-variable "worker_max_size" {
-  description = "Maximum size of the worker Auto Scaling Group."
-  type        = number
+variable "worker_pools" {
+  description = <<-EOT
+    The cluster's worker pools by name (a DNS label), each its own EKS managed node group, Auto Scaling Group or
+    GKE node pool. The pool named "default" is the one clusters had before pools had names: it keeps that
+    group's cloud name. Per pool: machine_type; min_size and max_size, the pool's totals across its zones;
+    disk_size_gb; spot capacity or not (sized by worker_scaling); zones, a subset of the cluster's zones (empty: every zone of the cluster);
+    labels and taints, the Kubernetes node labels and taints its nodes register with (effects spelled the
+    Kubernetes way, NoSchedule, PreferNoSchedule or NoExecute; a taint's value may be "").
+  EOT
+  type = map(object({
+    machine_type = string
+    min_size     = number
+    max_size     = number
+    disk_size_gb = number
+    spot         = bool
+    zones        = list(string)
+    labels       = map(string)
+    taints = list(object({
+      key    = string
+      value  = string
+      effect = string
+    }))
+  }))
+
+  validation {
+    condition     = length(var.worker_pools) >= 1
+    error_message = "worker_pools must name at least one pool."
+  }
+
+  validation {
+    condition     = alltrue([for name in keys(var.worker_pools) : can(regex("^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", name))])
+    error_message = "Every pool name must be a DNS label: lowercase letters, digits and '-', at most 63 characters."
+  }
+
+  validation {
+    condition = alltrue([
+      for pool in values(var.worker_pools) :
+      floor(pool.min_size) == pool.min_size && floor(pool.max_size) == pool.max_size &&
+      pool.min_size >= 0 && pool.max_size >= 1 && pool.min_size <= pool.max_size
+    ])
+    error_message = "Every pool's min_size and max_size must be whole numbers with 0 <= min_size <= max_size and max_size >= 1."
+  }
+
+  validation {
+    condition = alltrue(flatten([
+      for pool in values(var.worker_pools) : [
+        for taint in pool.taints : contains(["NoSchedule", "PreferNoSchedule", "NoExecute"], taint.effect)
+      ]
+    ]))
+    error_message = "Every taint's effect must be NoSchedule, PreferNoSchedule or NoExecute."
+  }
+
+  # The renderer has checked these already; checked here too because they end up unquoted in kubelet flags and
+  # in the cloud's APIs.
+  validation {
+    condition = alltrue(flatten([
+      for pool in values(var.worker_pools) : [
+        for pair in concat([for key, value in pool.labels : [key, value]], [for taint in pool.taints : [taint.key, taint.value]]) : (
+          can(regex("^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$", pair[0])) &&
+          can(regex("^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$", pair[1]))
+        )
+      ]
+    ]))
+    error_message = "Label and taint keys and values must follow the Kubernetes label rules."
+  }
 }
 
-variable "worker_disk_size_gb" {
-  description = "Root volume size of the workers, in GiB."
-  type        = number
+variable "authentication_config" {
+  description = "The API servers' structured authentication configuration (kube-apiserver --authentication-config): an apiserver.config.k8s.io AuthenticationConfiguration as compact JSON, with the JWT (OIDC) issuers to trust. Not secret. A change reaches the running API servers within about two minutes, without a restart (not its anonymous section, which kube-apiserver takes only at start; nor on control-plane nodes bootstrapped before this variable existed, which never read it)."
+  type        = string
+  default     = "{\"apiVersion\":\"apiserver.config.k8s.io/v1beta1\",\"kind\":\"AuthenticationConfiguration\",\"jwt\":[]}"
+
+  validation {
+    condition     = try(jsondecode(var.authentication_config).kind == "AuthenticationConfiguration", false)
+    error_message = "authentication_config must be an AuthenticationConfiguration as JSON."
+  }
+
+  # The size of an advanced SSM parameter, which carries it to the nodes.
+  validation {
+    condition     = length(var.authentication_config) <= 8192
+    error_message = "authentication_config must be at most 8 KB."
+  }
 }
 
 variable "worker_security_group_id" {
@@ -187,7 +252,7 @@ variable "tags" {
 }
 
 variable "root_device_name" {
-  description = "Root device of the AMI (/dev/xvda on Amazon Linux 2023); the workers' launch template sizes it."
+  description = "Root device of the AMI (/dev/xvda on Amazon Linux 2023); the workers' launch templates size it."
   type        = string
   default     = "/dev/xvda"
 }

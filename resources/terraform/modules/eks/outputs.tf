@@ -23,9 +23,14 @@ output "cluster_security_group_id" {
   value       = aws_eks_cluster.this.vpc_config[0].cluster_security_group_id
 }
 
+output "node_group_arns" {
+  description = "ARN of each worker pool's managed node group, by pool name."
+  value       = { for name, group in aws_eks_node_group.this : name => group.arn }
+}
+
 output "node_group_arn" {
-  description = "ARN of the managed node group."
-  value       = aws_eks_node_group.this.arn
+  description = "ARN of the managed node group of the pool named default (the single group before pools had names); null without such a pool."
+  value       = try(aws_eks_node_group.this["default"].arn, null)
 }
 
 output "node_role_arn" {

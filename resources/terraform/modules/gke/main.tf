@@ -1,13 +1,11 @@
 # A regional GKE cluster (VPC-native, private nodes, a public endpoint for the authorized networks only) without
-# its default node pool, and a separately managed autoscaling node pool. Workload Identity is not enabled.
+# its default node pool, and a separately managed autoscaling node pool per worker pool. Workload Identity is not
+# enabled.
 
 data "google_client_config" "current" {}
 
 locals {
   project = data.google_client_config.current.project
-
-  # The smallest per-zone start that reaches the total minimum; the autoscaler takes over from there.
-  initial_node_count_per_zone = max(1, ceil(var.total_min_node_count / length(var.node_locations)))
 }
 
 resource "google_service_account" "nodes" {
@@ -48,7 +46,7 @@ resource "google_container_cluster" "this" {
     services_secondary_range_name = var.services_range_name
   }
 
-  # The node pool below replaces the default one, which GKE insists on creating first.
+  # The node pools below replace the default one, which GKE insists on creating first.
   remove_default_node_pool = true
   initial_node_count       = 1
 
@@ -82,11 +80,33 @@ resource "google_container_cluster" "this" {
   deletion_protection = false
 }
 
+locals {
+  # The pool named default keeps the node pool clusters had before pools had names (GKE replaces a pool whose
+  # name changes). The others are pool-<name>: GKE's names start with a letter, a pool's name may not.
+  node_pool_names = {
+    for name in keys(var.worker_pools) : name => name == "default" ? "workers" : "pool-${name}"
+  }
+
+  # Each pool's zones: its own, or every zone of the cluster.
+  pool_zones = {
+    for name, pool in var.worker_pools : name => length(pool.zones) > 0 ? pool.zones : var.node_locations
+  }
+
+  # Kubernetes spells taint effects NoSchedule, the GKE API NO_SCHEDULE.
+  taint_effects = {
+    NoSchedule       = "NO_SCHEDULE"
+    PreferNoSchedule = "PREFER_NO_SCHEDULE"
+    NoExecute        = "NO_EXECUTE"
+  }
+}
+
 resource "google_container_node_pool" "workers" {
-  name           = "workers"
+  for_each = var.worker_pools
+
+  name           = local.node_pool_names[each.key]
   cluster        = google_container_cluster.this.id
   location       = var.region
-  node_locations = var.node_locations
+  node_locations = local.pool_zones[each.key]
 
   # Upgrades go the platform's way: the master first (the cluster above), then the pool to the master's exact
   # version, rolled with one surge node at a time and none taken away before its replacement is ready.
@@ -98,11 +118,13 @@ resource "google_container_node_pool" "workers" {
     max_unavailable = 0
   }
 
-  initial_node_count = local.initial_node_count_per_zone
+  # The smallest per-zone start that reaches the pool's total minimum; the autoscaler takes over from there. A
+  # cluster's only pool starts with a node per zone at least, for the system pods; another pool may start empty.
+  initial_node_count = max(length(var.worker_pools) == 1 ? 1 : 0, ceil(each.value.min_size / length(local.pool_zones[each.key])))
   # Set only to hibernate (no nodes) and to wake up (back at the minimum); otherwise the autoscaler's count stays.
   node_count = (
     var.worker_scaling == "zero" ? 0 :
-    var.worker_scaling == "minimum" ? ceil(var.total_min_node_count / length(var.node_locations)) :
+    var.worker_scaling == "minimum" ? ceil(each.value.min_size / length(local.pool_zones[each.key])) :
     null
   )
 
@@ -111,8 +133,8 @@ resource "google_container_node_pool" "workers" {
     for_each = var.worker_scaling == "zero" ? [] : [1]
 
     content {
-      total_min_node_count = var.total_min_node_count
-      total_max_node_count = var.total_max_node_count
+      total_min_node_count = each.value.min_size
+      total_max_node_count = each.value.max_size
       location_policy      = "BALANCED"
     }
   }
@@ -127,13 +149,28 @@ resource "google_container_node_pool" "workers" {
   }
 
   node_config {
-    machine_type    = var.machine_type
-    disk_size_gb    = var.disk_size_gb
+    machine_type    = each.value.machine_type
+    disk_size_gb    = each.value.disk_size_gb
     disk_type       = "pd-balanced"
     image_type      = "COS_CONTAINERD"
     service_account = var.create_node_service_account ? google_service_account.nodes[0].email : null
     oauth_scopes    = ["https://www.googleapis.com/auth/cloud-platform"]
     resource_labels = var.labels
+    spot            = each.value.spot
+
+    # The nodes register with these (GKE adds its own cloud.google.com/ labels, the pool's name among them, and
+    # taints of its own, such as the GPU one, which effective_taints lists).
+    labels = each.value.labels
+
+    dynamic "taint" {
+      for_each = each.value.taints
+
+      content {
+        key    = taint.value.key
+        value  = taint.value.value
+        effect = local.taint_effects[taint.value.effect]
+      }
+    }
 
     shielded_instance_config {
       enable_secure_boot          = true
@@ -150,10 +187,21 @@ resource "google_container_node_pool" "workers" {
     ignore_changes = [initial_node_count]
 
     precondition {
-      condition     = var.total_min_node_count <= var.total_max_node_count
-      error_message = "total_min_node_count must not be above total_max_node_count."
+      condition     = alltrue([for zone in each.value.zones : contains(var.node_locations, zone)])
+      error_message = "The zones of worker pool ${each.key} must be among node_locations."
+    }
+
+    precondition {
+      condition     = length(local.node_pool_names[each.key]) <= 40
+      error_message = "The name of worker pool ${each.key} is too long for a GKE node pool name (pool-<name>, 40 characters)."
     }
   }
 
   depends_on = [google_project_iam_member.nodes]
+}
+
+# The single node pool before pools had names is the default pool's, with the same name.
+moved {
+  from = google_container_node_pool.workers
+  to   = google_container_node_pool.workers["default"]
 }

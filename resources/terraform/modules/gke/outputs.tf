@@ -18,9 +18,14 @@ output "location" {
   value       = google_container_cluster.this.location
 }
 
+output "node_pool_names" {
+  description = "Name of each worker pool's GKE node pool, by pool name."
+  value       = { for name, pool in google_container_node_pool.workers : name => pool.name }
+}
+
 output "node_pool_name" {
-  description = "Name of the node pool."
-  value       = google_container_node_pool.workers.name
+  description = "Name of the node pool of the pool named default (the single pool before pools had names); null without such a pool."
+  value       = try(google_container_node_pool.workers["default"].name, null)
 }
 
 output "node_service_account_email" {

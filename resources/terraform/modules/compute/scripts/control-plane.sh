@@ -3,9 +3,8 @@
 # Parameter Store (see lib.sh for the env file):
 #
 #   node 0      kubeadm init --upload-certs, then publishes join/{endpoint,ca-cert-hash,token} and
-#               control-plane/certificate-key,
-#               installs Calico and the AWS cloud controller manager, publishes the admin kubeconfig (server set
-#               to API_ENDPOINT) and finally control-plane/0/joined;
+#               control-plane/certificate-key, installs Calico and the AWS cloud controller manager, publishes the
+#               admin kubeconfig (server set to API_ENDPOINT) and finally control-plane/0/joined;
 #   node i > 0  waits for control-plane/<i-1>/joined, runs kubeadm join --control-plane, then publishes
 #               control-plane/<i>/joined.
 #
@@ -31,7 +30,8 @@
 # Usage: control-plane.sh ENV_FILE [bootstrap|refresh-token|upgrade|report-ready]
 #   refresh-token  creates a new 24-hour bootstrap token and publishes it for workers that join later (run by a
 #                  systemd timer on every control-plane node).
-#   upgrade        the upgrade above, when there is one to do (run by a systemd timer every minute).
+#   upgrade        syncs the authentication configuration, then the upgrade above if there is one (run by a
+#                  systemd timer every minute).
 #   report-ready   waits until this node's API server is ready and publishes control-plane/<i>/running/<type>
 #                  (run by a systemd unit at every boot).
 set -euo pipefail
@@ -39,7 +39,8 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-readonly TOKEN_TTL=24h0m0s
+readonly TOKEN_TTL=24h0m0s PARAM_AUTHENTICATION_CONFIG=control-plane/authentication-config \
+  AUTHENTICATION_MOUNT=/etc/kubernetes/authentication
 
 joined_marker() {
   printf 'control-plane/%s/joined' "$1"
@@ -63,6 +64,7 @@ init_cluster() {
   # inside the VPC and at API_ENDPOINT (its Elastic IP) from outside, so both are in the serving certificate.
   endpoint="${CONTROL_PLANE_ENDPOINT:-$NODE_IP}:${API_PORT}"
   version=$(kubeadm version -o short)
+  prepare_api_server
 
   log "kubeadm init ${version}, control-plane endpoint ${endpoint}"
   kubeadm init \
@@ -77,7 +79,8 @@ init_cluster() {
     --pod-network-cidr "$POD_CIDR" \
     --service-cidr "$SERVICE_CIDR" \
     --node-name "$NODE_NAME" \
-    --kubernetes-version "$version"
+    --kubernetes-version "$version" \
+    --patches "$PATCHES_DIR"
 
   ssm_put "$PARAM_JOIN_ENDPOINT" String "$endpoint"
   ssm_put "$PARAM_JOIN_CA_CERT_HASH" String "$(ca_cert_hash "${KUBERNETES_DIR}/pki/ca.crt")"
@@ -94,6 +97,7 @@ join_control_plane() {
   log "control-plane node ${previous} has joined; joining next"
   read_join_parameters
   certificate_key=$(wait_for_parameter "$PARAM_JOIN_CERTIFICATE_KEY")
+  prepare_api_server
 
   log "kubeadm join --control-plane ${JOIN_ENDPOINT}"
   kubeadm join "$JOIN_ENDPOINT" \
@@ -103,7 +107,33 @@ join_control_plane() {
     --certificate-key "$certificate_key" \
     --apiserver-advertise-address "$NODE_IP" \
     --apiserver-bind-port "$API_PORT" \
-    --node-name "$NODE_NAME"
+    --node-name "$NODE_NAME" \
+    --patches "$PATCHES_DIR"
+}
+
+# Before kubeadm init or join: the authentication configuration, and the patch that passes it to kube-apiserver
+# (its folder mounted: a file mounted alone would stay the old one).
+prepare_api_server() {
+  local config
+  config=$(wait_for_parameter "$PARAM_AUTHENTICATION_CONFIG")
+  write_authentication_config "$config"
+  mkdir -p "$PATCHES_DIR"
+  cat >"${PATCHES_DIR}/kube-apiserver+json.json" <<PATCH
+[{"op":"add","path":"/spec/containers/0/command/-","value":"--authentication-config=${AUTHENTICATION_MOUNT}/config.json"},
+{"op":"add","path":"/spec/volumes/-","value":{"name":"authentication","hostPath":{"path":"${AUTHENTICATION_DIR}"}}},
+{"op":"add","path":"/spec/containers/0/volumeMounts/-","value":{"name":"authentication","mountPath":"${AUTHENTICATION_MOUNT}","readOnly":true}}]
+PATCH
+}
+
+# Replaces the file by a rename when CONFIG differs: kube-apiserver rereads it, and must never read half of it.
+write_authentication_config() {
+  local file=${AUTHENTICATION_DIR}/config.json temp
+  [[ -f $file && $(<"$file") == "$1" ]] && return
+  install -d -m 700 "$AUTHENTICATION_DIR"
+  temp=$(mktemp "${file}.XXXXXX")
+  printf '%s' "$1" >"$temp"
+  mv -f "$temp" "$file"
+  log "wrote ${file}"
 }
 
 install_addons() {
@@ -250,8 +280,7 @@ publish_kubeconfig() {
   ssm_put "$PARAM_KUBECONFIG" SecureString "$kubeconfig" Intelligent-Tiering
 }
 
-# A systemd timer that keeps a valid bootstrap token in SSM for workers the Auto Scaling Group starts later, and
-# one that looks for an upgrade to do every minute.
+# The systemd units that run refresh-token, upgrade and report-ready (see Usage above).
 install_timers() {
   if is_true "$BOOTSTRAP_SKIP_INSTALL"; then
     return
@@ -280,7 +309,7 @@ WantedBy=timers.target
 UNIT
   cat >/etc/systemd/system/kubeopera-ready.service <<UNIT
 [Unit]
-Description=Publish to SSM Parameter Store that this control-plane node is back, once its API server is ready
+Description=Publish that this control-plane node runs, once its API server is ready
 After=kubelet.service network-online.target
 Wants=network-online.target
 
@@ -293,7 +322,7 @@ WantedBy=multi-user.target
 UNIT
   cat >/etc/systemd/system/kubeopera-upgrade.service <<UNIT
 [Unit]
-Description=Upgrade this control-plane node when control-plane/upgrade-target names a new version
+Description=Sync the authentication configuration and look for a control-plane upgrade
 
 [Service]
 Type=oneshot
@@ -301,7 +330,7 @@ ExecStart=${script} ${ENV_FILE} upgrade
 UNIT
   cat >/etc/systemd/system/kubeopera-upgrade.timer <<UNIT
 [Unit]
-Description=Look for a control-plane upgrade every minute
+Description=Sync the authentication configuration and look for a control-plane upgrade every minute
 
 [Timer]
 OnActiveSec=1min
@@ -315,8 +344,6 @@ UNIT
   systemctl enable kubeopera-ready.service
 }
 
-# After a boot (a restart for a new machine type): waits until the local API server answers /readyz, then
-# publishes that this node runs again, on this instance type.
 report_ready() {
   local deadline=$((SECONDS + WAIT_TIMEOUT_SECONDS))
   discover_node
@@ -327,9 +354,8 @@ report_ready() {
   ssm_put "$(running_marker "$NODE_INDEX" "$INSTANCE_TYPE")" String "$NODE_NAME"
 }
 
-# The upgrade of this node to control-plane/upgrade-target, when it names a version this node has no marker
-# for; otherwise nothing. A run that fails (or a reboot) is repeated by the next timer run: kubeadm upgrade is
-# safe to run again.
+# The upgrade above, if there is one. A run that fails (or a reboot) is repeated by the next timer run: kubeadm
+# upgrade is safe to run again.
 upgrade() {
   local target previous version
   if ! target=$(ssm_get "$PARAM_UPGRADE_TARGET" 2>/dev/null); then
@@ -349,10 +375,10 @@ upgrade() {
   version=$(kubeadm version -o short)
   if ((NODE_INDEX == 0)); then
     log "kubeadm upgrade apply ${version}"
-    kubeadm upgrade apply "$version" --yes
+    kubeadm upgrade apply "$version" --yes --patches "$PATCHES_DIR"
   else
     log "kubeadm upgrade node (${version})"
-    kubeadm upgrade node
+    kubeadm upgrade node --patches "$PATCHES_DIR"
   fi
   install_kubernetes_packages kubelet kubectl
   systemctl daemon-reload
@@ -405,11 +431,15 @@ main() {
   : "${CALICO_VERSION:?is not set in ${ENV_FILE}}" "${AWS_CCM_VERSION:?is not set in ${ENV_FILE}}"
   CONTROL_PLANE_ENDPOINT=${CONTROL_PLANE_ENDPOINT:-}
   LOG_TAG="control-plane-${NODE_INDEX}"
+  PATCHES_DIR=${KUBERNETES_DIR}/patches AUTHENTICATION_DIR=${KUBERNETES_DIR}/authentication
 
   case ${2:-bootstrap} in
     bootstrap) bootstrap ;;
     refresh-token) refresh_token ;;
-    upgrade) with_upgrade_lock upgrade ;;
+    upgrade)
+      config=$(ssm_get "$PARAM_AUTHENTICATION_CONFIG") && write_authentication_config "$config"
+      with_upgrade_lock upgrade
+      ;;
     report-ready) report_ready ;;
     *) die "unknown command '$2' (bootstrap, refresh-token, upgrade or report-ready)" ;;
   esac

@@ -5,7 +5,8 @@
 # The env file (written by the compute module's user data) sets:
 #   CLUSTER_NAME, AWS_REGION, SSM_PREFIX, API_ENDPOINT, API_PORT, KUBERNETES_VERSION, NODE_ROLE,
 #   POLL_INTERVAL_SECONDS, WAIT_TIMEOUT_SECONDS; control-plane nodes also NODE_INDEX, CONTROL_PLANE_COUNT,
-#   CONTROL_PLANE_ENDPOINT, POD_CIDR, SERVICE_CIDR, CALICO_VERSION, AWS_CCM_VERSION.
+#   CONTROL_PLANE_ENDPOINT, POD_CIDR, SERVICE_CIDR, CALICO_VERSION, AWS_CCM_VERSION; workers of a pool with node
+#   labels or taints NODE_LABELS (key=value,...) and NODE_TAINTS (key=value:Effect,...).
 # Optional (tests, other environments): AWS_ENDPOINT_URL, NODE_NAME and NODE_IP (instead of instance metadata),
 # KUBERNETES_DIR (instead of /etc/kubernetes), BOOTSTRAP_SKIP_INSTALL=true (no packages, kernel settings or
 # systemd units: for a machine that is not a fresh node).
@@ -201,7 +202,8 @@ REPO
 }
 
 # Prepares a fresh Amazon Linux 2023 node: kernel settings, containerd with the systemd cgroup driver, and
-# kubeadm, kubelet and kubectl from pkgs.k8s.io, with the kubelet set up for the external cloud provider.
+# kubeadm, kubelet and kubectl from pkgs.k8s.io, with the kubelet set up for the external cloud provider (and
+# given KUBELET_NODE_FLAGS, space-separated, when the caller has set it).
 install_node() {
   if is_true "$BOOTSTRAP_SKIP_INSTALL"; then
     log "BOOTSTRAP_SKIP_INSTALL is set: not installing anything"
@@ -230,7 +232,9 @@ SYSCTL
   sed -i 's/SystemdCgroup = false/SystemdCgroup = true/' /etc/containerd/config.toml
   systemctl enable --now containerd
 
-  # Nodes start tainted as uninitialized until the AWS cloud controller manager has set them up.
-  printf 'KUBELET_EXTRA_ARGS=--cloud-provider=external --node-ip=%s\n' "$NODE_IP" >/etc/sysconfig/kubelet
+  # Nodes start tainted as uninitialized until the AWS cloud controller manager has set them up. kubeadm's
+  # systemd drop-in passes these to the kubelet after its own flags.
+  local kubelet_flags="--cloud-provider=external --node-ip=${NODE_IP} ${KUBELET_NODE_FLAGS:-}"
+  printf 'KUBELET_EXTRA_ARGS=%s\n' "${kubelet_flags% }" >/etc/sysconfig/kubelet
   systemctl enable kubelet
 }
