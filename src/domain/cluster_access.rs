@@ -19,7 +19,8 @@ pub struct KubernetesAccess {
     /// refuses them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oidc: Option<Vec<OidcProvider>>,
-    /// Users and groups bound to `cluster-admin`, as the identity provider names them (prefix included).
+    /// Users and groups bound to `cluster-admin`, as the identity provider names them (prefix included); `[]`
+    /// removes the binding. Left out, the provisioner leaves the cluster's bindings alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub administrators: Option<Vec<Administrator>>,
 }
@@ -76,11 +77,43 @@ impl OidcProvider {
 }
 
 impl KubernetesAccess {
+    /// This access replacing `current` whole. Administrators it leaves out where `current` had some become an
+    /// empty list: a list the next apply makes the binding say (that is, removes it); a runtime that never named
+    /// administrators keeps none, and its runs leave the cluster's bindings alone.
+    pub fn replacing(&self, current: Option<&KubernetesAccess>) -> KubernetesAccess {
+        let had_administrators = current.is_some_and(|current| !current.admins().is_empty());
+        let mut replacement = self.clone();
+        if replacement.administrators.is_none() && had_administrators {
+            replacement.administrators = Some(Vec::new());
+        }
+        replacement
+    }
+
     pub fn oidc_providers(&self) -> &[OidcProvider] {
         self.oidc.as_deref().unwrap_or_default()
     }
 
     pub fn admins(&self) -> &[Administrator] {
         self.administrators.as_deref().unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn admins(names: &[&str]) -> KubernetesAccess {
+        let administrators =
+            names.iter().map(|name| Administrator { kind: SubjectKind::User, name: (*name).to_owned() }).collect();
+        KubernetesAccess { oidc: None, administrators: Some(administrators) }
+    }
+
+    #[test]
+    fn administrators_left_out_of_a_replacement_are_removed_and_never_named_stay_untouched() {
+        let removed = KubernetesAccess::default().replacing(Some(&admins(&["alice"])));
+        assert_eq!(removed.administrators, Some(Vec::new()), "the binding goes");
+        assert_eq!(KubernetesAccess::default().replacing(None).administrators, None, "nothing to remove");
+        assert_eq!(KubernetesAccess::default().replacing(Some(&admins(&[]))).administrators, None);
+        assert_eq!(admins(&["bob"]).replacing(Some(&admins(&["alice"]))), admins(&["bob"]));
     }
 }

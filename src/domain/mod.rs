@@ -418,8 +418,7 @@ impl ClusterConfig {
             config.api_allowed_cidrs = Some(cidrs.clone());
         }
         if let Some(access) = &upgrade.kubernetes {
-            // Nothing configured is stored as nothing, the way the previous release reads it.
-            config.kubernetes = Some(access.clone()).filter(|access| *access != KubernetesAccess::default());
+            config.kubernetes = Some(access.replacing(self.kubernetes.as_ref()));
         }
         config
     }

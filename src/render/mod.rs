@@ -159,9 +159,13 @@ impl Renderer {
                 }),
             approval_policy: runtime.approval_policy,
             approved_plan_sha256: approved_plan.map(str::to_owned),
-            // Runs that change the cluster's configuration make the bindings what it says; the others leave them.
-            administrators: matches!(operation_type, OperationType::Provision | OperationType::Upgrade)
-                .then(|| config.kubernetes.as_ref().map(|access| access.admins().to_vec()).unwrap_or_default()),
+            // Runs that change the cluster's configuration make the binding what it says, if it names
+            // administrators at all (`[]`: none any more); the others, and a runtime that never named any, leave it.
+            administrators: config
+                .kubernetes
+                .as_ref()
+                .and_then(|access| access.administrators.clone())
+                .filter(|_| matches!(operation_type, OperationType::Provision | OperationType::Upgrade)),
         };
         let mut runner_json = serde_json::to_string_pretty(&manifest)?;
         runner_json.push('\n');
@@ -419,6 +423,28 @@ mod tests {
             hcl::parse(&rendered.files["main.tf"])
                 .unwrap_or_else(|error| panic!("{topology:?} does not parse: {error}"));
         }
+    }
+
+    #[test]
+    fn only_runs_that_change_the_configuration_bind_administrators_and_only_of_runtimes_that_name_them() {
+        use crate::domain::{Administrator, KubernetesAccess, SubjectKind};
+        let administrators = |runtime: &Runtime, operation_type| {
+            let rendered = render_for(runtime, operation_type, RunAction::Apply);
+            let manifest: serde_json::Value = serde_json::from_str(&rendered.files["runner.json"]).unwrap();
+            manifest.get("administrators").cloned()
+        };
+        let mut eks = runtime(Topology::Eks);
+        assert_eq!(administrators(&eks, OperationType::Upgrade), None, "a runtime that never named any");
+        let alice = Administrator { kind: SubjectKind::User, name: "oidc:alice".into() };
+        eks.cluster_config.kubernetes = Some(KubernetesAccess { oidc: None, administrators: Some(vec![alice]) });
+        let named = Some(serde_json::json!([{ "kind": "User", "name": "oidc:alice" }]));
+        assert_eq!(administrators(&eks, OperationType::Provision), named);
+        assert_eq!(administrators(&eks, OperationType::Upgrade), named);
+        assert_eq!(administrators(&eks, OperationType::Hibernate), None);
+        assert_eq!(administrators(&eks, OperationType::WakeUp), None);
+        let removed = KubernetesAccess::default().replacing(eks.cluster_config.kubernetes.as_ref());
+        eks.cluster_config.kubernetes = Some(removed);
+        assert_eq!(administrators(&eks, OperationType::Upgrade), Some(serde_json::json!([])), "the binding goes");
     }
 
     #[test]

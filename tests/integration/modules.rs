@@ -52,6 +52,22 @@ fn run(command: &mut Command) -> std::process::Output {
 // ------------------------------------------------------------------------------------------------------------------
 // Formatting and parsing
 
+/// The renderer passes one `worker_pools` map to whichever module builds the cluster, so the three declare it alike;
+/// OpenTofu has no way to share a variable's declaration between modules, this keeps the three copies one.
+#[test]
+fn every_cluster_module_declares_worker_pools_alike() {
+    let declaration = |module: &str| {
+        let text = std::fs::read_to_string(modules_dir().join(module).join("variables.tf")).unwrap();
+        let start = text.find("variable \"worker_pools\" {").unwrap_or_else(|| panic!("{module} has no worker_pools"));
+        let length = text[start..].find("\n}\n").expect("the declaration ends");
+        text[start..start + length].to_owned()
+    };
+    let eks = declaration("eks");
+    for module in ["compute", "gke"] {
+        assert_eq!(declaration(module), eks, "{module}'s worker_pools differs from eks's");
+    }
+}
+
 #[test]
 fn modules_are_tofu_fmt_clean() {
     let output = run(Command::new(tofu_bin())
@@ -1110,6 +1126,18 @@ fn node_roles_use_no_ssm_parameter_but_their_own_runtimes_and_the_public_ones() 
         ("worker", request("its join token", "ssm:GetParameter", own("join/token")), Allowed),
         ("worker", request("node 0's join marker", "ssm:GetParameters", own("control-plane/0/joined")), Allowed),
         ("worker", request("its admin kubeconfig", "ssm:PutParameter", own("kubeconfig")), ImplicitlyDenied),
+        // What AmazonSSMManagedInstanceCore would let it read, and it must not.
+        ("worker", request("its admin kubeconfig", "ssm:GetParameter", own("kubeconfig")), ExplicitlyDenied),
+        (
+            "worker",
+            request("its certificate key", "ssm:GetParameters", own("control-plane/certificate-key")),
+            ExplicitlyDenied,
+        ),
+        (
+            "worker",
+            request("its certificate key's history", "ssm:GetParameterHistory", own("control-plane/certificate-key")),
+            ExplicitlyDenied,
+        ),
         // EKS runtimes publish no parameters: the path a vanilla runtime of the same id would use is refused too.
         ("EKS node", request("its runtime's path", "ssm:GetParameter", own("kubeconfig")), ExplicitlyDenied),
     ]);

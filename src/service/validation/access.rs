@@ -21,6 +21,15 @@ pub(super) fn check_access(config: &ClusterConfig, findings: &mut Findings) {
     let Some(access) = &config.kubernetes else { return };
     check_providers(config.topology, access, findings);
     let admins = access.admins();
+    if config.topology == Topology::Gke && !admins.is_empty() {
+        findings.check(Err(Invalid::new(
+            InvalidReason::NotAllowed,
+            format!("{FIELD}.administrators"),
+            "GKE grants cluster-admin through IAM (roles/container.admin), which this provisioner does not manage: \
+             leave administrators out for gke",
+        )));
+        return;
+    }
     if admins.len() > MAX_ADMINISTRATORS {
         findings.check(Err(Invalid::new(
             InvalidReason::OutOfRange,
@@ -284,6 +293,14 @@ mod tests {
                 "clusterConfig.kubernetes.oidc",
             ),
             (Topology::Gke, one(base.clone()), "clusterConfig.kubernetes.oidc"),
+            (
+                Topology::Gke,
+                KubernetesAccess {
+                    oidc: None,
+                    administrators: Some(vec![Administrator { kind: SubjectKind::User, name: "alice".into() }]),
+                },
+                "clusterConfig.kubernetes.administrators",
+            ),
             (
                 Topology::VanillaKubeadm,
                 KubernetesAccess { oidc: Some(vec![base.clone(), base.clone()]), administrators: None },
