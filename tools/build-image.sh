@@ -127,6 +127,8 @@ step "writing $archive"
 rm -f "$archive" "$archive.inputs"
 buildah_ push "${policy[@]}" "$IMAGE" "oci-archive:$archive:$reference" >&2
 echo "$inputs" > "$archive.inputs"
+# Each build leaves the previous image and its stages unnamed: without this the storage grew by 1.4 GB a build.
+buildah_ rmi --prune >/dev/null
 load_into_containerd
 step "done: $(du -h "$archive" | cut -f1) compressed"
 echo "$archive"

@@ -155,6 +155,9 @@ pub struct OperationView {
     plan_summary: Option<PlanSummary>,
     /// The operation only plans: nothing is applied.
     dry_run: bool,
+    /// A chained upgrade (several minor versions ahead): the minor its current run applies; the runtime's
+    /// `kubernetesVersion` is the last one applied. Null for every other operation.
+    minor_version: Option<String>,
     /// Claims that used the attempt budget (the first, and resumes after a holder that made no progress).
     attempts: i32,
     /// The authenticated caller that asked for it; null for operations recorded before callers were kept.
@@ -214,6 +217,7 @@ impl From<OperationWithStages> for OperationView {
             retrying: operation.last_error.clone().filter(|_| operation.state.is_active()),
             plan_summary: operation.plan_summary.clone(),
             dry_run: operation.dry_run,
+            minor_version: operation.minor_target.map(|minor| minor.to_string()),
             attempts: operation.attempts,
             requested_by: operation.requested_by.clone(),
             retry_of: operation.retry_of.map(|id| id.to_string()),

@@ -72,9 +72,10 @@ impl Operation {
         self.saved_plan_sha256.is_some() && self.approved.is_none()
     }
 
-    /// When the time its run may take starts: an approval starts it again (waiting for a person is not running).
+    /// When the time its run may take starts: an approval starts it again (waiting for a person is not running),
+    /// and so does each minor of a chained upgrade.
     pub fn run_started_at(&self) -> DateTime<Utc> {
-        let started = self.started_at.unwrap_or(self.created_at);
+        let started = self.started_at.unwrap_or(self.created_at).max(self.minor_started_at.unwrap_or_default());
         self.approved.as_ref().map_or(started, |approval| approval.at.max(started))
     }
 

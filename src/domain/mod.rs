@@ -67,6 +67,7 @@ mod runtime_state;
 pub mod state_bucket;
 pub mod tenant;
 mod trace_parent;
+pub mod upgrade_chain;
 pub mod worker_pools;
 
 pub use cluster_access::{Administrator, KubernetesAccess, OidcProvider, RequiredClaim, SubjectKind};
@@ -348,7 +349,7 @@ pub struct GcpConfig {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, InputObject, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpgradeClusterInput {
-    /// `MAJOR.MINOR`: only upwards, one minor version at a time.
+    /// `MAJOR.MINOR`: only upwards; several minors ahead are applied one at a time, in one operation.
     #[schema(nullable = false)]
     pub kubernetes_version: Option<String>,
     /// Changes the pool named `default` (the single `workerPool`).

@@ -28,6 +28,10 @@ spelled! {
         Finalize => "Finalize",
         /// Stop the Job of a failed run, then delete the credentials Secret, whatever the result.
         Cleanup => "Cleanup",
+        /// A chained upgrade between two minors: the runtime shows the one just applied, the next one's run
+        /// starts at the first step. A chain is also queued here: a replica of 0.1.0 (which would apply the
+        /// target in one jump) claims only stages it knows, so it leaves chains alone.
+        NextMinor => "NextMinor",
         /// The run saved its plan for approval and ended; an approval starts a new run that applies it.
         AwaitingApproval => "AwaitingApproval",
         /// Nothing left to do.
@@ -39,7 +43,7 @@ impl Stage {
     /// The step after this one has succeeded.
     pub fn next(self) -> Stage {
         match self {
-            Stage::Queued | Stage::Approved => Stage::ResolveCredential,
+            Stage::Queued | Stage::Approved | Stage::NextMinor => Stage::ResolveCredential,
             Stage::ResolveCredential => Stage::RenderConfig,
             Stage::RenderConfig => Stage::CreateJob,
             Stage::CreateJob => Stage::WaitForJob,
@@ -54,6 +58,7 @@ impl Stage {
         match (self, action, operation_type) {
             (Stage::Queued, _, _) => "Operation queued: waiting for a worker",
             (Stage::Approved, _, _) => "Plan approved: waiting for a worker to apply it",
+            (Stage::NextMinor, _, _) => "Upgrading one minor version at a time: waiting for a worker to start the next",
             (Stage::ResolveCredential, _, _) => "Resolving the cloud credential",
             (Stage::RenderConfig, _, _) => "Rendering the Terraform configuration",
             (Stage::CreateJob, RunAction::Apply, _) => "Starting the terraform apply Job",
@@ -85,6 +90,8 @@ pub struct RunState {
     pub failure: Option<LastError>,
     /// The run saved its plan for approval: once cleaned up it ends waiting, not succeeded.
     pub holds_plan: bool,
+    /// The run applies one minor of a chained upgrade and another follows: once cleaned up it hands over.
+    pub minor_follows: bool,
 }
 
 /// What the worker records before the next step.
@@ -100,6 +107,8 @@ pub enum Record<'a> {
     Failed(&'a LastError),
     /// The run ended with its plan saved for approval.
     AwaitingApproval,
+    /// The run applied one minor of a chained upgrade; the next minor's run follows.
+    NextMinor,
 }
 
 /// What a step's end meant for the run.
@@ -123,7 +132,10 @@ impl RunState {
         (attempts, max_attempts): (i32, i32),
         holds_plan: bool,
     ) -> RunState {
-        let stage = if matches!(stage, Stage::Queued | Stage::Approved) { Stage::ResolveCredential } else { stage };
+        let stage = match stage {
+            Stage::Queued | Stage::Approved | Stage::NextMinor => Stage::ResolveCredential,
+            stage => stage,
+        };
         let failure = stored_error.filter(|_| stage >= Stage::Cleanup).cloned();
         if attempts > max_attempts && failure.is_none() {
             let message = format!("the operation was started {max_attempts} times without making progress");
@@ -131,9 +143,15 @@ impl RunState {
                 stage: Stage::Cleanup,
                 failure: Some(LastError::new(FailureReason::AttemptsExhausted, Component::Provisioner, message)),
                 holds_plan,
+                minor_follows: false,
             };
         }
-        RunState { stage, failure, holds_plan }
+        RunState { stage, failure, holds_plan, minor_follows: false }
+    }
+
+    /// The run applies a minor of a chained upgrade that is not the last.
+    pub fn with_minor_following(self, minor_follows: bool) -> RunState {
+        RunState { minor_follows, ..self }
     }
 
     /// The run's plan was saved for approval: it cleans up as usual, then ends waiting.
@@ -157,6 +175,7 @@ impl RunState {
             Ok(()) => {
                 self.stage = match self.stage {
                     Stage::Cleanup if self.holds_plan && self.failure.is_none() => Stage::AwaitingApproval,
+                    Stage::Cleanup if self.minor_follows && self.failure.is_none() => Stage::NextMinor,
                     stage => stage.next(),
                 };
                 AfterStep::Next
@@ -177,6 +196,7 @@ impl RunState {
         match (&self.failure, self.stage) {
             (None, Stage::Done) => Record::Succeeded,
             (None, Stage::AwaitingApproval) => Record::AwaitingApproval,
+            (None, Stage::NextMinor) => Record::NextMinor,
             (Some(failure), Stage::Done) => Record::Failed(failure),
             (Some(failure), _) => Record::Failing(failure),
             (None, _) => Record::Stage,
@@ -227,21 +247,24 @@ impl RunNames {
         }
     }
 
-    /// The names of the operation's current run: once its plan is approved, those of the Job that applies it
-    /// (the first Job, which saved the plan, stays as it ended).
+    /// The names of the operation's current run: each minor of a chained upgrade has its own
+    /// (`upgrade-<id>-1-33`), and once a plan is approved, those of the Job that applies it (the first Job, which
+    /// saved the plan, stays as it ended).
     pub fn of(operation: &super::Operation) -> Self {
-        let names = RunNames::new(operation.operation_type, operation.runtime_id);
+        let mut names = RunNames::new(operation.operation_type, operation.runtime_id);
+        if let Some(minor) = operation.minor_target {
+            names = names.suffixed(&format!("{}-{}", minor.major, minor.minor));
+        }
         if operation.approved_plan().is_none() {
             return names;
         }
-        let job = format!("{}-approved", names.job);
-        RunNames {
-            config_map: format!("{job}-config"),
-            credentials_secret: format!("{job}-credentials"),
-            job,
-            applies_approved_plan: true,
-            ..names
-        }
+        RunNames { applies_approved_plan: true, ..names.suffixed("approved") }
+    }
+
+    /// The same run's objects under `<job>-<suffix>` (the outputs Secret is the runtime's, whatever the run).
+    fn suffixed(self, suffix: &str) -> RunNames {
+        let job = format!("{}-{suffix}", self.job);
+        RunNames { config_map: format!("{job}-config"), credentials_secret: format!("{job}-credentials"), job, ..self }
     }
 
     /// The name a container's log of this run is archived under.
@@ -255,6 +278,8 @@ impl RunNames {
 
 #[cfg(test)]
 mod tests {
+    use chrono::Utc;
+
     use super::*;
 
     #[test]
@@ -267,10 +292,11 @@ mod tests {
         }
         // A run that holds its plan for approval ends at AwaitingApproval instead (see RunState); once approved,
         // it waits at Approved and starts over at the first step.
-        let waiting = [Stage::Approved, Stage::AwaitingApproval];
+        let waiting = [Stage::Approved, Stage::NextMinor, Stage::AwaitingApproval];
         let held: Vec<Stage> = Stage::ALL.iter().copied().filter(|stage| !waiting.contains(stage)).collect();
         assert_eq!(seen, held);
         assert_eq!(Stage::Approved.next(), Stage::ResolveCredential);
+        assert_eq!(Stage::NextMinor.next(), Stage::ResolveCredential);
         assert_eq!(Stage::Done.next(), Stage::Done);
     }
 
@@ -351,6 +377,45 @@ mod tests {
             assert!(name.bytes().all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-'));
         }
         assert_eq!(RunNames::new(OperationType::Provision, runtime_id).job, format!("provision-{runtime_id}"));
+    }
+
+    #[test]
+    fn each_minor_of_a_chain_runs_under_names_of_its_own() {
+        let runtime_id = Uuid::parse_str("0190b8a6-7f3e-7c4a-9a41-3f2d3c1b2a10").unwrap();
+        let provider = crate::domain::ProviderVersion::pinned(crate::domain::Cloud::Aws);
+        let mut operation = super::super::Operation::queued(runtime_id, OperationType::Upgrade, provider, Utc::now());
+        operation.minor_target = Some("1.33".parse().unwrap());
+        let names = RunNames::of(&operation);
+        assert_eq!(names.job, format!("upgrade-{runtime_id}-1-33"));
+        assert_eq!(names.config_map, format!("upgrade-{runtime_id}-1-33-config"));
+        assert_eq!(names.outputs_secret, format!("provision-{runtime_id}-outputs"), "the runtime's, not the run's");
+        operation.saved_plan_sha256 = Some("ab".repeat(32));
+        operation.approved = Some(crate::domain::approval::Approval { by: "alice".into(), at: Utc::now() });
+        let approved = RunNames::of(&operation);
+        assert_eq!(approved.job, format!("upgrade-{runtime_id}-1-33-approved"));
+        assert!(approved.applies_approved_plan);
+        assert!(approved.job.len() <= 63, "a Job's name is a label value: {}", approved.job);
+    }
+
+    #[test]
+    fn a_minor_of_a_chain_hands_over_after_its_clean_up_unless_it_failed_or_waits() {
+        let mut run = RunState::resume(Stage::NextMinor, None, (1, 10), false).with_minor_following(true);
+        assert_eq!(run.stage, Stage::ResolveCredential, "a chain starts each minor at the first step");
+        run.stage = Stage::Cleanup;
+        assert_eq!(run.after_step(Ok(())), AfterStep::Next);
+        assert_eq!((run.stage, run.record()), (Stage::NextMinor, Record::NextMinor));
+        // A deadline at the hand-over changes nothing: the minor was applied.
+        run.end_early(error(FailureReason::Timeout));
+        assert_eq!(run.record(), Record::NextMinor);
+
+        let mut failed = RunState::resume(Stage::WaitForJob, None, (1, 10), false).with_minor_following(true);
+        failed.after_step(Err(error(FailureReason::JobFailed)));
+        failed.after_step(Ok(()));
+        assert!(matches!(failed.record(), Record::Failed(_)), "a failed minor ends the chain");
+
+        let mut waiting = RunState::resume(Stage::Cleanup, None, (1, 10), true).with_minor_following(true);
+        waiting.after_step(Ok(()));
+        assert_eq!(waiting.record(), Record::AwaitingApproval, "a minor's held plan waits first");
     }
 
     #[test]

@@ -147,6 +147,7 @@ impl Service {
             requested_by: Some(requested_by.to_owned()),
             ..Operation::queued(status.runtime.id, OperationType::Upgrade, provider, store::now())
         };
+        let operation = operation.chained_from(&status.runtime.cluster_config);
         self.queue(runtime_id, operation, keyed.as_ref()).await
     }
 

@@ -56,6 +56,8 @@ impl Service {
             retry_of: Some(failed.id),
             ..Operation::queued(failed.runtime_id, failed.operation_type, provider, store::now())
         };
+        // A chain that failed resumes from the minor the runtime last reached.
+        let operation = operation.chained_from(&status.runtime.cluster_config);
         self.queue(RuntimeId(failed.runtime_id), operation, keyed.as_ref()).await
     }
 

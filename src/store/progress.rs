@@ -9,7 +9,8 @@ use super::entity::{operation, runtime};
 use super::operations::{enter_stage, set_last_error};
 use super::{Result, Store, now};
 use crate::domain::run::Stage;
-use crate::domain::{LastError, Operation, OperationState, OperationType, PlanSummary};
+use crate::domain::upgrade_chain::MinorDone;
+use crate::domain::{ClusterConfig, LastError, Operation, OperationState, OperationType, PlanSummary};
 
 /// How an owned operation moves on; each write is fenced by the claim token, so a run whose claim was superseded
 /// (its lease expired and another claim took the operation) can no longer change it.
@@ -27,6 +28,10 @@ pub enum Progress {
     /// The run ended with its plan saved for approval, which may be given until `expires_at`; the operation
     /// waits unowned (no worker claims it) until a caller approves or rejects it.
     AwaitingApproval { message: String, expires_at: DateTime<Utc> },
+    /// A minor of a chained upgrade was applied and another follows: the runtime shows `done.applied` from now on,
+    /// and the operation is queued again for the next minor's run (a fresh run: no approval, a full budget of
+    /// attempts, its own timeout), in one transaction.
+    NextMinor { message: String, done: Box<MinorDone> },
 }
 
 impl Store {
@@ -41,6 +46,7 @@ impl Store {
         let entered = progress.stage();
         let runtime_update = match &progress {
             Progress::Finished { state: OperationState::Succeeded, .. } => runtime_change(operation, now)?,
+            Progress::NextMinor { done, .. } => Some(applied_config(operation.runtime_id, &done.applied, now)?),
             _ => None,
         };
         let update = progress.apply(fenced, now);
@@ -102,6 +108,7 @@ impl Progress {
                 Some(*stage)
             }
             Progress::AwaitingApproval { .. } => Some(Stage::AwaitingApproval),
+            Progress::NextMinor { .. } => Some(Stage::NextMinor),
             Progress::Retrying { .. } => None,
         }
     }
@@ -141,6 +148,20 @@ impl Progress {
                 .col_expr(operation::Column::Owner, no_text())
                 .col_expr(operation::Column::ClaimToken, Expr::value(Option::<Uuid>::None))
                 .col_expr(operation::Column::LeaseExpiresAt, Expr::value(Option::<DateTime<Utc>>::None)),
+            Progress::NextMinor { message, done } => set_last_error(update, None)
+                .col_expr(operation::Column::State, Expr::value(OperationState::Pending.as_str()))
+                .col_expr(operation::Column::Stage, Expr::value(Stage::NextMinor.as_str()))
+                .col_expr(operation::Column::Message, Expr::value(message))
+                .col_expr(operation::Column::MinorTarget, Expr::value(done.next.to_string()))
+                .col_expr(operation::Column::MinorStartedAt, Expr::value(now))
+                .col_expr(operation::Column::Attempts, Expr::value(0))
+                .col_expr(operation::Column::SavedPlanSha256, no_text())
+                .col_expr(operation::Column::ApprovalExpiresAt, Expr::value(Option::<DateTime<Utc>>::None))
+                .col_expr(operation::Column::ApprovedBy, no_text())
+                .col_expr(operation::Column::ApprovedAt, Expr::value(Option::<DateTime<Utc>>::None))
+                .col_expr(operation::Column::Owner, no_text())
+                .col_expr(operation::Column::ClaimToken, Expr::value(Option::<Uuid>::None))
+                .col_expr(operation::Column::LeaseExpiresAt, Expr::value(Option::<DateTime<Utc>>::None)),
         }
     }
 }
@@ -162,13 +183,25 @@ fn runtime_change(operation: &Operation, now: DateTime<Utc>) -> Result<Option<Up
         change = change.col_expr(runtime::Column::DeletedAt, Expr::value(now));
     }
     if let Some(config) = applied_config {
-        let (config, api_allowed_cidrs) = super::convert::config_columns(config)?;
-        change = change
-            .col_expr(runtime::Column::ClusterConfig, Expr::value(config))
-            .col_expr(runtime::Column::ApiAllowedCidrs, Expr::value(api_allowed_cidrs));
+        change = with_config(change, config)?;
     }
     if let Some(hibernated) = hibernated {
         change = change.col_expr(runtime::Column::Hibernated, Expr::value(hibernated));
     }
     Ok(Some(change))
+}
+
+/// The runtime showing `config` as the configuration last applied.
+fn applied_config(runtime_id: Uuid, config: &ClusterConfig, now: DateTime<Utc>) -> Result<UpdateMany<runtime::Entity>> {
+    let change = runtime::Entity::update_many()
+        .col_expr(runtime::Column::UpdatedAt, Expr::value(now))
+        .filter(runtime::Column::Id.eq(runtime_id));
+    with_config(change, config)
+}
+
+fn with_config(change: UpdateMany<runtime::Entity>, config: &ClusterConfig) -> Result<UpdateMany<runtime::Entity>> {
+    let (config, api_allowed_cidrs) = super::convert::config_columns(config)?;
+    Ok(change
+        .col_expr(runtime::Column::ClusterConfig, Expr::value(config))
+        .col_expr(runtime::Column::ApiAllowedCidrs, Expr::value(api_allowed_cidrs)))
 }

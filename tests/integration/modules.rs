@@ -1169,7 +1169,7 @@ fn authentication_config(issuer: &str) -> String {
 }
 
 /// Records every run with start and end times in the shared log, and sleeps in between so that overlapping runs
-/// would show. `init` leaves a CA certificate and an admin kubeconfig where kubeadm would; init and join leave
+/// would show; fails the subcommand `STANDIN_KUBEADM_FAILS` names. `init` leaves a CA certificate and an admin kubeconfig where kubeadm would; init and join leave
 /// the kubelet.conf that marks a node as joined. A run with `--patches` fails unless the kube-apiserver patch and
 /// the authentication configuration are already written.
 const KUBEADM_STAND_IN: &str = r#"#!/usr/bin/env bash
@@ -1190,6 +1190,12 @@ for ((i = 0; i < ${#args[@]}; i++)); do
   fi
 done
 sleep 0.3
+# A failure injected into one subcommand (a kubeadm upgrade that cannot reach the next minor).
+if [[ ${1:-} == "${STANDIN_KUBEADM_FAILS:-}" ]]; then
+  echo "[upgrade/apply] FATAL: the stand-in fails $1 as asked" >&2
+  echo "$(date +%s.%N) ${STANDIN_NODE} ${1:-} end" >>"$STANDIN_LOG"
+  exit 1
+fi
 case ${1:-} in
   init)
     mkdir -p "$STANDIN_KUBERNETES_DIR/pki"
@@ -1672,6 +1678,53 @@ async fn control_plane_nodes_join_and_upgrade_one_at_a_time_in_order_through_ssm
     let (status, unreadable) = finish(&node, child).await;
     assert!(status.success(), "{unreadable}");
     assert_eq!(std::fs::read_to_string(authentication_file("cp0")).unwrap(), second_config, "{unreadable}");
+
+    // The second minor of a chained upgrade (1.34, 1.35, now 1.36): node 0's kubeadm fails, so no node moves on and
+    // every node keeps its marker of the minor before; once it passes (the retry's run), the minor goes through as
+    // the first did, one node after the other.
+    moto.aws(&["ssm", "put-parameter", "--name", &target, "--type", "String", "--value", "1.36", "--overwrite"]);
+    let second_minor = |index: usize, fails: bool| {
+        let node = format!("cp{index}");
+        let env_file = scene.path(&format!("{node}/bootstrap.env"));
+        let mut command = scene.command("control-plane.sh", &node, &env_file, &moto);
+        command.arg("upgrade").env("STANDIN_KUBEADM_VERSION", "v1.36.0");
+        if fails {
+            command.env("STANDIN_KUBEADM_FAILS", "upgrade");
+        }
+        (node, command.spawn().expect("start bash"))
+    };
+    let (node, child) = second_minor(0, true);
+    let (status, failed) = finish(&node, child).await;
+    assert!(!status.success() && failed.contains("the stand-in fails upgrade"), "{failed}");
+    let unpublished = |index: usize| {
+        let marker = format!("{SSM_PREFIX}/control-plane/{index}/upgraded/1.36");
+        !moto.aws_command().args(["ssm", "get-parameter", "--name", &marker]).output().unwrap().status.success()
+    };
+    for index in 0..CONTROL_PLANE_NODES {
+        assert!(unpublished(index), "node {index} says it runs the minor that failed");
+        assert_eq!(value(&format!("control-plane/{index}/upgraded/1.35")).0, "v1.35.0");
+    }
+    let mut retries = Vec::new();
+    for index in (0..CONTROL_PLANE_NODES).rev() {
+        retries.push(second_minor(index, false));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    for (node, child) in retries {
+        let (status, log) = finish(&node, child).await;
+        assert!(status.success(), "{node}'s upgrade to 1.36 failed\n{log}");
+    }
+    let log = std::fs::read_to_string(scene.path("kubeadm.log")).unwrap();
+    let minors: Vec<(String, String)> = kubeadm_runs(&log)
+        .into_iter()
+        .filter(|run| run.arguments.starts_with("upgrade apply"))
+        .map(|run| (run.node, run.arguments.split(' ').nth(2).unwrap_or_default().to_owned()))
+        .collect();
+    let expected =
+        [("cp0", "v1.35.0"), ("cp0", "v1.36.0"), ("cp0", "v1.36.0")].map(|(n, v)| (n.to_owned(), v.to_owned()));
+    assert_eq!(minors, expected, "one kubeadm upgrade apply per minor, the failed one run again\n{log}");
+    for index in 0..CONTROL_PLANE_NODES {
+        assert_eq!(value(&format!("control-plane/{index}/upgraded/1.36")).0, "v1.36.0");
+    }
 
     // Every node says it runs, on its machine type; after a boot on a new one (a machine type change), once its API
     // server is ready, it says so again.

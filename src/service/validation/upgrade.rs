@@ -1,4 +1,4 @@
-//! The rules of an upgrade: what may change, one minor Kubernetes version at a time, and REST's merge-patch body.
+//! The rules of an upgrade: what may change, Kubernetes versions only upwards, and REST's merge-patch body.
 
 use serde_json::Value;
 
@@ -14,8 +14,8 @@ const FIXED_FIELDS: [&str; 9] =
 
 impl ValidationPolicy {
     /// The configuration `upgrade` makes of `current`, checked by the provisioning's rules plus the upgrade's
-    /// own: Kubernetes versions go up one minor at a time, and the control plane's machine type only changes
-    /// where there are control-plane nodes. An upgrade that changes nothing is `Ok(None)`.
+    /// own: Kubernetes versions only go up (several minors are run one at a time), and the control plane's
+    /// machine type only changes where there are control-plane nodes. An upgrade that changes nothing is `Ok(None)`.
     pub fn validate_upgrade(
         &self,
         current: &ClusterConfig,
@@ -66,7 +66,8 @@ fn check_pools_change(current: &ClusterConfig, upgrade: &UpgradeClusterInput) ->
     Ok(())
 }
 
-/// EKS, GKE and kubeadm all upgrade one minor version at a time, and none goes back.
+/// Versions only go up, within one major version: EKS, GKE and kubeadm all refuse to go back. A request more than
+/// one minor ahead is run as a chain of one-minor upgrades (see [`crate::domain::upgrade_chain`]).
 fn check_version_step(current: &str, requested: &str) -> Check {
     let field = "clusterConfig.kubernetesVersion";
     // An unparsable request is reported by the window check; an unparsable stored version cannot be compared.
@@ -77,15 +78,17 @@ fn check_version_step(current: &str, requested: &str) -> Check {
         return Err(Invalid::new(
             InvalidReason::Conflict,
             field,
-            format!("{to} is older than the cluster's {from}: versions only go up"),
+            format!(
+                "{to} is older than the cluster's {from}, and Kubernetes does not go back a minor version: \
+                 provision a new runtime at {to} and move the workloads to it"
+            ),
         ));
     }
-    if to.major != from.major || to.minor > from.minor + 1 {
-        let next = KubernetesVersion { minor: from.minor + 1, ..from };
+    if to.major != from.major {
         return Err(Invalid::new(
             InvalidReason::Conflict,
             field,
-            format!("{to} skips a minor version: the cluster runs {from}, so the next upgrade is to {next}"),
+            format!("{to} is another major version than the cluster's {from}: no upgrade path leads there"),
         ));
     }
     Ok(())
@@ -175,14 +178,17 @@ mod tests {
     }
 
     #[test]
-    fn upgrades_go_up_one_minor_version_at_a_time() {
+    fn versions_only_go_up_and_several_minors_at_once_are_accepted() {
         let current = eks().cluster_config;
         assert_eq!(current.kubernetes_version, "1.34");
-        let target = policy().validate_upgrade(&current, &upgrade(Some("1.35"), None)).unwrap().unwrap();
-        assert_eq!(target.kubernetes_version, "1.35");
-        for (version, says) in
-            [("1.33", "versions only go up"), ("1.36", "the next upgrade is to 1.35"), ("2.0", "skips")]
-        {
+        for version in ["1.35", "1.37"] {
+            let target = policy().validate_upgrade(&current, &upgrade(Some(version), None)).unwrap().unwrap();
+            assert_eq!(target.kubernetes_version, version);
+        }
+        for (version, says) in [
+            ("1.33", "does not go back a minor version: provision a new runtime at 1.33 and move the workloads"),
+            ("2.0", "another major version"),
+        ] {
             let rejected = policy().validate_upgrade(&current, &upgrade(Some(version), None)).unwrap_err();
             assert_eq!(rejected.first.field, "clusterConfig.kubernetesVersion", "{version}");
             assert!(rejected.first.message.contains(says), "{version}: {}", rejected.first.message);
@@ -224,7 +230,6 @@ mod tests {
         assert_eq!(
             fields,
             [
-                "clusterConfig.kubernetesVersion",
                 "clusterConfig.kubernetesVersion",
                 "clusterConfig.workerPool.machineType",
                 "clusterConfig.workerPool.diskSizeGb"

@@ -31,7 +31,9 @@ impl<C: RunCluster> Worker<C> {
         failing: bool,
     ) -> Result<StepOutcome, StepError> {
         match stage {
-            Stage::Queued | Stage::Approved | Stage::AwaitingApproval | Stage::Done => Ok(StepOutcome::Next),
+            Stage::Queued | Stage::Approved | Stage::NextMinor | Stage::AwaitingApproval | Stage::Done => {
+                Ok(StepOutcome::Next)
+            }
             Stage::ResolveCredential => self.resolve_credential(run).await,
             Stage::RenderConfig => self.render_config(run).await,
             Stage::CreateJob => self.create_job(run, deadline).await,
@@ -77,8 +79,8 @@ impl Run<'_> {
         RunRef { names: &self.names, runtime_id: operation.runtime_id, operation_id: operation.id }
     }
 
-    /// The runtime as this run works on it: with an upgrade's target configuration (the stored runtime keeps the
-    /// configuration last applied until the upgrade succeeded).
+    /// The runtime as this run works on it: with an upgrade's target configuration, at the current minor of a
+    /// chain (the stored runtime keeps the configuration last applied until the upgrade, or the minor, succeeded).
     pub(super) async fn runtime(&mut self, store: &Store) -> Result<&Runtime, StepError> {
         if self.runtime.is_none() {
             let operation = &self.claim.operation;
@@ -90,8 +92,8 @@ impl Run<'_> {
                     format!("runtime {runtime_id} does not exist"),
                 )
             })?;
-            if let Some(config) = &operation.target_config {
-                runtime.cluster_config = config.clone();
+            if let Some(config) = operation.run_config() {
+                runtime.cluster_config = config;
             }
             self.runtime = Some(runtime);
         }
