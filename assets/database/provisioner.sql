@@ -103,6 +103,4 @@ CREATE INDEX "operation_updated_at_idx" ON "operation" ("updated_at");
 
 CREATE INDEX "runtime_managed_idx" ON "runtime" ("id") WHERE "managed_by" IS NOT NULL;
 
-ALTER TABLE "operation" ADD COLUMN "minor_target" text NULL;
-
-ALTER TABLE "operation" ADD COLUMN "minor_started_at" timestamp with time zone NULL;
+ALTER TABLE "operation" ADD COLUMN "minors" text NULL;

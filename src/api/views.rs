@@ -10,6 +10,7 @@ use utoipa::ToSchema;
 use crate::domain::approval::ApprovalPolicy;
 use crate::domain::deletion::Forced;
 use crate::domain::run::Stage;
+use crate::domain::upgrade_chain::MinorRun;
 use crate::domain::{
     Component, FailureReason, LastError, Operation, OperationState, OperationType, PlanSummary, StageEntry,
 };
@@ -155,9 +156,10 @@ pub struct OperationView {
     plan_summary: Option<PlanSummary>,
     /// The operation only plans: nothing is applied.
     dry_run: bool,
-    /// A chained upgrade (several minor versions ahead): the minor its current run applies; the runtime's
-    /// `kubernetesVersion` is the last one applied. Null for every other operation.
-    minor_version: Option<String>,
+    /// A chained upgrade (several minor versions ahead): its minors so far, in order, each with when its run
+    /// started; the last is the one its current run applies, and the runtime's `kubernetesVersion` the last one
+    /// applied. Empty for every other operation.
+    minors: Vec<MinorView>,
     /// Claims that used the attempt budget (the first, and resumes after a holder that made no progress).
     attempts: i32,
     /// The authenticated caller that asked for it; null for operations recorded before callers were kept.
@@ -195,6 +197,24 @@ pub struct StageView {
     entered_at: DateTime<Utc>,
 }
 
+/// One minor of a chained upgrade.
+#[derive(Debug, Serialize, ToSchema, SimpleObject)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = MinorRecord)]
+#[graphql(name = "MinorRun")]
+pub struct MinorView {
+    /// `MAJOR.MINOR`.
+    version: String,
+    /// When its run was queued: for the first with the operation, for the others once the minor before was applied.
+    started_at: DateTime<Utc>,
+}
+
+impl From<&MinorRun> for MinorView {
+    fn from(minor: &MinorRun) -> Self {
+        MinorView { version: minor.version.to_string(), started_at: minor.started_at }
+    }
+}
+
 impl From<StageEntry> for StageView {
     fn from(entry: StageEntry) -> Self {
         StageView { stage: entry.stage.as_str().to_owned(), entered_at: entry.entered_at }
@@ -217,7 +237,7 @@ impl From<OperationWithStages> for OperationView {
             retrying: operation.last_error.clone().filter(|_| operation.state.is_active()),
             plan_summary: operation.plan_summary.clone(),
             dry_run: operation.dry_run,
-            minor_version: operation.minor_target.map(|minor| minor.to_string()),
+            minors: operation.minors.iter().map(MinorView::from).collect(),
             attempts: operation.attempts,
             requested_by: operation.requested_by.clone(),
             retry_of: operation.retry_of.map(|id| id.to_string()),

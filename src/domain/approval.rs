@@ -75,7 +75,8 @@ impl Operation {
     /// When the time its run may take starts: an approval starts it again (waiting for a person is not running),
     /// and so does each minor of a chained upgrade.
     pub fn run_started_at(&self) -> DateTime<Utc> {
-        let started = self.started_at.unwrap_or(self.created_at).max(self.minor_started_at.unwrap_or_default());
+        let minor_started = self.minors.last().map(|minor| minor.started_at).unwrap_or_default();
+        let started = self.started_at.unwrap_or(self.created_at).max(minor_started);
         self.approved.as_ref().map_or(started, |approval| approval.at.max(started))
     }
 

@@ -6,8 +6,8 @@ use serde::Serialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::policy::KubernetesVersion;
 use super::run::Stage;
+use super::upgrade_chain::MinorRun;
 use super::{
     ClusterConfig, Component, FailureReason, OperationState, OperationType, PlanSummary, ProviderVersion, RunAction,
     TraceParent, approval, deletion,
@@ -72,11 +72,9 @@ pub struct Operation {
     pub target_config: Option<ClusterConfig>,
     /// Plan only: nothing is applied and the runtime's configuration stays as it is.
     pub dry_run: bool,
-    /// The minor version the current run of a chained upgrade applies (see [`super::upgrade_chain`]); `None` for
-    /// every other operation.
-    pub minor_target: Option<KubernetesVersion>,
-    /// When that minor's run started, for every minor but the first.
-    pub minor_started_at: Option<DateTime<Utc>>,
+    /// A chained upgrade's minors so far, in order, each with when its run started: the last is the one its
+    /// current run applies (see [`super::upgrade_chain`]). Empty for every other operation.
+    pub minors: Vec<MinorRun>,
     /// The authenticated caller that asked for it; `None` for operations recorded before callers were kept.
     pub requested_by: Option<String>,
     /// Who asked to cancel it while it ran: the worker stops its Job and fails it.
@@ -124,8 +122,7 @@ impl Operation {
             plan_summary: None,
             target_config: None,
             dry_run: false,
-            minor_target: None,
-            minor_started_at: None,
+            minors: Vec::new(),
             requested_by: None,
             cancel_requested_by: None,
             retry_of: None,

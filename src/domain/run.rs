@@ -252,7 +252,7 @@ impl RunNames {
     /// saved the plan, stays as it ended).
     pub fn of(operation: &super::Operation) -> Self {
         let mut names = RunNames::new(operation.operation_type, operation.runtime_id);
-        if let Some(minor) = operation.minor_target {
+        if let Some(minor) = operation.minor_target() {
             names = names.suffixed(&format!("{}-{}", minor.major, minor.minor));
         }
         if operation.approved_plan().is_none() {
@@ -384,7 +384,8 @@ mod tests {
         let runtime_id = Uuid::parse_str("0190b8a6-7f3e-7c4a-9a41-3f2d3c1b2a10").unwrap();
         let provider = crate::domain::ProviderVersion::pinned(crate::domain::Cloud::Aws);
         let mut operation = super::super::Operation::queued(runtime_id, OperationType::Upgrade, provider, Utc::now());
-        operation.minor_target = Some("1.33".parse().unwrap());
+        operation.minors =
+            vec![crate::domain::upgrade_chain::MinorRun { version: "1.33".parse().unwrap(), started_at: Utc::now() }];
         let names = RunNames::of(&operation);
         assert_eq!(names.job, format!("upgrade-{runtime_id}-1-33"));
         assert_eq!(names.config_map, format!("upgrade-{runtime_id}-1-33-config"));

@@ -4,6 +4,9 @@
 //! configuration at that minor, in the same transaction as the operation moves on: a failure leaves the runtime
 //! at its last good minor and a retry starts from there. Pure rules; the worker and the store carry them out.
 
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
 use super::policy::KubernetesVersion;
 use super::run::Stage;
 use super::{ClusterConfig, Operation, OperationType};
@@ -20,13 +23,37 @@ pub fn minors_between(current: &str, target: &str) -> Vec<KubernetesVersion> {
     (from.minor + 1..=to.minor).map(|minor| KubernetesVersion { minor, ..from }).collect()
 }
 
+/// One minor of a chained upgrade: the version its run applies and when that run was queued.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MinorRun {
+    #[serde(with = "as_text")]
+    pub version: KubernetesVersion,
+    pub started_at: DateTime<Utc>,
+}
+
+/// A version as the `MAJOR.MINOR` text the APIs show.
+mod as_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use super::KubernetesVersion;
+
+    pub(super) fn serialize<S: Serializer>(version: &KubernetesVersion, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(version)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<KubernetesVersion, D::Error> {
+        String::deserialize(deserializer)?.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// What a chained upgrade records when one minor's run ended well and another follows.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MinorDone {
     /// The runtime's configuration from now on: the upgrade's target at the minor just applied.
     pub applied: ClusterConfig,
-    /// The minor the next run applies.
-    pub next: KubernetesVersion,
+    /// The chain's minors with the next one, started now, last.
+    pub minors: Vec<MinorRun>,
 }
 
 impl Operation {
@@ -45,40 +72,45 @@ impl Operation {
              to {last}",
             minors.len()
         );
-        Operation { stage: Stage::NextMinor, minor_target: Some(*first), message, ..self }
+        let minors = vec![MinorRun { version: *first, started_at: self.created_at }];
+        Operation { stage: Stage::NextMinor, minors, message, ..self }
+    }
+
+    /// The minor this operation's current run applies, for a chained upgrade.
+    pub fn minor_target(&self) -> Option<KubernetesVersion> {
+        self.minors.last().map(|minor| minor.version)
     }
 
     /// The configuration this operation's current run applies: the target, at the chain's current minor.
     pub fn run_config(&self) -> Option<ClusterConfig> {
         let target = self.target_config.as_ref()?;
-        Some(match self.minor_target {
+        Some(match self.minor_target() {
             Some(minor) => ClusterConfig { kubernetes_version: minor.to_string(), ..target.clone() },
             None => target.clone(),
         })
     }
 
-    /// Once the current run ended well: what the chain records when another minor follows; `None` when this was
-    /// the last (or only) run, or a dry run (which plans one minor).
-    pub fn minor_done(&self) -> Option<MinorDone> {
-        let minor = self.minor_target.filter(|_| !self.dry_run)?;
+    /// Once the current run ended well (`now`): what the chain records when another minor follows; `None` when
+    /// this was the last (or only) run, or a dry run (which plans one minor).
+    pub fn minor_done(&self, now: DateTime<Utc>) -> Option<MinorDone> {
+        let minor = self.minor_target().filter(|_| !self.dry_run)?;
         let target = self.target_config.as_ref()?.kubernetes_version.parse::<KubernetesVersion>().ok()?;
-        (minor < target).then(|| MinorDone {
-            applied: self.run_config().expect("a chain has a target"),
-            next: KubernetesVersion { minor: minor.minor + 1, ..minor },
+        (minor < target).then(|| {
+            let next = MinorRun { version: KubernetesVersion { minor: minor.minor + 1, ..minor }, started_at: now };
+            let minors = self.minors.iter().cloned().chain([next]).collect();
+            MinorDone { applied: self.run_config().expect("a chain has a target"), minors }
         })
     }
 
     /// What a status says of the chain's current run, after the stage's own message.
     pub fn chain_step(&self) -> Option<String> {
-        let (minor, target) = (self.minor_target?, &self.target_config.as_ref()?.kubernetes_version);
+        let (minor, target) = (self.minor_target()?, &self.target_config.as_ref()?.kubernetes_version);
         Some(format!("(minor {minor} of the upgrade to {target})"))
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use chrono::Utc;
-
     use super::*;
     use crate::domain::{ProviderVersion, ProvisionRequest, Topology};
 
@@ -117,12 +149,13 @@ mod tests {
     fn only_an_upgrade_more_than_one_minor_ahead_is_chained() {
         let (current, operation) = upgrade_to("1.33");
         let single = operation.chained_from(&current);
-        assert_eq!((single.stage, single.minor_target), (Stage::Queued, None));
-        assert_eq!(single.minor_done(), None);
+        assert_eq!((single.stage, single.minor_target()), (Stage::Queued, None));
+        assert_eq!(single.minor_done(Utc::now()), None);
 
         let (current, operation) = upgrade_to("1.34");
         let chained = operation.chained_from(&current);
-        assert_eq!((chained.stage, chained.minor_target), (Stage::NextMinor, Some(version("1.33"))));
+        assert_eq!((chained.stage, chained.minor_target()), (Stage::NextMinor, Some(version("1.33"))));
+        assert_eq!(chained.minors[0].started_at, chained.created_at, "the first minor is queued with it");
         assert!(chained.message.contains("upgrading to 1.33, the first of 2 minor versions to 1.34"));
         assert_eq!(chained.run_config().unwrap().kubernetes_version, "1.33");
         assert_eq!(chained.chain_step().as_deref(), Some("(minor 1.33 of the upgrade to 1.34)"));
@@ -133,19 +166,22 @@ mod tests {
         let (current, operation) = upgrade_to("1.35");
         let mut chained = operation.chained_from(&current);
         let mut applied = Vec::new();
-        while let Some(done) = chained.minor_done() {
+        while let Some(done) = chained.minor_done(Utc::now()) {
             assert_eq!(done.applied.worker_pool, chained.target_config.as_ref().unwrap().worker_pool);
+            assert_eq!(done.minors[..done.minors.len() - 1], chained.minors, "the minors so far stay");
             applied.push(done.applied.kubernetes_version.clone());
-            chained.minor_target = Some(done.next);
+            chained.minors = done.minors;
         }
         assert_eq!(applied, ["1.33", "1.34"]);
+        let timeline: Vec<String> = chained.minors.iter().map(|minor| minor.version.to_string()).collect();
+        assert_eq!(timeline, ["1.33", "1.34", "1.35"]);
         assert_eq!(chained.run_config().unwrap().kubernetes_version, "1.35", "the last run applies the target");
 
         // A dry run plans the first minor and ends there.
         let (current, operation) = upgrade_to("1.35");
         let preview = Operation { dry_run: true, ..operation }.chained_from(&current);
         assert_eq!(preview.run_config().unwrap().kubernetes_version, "1.33");
-        assert_eq!(preview.minor_done(), None);
+        assert_eq!(preview.minor_done(Utc::now()), None);
     }
 
     #[test]

@@ -135,8 +135,7 @@ pub(super) fn operation_to_model(operation: &Operation) -> Result<operation::Mod
         target_config,
         target_api_allowed_cidrs,
         dry_run: operation.dry_run,
-        minor_target: operation.minor_target.map(|minor| minor.to_string()),
-        minor_started_at: operation.minor_started_at,
+        minors: (!operation.minors.is_empty()).then(|| serde_json::json!(operation.minors).to_string()),
         requested_by: operation.requested_by.clone(),
         cancel_requested_by: operation.cancel_requested_by.clone(),
         retry_of: operation.retry_of,
@@ -195,12 +194,12 @@ pub(super) fn operation_from_model(model: operation::Model) -> Result<Operation>
             })
             .transpose()?,
         dry_run: model.dry_run,
-        minor_target: model
-            .minor_target
+        minors: model
+            .minors
             .as_deref()
-            .map(|minor| minor.parse().map_err(|_| corrupt("minor version", minor)))
-            .transpose()?,
-        minor_started_at: model.minor_started_at,
+            .map(|minors| serde_json::from_str(minors).map_err(|_| corrupt("chain of minor versions", minors)))
+            .transpose()?
+            .unwrap_or_default(),
         requested_by: model.requested_by,
         cancel_requested_by: model.cancel_requested_by,
         retry_of: model.retry_of,

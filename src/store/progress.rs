@@ -30,7 +30,7 @@ pub enum Progress {
     AwaitingApproval { message: String, expires_at: DateTime<Utc> },
     /// A minor of a chained upgrade was applied and another follows: the runtime shows `done.applied` from now on,
     /// and the operation is queued again for the next minor's run (a fresh run: no approval, a full budget of
-    /// attempts, its own timeout), in one transaction.
+    /// attempts, its own timeout from the next minor's start), in one transaction.
     NextMinor { message: String, done: Box<MinorDone> },
 }
 
@@ -152,8 +152,7 @@ impl Progress {
                 .col_expr(operation::Column::State, Expr::value(OperationState::Pending.as_str()))
                 .col_expr(operation::Column::Stage, Expr::value(Stage::NextMinor.as_str()))
                 .col_expr(operation::Column::Message, Expr::value(message))
-                .col_expr(operation::Column::MinorTarget, Expr::value(done.next.to_string()))
-                .col_expr(operation::Column::MinorStartedAt, Expr::value(now))
+                .col_expr(operation::Column::Minors, Expr::value(serde_json::json!(done.minors).to_string()))
                 .col_expr(operation::Column::Attempts, Expr::value(0))
                 .col_expr(operation::Column::SavedPlanSha256, no_text())
                 .col_expr(operation::Column::ApprovalExpiresAt, Expr::value(Option::<DateTime<Utc>>::None))

@@ -11,8 +11,7 @@ use super::store_calls::{self, warn_unless_database_away};
 use super::{MAX_ATTEMPTS, RETRY_INITIAL, RETRY_MAX, STORE_TIMEOUT, Worker};
 use crate::backoff::Backoff;
 use crate::domain::run::{AfterStep, Record, RunNames, RunState, Stage};
-use crate::domain::upgrade_chain::MinorDone;
-use crate::domain::{Component, FailureReason, LastError, OperationState, OperationType};
+use crate::domain::{Component, FailureReason, LastError, Operation, OperationState, OperationType};
 use crate::store::{self, Claim, Progress};
 use crate::telemetry::{Dependency, SPAN_TARGET};
 use crate::worker::cluster::RunCluster;
@@ -41,9 +40,8 @@ impl<C: RunCluster> Worker<C> {
         let names = RunNames::of(operation);
         let attempts = (operation.attempts, MAX_ATTEMPTS);
         let holds_plan = operation.holds_plan_for_approval();
-        let minor_done = operation.minor_done();
         let mut state = RunState::resume(operation.stage, operation.last_error.as_ref(), attempts, holds_plan)
-            .with_minor_following(minor_done.is_some());
+            .with_minor_following(operation.minor_done(store::now()).is_some());
         let chain_step = operation.chain_step();
         if state.failure.as_ref().is_some_and(|failure| failure.reason == FailureReason::AttemptsExhausted) {
             tracing::error!(
@@ -66,7 +64,7 @@ impl<C: RunCluster> Worker<C> {
                 None => message.to_owned(),
             };
             let ttl = self.settings.plan_approval_ttl;
-            let (progress, finished) = progress_of(state.record(), (stage, &message), ttl, minor_done.as_ref());
+            let (progress, finished) = progress_of(state.record(), (stage, &message), ttl, operation);
             match self.persist(claim, progress, &lease_lost).await {
                 Recorded::Yes => {}
                 Recorded::LeaseLost => {
@@ -245,21 +243,20 @@ fn log_end(failure: Option<&LastError>) {
 
 /// What the store is to record for the domain's `record` of the stage (with its message); and the state the
 /// run ends the operation in, once it ends (a plan held for approval may be approved for `approval_ttl`; a chain
-/// hands over to its next minor with `minor_done`).
+/// hands over to its next minor, started now).
 pub(super) fn progress_of(
     record: Record<'_>,
     (stage, message): (Stage, &str),
     approval_ttl: std::time::Duration,
-    minor_done: Option<&MinorDone>,
+    operation: &Operation,
 ) -> (Progress, Option<OperationState>) {
     match record {
         Record::NextMinor => {
-            let done = Box::new(minor_done.expect("a run hands over only when another minor follows").clone());
-            let message = format!(
-                "Upgraded to {}; waiting for a worker to upgrade to {}",
-                done.applied.kubernetes_version, done.next
-            );
-            (Progress::NextMinor { message, done }, Some(OperationState::Pending))
+            let done = operation.minor_done(store::now()).expect("a run hands over only when another minor follows");
+            let next = done.minors.last().map(|minor| minor.version.to_string()).unwrap_or_default();
+            let message =
+                format!("Upgraded to {}; waiting for a worker to upgrade to {next}", done.applied.kubernetes_version);
+            (Progress::NextMinor { message, done: Box::new(done) }, Some(OperationState::Pending))
         }
         Record::AwaitingApproval => {
             let expires_at = store::now() + approval_ttl;

@@ -38,6 +38,11 @@ async fn rendered_version(engine: &Engine, job: &str) -> (bool, String) {
     (main_tf.contains(&format!("kubernetes_version = \"{version}\"")), version)
 }
 
+/// The versions of an operation's `minors`.
+fn minors(operation: &Value) -> Vec<&str> {
+    operation["minors"].as_array().unwrap().iter().map(|minor| minor["version"].as_str().unwrap()).collect()
+}
+
 async fn wait_for_version(engine: &Engine, runtime_id: &str, version: &str) {
     let deadline = tokio::time::Instant::now() + WAIT;
     while applied_version(engine, runtime_id).await.0 != version {
@@ -65,7 +70,7 @@ async fn a_chained_upgrade_runs_each_minor_and_a_retry_resumes_after_the_last_go
     engine.wait_for_stage(&chain_id, "WaitForJob", WAIT).await;
     assert_eq!(rendered_version(&engine, &first_job).await, (true, "1.35".to_owned()));
     let running = operation(&engine, &chain_id).await;
-    assert_eq!(running["minorVersion"], "1.35", "{running}");
+    assert_eq!(minors(&running), ["1.35"], "{running}");
     assert!(
         running["message"].as_str().unwrap().ends_with("(minor 1.35 of the upgrade to 1.36)"),
         "{}",
@@ -81,7 +86,10 @@ async fn a_chained_upgrade_runs_each_minor_and_a_retry_resumes_after_the_last_go
     let second_job = format!("upgrade-{runtime_id}-1-36");
     engine.wait_for_stage(&chain_id, "WaitForJob", WAIT).await;
     assert_eq!(rendered_version(&engine, &second_job).await, (true, "1.36".to_owned()));
-    assert_eq!(operation(&engine, &chain_id).await["minorVersion"], "1.36");
+    let second = operation(&engine, &chain_id).await;
+    assert_eq!(minors(&second), ["1.35", "1.36"], "{second}");
+    let started = |minor: &Value| chrono::DateTime::parse_from_rfc3339(minor["startedAt"].as_str().unwrap()).unwrap();
+    assert!(started(&second["minors"][1]) > started(&second["minors"][0]), "{second}");
 
     // The second minor fails: the operation fails, the runtime stays at its last good minor.
     let failure = "the cluster did not publish that its control plane runs 1.36 within 1h0m0s";
@@ -99,13 +107,19 @@ async fn a_chained_upgrade_runs_each_minor_and_a_retry_resumes_after_the_last_go
     let retry = engine.app.request("POST", &format!("/api/v1/operations/{chain_id}/retry"), None, &[]).await;
     assert_eq!(retry.status, StatusCode::ACCEPTED, "{}", retry.text);
     let retry_id = retry.json()["id"].as_str().unwrap().to_owned();
-    assert_eq!(operation(&engine, &retry_id).await["minorVersion"], Value::Null);
+    assert!(minors(&operation(&engine, &retry_id).await).is_empty(), "one minor left: not a chain");
     let retry_job = format!("upgrade-{runtime_id}");
     engine.wait_for_stage(&retry_id, "WaitForJob", WAIT).await;
     assert_eq!(rendered_version(&engine, &retry_job).await, (true, "1.36".to_owned()));
     engine.runner_succeeds(&retry_job, Some((&outputs, KUBECONFIG))).await;
     engine.wait_for_status(&runtime_id, &["succeeded"], WAIT).await;
     assert_eq!(applied_version(&engine, &runtime_id).await, ("1.36".to_owned(), max_size + 1));
+    // One Job per minor, kept as it ended.
+    let jobs = engine.jobs_of_operation(&chain_id).await.into_iter().chain(engine.jobs_of_operation(&retry_id).await);
+    let mut ended: Vec<(String, bool)> =
+        jobs.map(|job| (job.metadata.name.unwrap(), job.status.unwrap_or_default().succeeded == Some(1))).collect();
+    ended.sort();
+    assert_eq!(ended, [(retry_job, true), (first_job, true), (second_job, false)]);
     process.stop().await;
 }
 

@@ -39,8 +39,7 @@ pub struct Model {
     pub approval_policy: Option<String>,
     pub trace_parent: Option<String>,
     pub target_api_allowed_cidrs: Option<Json>,
-    pub minor_target: Option<String>,
-    pub minor_started_at: Option<DateTimeUtc>,
+    pub minors: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
