@@ -13,6 +13,7 @@ pub mod domain;
 pub mod executor;
 pub mod listener_tls;
 pub mod render;
+pub mod runtime_access;
 pub mod service;
 pub mod settings;
 pub mod startup;

@@ -104,3 +104,5 @@ CREATE INDEX "operation_updated_at_idx" ON "operation" ("updated_at");
 CREATE INDEX "runtime_managed_idx" ON "runtime" ("id") WHERE "managed_by" IS NOT NULL;
 
 ALTER TABLE "operation" ADD COLUMN "minors" text NULL;
+
+ALTER TABLE "runtime" ADD COLUMN "kubeconfig_expires_at" timestamp with time zone NULL;

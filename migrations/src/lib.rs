@@ -30,6 +30,7 @@ mod m20261220_000001_api_allowed_cidrs;
 mod m20261221_000001_runtime_managed_by;
 mod m20261222_000001_managed_operation_changes;
 mod m20261223_000001_chained_upgrades;
+mod m20261224_000001_kubeconfig_expiry;
 
 pub use sea_orm_migration::MigratorTrait;
 
@@ -72,6 +73,7 @@ fn all() -> Vec<Box<dyn Listed>> {
         Box::new(m20261221_000001_runtime_managed_by::Migration),
         Box::new(m20261222_000001_managed_operation_changes::Migration),
         Box::new(m20261223_000001_chained_upgrades::Migration),
+        Box::new(m20261224_000001_kubeconfig_expiry::Migration),
     ]
 }
 

@@ -33,6 +33,8 @@ pub enum AuditEvent {
     CancelRequested,
     /// A runtime's kubeconfig was served.
     KubeconfigRead,
+    /// A new kubeconfig was minted for a runtime on request.
+    KubeconfigRotated,
     /// A run's logs were served (or a follow started).
     LogsRead,
     DeletionProtectionOn,
@@ -50,6 +52,7 @@ impl AuditEvent {
             AuditEvent::DeprovisioningForced => "deprovisioning forced",
             AuditEvent::CancelRequested => "operation cancel requested",
             AuditEvent::KubeconfigRead => "kubeconfig read",
+            AuditEvent::KubeconfigRotated => "kubeconfig rotated",
             AuditEvent::LogsRead => "logs read",
             AuditEvent::DeletionProtectionOn => "deletion protection turned on",
             AuditEvent::DeletionProtectionOff => "deletion protection turned off",
@@ -70,6 +73,8 @@ pub struct AuditEntry {
     pub operation_type: Option<OperationType>,
     pub runtime_id: Option<Uuid>,
     pub operation_id: Option<Uuid>,
+    /// A kubeconfig read or rotated: until when the one handed out signs in (none for a cloud's token plugin).
+    pub kubeconfig_expires_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl AuditEntry {
@@ -81,6 +86,7 @@ impl AuditEntry {
             operation_type: Some(operation.operation_type),
             runtime_id: Some(operation.runtime_id),
             operation_id: Some(operation.id),
+            kubeconfig_expires_at: None,
         }
     }
 
@@ -93,7 +99,15 @@ impl AuditEntry {
         runtime_id: Option<Uuid>,
         operation_id: Option<Uuid>,
     ) -> Self {
-        AuditEntry { user: user.to_owned(), api, event, operation_type: None, runtime_id, operation_id }
+        AuditEntry {
+            user: user.to_owned(),
+            api,
+            event,
+            operation_type: None,
+            runtime_id,
+            operation_id,
+            kubeconfig_expires_at: None,
+        }
     }
 }
 
@@ -114,6 +128,7 @@ impl AuditSink for LogSink {
             operation_type = entry.operation_type.map(OperationType::as_str),
             runtime_id = entry.runtime_id.map(|id| id.to_string()),
             operation_id = entry.operation_id.map(|id| id.to_string()),
+            kubeconfig_expires_at = entry.kubeconfig_expires_at.map(|at| at.to_rfc3339()),
             "{}",
             entry.event.as_str()
         );

@@ -128,7 +128,10 @@ pub fn rest_action(method: &axum::http::Method, route: &str) -> Option<Action> {
             Some(Action::to_approve())
         }
         (&Method::DELETE, "/api/v1/provisions/{id}" | "/api/v1/runtimes/{id}") => Some(runtimes(Verb::Delete)),
-        (_, "/api/v1/provisions/{id}/kubeconfig") => Some(Action::on(Subresource::Kubeconfig)),
+        // Whoever may read a kubeconfig may ask for a new one: it grants nothing more.
+        (_, "/api/v1/provisions/{id}/kubeconfig" | "/api/v1/runtimes/{id}/kubeconfig/rotation") => {
+            Some(Action::on(Subresource::Kubeconfig))
+        }
         (_, "/api/v1/provisions/{id}/logs" | "/api/v1/operations/{id}/logs") => Some(Action::on(Subresource::Logs)),
         (_, "/api/v1/openapi.json" | "/api/v1/problems/{code}") => None,
         _ => Some(runtimes(Verb::Get)),
@@ -230,6 +233,7 @@ mod tests {
             (Method::PATCH, "/api/v1/runtimes/{id}", Some(Action::on_runtimes(Verb::Update))),
             (Method::POST, "/api/v1/runtimes/{id}/hibernate", Some(Action::on_runtimes(Verb::Update))),
             (Method::POST, "/api/v1/runtimes/{id}/wake", Some(Action::on_runtimes(Verb::Update))),
+            (Method::POST, "/api/v1/runtimes/{id}/kubeconfig/rotation", Some(Action::on(Subresource::Kubeconfig))),
             (Method::DELETE, "/api/v1/runtimes/{id}", Some(Action::on_runtimes(Verb::Delete))),
             (Method::GET, "/api/v1/openapi.json", None),
             (Method::GET, "/api/v1/a-route-added-later", Some(Action::on_runtimes(Verb::Get))),

@@ -350,12 +350,6 @@ fn conflict_entry(conflict: Conflict) -> Entry {
             Retry::No,
             "Nothing to cancel: read the operation's outcome.",
         ),
-        Conflict::UntrustedOutputs => (
-            "Untrusted outputs",
-            "The outputs Secret does not hold the kubeconfig the runtime's last checked apply published.",
-            Retry::No,
-            "Tell the operator: something other than the provisioner changed the outputs Secret.",
-        ),
         Conflict::NotRetryable => (
             "Not retryable",
             "A retry of an operation that has not failed, is not its runtime's last operation, or failed for a \
@@ -387,6 +381,27 @@ fn conflict_entry(conflict: Conflict) -> Entry {
         Conflict::NotAwaitingApproval | Conflict::PlanMismatch | Conflict::ApprovalExpired => {
             return approval_conflict_entry(conflict);
         }
+        Conflict::UntrustedOutputs | Conflict::NothingToRotate => return kubeconfig_conflict_entry(conflict),
+    };
+    Entry { title, meaning, retry, action }
+}
+
+/// The refusals of a kubeconfig read or rotation.
+fn kubeconfig_conflict_entry(conflict: Conflict) -> Entry {
+    let (title, meaning, retry, action) = match conflict {
+        Conflict::UntrustedOutputs => (
+            "Untrusted outputs",
+            "The outputs Secret does not hold the kubeconfig the runtime's last checked apply published.",
+            Retry::No,
+            "Tell the operator: something other than the provisioner changed the outputs Secret.",
+        ),
+        _ => (
+            "Nothing to rotate",
+            "A rotation of a kubeconfig that holds no credential: its user gets short-lived tokens from the cloud's \
+             plugin (EKS, GKE) on every use.",
+            Retry::No,
+            "Nothing to do: read the kubeconfig as it is.",
+        ),
     };
     Entry { title, meaning, retry, action }
 }

@@ -276,12 +276,12 @@ impl Reconciling<'_> {
                 .and_then(|status| status.kubeconfig_secret_ref.clone())
                 .map(|r| r.name));
         }
-        let kubeconfig = match self.service.kubeconfig(RuntimeId(runtime.runtime.id)).await {
-            Ok(kubeconfig) => kubeconfig,
+        let handed_out = match self.service.kubeconfig(RuntimeId(runtime.runtime.id)).await {
+            Ok(handed_out) => handed_out,
             Err(service::Error::Conflict { .. }) => return Ok(None),
             Err(error) => return Err(error.into()),
         };
-        Ok(Some(publish_kubeconfig(&self.client, self.object, &kubeconfig).await?))
+        Ok(Some(publish_kubeconfig(&self.client, self.object, &handed_out).await?))
     }
 
     async fn report(

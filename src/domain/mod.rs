@@ -57,6 +57,7 @@ pub mod deletion;
 mod example;
 pub mod failure_reasons;
 mod ids;
+pub mod kubeconfig_lifetime;
 pub mod managed_by;
 mod operation;
 pub mod policy;
@@ -199,6 +200,8 @@ spelled! {
         TerraformRunner => "terraform-runner",
         /// The cloud provider's API, as Terraform reported its answer.
         Cloud => "cloud",
+        /// The provisioned cluster's own API server (the service asks it for kubeconfigs with a lifetime).
+        Cluster => "cluster",
     }
 }
 
@@ -466,6 +469,9 @@ pub struct Runtime {
     pub approval_policy: approval::ApprovalPolicy,
     /// The `Runtime` resource that manages it, the only writer of its changes; `None`: the APIs change it.
     pub managed_by: Option<managed_by::ResourceRef>,
+    /// When the kubeconfig last handed out for it expires (see [`kubeconfig_lifetime`]); `None` until one was
+    /// minted, and for a cluster whose kubeconfig holds no credential.
+    pub kubeconfig_expires_at: Option<DateTime<Utc>>,
 }
 
 impl Runtime {
@@ -494,6 +500,7 @@ impl Runtime {
             deletion_protection: request.runtime_input.deletion_protection.unwrap_or(false),
             approval_policy: request.runtime_input.approval_policy.unwrap_or_default(),
             managed_by: None,
+            kubeconfig_expires_at: None,
         };
         (runtime, operation)
     }

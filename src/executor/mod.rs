@@ -7,6 +7,7 @@ mod job;
 mod job_failure;
 mod jobs;
 mod logs;
+mod minted_kubeconfigs;
 mod objects;
 
 use std::collections::BTreeMap;
@@ -28,6 +29,7 @@ use crate::domain::run::RunNames;
 pub use job::{JobSettings, ModulesSettings, RUNNER_CONTAINER, RunnerResources};
 pub use jobs::JobStop;
 pub use logs::FinalLogs;
+pub use minted_kubeconfigs::KeptKubeconfig;
 pub use runner_contract::job::RUNNER_GRACE_PERIOD;
 
 const DELETION_TIMEOUT: Duration = Duration::from_secs(60);

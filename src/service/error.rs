@@ -46,6 +46,8 @@ spelled! {
         ApprovalExpired => "approval_expired",
         /// A change through the APIs of a runtime a `Runtime` resource manages: only the resource changes it.
         ManagedByResource => "managed_by_resource",
+        /// A rotation of a kubeconfig that holds no credential of its own (a cloud's token plugin).
+        NothingToRotate => "nothing_to_rotate",
     }
 }
 

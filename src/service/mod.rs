@@ -9,6 +9,7 @@ mod error;
 mod forced_deletion;
 mod health;
 mod idempotency;
+mod kubeconfigs;
 mod live_logs;
 mod log_followers;
 mod logs;
@@ -38,6 +39,7 @@ pub use changes::Requested;
 pub use error::{Conflict, Error, Result};
 use error::{executor_error, operation_in_progress, over_budget, too_many};
 pub use health::ExecutorHealth;
+pub use kubeconfigs::HandedOut;
 pub use provision::ProvisionAccepted;
 use status::JOB_CACHE_SYNC;
 use status::Latest;
@@ -81,6 +83,8 @@ pub struct Shared {
     sockets: streams::Streams,
     /// Which runtimes are protected from deletion when created, and whether a deletion must be confirmed.
     deletion: DeletionPolicy,
+    /// How long a minted kubeconfig signs in (`APP_KUBECONFIG_LIFETIME`).
+    kubeconfig_lifetime: std::time::Duration,
 }
 
 impl std::ops::Deref for Service {
@@ -98,6 +102,7 @@ pub struct ServiceSettings {
     pub log_bytes_per_request: usize,
     pub stream_limits: StreamLimits,
     pub deletion: DeletionPolicy,
+    pub kubeconfig_lifetime: std::time::Duration,
 }
 
 pub use operation_events::OperationEvent;
@@ -127,6 +132,7 @@ impl Service {
             streams: streams::Streams::new(settings.stream_limits),
             sockets: streams::Streams::new(settings.stream_limits),
             deletion: settings.deletion,
+            kubeconfig_lifetime: settings.kubeconfig_lifetime,
         };
         Service { shared: Arc::new(shared), tenant: None, resource: None }
     }

@@ -1,14 +1,13 @@
 //! Reads: runtimes and operations with their stages, the live Job state, pages, and the kubeconfig.
 
 use chrono::{DateTime, Utc};
-use runner_contract::report::kubeconfig_digest;
 
 use super::validation::{Invalid, InvalidReason};
-use super::{Conflict, Error, Result, Service, executor_error, validation};
+use super::{Error, Result, Service, validation};
 use crate::domain::run::{JobState, RunNames, Stage};
 use crate::domain::{
-    ClusterConfig, LastError, Operation, OperationId, OperationState, OperationType, Runtime, RuntimeId, RuntimeState,
-    RuntimeSummary, StageEntry,
+    ClusterConfig, LastError, Operation, OperationId, OperationState, Runtime, RuntimeId, RuntimeState, RuntimeSummary,
+    StageEntry,
 };
 use crate::store::{self, RuntimeRecord};
 
@@ -247,51 +246,6 @@ impl Service {
                 status_of(runtime, last_operation, provisioned_at)
             })
             .collect())
-    }
-
-    /// The kubeconfig of a live runtime whose provisioning succeeded (also while it is being upgraded); 409
-    /// before then and once it is deprovisioned.
-    pub async fn kubeconfig(&self, runtime_id: RuntimeId) -> Result<String> {
-        let status = self.latest(runtime_id).await?;
-        let operation = &status.last_operation;
-        let live = status.runtime.deleted_at.is_none() && !status.runtime.preview;
-        let deprovisioning = operation.operation_type == OperationType::Deprovision && operation.state.is_active();
-        if !live || deprovisioning || status.provisioned_at.is_none() {
-            return Err(Error::Conflict {
-                conflict: Conflict::NotReady,
-                message: format!(
-                    "no kubeconfig: runtime {} has no provisioned cluster (its last operation is {} {})",
-                    status.runtime.id, operation.operation_type, operation.state
-                ),
-            });
-        }
-        let names = RunNames::new(OperationType::Provision, status.runtime.id);
-        match self.executor()?.kubeconfig(&names).await {
-            Ok(Some(kubeconfig)) => self.checked(status.runtime.id, &names.outputs_secret, kubeconfig).await,
-            Ok(None) => Err(Error::Conflict {
-                conflict: Conflict::NotReady,
-                message: format!("Secret {} with the kubeconfig does not exist", names.outputs_secret),
-            }),
-            Err(error) => Err(executor_error(error)),
-        }
-    }
-
-    /// `kubeconfig` when it is exactly what the runtime's last checked apply published: a run's own identity
-    /// writes only its runtime's outputs Secret, but the previous release's shared one still writes any, and what
-    /// a run publishes comes from the cluster it builds, so other content is refused, never served.
-    async fn checked(&self, runtime_id: uuid::Uuid, secret: &str, kubeconfig: String) -> Result<String> {
-        let checked = self.store.checked_kubeconfig_digest(runtime_id).await?;
-        if checked.as_deref() == Some(kubeconfig_digest(kubeconfig.as_bytes()).as_str()) {
-            return Ok(kubeconfig);
-        }
-        tracing::warn!(%runtime_id, secret, "an outputs Secret does not hold the kubeconfig its runtime's last apply published; it is not served");
-        Err(Error::Conflict {
-            conflict: Conflict::UntrustedOutputs,
-            message: format!(
-                "Secret {secret} does not hold the kubeconfig the runtime's last apply published; it is not served \
-                 (an update of the runtime publishes it again)"
-            ),
-        })
     }
 
     /// One page of runtimes in creation order that `query` asks for; in a fixed number of queries whatever the

@@ -7,6 +7,7 @@ use ipnet::Ipv4Net;
 use super::*;
 use crate::declarative::reconciler::RuntimeNamespaces;
 use crate::domain::api_access::{ListProblem, parse_api_allowed_cidrs};
+use crate::domain::kubeconfig_lifetime::{MAX_LIFETIME, MIN_LIFETIME};
 use crate::domain::tenant::Tenant;
 
 fn invalid(variable: &str, message: impl Into<String>) -> Error {
@@ -326,6 +327,7 @@ impl Variables {
                 per_caller: within("APP_MAX_STREAMS_PER_CALLER", self.app_max_streams_per_caller, 1..=10_000)?,
                 total: within("APP_MAX_STREAMS", self.app_max_streams, 1..=100_000)?,
             },
+            kubeconfig_lifetime: self.kubeconfig_lifetime()?,
             deletion: DeletionPolicy {
                 protected_environments: (self.app_protected_environments.split(','))
                     .map(str::trim)
@@ -335,6 +337,15 @@ impl Variables {
                 require_confirmation: self.app_require_delete_confirmation,
             },
         })
+    }
+
+    fn kubeconfig_lifetime(&self) -> Result<Duration> {
+        let (lifetime, range) = (self.app_kubeconfig_lifetime, MIN_LIFETIME..=MAX_LIFETIME);
+        if range.contains(&lifetime) {
+            return Ok(lifetime);
+        }
+        let (minimum, maximum) = (humantime::format_duration(MIN_LIFETIME), humantime::format_duration(MAX_LIFETIME));
+        Err(invalid("APP_KUBECONFIG_LIFETIME", format!("must be between {minimum} and {maximum}")))
     }
 
     fn worker(&self) -> Result<WorkerSettings> {

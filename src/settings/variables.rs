@@ -204,6 +204,11 @@ pub(super) struct Variables {
     /// at most hourly).
     #[serde(deserialize_with = "duration", serialize_with = "help::duration")]
     pub(super) app_run_log_retention: Duration,
+    /// How long a kubeconfig the service hands out for a cluster that signs in with client certificates (vanilla)
+    /// is valid: a certificate the cluster issues, replaced for its readers once 60 % of this has passed (10m to
+    /// 30d; the cluster's signer may cap it).
+    #[serde(deserialize_with = "duration", serialize_with = "help::duration")]
+    pub(super) app_kubeconfig_lifetime: Duration,
     /// How long a plan held back by a runtime's approval policy may wait for approval; then its operation fails
     /// as `approval_expired`.
     #[serde(deserialize_with = "duration", serialize_with = "help::duration")]
@@ -375,6 +380,7 @@ impl Default for Variables {
             app_run_log_max_bytes: 4 * 1024 * 1024,
             app_run_log_retention: Duration::from_secs(90 * 24 * 60 * 60),
             app_plan_approval_ttl: Duration::from_secs(60 * 60),
+            app_kubeconfig_lifetime: Duration::from_secs(24 * 60 * 60),
             app_idempotency_key_ttl: Duration::from_secs(24 * 60 * 60),
             app_max_log_bytes_per_request: 64 * 1024 * 1024,
             app_max_streams_per_caller: 16,

@@ -66,6 +66,7 @@ pub(super) fn runtime_to_model(runtime: &Runtime) -> Result<runtime::Model> {
         deletion_protection: runtime.deletion_protection,
         approval_policy: runtime.approval_policy.as_str().to_owned(),
         managed_by: runtime.managed_by.as_ref().map(ToString::to_string),
+        kubeconfig_expires_at: runtime.kubeconfig_expires_at,
     })
 }
 
@@ -102,6 +103,7 @@ pub(super) fn runtime_from_model(model: runtime::Model) -> Result<Runtime> {
         preview: model.preview,
         hibernated: model.hibernated,
         managed_by,
+        kubeconfig_expires_at: model.kubeconfig_expires_at,
         deletion_protection: model.deletion_protection,
         approval_policy: ApprovalPolicy::parse(&model.approval_policy)
             .ok_or_else(|| corrupt("approval policy", &model.approval_policy))?,

@@ -266,6 +266,16 @@ impl Store {
         latest.as_deref().map(provider_from_str).transpose()
     }
 
+    /// When the kubeconfig last minted for the runtime expires.
+    pub async fn record_kubeconfig_expiry(&self, runtime_id: Uuid, expires_at: DateTime<Utc>) -> Result<()> {
+        runtime::Entity::update_many()
+            .col_expr(runtime::Column::KubeconfigExpiresAt, Expr::value(expires_at))
+            .filter(runtime::Column::Id.eq(runtime_id))
+            .exec(&self.db)
+            .await?;
+        Ok(())
+    }
+
     /// The digest of the kubeconfig the runtime's latest checked apply published: the only content of its outputs
     /// Secret that may be served.
     pub async fn checked_kubeconfig_digest(&self, runtime_id: Uuid) -> Result<Option<String>> {

@@ -28,6 +28,7 @@ mod fuzz_api;
 mod gcp_smoke;
 mod generated;
 mod history;
+mod kubeconfig_lifetime;
 mod kubectl_tool;
 mod limits;
 mod manifests;

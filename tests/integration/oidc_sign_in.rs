@@ -66,6 +66,7 @@ async fn a_token_from_the_issuer_signs_in_to_a_real_api_server() {
     let extras = ApiServerExtras {
         files: vec![("authentication.json".to_owned(), authentication_config(&runtime))],
         args: vec!["--authentication-config={dir}/authentication.json".to_owned()],
+        ..ApiServerExtras::default()
     };
     let control_plane = ControlPlane::start_with(extras).await.expect("a control plane trusting the issuer");
 

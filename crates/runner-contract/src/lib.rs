@@ -9,6 +9,7 @@
 //! - [`job`]: labels, the runner's binary, the grace period and the state-lock wait;
 //! - [`modules`]: the pinned modules repository the init container clones and checks;
 //! - [`inventory`]: the cloud resources an apply left, published beside the kubeconfig;
+//! - [`kubeconfig`]: how a kubeconfig is written, by the runner that publishes it and by the service;
 //! - [`plan`]: what a run's plan changes, and the exit code of a refused destructive plan;
 //! - [`failure`]: the classes of a cloud's error answers, and what a run that failed on one reports;
 //! - [`approval`]: which plans wait for a person's approval, and where a waiting plan is kept;
@@ -32,6 +33,7 @@ pub mod environment;
 pub mod failure;
 pub mod inventory;
 pub mod job;
+pub mod kubeconfig;
 pub mod manifest;
 pub mod modules;
 pub mod plan;

@@ -1,6 +1,7 @@
 //! Kubeconfigs for clusters whose API server takes short-lived cloud tokens: the cluster's endpoint and CA,
 //! and an exec credential plugin that asks the cloud for a token on every use. No secret is written in.
 
+use runner_contract::kubeconfig::{Names, write};
 use serde::Serialize;
 
 /// The apiVersion of the ExecCredential both plugins speak.
@@ -47,63 +48,6 @@ fn render(name: &str, endpoint: &str, ca_data: &str, exec: Exec) -> String {
     write(Names { cluster: name, user: name, context: name }, server, ca_data, User { exec })
 }
 
-/// The names of a kubeconfig's one cluster, user and context.
-pub struct Names<'a> {
-    pub cluster: &'a str,
-    pub user: &'a str,
-    pub context: &'a str,
-}
-
-/// A kubeconfig of one cluster, one `user` and the context joining them.
-pub fn write(names: Names<'_>, server: String, ca_data: &str, user: impl Serialize) -> String {
-    let kubeconfig = Kubeconfig {
-        api_version: "v1",
-        kind: "Config",
-        clusters: vec![NamedCluster {
-            name: names.cluster,
-            cluster: Cluster { server, certificate_authority_data: ca_data.trim().to_owned() },
-        }],
-        users: vec![NamedUser { name: names.user, user }],
-        contexts: vec![NamedContext {
-            name: names.context,
-            context: Context { cluster: names.cluster, user: names.user },
-        }],
-        current_context: names.context,
-    };
-    serde_saphyr::to_string(&kubeconfig).expect("a kubeconfig of plain strings serializes")
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "kebab-case")]
-struct Kubeconfig<'a, U> {
-    #[serde(rename = "apiVersion")]
-    api_version: &'static str,
-    kind: &'static str,
-    clusters: Vec<NamedCluster<'a>>,
-    users: Vec<NamedUser<'a, U>>,
-    contexts: Vec<NamedContext<'a>>,
-    current_context: &'a str,
-}
-
-#[derive(Serialize)]
-struct NamedCluster<'a> {
-    name: &'a str,
-    cluster: Cluster,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "kebab-case")]
-struct Cluster {
-    server: String,
-    certificate_authority_data: String,
-}
-
-#[derive(Serialize)]
-struct NamedUser<'a, U> {
-    name: &'a str,
-    user: U,
-}
-
 /// A user whose tokens come from an exec plugin.
 #[derive(Serialize)]
 struct User {
@@ -120,18 +64,6 @@ struct Exec {
     install_hint: &'static str,
     provide_cluster_info: bool,
     interactive_mode: &'static str,
-}
-
-#[derive(Serialize)]
-struct NamedContext<'a> {
-    name: &'a str,
-    context: Context<'a>,
-}
-
-#[derive(Serialize)]
-struct Context<'a> {
-    cluster: &'a str,
-    user: &'a str,
 }
 
 #[cfg(test)]

@@ -7,9 +7,8 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use serde::{Deserialize, Serialize};
-
-use crate::kubeconfig::{self, Names};
+use runner_contract::kubeconfig::{self, ClientCertificate, Names};
+use serde::Deserialize;
 
 /// The shape kubeadm writes (`admin.conf`); every other field is an error.
 #[derive(Deserialize)]
@@ -122,13 +121,6 @@ fn render(server: &str, ca_data: &str, certificate_data: &str, key_data: &str) -
     // kubeadm's own names.
     let names = Names { cluster: "kubernetes", user: "kubernetes-admin", context: "kubernetes-admin@kubernetes" };
     kubeconfig::write(names, server.to_owned(), ca_data, user)
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "kebab-case")]
-struct ClientCertificate {
-    client_certificate_data: String,
-    client_key_data: String,
 }
 
 #[cfg(test)]

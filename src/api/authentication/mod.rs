@@ -19,6 +19,7 @@ use crate::api::authorization::{Action, Authorizer, User};
 use crate::api::error::ApiError;
 use crate::domain::tenant::Tenant;
 use crate::domain::{Operation, RuntimeId};
+use crate::service::HandedOut;
 use crate::service::{Invalid, InvalidReason, Service};
 use token_review::{Review, TokenReviewer};
 
@@ -73,6 +74,12 @@ impl Identity {
         let runtime_id = uuid::Uuid::parse_str(runtime_id).ok();
         let operation_id = operation_id.and_then(|id| uuid::Uuid::parse_str(id).ok());
         self.audit.record(&AuditEntry::about(&self.username, api, event, runtime_id, operation_id));
+    }
+
+    /// The audit entry of a kubeconfig read or rotated, with until when the one handed out signs in.
+    pub fn audit_kubeconfig(&self, api: ApiKind, event: AuditEvent, runtime_id: RuntimeId, handed_out: &HandedOut) {
+        let entry = AuditEntry::about(&self.username, api, event, Some(runtime_id.0), None);
+        self.audit.record(&AuditEntry { kubeconfig_expires_at: handed_out.expires_at, ..entry });
     }
 
     /// The audit entry of a change of a runtime's deletion protection.

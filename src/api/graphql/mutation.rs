@@ -2,11 +2,11 @@
 
 use async_graphql::{Context, Object};
 
-use super::types::RuntimeNode;
+use super::types::{RotatedKubeconfig, RuntimeNode};
 use super::{GraphQLResult, OperationView, authorize, graphql_error, operation_id, runtime_id, service};
 use crate::api::audit::{ApiKind, AuditEvent};
 use crate::api::authentication::Identity;
-use crate::api::authorization::{Action, Verb};
+use crate::api::authorization::{Action, Subresource, Verb};
 use crate::domain::approval::ApprovalPolicy;
 use crate::domain::{Operation, ProvisionRequest, RuntimeId, UpgradeClusterInput};
 use crate::service::{Requested, Service};
@@ -66,6 +66,19 @@ impl Mutation {
             .map_err(graphql_error)?;
         audit_queued(identity, &operation);
         view(&service, operation.into_operation()).await
+    }
+
+    /// A new kubeconfig for a cluster that signs in with client certificates (vanilla_kubeadm): a certificate the
+    /// cluster issues for `APP_KUBECONFIG_LIFETIME`, handed to every reader from now on; the one before stays valid
+    /// until it expires. Refused (`nothing_to_rotate`) for EKS and GKE, whose kubeconfigs use the cloud's token
+    /// plugin. Needs the right to read the kubeconfig.
+    async fn rotate_kubeconfig(&self, context: &Context<'_>, id: String) -> GraphQLResult<RotatedKubeconfig> {
+        authorize(context, Action::on(Subresource::Kubeconfig)).await?;
+        let identity = context.data::<Identity>()?;
+        let runtime_id = runtime_id(&id)?;
+        let handed_out = service(context).rotate_kubeconfig(runtime_id).await.map_err(graphql_error)?;
+        identity.audit_kubeconfig(ApiKind::Graphql, AuditEvent::KubeconfigRotated, runtime_id, &handed_out);
+        Ok(RotatedKubeconfig { kubeconfig: handed_out.kubeconfig, expires_at: handed_out.expires_at })
     }
 
     /// Scales every worker pool to zero (and stops a vanilla control plane); the configuration is kept for the

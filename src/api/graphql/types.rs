@@ -5,7 +5,7 @@ use async_graphql::connection::{Connection, Edge, EmptyFields};
 use async_graphql::dataloader::DataLoader;
 use std::sync::Arc;
 
-use async_graphql::{Context, MergedObject, Object};
+use async_graphql::{Context, MergedObject, Object, SimpleObject};
 use chrono::{DateTime, Utc};
 
 use super::loaders::ArchivedLogs;
@@ -156,15 +156,22 @@ impl RuntimeConfig {
     async fn kubeconfig(&self, context: &Context<'_>) -> GraphQLResult<Option<String>> {
         authorize(context, Action::on(Subresource::Kubeconfig)).await?;
         match service(context).kubeconfig(self.runtime_id).await {
-            Ok(kubeconfig) => {
+            Ok(handed_out) => {
                 let identity = context.data::<Identity>()?;
-                identity.audit_read(ApiKind::Graphql, AuditEvent::KubeconfigRead, &self.runtime_id.to_string(), None);
-                Ok(Some(kubeconfig))
+                identity.audit_kubeconfig(ApiKind::Graphql, AuditEvent::KubeconfigRead, self.runtime_id, &handed_out);
+                Ok(Some(handed_out.kubeconfig))
             }
             Err(service::Error::Conflict { conflict: Conflict::NotReady, .. }) => Ok(None),
             Err(error) => Err(graphql_error(error)),
         }
     }
+}
+
+/// A kubeconfig just minted, and until when it signs in.
+#[derive(SimpleObject)]
+pub struct RotatedKubeconfig {
+    pub kubeconfig: String,
+    pub expires_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// A runtime, as `runtime` and the `runtimes` list show it.

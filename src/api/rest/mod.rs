@@ -23,7 +23,8 @@ pub use provisions::{
     patch_provision, wake_provision,
 };
 pub use runtimes::{
-    create_runtime, delete_runtime, get_runtime, hibernate_runtime, list_runtimes, patch_runtime, wake_runtime,
+    create_runtime, delete_runtime, get_runtime, hibernate_runtime, list_runtimes, patch_runtime, rotate_kubeconfig,
+    wake_runtime,
 };
 pub use views::{
     Accepted, OperationList, ProvisionList, ProvisionStatusResponse, RuntimeList, RuntimePatchBody, RuntimeView,

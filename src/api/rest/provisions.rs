@@ -16,7 +16,7 @@ use crate::api::audit::{ApiKind, AuditEvent};
 use crate::api::authorization::Action;
 use crate::api::problem::Problem;
 use crate::domain::{OperationState, ProvisionRequest, RuntimeId};
-use crate::service::{self, RuntimePatch, RuntimeQuery, Service};
+use crate::service::{self, HandedOut, RuntimePatch, RuntimeQuery, Service};
 
 #[utoipa::path(
     post,
@@ -184,7 +184,7 @@ pub async fn list_provisions(
     summary = "Read a runtime's kubeconfig",
     params(("id" = uuid::Uuid, Path, description = "Runtime id")),
     responses(
-        (status = 200, description = "The kubeconfig", body = String, content_type = "application/yaml"),
+        (status = 200, description = "The kubeconfig: for a cluster that signs in with client certificates (vanilla_kubeadm) one the cluster issued for `APP_KUBECONFIG_LIFETIME`, never its admin certificate, with `Kubeconfig-Expires-At`; for EKS and GKE the cloud's token plugin", body = String, content_type = "application/yaml", headers(("Kubeconfig-Expires-At" = String, description = "RFC 3339; absent for a kubeconfig without a credential of its own"))),
         (status = 400, description = "The id is not a UUID", body = Problem),
         (status = 404, description = "Unknown runtime", body = Problem),
         (status = 409, description = "The provisioning has not succeeded", body = Problem),
@@ -194,11 +194,23 @@ pub async fn get_kubeconfig(
     Caller { identity, service }: Caller,
     id: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Response> {
-    let id = path_id(id)?;
-    let kubeconfig = service.kubeconfig(runtime_id(&id)?).await?;
-    identity.audit_read(ApiKind::Rest, AuditEvent::KubeconfigRead, &id, None);
-    Ok(([(header::CONTENT_TYPE, "application/yaml")], kubeconfig).into_response())
+    let id = runtime_id(&path_id(id)?)?;
+    let handed_out = service.kubeconfig(id).await?;
+    identity.audit_kubeconfig(ApiKind::Rest, AuditEvent::KubeconfigRead, id, &handed_out);
+    Ok(kubeconfig_response(handed_out))
 }
+
+/// A kubeconfig as YAML, with until when it signs in (when it has a lifetime) in `Kubeconfig-Expires-At`.
+pub(super) fn kubeconfig_response(handed_out: HandedOut) -> Response {
+    let mut response = ([(header::CONTENT_TYPE, "application/yaml")], handed_out.kubeconfig).into_response();
+    if let Some(value) = handed_out.expires_at.and_then(|at| header::HeaderValue::from_str(&at.to_rfc3339()).ok()) {
+        response.headers_mut().insert(KUBECONFIG_EXPIRES_AT, value);
+    }
+    response
+}
+
+/// The header naming until when a kubeconfig handed out signs in.
+const KUBECONFIG_EXPIRES_AT: &str = "kubeconfig-expires-at";
 
 #[utoipa::path(
     patch,

@@ -12,6 +12,7 @@ use super::{
     Answer, ApiResult, Caller, DeletionQuery, DryRunQuery, RuntimeList, RuntimePatchBody, RuntimeView, UpgradeQuery,
     conditional, path_id, provisions, query, runtime_id,
 };
+use crate::api::audit::{ApiKind, AuditEvent};
 use crate::api::problem::Problem;
 use crate::api::views::OperationView;
 use crate::domain::ProvisionRequest;
@@ -223,6 +224,31 @@ pub async fn wake_runtime(
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     provisions::wake(Answer::Operation, caller, id, headers).await
+}
+
+#[utoipa::path(
+    post,
+    tag = "runtimes",
+    path = "/api/v1/runtimes/{id}/kubeconfig/rotation",
+    summary = "Rotate a runtime's kubeconfig",
+    description = "For a cluster that signs in with client certificates (vanilla_kubeadm): a new certificate the cluster issues for `APP_KUBECONFIG_LIFETIME`, handed to every reader from now on; the one before stays valid until it expires (a certificate cannot be taken back). Needs the right to read the kubeconfig.",
+    params(("id" = uuid::Uuid, Path, description = "Runtime id")),
+    responses(
+        (status = 200, description = "The new kubeconfig; `Kubeconfig-Expires-At` says until when it signs in", body = String, content_type = "application/yaml", headers(("Kubeconfig-Expires-At" = String, description = "RFC 3339"))),
+        (status = 400, description = "The id is not a UUID", body = Problem),
+        (status = 404, description = "Unknown runtime", body = Problem),
+        (status = 409, description = "No provisioned cluster (`not_ready`), or its kubeconfig holds no credential to rotate (`nothing_to_rotate`: EKS and GKE use the cloud's token plugin)", body = Problem),
+        (status = 503, description = "The cluster did not issue a certificate", body = Problem),
+    )
+)]
+pub async fn rotate_kubeconfig(
+    Caller { identity, service }: Caller,
+    id: Result<Path<String>, PathRejection>,
+) -> ApiResult<Response> {
+    let id = runtime_id(&path_id(id)?)?;
+    let handed_out = service.rotate_kubeconfig(id).await?;
+    identity.audit_kubeconfig(ApiKind::Rest, AuditEvent::KubeconfigRotated, id, &handed_out);
+    Ok(provisions::kubeconfig_response(handed_out))
 }
 
 #[utoipa::path(

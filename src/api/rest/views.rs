@@ -129,6 +129,9 @@ pub struct RuntimeView {
     updated_at: DateTime<Utc>,
     /// When it was deprovisioned; null while it lives.
     deleted_at: Option<DateTime<Utc>>,
+    /// Until when the kubeconfig last handed out signs in (a cluster that signs in with client certificates);
+    /// null until one was, and for EKS and GKE, whose kubeconfigs use the cloud's token plugin.
+    kubeconfig_expires_at: Option<DateTime<Utc>>,
 }
 
 impl From<RuntimeStatus> for RuntimeView {
@@ -153,6 +156,7 @@ impl From<RuntimeStatus> for RuntimeView {
             created_at: runtime.created_at,
             updated_at: runtime.updated_at,
             deleted_at: runtime.deleted_at,
+            kubeconfig_expires_at: runtime.kubeconfig_expires_at,
         }
     }
 }

@@ -26,6 +26,7 @@ pub struct Model {
     pub approval_policy: String,
     pub api_allowed_cidrs: Option<Json>,
     pub managed_by: Option<String>,
+    pub kubeconfig_expires_at: Option<DateTimeUtc>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

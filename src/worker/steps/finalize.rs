@@ -1,4 +1,5 @@
-//! Finalize: a plan has nothing to finalize, a destroy removes the outputs Secret, an apply whose plan the runner
+//! Finalize: a plan has nothing to finalize, a destroy removes the outputs Secret (and the kubeconfig last minted
+//! from it), an apply whose plan the runner
 //! saved for approval holds the run, and after an apply the outputs Secret is trusted only when it holds the
 //! kubeconfig this run's own pod reported (see `runner_contract::report`); its digest is then recorded, and the
 //! service serves that content only.
@@ -6,7 +7,7 @@
 use runner_contract::report::kubeconfig_digest;
 
 use super::Run;
-use crate::domain::{Component, FailureReason, LastError, RunAction};
+use crate::domain::{Component, FailureReason, LastError, RunAction, kubeconfig_lifetime};
 use crate::worker::Worker;
 use crate::worker::cluster::RunCluster;
 use crate::worker::step_error::{StepError, StepOutcome};
@@ -25,6 +26,8 @@ impl<C: RunCluster> Worker<C> {
             }
             RunAction::Destroy => {
                 self.executor.delete_secret(&run.names.outputs_secret).await?;
+                let runtime_id = run.claim.operation.runtime_id;
+                self.executor.delete_secret(&kubeconfig_lifetime::kept_secret_name(runtime_id)).await?;
                 Ok(StepOutcome::Next)
             }
         }
@@ -68,7 +71,7 @@ impl<C: RunCluster> Worker<C> {
 mod tests {
     use runner_contract::report::{RunReport, kubeconfig_digest};
 
-    use crate::domain::{FailureReason, OperationType, PlanSummary};
+    use crate::domain::{FailureReason, OperationType, PlanSummary, kubeconfig_lifetime};
     use crate::worker::step_error::StepOutcome;
     use crate::worker::steps::testing::{Fixture, Script};
 
@@ -82,11 +85,15 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_destroy_deletes_the_outputs_secret() {
+    async fn a_destroy_deletes_the_outputs_secret_and_the_kubeconfig_minted_from_it() {
         let fixture = finalize(OperationType::Deprovision, None, None).await;
         let run = fixture.run();
         assert_eq!(fixture.worker.finalize(&run).await.expect("the step succeeds"), StepOutcome::Next);
-        assert_eq!(fixture.calls(), [format!("delete_secret {}", run.names.outputs_secret)]);
+        let kept = kubeconfig_lifetime::kept_secret_name(run.claim.operation.runtime_id);
+        assert_eq!(
+            fixture.calls(),
+            [format!("delete_secret {}", run.names.outputs_secret), format!("delete_secret {kept}")]
+        );
     }
 
     #[tokio::test]

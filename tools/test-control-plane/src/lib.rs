@@ -58,10 +58,12 @@ const WAIT_TIMEOUT: Duration = Duration::from_secs(60);
 const POLL_INTERVAL: Duration = Duration::from_millis(200);
 /// The root-CA publisher writes every namespace's `kube-root-ca.crt`, which the service-account token volume of
 /// every pod mounts: without it a real kubelet leaves pods in ContainerCreating. The Deployment and ReplicaSet
-/// controllers run the chart's Deployment on a real node.
+/// controllers run the chart's Deployment on a real node. The signing controller issues the client certificates of
+/// approved certificate signing requests, as kubeadm's controller manager does.
 const CONTROLLERS: &str = "job-controller,garbage-collector-controller,namespace-controller,\
                            serviceaccount-controller,ttl-after-finished-controller,\
-                           root-ca-certificate-publisher-controller,deployment-controller,replicaset-controller";
+                           root-ca-certificate-publisher-controller,deployment-controller,replicaset-controller,\
+                           certificatesigningrequest-signing-controller";
 
 /// The control plane shared by all tests of this test binary, started on first use.
 ///
@@ -87,6 +89,8 @@ pub struct ApiServerExtras {
     pub files: Vec<(String, String)>,
     /// Added to the API server's flags after the usual ones, with `{dir}` replaced by that folder's path.
     pub args: Vec<String>,
+    /// Added to kube-controller-manager's flags, e.g. `--cluster-signing-duration` for certificates that expire soon.
+    pub controller_manager_args: Vec<String>,
 }
 
 pub struct ControlPlane {
@@ -116,6 +120,7 @@ impl ControlPlane {
             Ok(path.display().to_string())
         };
         let ca = file("ca.crt", &pki.ca_pem)?;
+        let ca_key = file("ca.key", &pki.ca_key_pem)?;
         let serving_cert = file("apiserver.crt", &pki.serving.cert_pem)?;
         let serving_key = file("apiserver.key", &pki.serving.key_pem)?;
         let service_account_key = file("service-account.key", &pki.service_account.private)?;
@@ -182,16 +187,20 @@ impl ControlPlane {
 
         let kubeconfig = dir.join("admin.kubeconfig");
         control_plane.write_kubeconfig(&kubeconfig)?;
+        let mut controller_manager_args = vec![
+            format!("--kubeconfig={}", kubeconfig.display()),
+            format!("--controllers={CONTROLLERS}"),
+            "--leader-elect=false".into(),
+            // Nothing scrapes its metrics or health endpoints.
+            "--secure-port=0".into(),
+            format!("--cluster-signing-cert-file={ca}"),
+            format!("--cluster-signing-key-file={ca_key}"),
+        ];
+        controller_manager_args.extend(extras.controller_manager_args.iter().cloned());
         control_plane.processes.spawn(
             "kube-controller-manager",
             &bin_dir.join("kube-controller-manager"),
-            &[
-                format!("--kubeconfig={}", kubeconfig.display()),
-                format!("--controllers={CONTROLLERS}"),
-                "--leader-elect=false".into(),
-                // Nothing scrapes its metrics or health endpoints.
-                "--secure-port=0".into(),
-            ],
+            &controller_manager_args,
         )?;
         // The service-account controller creating `default` proves the controller manager works.
         control_plane.wait_for_service_account("default", "default", &admin).await?;

@@ -22,6 +22,8 @@ pub(crate) struct KeyPem {
 pub(crate) struct Pki {
     pub ca_pem: String,
     pub ca_der: Vec<u8>,
+    /// The CA's key, which kube-controller-manager signs approved client-certificate requests with.
+    pub ca_key_pem: String,
     pub serving: CertifiedKey,
     pub admin: CertifiedKey,
     /// Signs service-account tokens.
@@ -37,6 +39,7 @@ impl Pki {
         ca_params.key_usages =
             vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
         let ca_cert = ca_params.self_signed(&ca_key)?;
+        let ca_key_pem = ca_key.serialize_pem();
         let ca = Issuer::new(ca_params, ca_key);
 
         let leaf = |sans: &[&str], common_name: &str, organization: Option<&str>, usage| {
@@ -61,6 +64,7 @@ impl Pki {
         Ok(Self {
             ca_pem: ca_cert.pem(),
             ca_der: ca_cert.der().to_vec(),
+            ca_key_pem,
             // Also the test node's kubelet certificate: both serve on 127.0.0.1.
             serving: leaf(&["127.0.0.1", "localhost"], "kube-apiserver", None, ExtendedKeyUsagePurpose::ServerAuth)?,
             // The system:masters group is bound to cluster-admin and bypasses RBAC.
