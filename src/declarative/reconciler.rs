@@ -178,6 +178,12 @@ async fn reconcile(object: Arc<RuntimeResource>, context: Arc<Context>) -> Resul
     if object.meta().deletion_timestamp.is_some() { reconciling.clean_up().await } else { reconciling.apply().await }
 }
 
+/// The Secret a reconcile wrote the kubeconfig into, and until when that kubeconfig signs in.
+struct Published {
+    secret: String,
+    expires_at: Option<chrono::DateTime<Utc>>,
+}
+
 impl Reconciling<'_> {
     async fn apply(&self) -> Result<Action, ReconcileError> {
         self.ensure_finalizer().await?;
@@ -196,14 +202,20 @@ impl Reconciling<'_> {
         let runtime = self.service.runtime_status(RuntimeId(runtime_id)).await?;
         let refusal = self.converge(&runtime).await?;
         let runtime = self.service.runtime_status(RuntimeId(runtime_id)).await?;
-        let (secret, forbidden) = match self.kubeconfig(&runtime).await {
+        let (published, forbidden) = match self.kubeconfig(&runtime).await {
             Err(ReconcileError::Kube(kube::Error::Api(status))) if status.code == 403 => (None, Some(forbidden())),
             published => (published?, None),
         };
-        // A grant is no change of the object: a refused Secret is tried again soon.
-        let again = if forbidden.is_some() { AFTER_ERROR } else { LOOK_AGAIN };
+        // A grant is no change of the object: a refused Secret is tried again soon. A kubeconfig with a lifetime is
+        // looked at again well before it expires, so that the Secret holds its successor in time.
+        let again = match (&forbidden, published.as_ref().and_then(|published| published.expires_at)) {
+            (Some(_), _) => AFTER_ERROR,
+            (None, Some(expires_at)) => LOOK_AGAIN.min(((expires_at - Utc::now()) / 4).to_std().unwrap_or(AFTER_ERROR)),
+            (None, None) => LOOK_AGAIN,
+        };
+        let secret = published.map(|published| published.secret);
         self.report(&runtime, secret.as_deref(), refusal.or(forbidden).as_ref()).await?;
-        Ok(Action::requeue(again))
+        Ok(Action::requeue(again.max(AFTER_ERROR)))
     }
 
     /// Takes over the runtime `spec.adopt` names and records it in the status at once.
@@ -266,22 +278,23 @@ impl Reconciling<'_> {
         self.outcome(requested).await
     }
 
-    /// Writes the kubeconfig into the object's Secret once the cluster exists; its name, or `None` before.
-    async fn kubeconfig(&self, runtime: &RuntimeStatus) -> Result<Option<String>, ReconcileError> {
+    /// Writes the kubeconfig into the object's Secret once the cluster exists; the Secret, or `None` before.
+    async fn kubeconfig(&self, runtime: &RuntimeStatus) -> Result<Option<Published>, ReconcileError> {
         if !matches!(runtime.summary.state, RuntimeState::Ready | RuntimeState::Updating | RuntimeState::Hibernated) {
             return Ok(self
                 .object
                 .status
                 .as_ref()
                 .and_then(|status| status.kubeconfig_secret_ref.clone())
-                .map(|r| r.name));
+                .map(|r| Published { secret: r.name, expires_at: None }));
         }
         let handed_out = match self.service.kubeconfig(RuntimeId(runtime.runtime.id)).await {
             Ok(handed_out) => handed_out,
             Err(service::Error::Conflict { .. }) => return Ok(None),
             Err(error) => return Err(error.into()),
         };
-        Ok(Some(publish_kubeconfig(&self.client, self.object, &handed_out).await?))
+        let secret = publish_kubeconfig(&self.client, self.object, &handed_out).await?;
+        Ok(Some(Published { secret, expires_at: handed_out.expires_at }))
     }
 
     async fn report(

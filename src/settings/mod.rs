@@ -408,6 +408,8 @@ mod tests {
             ("APP_GRAPHQL_INTROSPECTION", "on"),
             ("APP_SHUTDOWN_DELAY", "later"),
             ("APP_API_ALLOWED_CIDRS", "everywhere"),
+            ("APP_KUBECONFIG_LIFETIME", "9m"),
+            ("APP_KUBECONFIG_LIFETIME", "31d"),
         ];
         for (variable, value) in cases {
             let error = load(&[(variable, value)]).expect_err(variable);
@@ -415,6 +417,9 @@ mod tests {
         }
         let error = load(&[("APP_DATABASE_HOST", "db"), ("APP_DATABASE_PORT", "99999")]).unwrap_err();
         assert!(error.to_string().starts_with("APP_DATABASE_PORT:"), "{error}");
+        let error = load(&[("APP_KUBECONFIG_LIFETIME", "5m")]).unwrap_err();
+        assert!(error.to_string().contains("must be between 10m and 30days"), "{error}");
+        assert_eq!(load(&[]).unwrap().service.kubeconfig_lifetime, Duration::from_secs(24 * 60 * 60));
     }
 
     /// Runtime resources are reconciled only when asked: everywhere, or in the listed namespaces.

@@ -587,10 +587,11 @@ fn the_runners_egress_ports_and_rules_are_configurable() {
     assert_eq!(ports(&configured), (json!([tcp(443), tcp(6443), tcp(22)]), 3));
     let egress = &object(&configured, "NetworkPolicy", "runner-egress")["spec"]["egress"];
     assert_eq!(egress[2], proxy);
-    assert_eq!(
-        object(&configured, "NetworkPolicy", "cluster-provisioner")["spec"]["egress"].as_array().unwrap().len(),
-        4
-    );
+    // The service's own: DNS, the API server, the provisioned clusters' API servers, PostgreSQL, auth-service.
+    let service = &object(&configured, "NetworkPolicy", "cluster-provisioner")["spec"]["egress"];
+    assert_eq!(service.as_array().unwrap().len(), 5, "{service}");
+    assert_eq!(service[2]["to"][0]["ipBlock"], json!({"cidr": "0.0.0.0/0", "except": ["169.254.0.0/16"]}));
+    assert_eq!(service[2]["ports"], json!([tcp(443), tcp(6443)]));
 }
 
 /// The Jobs' namespace's LimitRange and ResourceQuota are today's numbers unless the operator sets others.

@@ -136,7 +136,7 @@ fn the_openapi_document_has_tags_summaries_and_enums() {
     assert!(values("FailureReason").iter().any(|reason| reason == "destructive_plan"));
     assert_eq!(
         values("Component"),
-        ["provisioner", "kubernetes", "auth-service", "database", "renderer", "terraform-runner", "cloud"]
+        ["provisioner", "kubernetes", "auth-service", "database", "renderer", "terraform-runner", "cloud", "cluster"]
     );
     assert_eq!(values("RuntimeState").len(), 8);
     for name in ["ConditionType", "ConditionStatus", "ConditionReason", "OperationOutcome"] {

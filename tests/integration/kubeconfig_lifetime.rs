@@ -128,5 +128,10 @@ async fn readers_get_certificates_the_cluster_issued_which_rotate_and_expire() {
     assert!(answer.headers.get("kubeconfig-expires-at").is_none());
     let refused = engine.app.request("POST", &format!("/api/v1/runtimes/{eks}/kubeconfig/rotation"), None, &[]).await;
     assert_eq!((refused.status, refused.json()["code"].clone()), (StatusCode::CONFLICT, "nothing_to_rotate".into()));
+    // Nor has a runtime without a cluster yet.
+    let (queued, _) = engine.provision(&provision_body("lifetime-queued")).await;
+    let refused =
+        engine.app.request("POST", &format!("/api/v1/runtimes/{queued}/kubeconfig/rotation"), None, &[]).await;
+    assert_eq!((refused.status, refused.json()["code"].clone()), (StatusCode::CONFLICT, "not_ready".into()));
     process.stop().await;
 }

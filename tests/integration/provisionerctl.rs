@@ -59,6 +59,10 @@ async fn provisionerctl_takes_a_cluster_from_create_to_kubeconfig_to_delete() {
     assert!(described.contains("state: Ready") && described.contains("\nOperations:\nID "), "{described}");
     let (code, kubeconfig, _) = ctl(&server, &["kubeconfig", &runtime_id]).await;
     assert_eq!((code, kubeconfig.as_str()), (0, KUBECONFIG));
+    // A kubeconfig without a credential of its own has nothing to rotate (a minted one: kubeconfig_lifetime.rs).
+    let (code, _, refused) = ctl(&server, &["rotate-kubeconfig", &runtime_id]).await;
+    assert_eq!(code, provisionerctl::exit::REFUSED, "{refused}");
+    assert!(refused.contains("holds no credential"), "{refused}");
 
     let (code, deleting, err) = ctl(&server, &["delete", &runtime_id]).await;
     assert_eq!(code, 0, "{err}");

@@ -22,6 +22,7 @@ async fn provisionerctl_every_commands_help_ends_with_its_examples() {
         "logs",
         "operations",
         "kubeconfig",
+        "rotate-kubeconfig",
         "wait",
         "completion",
     ];

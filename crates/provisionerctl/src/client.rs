@@ -81,9 +81,9 @@ impl Client {
         }
     }
 
-    /// The answer to `GET path` as text.
-    pub async fn text(&self, path: &str) -> Result<String, Error> {
-        match self.send(Method::GET, path, &[], None).await? {
+    /// The answer to `method path` as text.
+    pub async fn text(&self, method: Method, path: &str) -> Result<String, Error> {
+        match self.send(method, path, &[], None).await? {
             Body::Text(text) => Ok(text),
             Body::Json(value) => Ok(value.to_string()),
         }

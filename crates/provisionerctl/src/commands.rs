@@ -70,10 +70,11 @@ pub async fn run(
             (listing::list(client, (&history.0, history.1), &[], &[], &pages, err).await?, Shape::Operations)
         }
         Command::Kubeconfig { id } => {
-            let kubeconfig = client.text(&path("provisions", &id, "/kubeconfig")?).await?;
-            return out
-                .write_all(kubeconfig.as_bytes())
-                .map_err(|error| Error::Local(format!("cannot print: {error}")));
+            return write_text(&client.text(Method::GET, &path("provisions", &id, "/kubeconfig")?).await?, out);
+        }
+        Command::RotateKubeconfig { id } => {
+            let rotation = path("runtimes", &id, "/kubeconfig/rotation")?;
+            return write_text(&client.text(Method::POST, &rotation).await?, out);
         }
         Command::Completion { shell } => return crate::completion::print(shell, out),
         Command::Wait { id, condition, timing } => {
@@ -81,6 +82,11 @@ pub async fn run(
         }
     };
     print(&answer, shape, &output, out)
+}
+
+/// A kubeconfig as the service answered it.
+fn write_text(text: &str, out: &mut dyn Write) -> Result<(), Error> {
+    out.write_all(text.as_bytes()).map_err(|error| Error::Local(format!("cannot print: {error}")))
 }
 
 /// `get`: prints the runtimes, the runtime or the operation; with `-w`, watches the runtimes (`watch.rs`).

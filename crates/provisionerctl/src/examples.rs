@@ -64,6 +64,7 @@ pub const LOGS: &str = examples!(
 pub const OPERATIONS: &str =
     examples!("provisionerctl operations ID", "provisionerctl operations ID --all -o jsonpath='{.items[*].operation}'");
 pub const KUBECONFIG: &str = examples!("provisionerctl kubeconfig ID > cluster.kubeconfig");
+pub const ROTATE_KUBECONFIG: &str = examples!("provisionerctl rotate-kubeconfig ID > cluster.kubeconfig");
 pub const COMPLETION: &str = examples!(
     "provisionerctl completion bash > ~/.local/share/bash-completion/completions/provisionerctl",
     "provisionerctl completion zsh > \"${fpath[1]}/_provisionerctl\"",

@@ -186,6 +186,10 @@ pub enum Command {
     /// Prints a runtime's kubeconfig.
     #[command(after_help = examples::KUBECONFIG)]
     Kubeconfig { id: String },
+    /// Has a new kubeconfig minted for a runtime whose kubeconfig has a lifetime (vanilla) and prints it; the one
+    /// before stays valid until it expires.
+    #[command(after_help = examples::ROTATE_KUBECONFIG)]
+    RotateKubeconfig { id: String },
     /// Prints the completion script of a shell (bash, zsh, fish, elvish or powershell) for every command and flag.
     #[command(after_help = examples::COMPLETION)]
     Completion {
