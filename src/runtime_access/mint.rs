@@ -12,11 +12,12 @@ use k8s_openapi::api::certificates::v1::{
     CertificateSigningRequest, CertificateSigningRequestCondition, CertificateSigningRequestSpec,
     CertificateSigningRequestStatus,
 };
-use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleRef, Subject};
+use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client};
 use rcgen::{CertificateParams, DnType, KeyPair, PublicKeyData};
+use runner_contract::administrators::{Administrator, SubjectKind, cluster_admin_binding};
 use runner_contract::kubeconfig::{self, ClientCertificate, Names};
 
 use super::issued::{self, Expected};
@@ -61,11 +62,9 @@ pub async fn mint_kubeconfig(admin: &str, lifetime: Duration) -> Result<Minted> 
     let parsed = Kubeconfig::from_yaml(admin).map_err(|error| Error::Kubeconfig(error.to_string()))?;
     let (server, ca_data) = cluster_of(&parsed)?;
     let ca_pem = BASE64.decode(&ca_data).map_err(|_| Error::Kubeconfig("its CA is not base64".to_owned()))?;
-    let mut config = kube::Config::from_custom_kubeconfig(parsed, &KubeConfigOptions::default())
+    let config = kube::Config::from_custom_kubeconfig(parsed, &KubeConfigOptions::default())
         .await
         .map_err(|error| Error::Kubeconfig(error.to_string()))?;
-    config.connect_timeout = Some(CALL_TIMEOUT);
-    config.read_timeout = Some(CALL_TIMEOUT);
     let client = Client::try_from(config)?;
     bind_admin_group(&client).await?;
 
@@ -104,23 +103,10 @@ fn cluster_of(parsed: &Kubeconfig) -> Result<(String, String)> {
 
 /// `kubeopera:admin` bound to cluster-admin, applied whole each time.
 async fn bind_admin_group(client: &Client) -> Result<()> {
-    let binding = ClusterRoleBinding {
-        metadata: ObjectMeta { name: Some(ADMIN_GROUP.to_owned()), ..ObjectMeta::default() },
-        role_ref: RoleRef {
-            api_group: Some("rbac.authorization.k8s.io".to_owned()),
-            kind: "ClusterRole".to_owned(),
-            name: "cluster-admin".to_owned(),
-        },
-        subjects: Some(vec![Subject {
-            api_group: Some("rbac.authorization.k8s.io".to_owned()),
-            kind: "Group".to_owned(),
-            name: ADMIN_GROUP.to_owned(),
-            namespace: None,
-        }]),
-    };
+    let group = Administrator { kind: SubjectKind::Group, name: ADMIN_GROUP.to_owned() };
     let api: Api<ClusterRoleBinding> = Api::all(client.clone());
     let apply = PatchParams::apply("kubeopera-provisioner").force();
-    timed(api.patch(ADMIN_GROUP, &apply, &Patch::Apply(&binding))).await?;
+    timed(api.patch(ADMIN_GROUP, &apply, &Patch::Apply(cluster_admin_binding(ADMIN_GROUP, &[group])))).await?;
     Ok(())
 }
 

@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleRef, Subject};
-use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams};
-use runner_contract::administrators::Administrator;
+use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use runner_contract::administrators::{Administrator, cluster_admin_binding};
 
 use crate::{Error, Result};
 
@@ -14,7 +14,6 @@ use crate::{Error, Result};
 pub const BINDING: &str = "kubeopera:administrators";
 /// One request's limit; a run that cannot bind fails and its retry binds again (the apply is then a no-op).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 
 /// Makes the binding say exactly `administrators`, through `client` (the cluster's admin credentials).
 pub async fn bind(client: kube::Client, administrators: &[Administrator]) -> Result<()> {
@@ -28,37 +27,12 @@ pub async fn bind(client: kube::Client, administrators: &[Administrator]) -> Res
             };
         }
         let params = PatchParams::apply("terraform-runner").force();
-        api.patch(BINDING, &params, &Patch::Apply(binding(administrators))).await.map(drop)
+        api.patch(BINDING, &params, &Patch::Apply(cluster_admin_binding(BINDING, administrators))).await.map(drop)
     };
     match tokio::time::timeout(REQUEST_TIMEOUT, request).await {
         Ok(result) => result.map_err(|error| Error::Administrators(error.to_string())),
         Err(_) => {
             Err(Error::Administrators(format!("no answer within {}", humantime::format_duration(REQUEST_TIMEOUT))))
         }
-    }
-}
-
-fn binding(administrators: &[Administrator]) -> ClusterRoleBinding {
-    let subjects = administrators
-        .iter()
-        .map(|administrator| Subject {
-            api_group: Some(RBAC_GROUP.to_owned()),
-            kind: administrator.kind.as_str().to_owned(),
-            name: administrator.name.clone(),
-            namespace: None,
-        })
-        .collect();
-    ClusterRoleBinding {
-        metadata: ObjectMeta {
-            name: Some(BINDING.to_owned()),
-            labels: Some([("app.kubernetes.io/managed-by".to_owned(), "cluster-provisioner".to_owned())].into()),
-            ..ObjectMeta::default()
-        },
-        role_ref: RoleRef {
-            api_group: Some(RBAC_GROUP.to_owned()),
-            kind: "ClusterRole".to_owned(),
-            name: "cluster-admin".to_owned(),
-        },
-        subjects: Some(subjects),
     }
 }
