@@ -11,6 +11,7 @@ pub mod credentials;
 pub mod declarative;
 pub mod domain;
 pub mod executor;
+pub mod fleet;
 pub mod listener_tls;
 pub mod render;
 pub mod runtime_access;

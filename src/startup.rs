@@ -24,6 +24,7 @@ use crate::api::{self, ProcessHealth};
 use crate::credentials::{self, AuthClient, CredentialSource, Credentials, SecretCredentials};
 use crate::declarative::reconciler::RuntimeResources;
 use crate::executor::Executor;
+use crate::fleet::CertificateWatch;
 use crate::render::{self, Renderer};
 use crate::service::Service;
 use crate::settings::{AuthnSettings, AuthzMode, DatabaseSettings, Settings};
@@ -80,6 +81,8 @@ pub struct Background {
     worker: Option<Worker>,
     /// Runs where the worker runs.
     retention: Option<Retention>,
+    /// Runs where the worker runs.
+    certificate_watch: Option<CertificateWatch>,
     runtime_resources: Option<RuntimeResources>,
     worker_health: WorkerHealth,
 }
@@ -90,6 +93,7 @@ impl Default for Background {
             job_cache: None,
             worker: None,
             retention: None,
+            certificate_watch: None,
             runtime_resources: None,
             worker_health: WorkerHealth::disabled(),
         }
@@ -162,6 +166,11 @@ impl App {
         let retention = worker.as_ref().map(|_| Retention { store: store.clone(), periods: settings.retention });
         let service =
             Service::new(store, settings.validation.clone(), credentials, executor, wake, settings.service.clone());
+        let certificate_watch = worker.as_ref().map(|_| CertificateWatch {
+            service: service.clone(),
+            metrics: metrics.clone(),
+            settings: settings.certificates,
+        });
         let worker_health = if worker.is_some() { worker_health } else { WorkerHealth::disabled() };
         let runtime_resources = match (&kube_client, &kubernetes.runtime_resources) {
             (Some(client), Some(namespaces)) => Some(RuntimeResources {
@@ -187,7 +196,14 @@ impl App {
             ),
             metrics_router: api::metrics_router(service.clone(), metrics),
             service,
-            background: Background { job_cache, worker, retention, runtime_resources, worker_health },
+            background: Background {
+                job_cache,
+                worker,
+                retention,
+                certificate_watch,
+                runtime_resources,
+                worker_health,
+            },
             draining,
             shutdown_delay: settings.server.shutdown_delay,
         })
@@ -242,6 +258,7 @@ enum TaskName {
     JobCache,
     Worker,
     Retention,
+    CertificateWatch,
     RuntimeResources,
 }
 
@@ -253,6 +270,7 @@ impl TaskName {
             TaskName::JobCache => "Job cache",
             TaskName::Worker => "worker",
             TaskName::Retention => "retention",
+            TaskName::CertificateWatch => "certificate watch",
             TaskName::RuntimeResources => "Runtime resources",
         }
     }
@@ -319,6 +337,9 @@ impl Background {
         }
         if let Some(retention) = self.retention {
             tasks.push((TaskName::Retention, Box::pin(retention.run(stopped.clone())) as Task));
+        }
+        if let Some(watch) = self.certificate_watch {
+            tasks.push((TaskName::CertificateWatch, Box::pin(watch.run(stopped.clone())) as Task));
         }
         if let Some(resources) = self.runtime_resources {
             tasks.push((TaskName::RuntimeResources, Box::pin(resources.run(stopped.clone())) as Task));

@@ -1,5 +1,6 @@
 //! Logs (tracing, JSON or text) and Prometheus metrics.
 
+mod certificates;
 mod outage;
 mod process;
 
@@ -18,6 +19,7 @@ use crate::domain::run::Stage;
 use crate::domain::{FailureReason, OperationState, OperationType};
 use crate::store::{OperationCount, StatementMetrics};
 
+pub use certificates::{CertificateMetrics, CertificateRead};
 pub use outage::Dependency;
 /// The same logs and traces as terraform-runner's.
 pub use process_support::logging::{LineFilter, LogFormat, Tracing};
@@ -133,6 +135,7 @@ struct Inner {
     step_duration: Family<StageLabels, Histogram>,
     token_reviews: Family<ResultLabels, Counter>,
     statements: StatementMetrics,
+    certificates: CertificateMetrics,
 }
 
 impl Default for Metrics {
@@ -196,6 +199,8 @@ impl Metrics {
         registry.register("token_reviews", "TokenReviews sent (cache misses), by result", token_reviews.clone());
         let statements = StatementMetrics::default();
         statements.register(registry);
+        let certificates = CertificateMetrics::default();
+        certificates.register(registry);
         outage::PROCESS.register(registry);
         let build_info = Family::<BuildLabels, Gauge>::default();
         build_info
@@ -222,6 +227,7 @@ impl Metrics {
                 step_duration,
                 token_reviews,
                 statements,
+                certificates,
             }),
         }
     }
@@ -290,6 +296,11 @@ impl Metrics {
     /// Where the store counts its statements.
     pub fn statements(&self) -> &StatementMetrics {
         &self.inner.statements
+    }
+
+    /// The certificate watch's.
+    pub fn certificates(&self) -> &CertificateMetrics {
+        &self.inner.certificates
     }
 
     pub fn encode(&self) -> String {

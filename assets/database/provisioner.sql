@@ -106,3 +106,9 @@ CREATE INDEX "runtime_managed_idx" ON "runtime" ("id") WHERE "managed_by" IS NOT
 ALTER TABLE "operation" ADD COLUMN "minors" text NULL;
 
 ALTER TABLE "runtime" ADD COLUMN "kubeconfig_expires_at" timestamp with time zone NULL;
+
+ALTER TABLE "runtime" ADD COLUMN "certificates" text NULL;
+
+ALTER TABLE "runtime" ADD COLUMN "certificates_due_at" timestamp with time zone NULL;
+
+CREATE INDEX "runtime_by_certificates_due_at" ON "runtime" ("certificates_due_at");

@@ -233,7 +233,8 @@ fn public_routes(
     public.route(&settings.playground_endpoint, get(move || async move { playground.graphiql(&api_endpoint) }))
 }
 
-/// The metrics server's router: Prometheus text at `/metrics`, operation gauges refreshed from the store.
+/// The metrics server's router: Prometheus text at `/metrics`, operation gauges refreshed from the store (and the
+/// certificate expiries at most once a minute).
 pub fn metrics_router(service: Service, metrics: Metrics) -> Router {
     Router::new().route(
         "/metrics",
@@ -246,6 +247,13 @@ pub fn metrics_router(service: Service, metrics: Metrics) -> Router {
                     // An outage is told once, as it begins (telemetry::Dependency), not at every scrape.
                     Err(crate::service::Error::Unavailable { .. }) => {}
                     Err(error) => tracing::warn!(%error, "could not count operations for metrics"),
+                }
+                if metrics.certificates().refresh_due() {
+                    match service.observed_certificates().await {
+                        Ok(readings) => metrics.certificates().set_expiries(&readings),
+                        Err(crate::service::Error::Unavailable { .. }) => {}
+                        Err(error) => tracing::warn!(%error, "could not read certificate expiries for metrics"),
+                    }
                 }
                 ([(axum::http::header::CONTENT_TYPE, Metrics::CONTENT_TYPE)], metrics.encode())
             }

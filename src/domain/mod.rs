@@ -49,6 +49,7 @@ pub(crate) use spelled;
 
 pub mod api_access;
 pub mod approval;
+pub mod certificates;
 mod cloud_failure;
 pub mod cluster_access;
 pub mod credential_fit;
@@ -76,7 +77,9 @@ pub use cluster_access::{Administrator, KubernetesAccess, OidcProvider, Required
 pub use example::EXAMPLE_API_ALLOWED_CIDRS;
 pub use ids::{OperationId, RuntimeId};
 pub use operation::{LastError, Operation, OperationPage, StageEntry};
-pub use runtime_state::{Condition, ConditionReason, ConditionStatus, ConditionType, RuntimeState, RuntimeSummary};
+pub use runtime_state::{
+    Condition, ConditionReason, ConditionStatus, ConditionType, RuntimeState, RuntimeSummary, certificates_expiring,
+};
 pub use trace_parent::TraceParent;
 pub use worker_pools::{DEFAULT_POOL_NAME, NamedWorkerPool, Taint, TaintEffect};
 
@@ -472,6 +475,8 @@ pub struct Runtime {
     /// When the kubeconfig last handed out for it expires (see [`kubeconfig_lifetime`]); `None` until one was
     /// minted, and for a cluster whose kubeconfig holds no credential.
     pub kubeconfig_expires_at: Option<DateTime<Utc>>,
+    /// What the last read of its cluster's certificates saw (see [`certificates`]); `None` until one was read.
+    pub certificates: Option<certificates::ObservedCertificates>,
 }
 
 impl Runtime {
@@ -501,6 +506,7 @@ impl Runtime {
             approval_policy: request.runtime_input.approval_policy.unwrap_or_default(),
             managed_by: None,
             kubeconfig_expires_at: None,
+            certificates: None,
         };
         (runtime, operation)
     }

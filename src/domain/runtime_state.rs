@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::certificates::{EXPIRING_WITHIN, ObservedCertificates};
 use super::{Operation, OperationState, OperationType, Runtime};
 
 spelled! {
@@ -42,6 +43,8 @@ spelled! {
         Provisioned => "Provisioned",
         /// Whether an operation of the runtime is queued or running.
         Progressing => "Progressing",
+        /// Whether one of its cluster's certificates expires within 30 days (shown once they were read).
+        CertificatesExpiring => "CertificatesExpiring",
     }
 }
 
@@ -84,6 +87,10 @@ spelled! {
         Succeeded => "Succeeded",
         /// `Progressing`: the last operation failed.
         Failed => "Failed",
+        /// `CertificatesExpiring`: one expires within 30 days, or has expired.
+        CertificateExpiresSoon => "CertificateExpiresSoon",
+        /// `CertificatesExpiring`: every one it could read is valid for more than 30 days.
+        CertificatesValid => "CertificatesValid",
     }
 }
 
@@ -199,6 +206,45 @@ fn progressing(last_operation: &Operation) -> Condition {
         }
     };
     Condition { condition_type: ConditionType::Progressing, status, reason, message, last_transition_time: since }
+}
+
+/// `CertificatesExpiring` of a live runtime whose certificates were read: true from 30 days before the first
+/// runs out (its transition time); while false, its transition time is when they were last read.
+pub fn certificates_expiring(runtime: &Runtime, now: DateTime<Utc>) -> Option<Condition> {
+    let observed: &ObservedCertificates = runtime.certificates.as_ref()?;
+    if runtime.deleted_at.is_some() || runtime.preview {
+        return None;
+    }
+    let condition = |status, reason, message: String, since| Condition {
+        condition_type: ConditionType::CertificatesExpiring,
+        status,
+        reason,
+        message,
+        last_transition_time: since,
+    };
+    Some(match (observed.expiring(now), observed.expiries.first()) {
+        (Some(expiring), _) => condition(
+            ConditionStatus::True,
+            ConditionReason::CertificateExpiresSoon,
+            format!(
+                "the {} certificate expires at {}: renew the cluster's certificates",
+                expiring.certificate,
+                expiring.not_after.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+            ),
+            expiring.not_after - EXPIRING_WITHIN,
+        ),
+        (None, Some(soonest)) => condition(
+            ConditionStatus::False,
+            ConditionReason::CertificatesValid,
+            format!(
+                "the first to expire, {}, is valid until {}",
+                soonest.certificate,
+                soonest.not_after.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+            ),
+            observed.read_at,
+        ),
+        (None, None) => return None,
+    })
 }
 
 fn running_reason(operation_type: OperationType) -> ConditionReason {
@@ -354,5 +400,30 @@ mod tests {
         assert_eq!((provisioned.status, provisioned.reason), (ConditionStatus::False, ConditionReason::Preview));
         let failed = ended(operation, OperationState::Failed);
         assert_eq!(RuntimeSummary::of(&runtime, &failed, None).state, RuntimeState::Failed);
+    }
+
+    #[test]
+    fn certificates_expiring_is_shown_once_read_for_a_live_runtime_only() {
+        use crate::domain::certificates::{CertificateExpiry, ObservedCertificates, WatchedCertificate};
+        let (mut runtime, _) = runtime_with(OperationType::Provision);
+        let now = runtime.created_at + Duration::days(1);
+        assert_eq!(certificates_expiring(&runtime, now), None, "not read yet");
+        let serving_end = now + Duration::days(40);
+        let expiry = CertificateExpiry { certificate: WatchedCertificate::ApiServerServing, not_after: serving_end };
+        runtime.certificates = Some(ObservedCertificates::new(now, vec![expiry]));
+
+        let valid = certificates_expiring(&runtime, now).expect("the condition");
+        assert_eq!((valid.status, valid.reason), (ConditionStatus::False, ConditionReason::CertificatesValid));
+        assert_eq!(valid.last_transition_time, now, "as last read");
+        let expiring = certificates_expiring(&runtime, now + Duration::days(11)).expect("the condition");
+        assert_eq!(
+            (expiring.status, expiring.reason),
+            (ConditionStatus::True, ConditionReason::CertificateExpiresSoon)
+        );
+        assert_eq!(expiring.last_transition_time, serving_end - Duration::days(30));
+        assert!(expiring.message.contains("ApiServerServing"), "{}", expiring.message);
+
+        runtime.deleted_at = Some(now);
+        assert_eq!(certificates_expiring(&runtime, now), None, "a deprovisioned runtime has no certificates to renew");
     }
 }

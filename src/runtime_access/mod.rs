@@ -3,9 +3,11 @@
 //! (its certificate signing request API, the signer kube-controller-manager runs), for the group
 //! `kubeopera:admin` that a binding here gives cluster-admin.
 
+mod certificates;
 mod issued;
 mod mint;
 
+pub use certificates::read_certificates;
 pub use mint::{ADMIN_GROUP, Minted, holds_client_certificate, mint_kubeconfig};
 
 /// Why a kubeconfig could not be minted.
@@ -15,6 +17,8 @@ pub enum Error {
     Kubeconfig(String),
     #[error("the cluster's API server: {0}")]
     Kube(#[from] kube::Error),
+    #[error("the cluster's API server cannot be reached: {0}")]
+    Unreachable(String),
     #[error("the cluster's API server did not answer within {0:?}")]
     Timeout(std::time::Duration),
     #[error("the cluster did not issue the certificate within {0:?}")]

@@ -76,7 +76,7 @@ impl Service {
     }
 
     /// What the runtime's last checked apply published; 409 while there is no cluster.
-    async fn published_kubeconfig(&self, runtime_id: RuntimeId) -> Result<String> {
+    pub(super) async fn published_kubeconfig(&self, runtime_id: RuntimeId) -> Result<String> {
         let status = self.latest(runtime_id).await?;
         let operation = &status.last_operation;
         let live = status.runtime.deleted_at.is_none() && !status.runtime.preview;

@@ -3,6 +3,7 @@
 
 mod adoption;
 mod approval;
+mod certificates;
 mod changes;
 mod deletion;
 mod error;

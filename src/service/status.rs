@@ -7,7 +7,7 @@ use super::{Error, Result, Service, validation};
 use crate::domain::run::{JobState, RunNames, Stage};
 use crate::domain::{
     ClusterConfig, LastError, Operation, OperationId, OperationState, Runtime, RuntimeId, RuntimeState, RuntimeSummary,
-    StageEntry,
+    StageEntry, certificates_expiring,
 };
 use crate::store::{self, RuntimeRecord};
 
@@ -120,8 +120,10 @@ fn status_of(
     last_operation: OperationWithStages,
     provisioned_at: Option<DateTime<Utc>>,
 ) -> RuntimeStatus {
+    let mut summary = RuntimeSummary::of(&runtime, &last_operation.operation, provisioned_at);
+    summary.conditions.extend(certificates_expiring(&runtime, store::now()));
     RuntimeStatus {
-        summary: RuntimeSummary::of(&runtime, &last_operation.operation, provisioned_at),
+        summary,
         hibernation: HibernationStatus::of(&runtime, &last_operation.operation, provisioned_at.is_some()),
         runtime,
         last_operation,

@@ -228,6 +228,17 @@ impl Variables {
                 idempotency_records: self.app_idempotency_key_ttl,
                 plan_approvals: self.app_plan_approval_ttl,
             },
+            certificates: CertificateWatchSettings {
+                reads_per_minute: within(
+                    "APP_CERTIFICATE_READS_PER_MINUTE",
+                    self.app_certificate_reads_per_minute,
+                    1..=600,
+                )?,
+                reread_after: match self.app_certificate_reread_after {
+                    reread if reread >= Duration::from_secs(1) => reread,
+                    _ => return Err(invalid("APP_CERTIFICATE_REREAD_AFTER", "must be at least 1s")),
+                },
+            },
             log: LogSettings { level: self.app_log_level, format: self.app_log_format, traces },
             validation: ValidationPolicy {
                 min_kubernetes_version: min_version,

@@ -18,6 +18,7 @@ use crate::declarative::reconciler::RuntimeNamespaces;
 use crate::domain::deletion::DeletionPolicy;
 use crate::domain::policy::ValidationPolicy;
 use crate::executor::{JobSettings, ModulesSettings, RunnerResources};
+use crate::fleet::CertificateWatchSettings;
 use crate::listener_tls::TlsFiles;
 use crate::service::{ServiceSettings, StreamLimits};
 use crate::store::Migrations;
@@ -71,6 +72,7 @@ pub struct Settings {
     pub service: ServiceSettings,
     pub worker: WorkerSettings,
     pub retention: RetentionPeriods,
+    pub certificates: CertificateWatchSettings,
     pub log: LogSettings,
     pub validation: ValidationPolicy,
 }

@@ -209,6 +209,13 @@ pub(super) struct Variables {
     /// 30d; the cluster's signer may cap it).
     #[serde(deserialize_with = "duration", serialize_with = "help::duration")]
     pub(super) app_kubeconfig_lifetime: Duration,
+    /// How many runtimes' certificates each replica that runs the worker reads per minute (1 to 600): the serving
+    /// certificate in a TLS handshake, the CA and the admin certificate, the runtime read longest ago first.
+    #[serde(deserialize_with = "parsed")]
+    pub(super) app_certificate_reads_per_minute: u32,
+    /// How long a runtime's certificates stay unread after a read (at least 1s).
+    #[serde(deserialize_with = "duration", serialize_with = "help::duration")]
+    pub(super) app_certificate_reread_after: Duration,
     /// How long a plan held back by a runtime's approval policy may wait for approval; then its operation fails
     /// as `approval_expired`.
     #[serde(deserialize_with = "duration", serialize_with = "help::duration")]
@@ -381,6 +388,9 @@ impl Default for Variables {
             app_run_log_retention: Duration::from_secs(90 * 24 * 60 * 60),
             app_plan_approval_ttl: Duration::from_secs(60 * 60),
             app_kubeconfig_lifetime: Duration::from_secs(24 * 60 * 60),
+            // A fleet of 5,000 runtimes is read about every day; one of 10 every 12 hours.
+            app_certificate_reads_per_minute: 4,
+            app_certificate_reread_after: Duration::from_secs(12 * 60 * 60),
             app_idempotency_key_ttl: Duration::from_secs(24 * 60 * 60),
             app_max_log_bytes_per_request: 64 * 1024 * 1024,
             app_max_streams_per_caller: 16,

@@ -1,5 +1,6 @@
 //! The domain's types to the database's rows and back; an unknown stored value is an error, never a default.
 
+use super::certificates::{certificates_from_column, certificates_to_column};
 use super::entity::{operation, runtime};
 use super::{Error, Result};
 use crate::domain::approval::{Approval, ApprovalPolicy};
@@ -67,6 +68,9 @@ pub(super) fn runtime_to_model(runtime: &Runtime) -> Result<runtime::Model> {
         approval_policy: runtime.approval_policy.as_str().to_owned(),
         managed_by: runtime.managed_by.as_ref().map(ToString::to_string),
         kubeconfig_expires_at: runtime.kubeconfig_expires_at,
+        certificates: runtime.certificates.as_ref().map(certificates_to_column).transpose()?,
+        // Due at once; written by the certificate watch only.
+        certificates_due_at: None,
     })
 }
 
@@ -104,6 +108,7 @@ pub(super) fn runtime_from_model(model: runtime::Model) -> Result<Runtime> {
         hibernated: model.hibernated,
         managed_by,
         kubeconfig_expires_at: model.kubeconfig_expires_at,
+        certificates: model.certificates.as_deref().map(certificates_from_column).transpose()?,
         deletion_protection: model.deletion_protection,
         approval_policy: ApprovalPolicy::parse(&model.approval_policy)
             .ok_or_else(|| corrupt("approval policy", &model.approval_policy))?,

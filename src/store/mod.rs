@@ -4,6 +4,7 @@
 //! names among live runtimes are partial unique indexes, so two concurrent requests cannot both win.
 
 mod approvals;
+mod certificates;
 mod claims;
 mod convert;
 mod entity;
@@ -23,6 +24,7 @@ use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
 use sea_orm::{ConnectOptions, Database, DatabaseConnection, DbErr, SqlErr};
 use uuid::Uuid;
 
+pub use certificates::DueForCertificates;
 pub use claims::{Claim, RenewedLease};
 pub use idempotency::IdempotencyRecord;
 pub use operations::{Cancel, OperationCount};

@@ -13,21 +13,12 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use kube::api::ListParams;
 use provisioner::api::audit::AuditEvent;
-use runner_contract::kubeconfig::{self, ClientCertificate, Names};
 use test_control_plane::{ApiServerExtras, ControlPlane};
+use test_support::clusters::kubeadm_admin_kubeconfig;
 use test_support::engine::Engine;
 use test_support::{Backend, eks_body, provision_body};
 
 const SIGNING_LIMIT: &str = "--cluster-signing-duration=30s";
-
-/// What terraform-runner publishes for a vanilla cluster: kubeadm's admin identity (`system:masters`).
-fn admin_kubeconfig(cluster: &ControlPlane) -> String {
-    let (certificate, key) = cluster.admin_certificate_and_key();
-    let user =
-        ClientCertificate { client_certificate_data: BASE64.encode(certificate), client_key_data: BASE64.encode(key) };
-    let names = Names { cluster: "kubernetes", user: "kubernetes-admin", context: "kubernetes-admin@kubernetes" };
-    kubeconfig::write(names, cluster.server_url().to_owned(), &BASE64.encode(cluster.ca_pem()), user)
-}
 
 /// The kubeconfig a reader gets, and until when it signs in.
 async fn read(engine: &Engine, runtime_id: &str) -> (String, DateTime<Utc>) {
@@ -72,7 +63,7 @@ async fn readers_get_certificates_the_cluster_issued_which_rotate_and_expire() {
     let extras = ApiServerExtras { controller_manager_args: vec![SIGNING_LIMIT.to_owned()], ..Default::default() };
     let cluster = ControlPlane::start_with(extras).await.expect("the provisioned cluster");
     let (engine, process) = Engine::start(Backend::Sqlite, &[]).await;
-    let admin = admin_kubeconfig(&cluster);
+    let admin = kubeadm_admin_kubeconfig(&cluster, cluster.server_url());
     let runtime_id = engine.provisioned(&provision_body("lifetime"), &admin).await;
 
     // Not the admin certificate: one for kubeopera:admin, bound to cluster-admin in the cluster, valid 30 seconds

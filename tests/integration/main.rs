@@ -8,6 +8,7 @@ mod api_access;
 mod auth_client;
 mod authn;
 mod cancel;
+mod certificate_watch;
 mod chained_upgrade;
 mod change_detection;
 mod chart;

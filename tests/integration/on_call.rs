@@ -10,6 +10,7 @@ use std::time::Duration;
 use promql_parser::parser::Expr;
 use promql_parser::util::{ExprVisitor, parse_duration, walk_expr};
 use serde_json::Value;
+use test_support::clusters::kubeadm_admin_kubeconfig;
 use test_support::engine::Engine;
 use test_support::helm::{CHART, helm};
 use test_support::{Backend, provision_body};
@@ -20,7 +21,21 @@ const WAIT: Duration = Duration::from_secs(60);
 /// The metric names a scrape exports: each family under the names its samples carry. A family without a series is
 /// not scraped, so the service first does its work: a provisioning fails, another runs.
 async fn exported_metric_names() -> BTreeSet<String> {
-    let (engine, process) = Engine::start(Backend::Sqlite, &[]).await;
+    let (engine, process) = Engine::start(
+        Backend::Sqlite,
+        &[("APP_CERTIFICATE_READS_PER_MINUTE", "600"), ("APP_CERTIFICATE_REREAD_AFTER", "1s")],
+    )
+    .await;
+    // A cluster whose certificates the watch reads: the test control plane playing a provisioned one.
+    let cluster = engine.control_plane;
+    let watched = engine
+        .provisioned(&provision_body("on-call-watched"), &kubeadm_admin_kubeconfig(cluster, cluster.server_url()))
+        .await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while engine.app.get(&format!("/api/v1/runtimes/{watched}")).await.json()["certificates"].is_null() {
+        assert!(tokio::time::Instant::now() < deadline, "the certificates were not read");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     let (runtime_id, failing) = engine.provision(&provision_body("on-call-failing")).await;
     engine.wait_for_stage(&failing, "WaitForJob", WAIT).await;
     engine.runner_fails(&format!("provision-{runtime_id}"), "the cloud said no").await;

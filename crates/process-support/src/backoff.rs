@@ -29,6 +29,12 @@ impl Backoff {
     }
 }
 
+/// `period` give or take a quarter, drawn uniformly: periodic work of several processes started together drifts
+/// apart instead of arriving at once.
+pub fn jittered(period: Duration) -> Duration {
+    period.mul_f64(0.75 + random_fraction() / 2.0)
+}
+
 /// A uniformly distributed fraction in [0, 1) from the standard library's randomly seeded hasher; good enough
 /// for jitter, and it saves a dependency.
 fn random_fraction() -> f64 {
@@ -44,6 +50,14 @@ mod tests {
 
     const INITIAL: Duration = Duration::from_millis(500);
     const MAX: Duration = Duration::from_secs(30);
+
+    #[test]
+    fn a_jittered_period_stays_within_a_quarter_of_it() {
+        let period = Duration::from_secs(20);
+        let drawn: Vec<Duration> = (0..200).map(|_| jittered(period)).collect();
+        assert!(drawn.iter().all(|delay| (Duration::from_secs(15)..=Duration::from_secs(25)).contains(delay)));
+        assert!(drawn.iter().any(|delay| *delay != drawn[0]), "not all the same");
+    }
 
     #[test]
     fn delays_grow_exponentially_within_jittered_bounds_and_cap() {

@@ -6,6 +6,7 @@
 pub mod audit;
 pub mod auth_service;
 pub mod browser;
+pub mod clusters;
 pub mod documents;
 pub mod engine;
 pub mod fault_proxy;

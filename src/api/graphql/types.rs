@@ -15,6 +15,7 @@ use crate::api::authentication::Identity;
 use crate::api::authorization::{Action, Subresource};
 use crate::api::views::{HibernationView, OperationView};
 use crate::domain::approval::ApprovalPolicy;
+use crate::domain::certificates::ObservedCertificates;
 use crate::domain::run_log::ContainerLog;
 use crate::domain::run_log::LogBudget;
 use crate::domain::{ClusterConfig, Condition, Labels, RuntimeId, RuntimeState};
@@ -96,10 +97,22 @@ impl RuntimeFields {
         self.0.summary.state
     }
 
-    /// Kubernetes-style observations: `Provisioned` (its cluster exists) and `Progressing` (an operation is
-    /// queued or running).
+    /// Kubernetes-style observations: `Provisioned` (its cluster exists), `Progressing` (an operation is queued or
+    /// running) and, once its cluster's certificates were read, `CertificatesExpiring` (one expires within 30 days).
     async fn conditions(&self) -> &[Condition] {
         &self.0.summary.conditions
+    }
+
+    /// Until when the kubeconfig last handed out signs in (a cluster that signs in with client certificates);
+    /// null until one was, and for EKS and GKE, whose kubeconfigs use the cloud's token plugin.
+    async fn kubeconfig_expires_at(&self) -> Option<DateTime<Utc>> {
+        self.0.runtime.kubeconfig_expires_at
+    }
+
+    /// Until when each certificate of its cluster the provisioner can see is valid, as last read (a few runtimes
+    /// a minute); null until they were read.
+    async fn certificates(&self) -> Option<&ObservedCertificates> {
+        self.0.runtime.certificates.as_ref()
     }
 
     /// The configuration an upgrade queued or running applies; null otherwise.

@@ -7,6 +7,7 @@ use utoipa::ToSchema;
 
 use crate::api::views::{HibernationView, OperationKind, OperationView, ProvisionStatus};
 use crate::domain::approval::ApprovalPolicy;
+use crate::domain::certificates::ObservedCertificates;
 use crate::domain::{
     ClusterConfig, Condition, Labels, LastError, Operation, PlanSummary, RuntimeState, UpgradeClusterInput,
 };
@@ -121,7 +122,8 @@ pub struct RuntimeView {
     /// APIs answer 409 `managed_by_resource`); null for a runtime the APIs change.
     managed_by: Option<String>,
     state: RuntimeState,
-    /// `Provisioned` (its cluster exists) and `Progressing` (an operation is queued or running).
+    /// `Provisioned` (its cluster exists), `Progressing` (an operation is queued or running) and, once its
+    /// cluster's certificates were read, `CertificatesExpiring` (one expires within 30 days).
     conditions: Vec<Condition>,
     last_operation: OperationView,
     hibernation: HibernationView,
@@ -132,6 +134,9 @@ pub struct RuntimeView {
     /// Until when the kubeconfig last handed out signs in (a cluster that signs in with client certificates);
     /// null until one was, and for EKS and GKE, whose kubeconfigs use the cloud's token plugin.
     kubeconfig_expires_at: Option<DateTime<Utc>>,
+    /// Until when each certificate of its cluster the provisioner can see is valid, as last read (a few runtimes
+    /// a minute); null until they were read.
+    certificates: Option<ObservedCertificates>,
 }
 
 impl From<RuntimeStatus> for RuntimeView {
@@ -157,6 +162,7 @@ impl From<RuntimeStatus> for RuntimeView {
             updated_at: runtime.updated_at,
             deleted_at: runtime.deleted_at,
             kubeconfig_expires_at: runtime.kubeconfig_expires_at,
+            certificates: runtime.certificates,
         }
     }
 }

@@ -27,6 +27,8 @@ pub struct Model {
     pub api_allowed_cidrs: Option<Json>,
     pub managed_by: Option<String>,
     pub kubeconfig_expires_at: Option<DateTimeUtc>,
+    pub certificates: Option<String>,
+    pub certificates_due_at: Option<DateTimeUtc>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

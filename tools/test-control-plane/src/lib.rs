@@ -91,6 +91,8 @@ pub struct ApiServerExtras {
     pub args: Vec<String>,
     /// Added to kube-controller-manager's flags, e.g. `--cluster-signing-duration` for certificates that expire soon.
     pub controller_manager_args: Vec<String>,
+    /// How long from now the API server's serving certificate is valid; practically forever when `None`.
+    pub serving_valid_for: Option<std::time::Duration>,
 }
 
 pub struct ControlPlane {
@@ -112,7 +114,7 @@ impl ControlPlane {
     pub async fn start_with(extras: ApiServerExtras) -> Result<Self> {
         let bin_dir = bin_dir()?;
         let mut processes = Processes::new()?;
-        let pki = Pki::generate()?;
+        let pki = Pki::generate(extras.serving_valid_for)?;
         let dir = processes.dir().to_path_buf();
         let file = |name: &str, contents: &str| -> Result<String> {
             let path = dir.join(name);
@@ -223,6 +225,11 @@ impl ControlPlane {
     /// The PEM certificate of the CA that signed the API server's certificate.
     pub fn ca_pem(&self) -> &str {
         &self.pki.ca_pem
+    }
+
+    /// The PEM certificate the API server serves with.
+    pub fn serving_certificate_pem(&self) -> &str {
+        &self.pki.serving.cert_pem
     }
 
     /// The PEM certificate and key of `admin` (group `system:masters`), as a kubeadm admin kubeconfig holds them.

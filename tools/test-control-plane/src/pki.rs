@@ -31,7 +31,8 @@ pub(crate) struct Pki {
 }
 
 impl Pki {
-    pub fn generate() -> Result<Self> {
+    /// `serving_valid_for`: the API server's certificate ends that long from now (rcgen's far end otherwise).
+    pub fn generate(serving_valid_for: Option<std::time::Duration>) -> Result<Self> {
         let ca_key = KeyPair::generate()?;
         let mut ca_params = CertificateParams::default();
         ca_params.distinguished_name.push(DnType::CommonName, "test-control-plane-ca");
@@ -42,9 +43,13 @@ impl Pki {
         let ca_key_pem = ca_key.serialize_pem();
         let ca = Issuer::new(ca_params, ca_key);
 
-        let leaf = |sans: &[&str], common_name: &str, organization: Option<&str>, usage| {
+        let leaf = |sans: &[&str], common_name: &str, organization: Option<&str>, usage, valid_for| {
             let key = KeyPair::generate()?;
             let mut params = CertificateParams::new(sans.iter().map(ToString::to_string).collect::<Vec<_>>())?;
+            if let Some(valid_for) = valid_for {
+                let now = time::OffsetDateTime::now_utc();
+                (params.not_before, params.not_after) = (now - time::Duration::hours(1), now + valid_for);
+            }
             params.distinguished_name.push(DnType::CommonName, common_name);
             if let Some(organization) = organization {
                 params.distinguished_name.push(DnType::OrganizationName, organization);
@@ -66,9 +71,15 @@ impl Pki {
             ca_der: ca_cert.der().to_vec(),
             ca_key_pem,
             // Also the test node's kubelet certificate: both serve on 127.0.0.1.
-            serving: leaf(&["127.0.0.1", "localhost"], "kube-apiserver", None, ExtendedKeyUsagePurpose::ServerAuth)?,
+            serving: leaf(
+                &["127.0.0.1", "localhost"],
+                "kube-apiserver",
+                None,
+                ExtendedKeyUsagePurpose::ServerAuth,
+                serving_valid_for,
+            )?,
             // The system:masters group is bound to cluster-admin and bypasses RBAC.
-            admin: leaf(&[], "admin", Some("system:masters"), ExtendedKeyUsagePurpose::ClientAuth)?,
+            admin: leaf(&[], "admin", Some("system:masters"), ExtendedKeyUsagePurpose::ClientAuth, None)?,
             service_account: KeyPem {
                 private: service_account.serialize_pem(),
                 public: service_account.public_key_pem(),
