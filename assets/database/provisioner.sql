@@ -112,3 +112,5 @@ ALTER TABLE "runtime" ADD COLUMN "certificates" text NULL;
 ALTER TABLE "runtime" ADD COLUMN "certificates_due_at" timestamp with time zone NULL;
 
 CREATE INDEX "runtime_by_certificates_due_at" ON "runtime" ("certificates_due_at");
+
+ALTER TABLE "operation" ALTER COLUMN "operation_type" TYPE varchar(32), ALTER COLUMN "operation_type" SET NOT NULL;

@@ -31,7 +31,7 @@ mod m20261221_000001_runtime_managed_by;
 mod m20261222_000001_managed_operation_changes;
 mod m20261223_000001_chained_upgrades;
 mod m20261224_000001_kubeconfig_expiry;
-mod m20261225_000001_certificate_watch;
+mod m20261225_000001_certificates;
 
 pub use sea_orm_migration::MigratorTrait;
 
@@ -75,7 +75,7 @@ fn all() -> Vec<Box<dyn Listed>> {
         Box::new(m20261222_000001_managed_operation_changes::Migration),
         Box::new(m20261223_000001_chained_upgrades::Migration),
         Box::new(m20261224_000001_kubeconfig_expiry::Migration),
-        Box::new(m20261225_000001_certificate_watch::Migration),
+        Box::new(m20261225_000001_certificates::Migration),
     ]
 }
 

@@ -90,9 +90,10 @@ impl Action {
         match operation_type {
             OperationType::Provision => Action::on_runtimes(Verb::Create),
             OperationType::Deprovision => Action::on_runtimes(Verb::Delete),
-            OperationType::Upgrade | OperationType::Hibernate | OperationType::WakeUp => {
-                Action::on_runtimes(Verb::Update)
-            }
+            OperationType::Upgrade
+            | OperationType::Hibernate
+            | OperationType::WakeUp
+            | OperationType::RenewCertificates => Action::on_runtimes(Verb::Update),
         }
     }
 
@@ -121,6 +122,7 @@ pub fn rest_action(method: &axum::http::Method, route: &str) -> Option<Action> {
             | "/api/v1/provisions/{id}/wake"
             | "/api/v1/runtimes/{id}/hibernate"
             | "/api/v1/runtimes/{id}/wake"
+            | "/api/v1/runtimes/{id}/certificates/renewal"
             | "/api/v1/operations/{id}/cancel"
             | "/api/v1/operations/{id}/retry",
         ) => Some(runtimes(Verb::Update)),
@@ -233,6 +235,7 @@ mod tests {
             (Method::PATCH, "/api/v1/runtimes/{id}", Some(Action::on_runtimes(Verb::Update))),
             (Method::POST, "/api/v1/runtimes/{id}/hibernate", Some(Action::on_runtimes(Verb::Update))),
             (Method::POST, "/api/v1/runtimes/{id}/wake", Some(Action::on_runtimes(Verb::Update))),
+            (Method::POST, "/api/v1/runtimes/{id}/certificates/renewal", Some(Action::on_runtimes(Verb::Update))),
             (Method::POST, "/api/v1/runtimes/{id}/kubeconfig/rotation", Some(Action::on(Subresource::Kubeconfig))),
             (Method::DELETE, "/api/v1/runtimes/{id}", Some(Action::on_runtimes(Verb::Delete))),
             (Method::GET, "/api/v1/openapi.json", None),

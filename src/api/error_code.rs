@@ -371,6 +371,18 @@ fn conflict_entry(conflict: Conflict) -> Entry {
             Retry::AfterStateChange,
             "Deprovision it without `force`; force only once that deprovisioning fails on its credential.",
         ),
+        Conflict::ManagedByResource | Conflict::ManagedByTheCloud => return managed_conflict_entry(conflict),
+        Conflict::NotAwaitingApproval | Conflict::PlanMismatch | Conflict::ApprovalExpired => {
+            return approval_conflict_entry(conflict);
+        }
+        Conflict::UntrustedOutputs | Conflict::NothingToRotate => return kubeconfig_conflict_entry(conflict),
+    };
+    Entry { title, meaning, retry, action }
+}
+
+/// The refusals of a change that someone else makes: a `Runtime` resource, or the cloud.
+fn managed_conflict_entry(conflict: Conflict) -> Entry {
+    let (title, meaning, retry, action) = match conflict {
         Conflict::ManagedByResource => (
             "Managed by a resource",
             "A `Runtime` resource manages the runtime (the message names it as namespace/name): only a change of \
@@ -378,10 +390,14 @@ fn conflict_entry(conflict: Conflict) -> Entry {
             Retry::No,
             "Change the `Runtime` object instead (`kubectl edit runtime/<name> -n <namespace>`, or its file in Git).",
         ),
-        Conflict::NotAwaitingApproval | Conflict::PlanMismatch | Conflict::ApprovalExpired => {
-            return approval_conflict_entry(conflict);
-        }
-        Conflict::UntrustedOutputs | Conflict::NothingToRotate => return kubeconfig_conflict_entry(conflict),
+        _ => (
+            "Managed by the cloud",
+            "The runtime's control plane is EKS's or GKE's: the cloud renews its certificates, and nothing here can \
+             renew them.",
+            Retry::No,
+            "Nothing to do for EKS; on GKE, a CA near its end needs a credential rotation \
+             (`gcloud container clusters update --start-credential-rotation`).",
+        ),
     };
     Entry { title, meaning, retry, action }
 }

@@ -185,6 +185,7 @@ fn protected_routes(
         .route("/api/v1/runtimes/{id}/hibernate", post(rest::hibernate_runtime))
         .route("/api/v1/runtimes/{id}/wake", post(rest::wake_runtime))
         .route("/api/v1/runtimes/{id}/kubeconfig/rotation", post(rest::rotate_kubeconfig))
+        .route("/api/v1/runtimes/{id}/certificates/renewal", post(rest::renew_certificates))
         .route("/api/v1/provisions", get(rest::list_provisions).post(rest::create_provision))
         .route("/api/v1/provisions/{id}/operations", get(rest::list_operations))
         .route("/api/v1/operations/{id}", get(rest::get_operation))

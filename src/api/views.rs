@@ -50,6 +50,7 @@ pub enum OperationKind {
     Upgrade,
     Hibernate,
     WakeUp,
+    RenewCertificates,
 }
 
 impl From<OperationType> for OperationKind {
@@ -60,6 +61,7 @@ impl From<OperationType> for OperationKind {
             OperationType::Upgrade => OperationKind::Upgrade,
             OperationType::Hibernate => OperationKind::Hibernate,
             OperationType::WakeUp => OperationKind::WakeUp,
+            OperationType::RenewCertificates => OperationKind::RenewCertificates,
         }
     }
 }

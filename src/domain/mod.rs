@@ -102,6 +102,9 @@ spelled! {
         Hibernate => "Hibernate",
         /// A hibernated cluster back at its configured sizes, its API server answering.
         WakeUp => "WakeUp",
+        /// A vanilla control plane's certificates renewed by kubeadm, one node after the other; the configuration
+        /// stays as it is.
+        RenewCertificates => "RenewCertificates",
     }
 }
 
@@ -114,6 +117,7 @@ impl OperationType {
             OperationType::Upgrade => "upgrading",
             OperationType::Hibernate => "hibernating",
             OperationType::WakeUp => "waking up",
+            OperationType::RenewCertificates => "renewing the certificates",
         }
     }
 
@@ -122,7 +126,10 @@ impl OperationType {
         match self {
             OperationType::Hibernate => Some(true),
             OperationType::WakeUp => Some(false),
-            OperationType::Provision | OperationType::Deprovision | OperationType::Upgrade => None,
+            OperationType::Provision
+            | OperationType::Deprovision
+            | OperationType::Upgrade
+            | OperationType::RenewCertificates => None,
         }
     }
 }

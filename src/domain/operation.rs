@@ -153,7 +153,11 @@ impl Operation {
             (true, _) => RunAction::Plan,
             (
                 false,
-                OperationType::Provision | OperationType::Upgrade | OperationType::Hibernate | OperationType::WakeUp,
+                OperationType::Provision
+                | OperationType::Upgrade
+                | OperationType::Hibernate
+                | OperationType::WakeUp
+                | OperationType::RenewCertificates,
             ) => RunAction::Apply,
             (false, OperationType::Deprovision) => RunAction::Destroy,
         }

@@ -77,6 +77,7 @@ impl Stage {
             (Stage::Done, _, OperationType::Upgrade) => "Cluster upgraded",
             (Stage::Done, _, OperationType::Hibernate) => "Cluster hibernated",
             (Stage::Done, _, OperationType::WakeUp) => "Cluster woken up",
+            (Stage::Done, _, OperationType::RenewCertificates) => "Certificates renewed",
             (Stage::Done, _, OperationType::Deprovision) => "Cluster deprovisioned",
         }
     }
@@ -237,6 +238,8 @@ impl RunNames {
             OperationType::Upgrade => format!("upgrade-{runtime_id}"),
             OperationType::Hibernate => format!("hibernate-{runtime_id}"),
             OperationType::WakeUp => format!("wake-up-{runtime_id}"),
+            // Short enough for `-approved` within the 63 characters of a Job's name label.
+            OperationType::RenewCertificates => format!("renewal-{runtime_id}"),
         };
         RunNames {
             config_map: format!("{job}-config"),

@@ -83,6 +83,8 @@ spelled! {
         Hibernate => "Hibernate",
         /// `Progressing`: a wake-up is queued or running.
         WakeUp => "WakeUp",
+        /// `Progressing`: a certificate renewal is queued or running.
+        RenewCertificates => "RenewCertificates",
         /// `Progressing`: the last operation succeeded.
         Succeeded => "Succeeded",
         /// `Progressing`: the last operation failed.
@@ -134,14 +136,14 @@ fn state(runtime: &Runtime, last_operation: &Operation, provisioned: bool) -> Ru
         return settled(runtime, provisioned);
     }
     match last_operation.state {
-        OperationState::Pending | OperationState::InProgress | OperationState::AwaitingApproval => {
-            match last_operation.operation_type {
-                OperationType::Provision => RuntimeState::Provisioning,
-                OperationType::Upgrade | OperationType::WakeUp => RuntimeState::Updating,
-                OperationType::Hibernate => RuntimeState::Hibernating,
-                OperationType::Deprovision => RuntimeState::Deprovisioning,
-            }
-        }
+        OperationState::Pending | OperationState::InProgress | OperationState::AwaitingApproval => match last_operation
+            .operation_type
+        {
+            OperationType::Provision => RuntimeState::Provisioning,
+            OperationType::Upgrade | OperationType::WakeUp | OperationType::RenewCertificates => RuntimeState::Updating,
+            OperationType::Hibernate => RuntimeState::Hibernating,
+            OperationType::Deprovision => RuntimeState::Deprovisioning,
+        },
         OperationState::Failed => RuntimeState::Failed,
         OperationState::Succeeded if runtime.preview => RuntimeState::Ready,
         OperationState::Succeeded => settled(runtime, provisioned),
@@ -254,6 +256,7 @@ fn running_reason(operation_type: OperationType) -> ConditionReason {
         OperationType::Upgrade => ConditionReason::Upgrade,
         OperationType::Hibernate => ConditionReason::Hibernate,
         OperationType::WakeUp => ConditionReason::WakeUp,
+        OperationType::RenewCertificates => ConditionReason::RenewCertificates,
     }
 }
 

@@ -14,7 +14,9 @@ use std::collections::BTreeMap;
 
 use handlebars::Handlebars;
 use ipnet::Ipv4Net;
-use runner_contract::manifest::{ControlPlaneUpgrade, MAIN_TF_FILE, RUNNER_MANIFEST_FILE, RunnerManifest};
+use runner_contract::manifest::{
+    CertificateRenewal, ControlPlaneUpgrade, MAIN_TF_FILE, RUNNER_MANIFEST_FILE, RunnerManifest,
+};
 use runner_contract::providers::ProviderVersion;
 use serde::Serialize;
 use uuid::Uuid;
@@ -105,15 +107,15 @@ impl Renderer {
     }
 
     /// The configuration of `action` for an operation of `operation_type` on `runtime`, requiring exactly `provider`
-    /// (the pin of this release for a new cluster, the one its apply recorded for later runs); `approved_plan`:
-    /// the digest of the saved plan a caller approved, which the run applies instead of planning.
+    /// (the pin of this release for a new cluster, the one its apply recorded for later runs); `run`: what this
+    /// run does beyond the operation's type.
     pub fn render(
         &self,
         runtime: &Runtime,
         operation_type: OperationType,
         action: RunAction,
         provider: &ProviderVersion,
-        approved_plan: Option<&str>,
+        run: RunInputs<'_>,
     ) -> Result<RenderedConfig> {
         let config = &runtime.cluster_config;
         let topology = config.topology;
@@ -157,8 +159,15 @@ impl Renderer {
                     last_node: control_plane.count.saturating_sub(1).unsigned_abs(),
                     version: config.kubernetes_version.clone(),
                 }),
+            certificate_renewal: (run.certificate_renewal)
+                .zip(data.control_plane.as_ref())
+                .filter(|_| operation_type == OperationType::RenewCertificates)
+                .map(|(request, control_plane)| CertificateRenewal {
+                    request: request.to_owned(),
+                    last_node: control_plane.count.saturating_sub(1).unsigned_abs(),
+                }),
             approval_policy: runtime.approval_policy,
-            approved_plan_sha256: approved_plan.map(str::to_owned),
+            approved_plan_sha256: run.approved_plan.map(str::to_owned),
             // Runs that change the cluster's configuration make the binding what it says, if it names
             // administrators at all (`[]`: none any more); the others, and a runtime that never named any, leave it.
             administrators: config
@@ -178,6 +187,15 @@ impl Renderer {
         }
         Ok(RenderedConfig { files })
     }
+}
+
+/// What a run does beyond its operation's type.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunInputs<'a> {
+    /// The digest of the saved plan a caller approved, which the run applies instead of planning.
+    pub approved_plan: Option<&'a str>,
+    /// A vanilla upgrade that renews the control plane's certificates: the request's name (the operation's id).
+    pub certificate_renewal: Option<&'a str>,
 }
 
 /// What the templates see. Strings are only ever placed between quotes (and escaped there); everything a
@@ -263,7 +281,7 @@ impl WorkerScaling {
     fn of(operation_type: OperationType) -> Self {
         match operation_type {
             OperationType::Provision | OperationType::Deprovision => WorkerScaling::Initial,
-            OperationType::Upgrade => WorkerScaling::KeepCurrent,
+            OperationType::Upgrade | OperationType::RenewCertificates => WorkerScaling::KeepCurrent,
             OperationType::Hibernate => WorkerScaling::Zero,
             OperationType::WakeUp => WorkerScaling::Minimum,
         }

@@ -18,7 +18,7 @@ fn render(runtime: &Runtime, action: RunAction) -> RenderedConfig {
 
 fn render_for(runtime: &Runtime, operation_type: OperationType, action: RunAction) -> RenderedConfig {
     let renderer = Renderer::new().expect("templates compile");
-    renderer.render(runtime, operation_type, action, &pinned(runtime), None).expect("renders")
+    renderer.render(runtime, operation_type, action, &pinned(runtime), RunInputs::default()).expect("renders")
 }
 
 #[test]
@@ -171,13 +171,16 @@ fn a_missing_topology_section_is_an_error_not_a_panic() {
     let renderer = Renderer::new().unwrap();
     let mut vanilla = runtime(Topology::VanillaKubeadm);
     vanilla.cluster_config.control_plane = None;
-    let error =
-        renderer.render(&vanilla, OperationType::Provision, RunAction::Apply, &pinned(&vanilla), None).unwrap_err();
+    let error = renderer
+        .render(&vanilla, OperationType::Provision, RunAction::Apply, &pinned(&vanilla), RunInputs::default())
+        .unwrap_err();
     assert!(matches!(error, Error::MissingSection { section: "controlPlane", .. }), "{error}");
 
     let mut gke = runtime(Topology::Gke);
     gke.cluster_config.gcp = None;
-    let error = renderer.render(&gke, OperationType::Provision, RunAction::Apply, &pinned(&gke), None).unwrap_err();
+    let error = renderer
+        .render(&gke, OperationType::Provision, RunAction::Apply, &pinned(&gke), RunInputs::default())
+        .unwrap_err();
     assert!(matches!(error, Error::MissingSection { section: "gcp", .. }));
 }
 
@@ -205,8 +208,9 @@ fn every_topology_passes_the_runtimes_api_ranges_to_its_module() {
         let operator = ["192.0.2.0/24".parse().unwrap()];
         let renderer = Renderer::new().unwrap().with_operator_api_allowed_cidrs(Some(&operator));
         for operation_type in [OperationType::Provision, OperationType::Upgrade, OperationType::WakeUp] {
-            let rendered =
-                renderer.render(&runtime, operation_type, RunAction::Apply, &pinned(&runtime), None).unwrap();
+            let rendered = renderer
+                .render(&runtime, operation_type, RunAction::Apply, &pinned(&runtime), RunInputs::default())
+                .unwrap();
             assert_eq!(
                 rendered_api_allowed_cidrs(&rendered, topology),
                 hcl::Expression::Array(vec!["203.0.113.0/24".into(), "198.51.100.7/32".into()]),
@@ -225,13 +229,19 @@ fn a_runtime_without_ranges_renders_the_operators_or_fails() {
         legacy.cluster_config.api_allowed_cidrs = None;
         let operator = ["192.0.2.0/24".parse().unwrap()];
         let renderer = Renderer::new().unwrap().with_operator_api_allowed_cidrs(Some(&operator));
-        let rendered = renderer.render(&legacy, OperationType::Deprovision, RunAction::Destroy, &pinned(&legacy), None);
+        let rendered = renderer.render(
+            &legacy,
+            OperationType::Deprovision,
+            RunAction::Destroy,
+            &pinned(&legacy),
+            RunInputs::default(),
+        );
         let operators = hcl::Expression::Array(vec!["192.0.2.0/24".into()]);
         assert_eq!(rendered_api_allowed_cidrs(&rendered.unwrap(), topology), operators);
 
         let error = Renderer::new()
             .unwrap()
-            .render(&legacy, OperationType::Deprovision, RunAction::Destroy, &pinned(&legacy), None)
+            .render(&legacy, OperationType::Deprovision, RunAction::Destroy, &pinned(&legacy), RunInputs::default())
             .unwrap_err();
         assert!(matches!(error, Error::NoApiAllowedCidrs { .. }), "{error}");
         assert!(error.to_string().contains("APP_API_ALLOWED_CIDRS is not set"), "{error}");
@@ -244,7 +254,7 @@ fn an_oversized_configuration_is_refused() {
     runtime.description = Some("x".repeat(MAX_RENDERED_BYTES));
     let error = Renderer::new()
         .unwrap()
-        .render(&runtime, OperationType::Provision, RunAction::Apply, &pinned(&runtime), None)
+        .render(&runtime, OperationType::Provision, RunAction::Apply, &pinned(&runtime), RunInputs::default())
         .unwrap_err();
     assert!(matches!(error, Error::TooLarge { .. }), "{error}");
 }
@@ -255,7 +265,7 @@ fn the_provider_is_pinned_exactly_and_named_in_runner_json() {
     let provider = ProviderVersion { source: "hashicorp/aws".into(), version: "6.40.1".into() };
     let rendered = Renderer::new()
         .unwrap()
-        .render(&runtime, OperationType::Deprovision, RunAction::Destroy, &provider, None)
+        .render(&runtime, OperationType::Deprovision, RunAction::Destroy, &provider, RunInputs::default())
         .unwrap();
     assert!(rendered.files["main.tf"].contains("version = \"6.40.1\""), "{}", rendered.files["main.tf"]);
     let manifest: serde_json::Value = serde_json::from_str(&rendered.files["runner.json"]).unwrap();
@@ -267,7 +277,7 @@ fn the_provider_is_pinned_exactly_and_named_in_runner_json() {
     ] {
         let error = Renderer::new()
             .unwrap()
-            .render(&runtime, OperationType::Provision, RunAction::Apply, &wrong, None)
+            .render(&runtime, OperationType::Provision, RunAction::Apply, &wrong, RunInputs::default())
             .unwrap_err();
         assert!(matches!(error, Error::Provider { .. }), "{error}");
     }

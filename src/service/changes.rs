@@ -49,7 +49,7 @@ impl Requested {
 
 /// The answer to a repeated request for `operation_type`: that change already active (not a dry run), or, when
 /// nothing is active and the runtime is where the change would take it (`reached`), its last operation.
-fn repeated(status: &Latest, operation_type: OperationType, reached: bool) -> Option<Requested> {
+pub(super) fn repeated(status: &Latest, operation_type: OperationType, reached: bool) -> Option<Requested> {
     let last = &status.last_operation;
     if last.state.is_active() {
         let same = last.operation_type == operation_type && !last.dry_run;
@@ -212,7 +212,7 @@ impl Service {
     }
 
     /// Queues a run of the runtime's own configuration with the provider that last wrote its state.
-    async fn queue_run(
+    pub(super) async fn queue_run(
         &self,
         status: &Latest,
         operation_type: OperationType,

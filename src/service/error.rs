@@ -29,6 +29,8 @@ spelled! {
         NotHibernated => "not_hibernated",
         /// A cancel of an operation that has already ended.
         AlreadyEnded => "already_ended",
+        /// A certificate renewal of a runtime whose control plane the cloud manages (EKS, GKE).
+        ManagedByTheCloud => "managed_by_the_cloud",
         /// The outputs Secret does not hold the kubeconfig the runtime's last checked apply published.
         UntrustedOutputs => "untrusted_outputs",
         /// A retry of an operation that has not failed, is not the runtime's last, or failed for a reason a new

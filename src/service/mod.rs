@@ -3,6 +3,7 @@
 
 mod adoption;
 mod approval;
+mod certificate_renewal;
 mod certificates;
 mod changes;
 mod deletion;

@@ -66,13 +66,17 @@ impl Service {
     async fn check_retry_target(&self, status: &Latest, failed: &Operation) -> Result<()> {
         let runtime = &status.runtime;
         match failed.operation_type {
-            OperationType::Upgrade | OperationType::Hibernate if runtime.hibernated => {
+            OperationType::Upgrade | OperationType::Hibernate | OperationType::RenewCertificates
+                if runtime.hibernated =>
+            {
                 return Err(Error::Conflict {
                     conflict: Conflict::Hibernated,
                     message: format!("runtime {} is hibernated; wake it up first", runtime.id),
                 });
             }
-            OperationType::Upgrade | OperationType::Hibernate => check_provisioned(status, "change")?,
+            OperationType::Upgrade | OperationType::Hibernate | OperationType::RenewCertificates => {
+                check_provisioned(status, "change")?
+            }
             OperationType::WakeUp if !runtime.hibernated => {
                 return Err(Error::Conflict {
                     conflict: Conflict::NotHibernated,

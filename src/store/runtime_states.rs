@@ -28,7 +28,9 @@ pub(super) fn in_state(state: RuntimeState) -> Condition {
     };
     let state_condition = match state {
         RuntimeState::Provisioning => running(&[OperationType::Provision]),
-        RuntimeState::Updating => running(&[OperationType::Upgrade, OperationType::WakeUp]),
+        RuntimeState::Updating => {
+            running(&[OperationType::Upgrade, OperationType::WakeUp, OperationType::RenewCertificates])
+        }
         RuntimeState::Hibernating => running(&[OperationType::Hibernate]),
         RuntimeState::Deprovisioning => running(&[OperationType::Deprovision]),
         RuntimeState::Failed => Condition::any()

@@ -210,7 +210,7 @@ impl<C: RunCluster> Worker<C> {
         match operation_type {
             OperationType::Provision => self.settings.provisioning_timeout,
             OperationType::Deprovision => self.settings.deprovisioning_timeout,
-            OperationType::Upgrade => self.settings.upgrade_timeout,
+            OperationType::Upgrade | OperationType::RenewCertificates => self.settings.upgrade_timeout,
             OperationType::Hibernate | OperationType::WakeUp => self.settings.hibernation_timeout,
         }
     }

@@ -5,7 +5,7 @@
 
 use axum::http::StatusCode;
 use provisioner::domain::{OperationState, Runtime};
-use provisioner::render::{RenderedConfig, Renderer, RunAction};
+use provisioner::render::{RenderedConfig, Renderer, RunAction, RunInputs};
 use provisioner::store::Store;
 use sea_orm::ConnectionTrait as _;
 use serde_json::{Value, json};
@@ -142,7 +142,7 @@ async fn the_requests_api_ranges_are_recorded_and_rendered_for_every_topology(ba
             (provisioner::domain::OperationType::WakeUp, RunAction::Apply),
             (provisioner::domain::OperationType::Deprovision, RunAction::Destroy),
         ] {
-            let rendered = renderer.render(&runtime, operation_type, action, &provider, None).unwrap();
+            let rendered = renderer.render(&runtime, operation_type, action, &provider, RunInputs::default()).unwrap();
             assert_eq!(rendered_cidrs(&rendered, topology), REQUESTED, "{topology} {operation_type:?}");
         }
 
@@ -178,7 +178,7 @@ async fn the_operators_api_ranges_apply_when_the_request_names_none(backend: Bac
         let renderer = Renderer::new().unwrap().with_operator_api_allowed_cidrs(Some(&changed));
         let provider = provisioner::domain::ProviderVersion::pinned(runtime.cluster_config.topology.cloud());
         let upgrade = provisioner::domain::OperationType::Upgrade;
-        let rendered = renderer.render(&runtime, upgrade, RunAction::Apply, &provider, None).unwrap();
+        let rendered = renderer.render(&runtime, upgrade, RunAction::Apply, &provider, RunInputs::default()).unwrap();
         assert_eq!(rendered_cidrs(&rendered, topology), [TEST_API_ALLOWED_CIDRS], "{topology}: the recorded list");
     }
 }

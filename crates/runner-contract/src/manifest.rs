@@ -77,6 +77,9 @@ pub struct RunnerManifest {
     /// A vanilla upgrade: the control plane is upgraded (and awaited) before anything else changes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control_plane_upgrade: Option<ControlPlaneUpgrade>,
+    /// A vanilla certificate renewal: the control plane renews its certificates (and awaited) before the apply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub certificate_renewal: Option<CertificateRenewal>,
     /// Which plans of an apply wait for approval instead of being applied.
     #[serde(default, skip_serializing_if = "is_auto")]
     pub approval_policy: ApprovalPolicy,
@@ -110,6 +113,17 @@ pub struct ControlPlaneUpgrade {
     pub version: String,
 }
 
+/// How a run renews a self-managed control plane's certificates: it publishes `request` as the renewal request
+/// the nodes watch, and waits until node `last_node` has published that it renewed them for it (each node renews
+/// after the one before, node 0 publishing the renewed admin kubeconfig); then it applies and publishes as any run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CertificateRenewal {
+    /// Names this renewal (the operation's id): a node renews once per request.
+    pub request: String,
+    pub last_node: u32,
+}
+
 /// Where the nodes of a vanilla cluster publish (this creation of it): the folder of its kubeconfig parameter.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodesPath(String);
@@ -128,6 +142,22 @@ impl NodesPath {
     /// Published by node `node` once it runs `version`.
     pub fn upgraded_marker(&self, node: u32, version: &str) -> String {
         format!("{}/control-plane/{node}/upgraded/{version}", self.0)
+    }
+
+    /// Where a run asks the control plane to renew its certificates.
+    pub fn renewal_request(&self) -> String {
+        format!("{}/control-plane/certificates-renewal", self.0)
+    }
+
+    /// Published by node `node` at bootstrap when it renews certificates on request (its bootstrap is recent
+    /// enough).
+    pub fn renews_certificates_marker(&self, node: u32) -> String {
+        format!("{}/control-plane/{node}/renews-certificates", self.0)
+    }
+
+    /// Published by node `node` once it renewed its certificates for `request`.
+    pub fn renewed_marker(&self, node: u32, request: &str) -> String {
+        format!("{}/control-plane/{node}/renewed/{request}", self.0)
     }
 }
 
@@ -151,6 +181,7 @@ mod tests {
             wait_for_api_server: false,
             plan_from_empty_state: false,
             control_plane_upgrade: None,
+            certificate_renewal: None,
             approval_policy: ApprovalPolicy::Auto,
             approved_plan_sha256: None,
             administrators: None,

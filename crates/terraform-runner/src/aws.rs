@@ -247,6 +247,29 @@ impl AwsSession {
         Ok(())
     }
 
+    /// Writes a String SSM parameter, overwriting it.
+    pub async fn put_parameter(&self, name: &str, value: &str) -> Result<()> {
+        aws_sdk_ssm::Client::new(&self.config)
+            .put_parameter()
+            .name(name)
+            .value(value)
+            .r#type(aws_sdk_ssm::types::ParameterType::String)
+            .overwrite(true)
+            .send()
+            .await
+            .map_err(|error| aws_error("ssm:PutParameter", error))?;
+        Ok(())
+    }
+
+    /// Whether an SSM parameter exists.
+    pub async fn parameter_exists(&self, name: &str) -> Result<bool> {
+        match aws_sdk_ssm::Client::new(&self.config).get_parameter().name(name).send().await {
+            Ok(_) => Ok(true),
+            Err(error) if error.as_service_error().is_some_and(|error| error.is_parameter_not_found()) => Ok(false),
+            Err(error) => Err(aws_error("ssm:GetParameter", error)),
+        }
+    }
+
     /// Deletes one SSM parameter; one that does not exist is fine (DeleteParameters only lists it as invalid).
     pub async fn delete_parameter(&self, name: &str) -> Result<()> {
         aws_sdk_ssm::Client::new(&self.config)

@@ -13,6 +13,7 @@ mod api_server;
 mod approval;
 mod approved_changes;
 mod aws;
+mod certificate_renewal;
 mod cloud_session;
 mod control_plane_upgrade;
 mod creations;
@@ -97,6 +98,11 @@ pub enum Error {
         humantime::format_duration(*waited)
     )]
     ApiServerTimeout { server: String, waited: std::time::Duration, last_error: String },
+    #[error(
+        "control-plane node {node} was bootstrapped before certificate renewals existed and cannot take one: \
+         upgrade the cluster to its next minor (kubeadm renews the certificates with it) or replace the node"
+    )]
+    CannotRenew { node: u32 },
     #[error("binding the cluster's administrators to cluster-admin failed: {0}")]
     Administrators(String),
     #[error("the kubeconfig the cluster published to SSM parameter {parameter} is refused: {reason}")]
@@ -293,6 +299,9 @@ impl Runner {
             let (terraform, lock_timeout) = (&run.terraform, run.lock_timeout.as_str());
             let upgrade_run = ControlPlaneUpgradeRun { settings, terraform, recorder: &recorder, aws, lock_timeout };
             upgrade_run.upgrade_first(upgrade, approved.is_some(), &mut run.signals).await?;
+        }
+        if let (Some(renewal), CloudSession::Aws(aws)) = (&run.manifest.certificate_renewal, &run.session) {
+            certificate_renewal::renew_certificates(aws, &run.terraform, renewal, settings, &mut run.signals).await?;
         }
         match approved {
             // An approval names one plan file: a new plan would need a new approval.

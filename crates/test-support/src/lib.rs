@@ -36,7 +36,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use provisioner::domain::{OperationType, ProviderVersion, ProvisionRequest, Runtime, Topology};
-use provisioner::render::{RenderedConfig, Renderer, RunAction};
+use provisioner::render::{RenderedConfig, Renderer, RunAction, RunInputs};
 use provisioner::settings::Settings;
 use provisioner::startup::App;
 use sea_orm::{ConnectionTrait, Database};
@@ -406,7 +406,7 @@ pub fn render_for(runtime: &Runtime, operation_type: OperationType, action: RunA
     let provider = ProviderVersion::pinned(runtime.cluster_config.topology.cloud());
     Renderer::new()
         .expect("templates compile")
-        .render(runtime, operation_type, action, &provider, None)
+        .render(runtime, operation_type, action, &provider, RunInputs::default())
         .expect("renders")
 }
 

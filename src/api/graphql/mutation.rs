@@ -94,6 +94,18 @@ impl Mutation {
         view(&service, change.into_operation()).await
     }
 
+    /// Has kubeadm renew a vanilla runtime's control-plane certificates, one node after the other (EKS and GKE
+    /// renew their own: `managed_by_the_cloud`). A repeated request returns the renewal queued or running.
+    async fn renew_certificates(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationView> {
+        authorize(context, Action::on_runtimes(Verb::Update)).await?;
+        let identity = context.data::<Identity>()?;
+        let service = service(context);
+        let change =
+            service.renew_certificates(runtime_id(&id)?, &identity.username, None).await.map_err(graphql_error)?;
+        audit_queued(identity, &change);
+        view(&service, change.into_operation()).await
+    }
+
     /// Brings a hibernated cluster back at its configured sizes; a vanilla one ends once its API server answers.
     /// A repeated request returns the wake-up already queued or running, or the last operation once it is awake.
     async fn wake_up_runtime(&self, context: &Context<'_>, id: String) -> GraphQLResult<OperationView> {

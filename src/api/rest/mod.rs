@@ -2,6 +2,7 @@
 //! [`ApiError`] is the one place where errors get their HTTP status and problem body.
 
 mod approvals;
+mod certificates;
 mod conditional;
 mod events;
 mod logs;
@@ -13,6 +14,7 @@ mod runtimes;
 mod views;
 
 pub use approvals::{ApprovalBody, approve_operation, reject_operation};
+pub use certificates::renew_certificates;
 pub use events::get_operation_events;
 pub use logs::{get_logs, get_operation_logs};
 pub use openapi::{ApiDoc, OPENAPI_PATH, openapi, openapi_json};

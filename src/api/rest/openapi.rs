@@ -22,6 +22,7 @@ use crate::api::problem::PROBLEM_JSON;
         super::runtimes::hibernate_runtime,
         super::runtimes::wake_runtime,
         super::runtimes::rotate_kubeconfig,
+        super::certificates::renew_certificates,
         super::runtimes::delete_runtime,
         super::provisions::list_provisions,
         super::provisions::create_provision,

@@ -1,7 +1,8 @@
 //! RenderConfig: the Terraform configuration rendered for the runtime into the run's ConfigMap.
 
 use super::Run;
-use crate::domain::{Component, FailureReason, ProviderVersion, Runtime};
+use crate::domain::{Component, FailureReason, OperationType, ProviderVersion, Runtime};
+use crate::render::RunInputs;
 use crate::worker::Worker;
 use crate::worker::cluster::RunCluster;
 use crate::worker::step_error::{StepError, StepOutcome};
@@ -25,10 +26,11 @@ impl<C: RunCluster> Worker<C> {
             }
             _ => runtime,
         };
-        let rendered =
-            self.renderer.render(runtime, operation_type, action, &provider, approved_plan).map_err(|error| {
-                StepError::permanent(FailureReason::RenderFailed, Component::Renderer, error.to_string())
-            })?;
+        let renewal = (operation_type == OperationType::RenewCertificates).then(|| operation.id.to_string());
+        let inputs = RunInputs { approved_plan, certificate_renewal: renewal.as_deref() };
+        let rendered = self.renderer.render(runtime, operation_type, action, &provider, inputs).map_err(|error| {
+            StepError::permanent(FailureReason::RenderFailed, Component::Renderer, error.to_string())
+        })?;
         self.executor.ensure_config(run.reference(), rendered.files).await?;
         Ok(StepOutcome::Next)
     }

@@ -357,3 +357,68 @@ async fn a_vanilla_upgrade_rolls_the_workers_only_after_the_control_plane() {
     let names: Vec<String> = created(&job).into_iter().map(|(name, _)| name).collect();
     assert_eq!(names[10..], ["control_plane"], "only the unchanged machines were skipped and no worker replaced");
 }
+
+/// A vanilla certificate renewal asks the control plane through SSM, refusing at once when a node's bootstrap
+/// predates renewals (it would never answer), waits until the last node has renewed and publishes the admin
+/// kubeconfig node 0 published again: the renewed one. Nothing Terraform manages changes.
+#[tokio::test]
+async fn a_certificate_renewal_asks_the_nodes_and_publishes_the_renewed_kubeconfig() {
+    let job = Job::new().await;
+    job.publish_node_kubeconfig(API_ENDPOINT, "");
+    job.write_config("apply", "vanilla_kubeadm", &control_plane_and_workers(&job, "m6i.large", "1.34"));
+    job.run("apply").await.assert_success();
+    let request = Uuid::new_v4().to_string();
+    job.patch_manifest(json!({ "certificateRenewal": { "request": request, "lastNode": 2 } }));
+    let nodes_path = format!("{}generation-1/control-plane", job.ssm_prefix());
+    let put = |name: &str, value: &str| {
+        job.moto.aws(&["ssm", "put-parameter", "--name", name, "--type", "String", "--value", value, "--overwrite"]);
+    };
+
+    // Nodes 0 and 1 take renewals, node 2 was bootstrapped before them: refused before anything is asked.
+    put(&format!("{nodes_path}/0/renews-certificates"), "node-0");
+    put(&format!("{nodes_path}/1/renews-certificates"), "node-1");
+    let refused = job.run("apply").await;
+    refused.assert_failure();
+    assert!(
+        refused.termination_message.starts_with("control-plane node 2 was bootstrapped before certificate renewals"),
+        "{}",
+        refused.termination_message
+    );
+    let asked = || {
+        let mut get = job.moto.aws_command();
+        get.args(["ssm", "get-parameter", "--name", &format!("{nodes_path}/certificates-renewal")]);
+        get.output().unwrap().status.success()
+    };
+    assert!(!asked(), "a renewal was asked of a control plane that cannot take it");
+
+    // Every node takes them: the "nodes" see the request, node 0 publishes the renewed kubeconfig, each its marker.
+    put(&format!("{nodes_path}/2/renews-certificates"), "node-2");
+    let run = job.command("apply").spawn().expect("start terraform-runner");
+    let (_, key) = job.control_plane.admin_certificate_and_key();
+    let renewed = kubeadm_admin_conf_with(job.control_plane, API_ENDPOINT, job.control_plane.ca_pem(), key, "");
+    let nodes = async {
+        let started = tokio::time::Instant::now();
+        while !asked() {
+            assert!(started.elapsed() < Duration::from_secs(150), "the renewal was never asked");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let asked_for =
+            job.moto.aws(&["ssm", "get-parameter", "--name", &format!("{nodes_path}/certificates-renewal")]);
+        let asked_for: Value = serde_json::from_str(&asked_for).unwrap();
+        assert_eq!(asked_for["Parameter"]["Value"], request.as_str());
+        job.put_kubeconfig_parameter(&renewed);
+        for node in 0..3 {
+            put(&format!("{nodes_path}/{node}/renewed/{request}"), "2026-12-07T21:00:00Z");
+        }
+    };
+    let (output, ()) = tokio::join!(tokio::time::timeout(Duration::from_secs(240), run.wait_with_output()), nodes);
+    let output = output.expect("the renewal finishes within 4 minutes").unwrap();
+    let outcome = job.outcome(
+        output.status,
+        format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr)),
+    );
+    outcome.assert_success();
+    assert!(outcome.output.contains("the control plane renewed its certificates"), "{}", outcome.output);
+    assert_eq!(client_certificate(&job.published_kubeconfig().await.unwrap()), job.control_plane.ca_pem());
+    assert_eq!(created(&job).len(), 5, "nothing Terraform manages was replaced");
+}

@@ -1,45 +1,19 @@
 #!/usr/bin/env bash
 # Bootstraps control-plane node NODE_INDEX of a kubeadm cluster, coordinated with the other nodes through SSM
-# Parameter Store (see lib.sh for the env file):
-#
-#   node 0      kubeadm init --upload-certs, then publishes join/{endpoint,ca-cert-hash,token} and
-#               control-plane/certificate-key, installs Calico and the AWS cloud controller manager, publishes the
-#               admin kubeconfig (server set to API_ENDPOINT) and finally control-plane/0/joined;
-#   node i > 0  waits for control-plane/<i-1>/joined, runs kubeadm join --control-plane, then publishes
-#               control-plane/<i>/joined.
-#
-# So control-plane nodes join strictly one at a time and in index order: concurrent etcd member additions can
-# break the quorum. kubeadm manages the etcd membership itself. Every node then publishes
-# control-plane/<i>/upgraded/<MAJOR.MINOR> for the version it runs.
-#
-# Upgrades follow the same pattern. Terraform publishes the cluster's version as control-plane/upgrade-target;
-# when it names a version a node has no upgraded marker for:
-#
-#   node 0      installs that version's kubeadm, runs kubeadm upgrade apply (control-plane components, etcd,
-#               add-ons, the cluster's configuration), then the kubelet, and publishes its marker;
-#   node i > 0  waits for control-plane/<i-1>/upgraded/<version>, runs kubeadm upgrade node, then the kubelet,
-#               and publishes its marker.
-#
-# terraform-runner waits for the last node's marker before it rolls the workers, so no kubelet is ever newer than
-# the API servers (the version skew policy).
-#
-# A new machine type is applied to one node at a time as well: terraform-runner removes
-# control-plane/<i>/running/<type>, applies the change of node i (EC2 stops, changes and starts it), and waits
-# until the node has published that marker again, which it does at every boot once its API server is ready.
+# Parameter Store (see lib.sh for the env file): joins, upgrades, machine type changes and certificate renewals,
+# one node at a time in index order (docs/design/control-plane-coordination.md; user data is limited to 16 KB).
 #
 # Usage: control-plane.sh ENV_FILE [bootstrap|refresh-token|upgrade|report-ready]
-#   refresh-token  creates a new 24-hour bootstrap token and publishes it for workers that join later (run by a
-#                  systemd timer on every control-plane node).
-#   upgrade        syncs the authentication configuration, then the upgrade above if there is one (run by a
-#                  systemd timer every minute).
-#   report-ready   waits until this node's API server is ready and publishes control-plane/<i>/running/<type>
-#                  (run by a systemd unit at every boot).
+#   refresh-token  publishes a new 24-hour bootstrap token for workers (a timer, every 12 hours).
+#   upgrade        syncs the authentication configuration, then upgrades or renews when asked (a timer, every minute).
+#   report-ready   publishes control-plane/<i>/running/<type> once the API server is ready (at every boot).
 set -euo pipefail
 
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 readonly TOKEN_TTL=24h0m0s PARAM_AUTHENTICATION_CONFIG=control-plane/authentication-config \
+  PARAM_CERTIFICATES_RENEWAL=control-plane/certificates-renewal \
   AUTHENTICATION_MOUNT=/etc/kubernetes/authentication
 
 joined_marker() {
@@ -54,6 +28,16 @@ running_marker() {
 # NODE VERSION (MAJOR.MINOR): published once node NODE runs VERSION.
 upgraded_marker() {
   printf 'control-plane/%s/upgraded/%s' "$1" "$2"
+}
+
+# NODE REQUEST: published once node NODE renewed its certificates for renewal request REQUEST.
+renewed_marker() {
+  printf 'control-plane/%s/renewed/%s' "$1" "$2"
+}
+
+# NODE: published at bootstrap by a node that renews on request.
+renews_certificates_marker() {
+  printf 'control-plane/%s/renews-certificates' "$1"
 }
 
 init_cluster() {
@@ -345,12 +329,8 @@ UNIT
 }
 
 report_ready() {
-  local deadline=$((SECONDS + WAIT_TIMEOUT_SECONDS))
   discover_node
-  until curl -fsk --max-time 5 "https://127.0.0.1:${API_PORT}/readyz" >/dev/null; do
-    ((SECONDS < deadline)) || die "the API server of this node was not ready within ${WAIT_TIMEOUT_SECONDS}s"
-    sleep "$POLL_INTERVAL_SECONDS"
-  done
+  wait_until_api_server_ready
   ssm_put "$(running_marker "$NODE_INDEX" "$INSTANCE_TYPE")" String "$NODE_NAME"
 }
 
@@ -387,6 +367,53 @@ upgrade() {
   log "control-plane node ${NODE_INDEX} runs ${version}"
 }
 
+# A requested renewal this node has not done; a failed run is repeated by the next timer run (harmless).
+renew_certificates() {
+  local request previous
+  if ! request=$(ssm_get "$PARAM_CERTIFICATES_RENEWAL" 2>/dev/null); then
+    return
+  fi
+  if ssm_get "$(renewed_marker "$NODE_INDEX" "$request")" >/dev/null 2>&1; then
+    return
+  fi
+  if ((NODE_INDEX > 0)); then
+    previous=$((NODE_INDEX - 1))
+    wait_for_parameter "$(renewed_marker "$previous" "$request")" >/dev/null
+    log "control-plane node ${previous} renewed its certificates; renewing next"
+  fi
+  log "kubeadm certs renew all (request ${request})"
+  kubeadm certs renew all
+  restart_static_pods
+  wait_until_api_server_ready
+  if ((NODE_INDEX == 0)); then
+    publish_kubeconfig
+  fi
+  ssm_put "$(renewed_marker "$NODE_INDEX" "$request")" String "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  log "control-plane node ${NODE_INDEX} renewed its certificates"
+}
+
+# Static pods read their certificates at start: the kubelet stops them while their manifests are away.
+restart_static_pods() {
+  local manifests=${KUBERNETES_DIR}/manifests parked=${KUBERNETES_DIR}/manifests-parked
+  mkdir -p "$manifests" "$parked"
+  find "$manifests" -maxdepth 1 -name '*.yaml' -exec mv -t "$parked" {} +
+  sleep "${STATIC_POD_STOP_SECONDS:-20}"
+  find "$parked" -maxdepth 1 -name '*.yaml' -exec mv -t "$manifests" {} +
+}
+
+wait_until_api_server_ready() {
+  local deadline=$((SECONDS + WAIT_TIMEOUT_SECONDS))
+  until curl -fsk --max-time 5 "https://127.0.0.1:${API_PORT}/readyz" >/dev/null; do
+    ((SECONDS < deadline)) || die "the API server of this node was not ready within ${WAIT_TIMEOUT_SECONDS}s"
+    sleep "$POLL_INTERVAL_SECONDS"
+  done
+}
+
+upgrade_then_renew() {
+  upgrade
+  renew_certificates
+}
+
 refresh_token() {
   local token
   token=$(kubeadm token create --ttl "$TOKEN_TTL" --kubeconfig "${KUBERNETES_DIR}/admin.conf")
@@ -407,6 +434,7 @@ bootstrap() {
   ssm_put "$(joined_marker "$NODE_INDEX")" String "$NODE_NAME"
   ssm_put "$(upgraded_marker "$NODE_INDEX" "$(kubernetes_minor)")" String "$(kubeadm version -o short)"
   ssm_put "$(running_marker "$NODE_INDEX" "$INSTANCE_TYPE")" String "$NODE_NAME"
+  ssm_put "$(renews_certificates_marker "$NODE_INDEX")" String "$NODE_NAME"
   log "control-plane node ${NODE_INDEX} is ready"
 }
 
@@ -438,7 +466,7 @@ main() {
     refresh-token) refresh_token ;;
     upgrade)
       config=$(ssm_get "$PARAM_AUTHENTICATION_CONFIG") && write_authentication_config "$config"
-      with_upgrade_lock upgrade
+      with_upgrade_lock upgrade_then_renew
       ;;
     report-ready) report_ready ;;
     *) die "unknown command '$2' (bootstrap, refresh-token, upgrade or report-ready)" ;;

@@ -2,6 +2,9 @@
 //! `{"readAt": ..., "expiries": [{"certificate": "ApiServerServing", "notAfter": ...}]}`), and when the runtime is
 //! due for its next read (null: now; the watch reads the longest due first). Both null until the first read; an
 //! older replica neither reads nor writes them.
+//!
+//! Certificate renewals: `operation.operation_type` takes `RenewCertificates` (17 characters), so PostgreSQL's
+//! column widens from 16 to 32 (SQLite does not bound it); an older replica claims only the types it knows.
 
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::sea_orm::DbBackend;
@@ -10,6 +13,12 @@ use crate::SchemaStatements;
 
 #[derive(DeriveMigrationName)]
 pub struct Migration;
+
+#[derive(DeriveIden)]
+enum Operation {
+    Table,
+    OperationType,
+}
 
 #[derive(DeriveIden)]
 enum Runtime {
@@ -28,11 +37,16 @@ impl SchemaStatements for Migration {
             .table(Runtime::Table)
             .col(Runtime::CertificatesDueAt)
             .to_owned();
-        vec![
+        let mut statements = vec![
             backend.build(Table::alter().table(Runtime::Table).add_column(certificates)).to_string(),
             backend.build(Table::alter().table(Runtime::Table).add_column(due_at)).to_string(),
             backend.build(&by_due_at).to_string(),
-        ]
+        ];
+        if backend == DbBackend::Postgres {
+            let wider = ColumnDef::new(Operation::OperationType).string_len(32).not_null().to_owned();
+            statements.push(backend.build(Table::alter().table(Operation::Table).modify_column(wider)).to_string());
+        }
+        statements
     }
 }
 
