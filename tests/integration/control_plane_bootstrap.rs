@@ -36,7 +36,8 @@ fn authentication_config(issuer: &str) -> String {
 /// Records every run with start and end times in the shared log, and sleeps in between so that overlapping runs
 /// would show; fails the subcommand `STANDIN_KUBEADM_FAILS` names. `init` leaves a CA certificate and an admin
 /// kubeconfig where kubeadm would; init and join leave the kubelet.conf that marks a node as joined; `certs renew
-/// all` writes another client certificate (`rrr…`) into the admin kubeconfig. A run with `--patches` fails unless the kube-apiserver patch and
+/// all` and `upgrade apply` write another client certificate (`rrr…`, `uuu…`) into the admin kubeconfig, as kubeadm
+/// renews it. A run with `--patches` fails unless the kube-apiserver patch and
 /// the authentication configuration are already written.
 const KUBEADM_STAND_IN: &str = r#"#!/usr/bin/env bash
 set -euo pipefail
@@ -91,10 +92,12 @@ EOF
     mkdir -p "$STANDIN_KUBERNETES_DIR"
     touch "$STANDIN_KUBERNETES_DIR/kubelet.conf"
     ;;
-  certs)
-    # `certs renew all` renews admin.conf's client certificate with the others.
-    renewed=$(head -c 3000 /dev/zero | tr '\0' 'r' | base64 -w0)
-    if [[ -e $STANDIN_KUBERNETES_DIR/admin.conf ]]; then
+  certs | upgrade)
+    # `certs renew all` and `upgrade apply` renew admin.conf's client certificate with the others.
+    letter=r
+    [[ ${2:-} == apply ]] && letter=u
+    renewed=$(head -c 3000 /dev/zero | tr '\0' "$letter" | base64 -w0)
+    if [[ -e $STANDIN_KUBERNETES_DIR/admin.conf && ( $1 == certs || ${2:-} == apply ) ]]; then
       sed -i "s#client-certificate-data: .*#client-certificate-data: ${renewed}#" "$STANDIN_KUBERNETES_DIR/admin.conf"
     fi
     ;;
@@ -535,6 +538,10 @@ async fn control_plane_nodes_join_and_upgrade_one_at_a_time_in_order_through_ssm
         assert_eq!(value(&format!("control-plane/{index}/upgraded/1.35")).0, "v1.35.0");
         assert_eq!(std::fs::read_to_string(authentication_file(&format!("cp{index}"))).unwrap(), second_config);
     }
+    // Node 0 published the admin kubeconfig kubeadm renewed with the upgrade (`uuu…` in base64).
+    let (upgraded_kubeconfig, _) = value("kubeconfig");
+    assert!(upgraded_kubeconfig.contains("dXV1dXV1"), "{upgraded_kubeconfig}");
+    assert!(upgraded_kubeconfig.contains(&format!("server: https://{ENDPOINT_HOST}:6443")));
     // The next timer run finds nothing to do.
     let (node, child) = upgrade(0);
     let (status, again) = finish(&node, child).await;

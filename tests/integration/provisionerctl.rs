@@ -63,6 +63,13 @@ async fn provisionerctl_takes_a_cluster_from_create_to_kubeconfig_to_delete() {
     let (code, _, refused) = ctl(&server, &["rotate-kubeconfig", &runtime_id]).await;
     assert_eq!(code, provisionerctl::exit::REFUSED, "{refused}");
     assert!(refused.contains("holds no credential"), "{refused}");
+    // A vanilla runtime's certificates renewed: an operation of its own, followed like any.
+    let (code, renewing, err) = ctl(&server, &["renew-certificates", &runtime_id]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(renewing.contains("renew_certificates"), "{renewing}");
+    engine.runner_succeeds(&format!("renewal-{runtime_id}"), Some((&outputs, KUBECONFIG))).await;
+    let (code, _, progress) = ctl(&server, &wait_for("state=Ready")).await;
+    assert_eq!(code, 0, "{progress}");
 
     let (code, deleting, err) = ctl(&server, &["delete", &runtime_id]).await;
     assert_eq!(code, 0, "{err}");

@@ -23,6 +23,7 @@ async fn provisionerctl_every_commands_help_ends_with_its_examples() {
         "operations",
         "kubeconfig",
         "rotate-kubeconfig",
+        "renew-certificates",
         "wait",
         "completion",
     ];

@@ -76,6 +76,10 @@ pub async fn run(
             let rotation = path("runtimes", &id, "/kubeconfig/rotation")?;
             return write_text(&client.text(Method::POST, &rotation).await?, out);
         }
+        Command::RenewCertificates { id } => {
+            let renewal = path("runtimes", &id, "/certificates/renewal")?;
+            (client.json(Method::POST, &renewal, &[], None).await?, Shape::Operation)
+        }
         Command::Completion { shell } => return crate::completion::print(shell, out),
         Command::Wait { id, condition, timing } => {
             return wait::wait(client, &id, &condition, timing, err).await;

@@ -65,6 +65,10 @@ pub const OPERATIONS: &str =
     examples!("provisionerctl operations ID", "provisionerctl operations ID --all -o jsonpath='{.items[*].operation}'");
 pub const KUBECONFIG: &str = examples!("provisionerctl kubeconfig ID > cluster.kubeconfig");
 pub const ROTATE_KUBECONFIG: &str = examples!("provisionerctl rotate-kubeconfig ID > cluster.kubeconfig");
+pub const RENEW_CERTIFICATES: &str = examples!(
+    "provisionerctl renew-certificates ID",
+    "provisionerctl get runtime ID -o jsonpath='{.certificates.expiries[0].notAfter}'   # the soonest end",
+);
 pub const COMPLETION: &str = examples!(
     "provisionerctl completion bash > ~/.local/share/bash-completion/completions/provisionerctl",
     "provisionerctl completion zsh > \"${fpath[1]}/_provisionerctl\"",

@@ -190,6 +190,10 @@ pub enum Command {
     /// before stays valid until it expires.
     #[command(after_help = examples::ROTATE_KUBECONFIG)]
     RotateKubeconfig { id: String },
+    /// Has kubeadm renew a vanilla runtime's control-plane certificates, one node after the other (EKS and GKE
+    /// renew their own).
+    #[command(after_help = examples::RENEW_CERTIFICATES)]
+    RenewCertificates { id: String },
     /// Prints the completion script of a shell (bash, zsh, fish, elvish or powershell) for every command and flag.
     #[command(after_help = examples::COMPLETION)]
     Completion {

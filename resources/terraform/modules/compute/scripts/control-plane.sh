@@ -363,11 +363,14 @@ upgrade() {
   install_kubernetes_packages kubelet kubectl
   systemctl daemon-reload
   systemctl restart kubelet
+  if ((NODE_INDEX == 0)); then
+    publish_kubeconfig # renewed by the upgrade
+  fi
   ssm_put "$(upgraded_marker "$NODE_INDEX" "$target")" String "$version"
   log "control-plane node ${NODE_INDEX} runs ${version}"
 }
 
-# A requested renewal this node has not done; a failed run is repeated by the next timer run (harmless).
+# A requested renewal not done here yet; the next timer run repeats a failed one.
 renew_certificates() {
   local request previous
   if ! request=$(ssm_get "$PARAM_CERTIFICATES_RENEWAL" 2>/dev/null); then
