@@ -17,6 +17,7 @@ use rustls::{DigitallySignedStruct, SignatureScheme};
 use x509_parser::pem::parse_x509_pem;
 use x509_parser::prelude::{FromDer, X509Certificate};
 
+use super::mint::cluster_of;
 use super::{Error, Result};
 use crate::domain::certificates::{CertificateExpiry, ObservedCertificates, WatchedCertificate};
 
@@ -28,18 +29,12 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 #[tracing::instrument(skip_all)]
 pub async fn read_certificates(kubeconfig: &str, now: DateTime<Utc>) -> Result<ObservedCertificates> {
     let parsed = Kubeconfig::from_yaml(kubeconfig).map_err(|error| Error::Kubeconfig(error.to_string()))?;
-    let cluster = parsed.clusters.first().and_then(|named| named.cluster.as_ref());
-    let (Some(server), Some(ca_data)) = (
-        cluster.and_then(|cluster| cluster.server.clone()),
-        cluster.and_then(|cluster| cluster.certificate_authority_data.clone()),
-    ) else {
-        return Err(Error::Kubeconfig("it names no server with its CA".to_owned()));
-    };
+    let (server, ca_data) = cluster_of(&parsed)?;
     let ca_pem = decoded(&ca_data, "its CA")?;
     let ca_der = der_of_pem(&ca_pem).map_err(|error| Error::Kubeconfig(format!("its CA: {error}")))?;
     let ca = parse(&ca_der).map_err(|error| Error::Kubeconfig(format!("its CA: {error}")))?;
-    let mut expiries =
-        vec![CertificateExpiry { certificate: WatchedCertificate::ClusterCa, not_after: not_after(&ca)? }];
+    let ca_end = validity_end(&ca).map_err(|error| Error::Kubeconfig(format!("its CA {error}")))?;
+    let mut expiries = vec![CertificateExpiry { certificate: WatchedCertificate::ClusterCa, not_after: ca_end }];
     let admin = (parsed.auth_infos.iter())
         .find_map(|user| user.auth_info.as_ref().and_then(|auth| auth.client_certificate_data.clone()));
     if let Some(admin) = admin {
@@ -71,9 +66,9 @@ fn parse(der: &[u8]) -> Result<X509Certificate<'_>, String> {
         .map_err(|error| format!("not an X.509 certificate: {error}"))
 }
 
-fn not_after(certificate: &X509Certificate<'_>) -> Result<DateTime<Utc>> {
+fn validity_end(certificate: &X509Certificate<'_>) -> Result<DateTime<Utc>, String> {
     let end = certificate.validity().not_after.timestamp();
-    DateTime::from_timestamp(end, 0).ok_or_else(|| Error::Refused(format!("a validity end out of range ({end})")))
+    DateTime::from_timestamp(end, 0).ok_or_else(|| format!("ends out of range ({end})"))
 }
 
 /// Until when the certificate `der` is valid, if `ca` signed it.
@@ -82,8 +77,7 @@ fn signed_expiry(der: &[u8], ca: &X509Certificate<'_>) -> Result<DateTime<Utc>, 
     certificate
         .verify_signature(Some(ca.public_key()))
         .map_err(|error| format!("is not signed by the cluster's CA: {error}"))?;
-    let end = certificate.validity().not_after.timestamp();
-    DateTime::from_timestamp(end, 0).ok_or_else(|| format!("ends out of range ({end})"))
+    validity_end(&certificate)
 }
 
 /// The end-entity certificate the API server at `server` presents.

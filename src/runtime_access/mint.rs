@@ -91,7 +91,7 @@ pub async fn mint_kubeconfig(admin: &str, lifetime: Duration) -> Result<Minted> 
 }
 
 /// The server and base64 CA of the kubeconfig's one cluster.
-fn cluster_of(parsed: &Kubeconfig) -> Result<(String, String)> {
+pub(super) fn cluster_of(parsed: &Kubeconfig) -> Result<(String, String)> {
     let cluster = parsed.clusters.first().and_then(|named| named.cluster.as_ref());
     let server = cluster.and_then(|cluster| cluster.server.clone());
     let ca_data = cluster.and_then(|cluster| cluster.certificate_authority_data.clone());

@@ -1,7 +1,8 @@
 //! The provisioned cluster's own API, reached with the admin kubeconfig its apply published, which never leaves
 //! the provisioner: what callers get instead is a client certificate the cluster itself issues for a limited time
 //! (its certificate signing request API, the signer kube-controller-manager runs), for the group
-//! `kubeopera:admin` that a binding here gives cluster-admin.
+//! `kubeopera:admin` that a binding here gives cluster-admin; and the expiries of the certificates it can see
+//! (`certificates`), for the certificate watch.
 
 mod certificates;
 mod issued;

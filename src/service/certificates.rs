@@ -1,4 +1,4 @@
-//! Certificates watched: one turn of the watch reads the certificates of the live runtime taken for a read
+//! Certificates watched: one turn of the watch reads the certificates of the live runtime due for a read
 //! longest ago (with the admin kubeconfig its apply published, which never leaves the provisioner) and records
 //! until when each is valid; the runtime's `CertificatesExpiring` condition and
 //! `provisioner_runtime_certificate_expiry_seconds` show it.
